@@ -1,0 +1,1 @@
+"""Online, per-session trajectory detectors and their registry."""

@@ -1,0 +1,82 @@
+"""Event-time reordering with a bounded lateness: out-of-order in, ordered out.
+
+Spans reach us children-first and batch by batch; session events may be
+re-delivered late. A :class:`Reorderer` holds items until the watermark
+(the largest event time seen minus ``lateness_ns``) passes them, then releases
+them sorted by ``(event time, arrival)``. Live and replay use the same
+lateness, so they release the same items in the same order; an item that
+arrives behind the watermark is released at once (the caller flags it late).
+Memory is bounded by what arrives within one lateness window. With
+``lateness_ns=None`` nothing is released before :meth:`Reorderer.flush`: replay
+uses that to put a whole recording in event-time order.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+
+
+@dataclass(order=True, slots=True)
+class _Entry(Generic[T]):
+    ts: int
+    arrival: int
+    item: T = field(compare=False)
+
+
+class Reorderer(Generic[T]):
+    """Releases pushed items in event-time order once the watermark passes them.
+
+    >>> r: Reorderer[str] = Reorderer(lateness_ns=10)
+    >>> r.push(100, "b"); r.push(95, "a"); r.push(120, "c")
+    >>> r.pop_ready()
+    ['a', 'b']
+    >>> r.flush()
+    ['c']
+    """
+
+    def __init__(self, *, lateness_ns: int | None) -> None:
+        if lateness_ns is not None and lateness_ns < 0:
+            raise ValueError(f"lateness_ns must be >= 0, got {lateness_ns}")
+        self.lateness_ns = lateness_ns
+        self._heap: list[_Entry[T]] = []
+        self._arrivals = 0
+        self.max_ts: int | None = None
+
+    def __len__(self) -> int:
+        return len(self._heap)
+
+    @property
+    def watermark(self) -> int | None:
+        """Items at or before this event time will be released by the next pop."""
+        if self.max_ts is None or self.lateness_ns is None:
+            return None
+        return self.max_ts - self.lateness_ns
+
+    def is_late(self, ts: int) -> bool:
+        """True when an item at ``ts`` arrives behind the watermark."""
+        mark = self.watermark
+        return mark is not None and ts < mark
+
+    def push(self, ts: int, item: T) -> None:
+        heapq.heappush(self._heap, _Entry(ts, self._arrivals, item))
+        self._arrivals += 1
+        if self.max_ts is None or ts > self.max_ts:
+            self.max_ts = ts
+
+    def pop_ready(self) -> list[T]:
+        """Items the watermark has passed, in ``(ts, arrival)`` order."""
+        mark = self.watermark
+        out: list[T] = []
+        while self._heap and mark is not None and self._heap[0].ts <= mark:
+            out.append(heapq.heappop(self._heap).item)
+        return out
+
+    def flush(self) -> list[T]:
+        """Everything still held, in order (end of input)."""
+        out = [e.item for e in sorted(self._heap)]
+        self._heap.clear()
+        return out

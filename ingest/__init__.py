@@ -1,0 +1,1 @@
+"""Sources, decoders, the pipeline and the CLI: the composition root of trajwatch."""

@@ -1,0 +1,364 @@
+"""The one pipeline every byte goes through: decode → order → sequence → detect → store.
+
+Live consumers, ``trajwatch replay`` and the tests all drive this class; only
+the source and the clock differ. Input arrives per *partition* (a Kafka
+partition, a recorded file): each partition has its own event-time
+:class:`~features.ordering.Reorderer`, so one slow source does not hold up
+another, and a partition's end flushes what it still holds.
+
+Per released draft, in event-time order:
+
+1. the session is resolved: the draft's own session id, else the session its
+   trace is known to belong to, else the trace id;
+2. the step id is finalised and checked against what is stored (a re-delivered
+   span or event is dropped here, before any detector sees it);
+3. the session's cursor gives it ``seq`` and ``model_session``; a sharp drop in
+   input tokens inserts an inferred compaction step first;
+4. the session's detectors see the step and may raise alerts.
+
+:meth:`Pipeline.commit` writes the steps, alerts, dead letters, session cursors
+and input offsets of everything released so far in one store transaction.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from detectors.base import Detector
+from detectors.registry import DetectorSet
+from features.compaction import CompactionInference
+from features.ordering import Reorderer
+from ingest.draft import Draft
+from ingest.otlp_json import decode_otlp_json
+from ingest.otlp_proto import Decoded, decode_otlp_proto
+from ingest.semconv import session_hint, spans_to_drafts
+from ingest.session_events import decode_event
+from ingest.settings import Settings
+from ingest.spans import SpanRecord
+from ingest.trace_index import TraceIndex
+from models.records import Alert, DeadLetter, SessionInfo, Step, StepKind
+from models.store import SessionCursor, Store, StoreUnit
+
+
+@dataclass(slots=True)
+class _Session:
+    info: SessionInfo
+    cursor: SessionCursor
+    compaction: CompactionInference
+    detectors: list[Detector]
+
+
+@dataclass(slots=True)
+class Stats:
+    """What the pipeline has seen since it started (for summaries and metrics)."""
+
+    sessions: set[str] = field(default_factory=set)
+    steps: int = 0
+    """Distinct steps of the input, whether stored now or already stored before."""
+    new_steps: int = 0
+    duplicates: int = 0
+    dead_letters: int = 0
+    new_alerts: int = 0
+    late_steps: int = 0
+
+
+class Pipeline:
+    """Owns the per-partition ordering buffers, the trace index and the in-memory
+    session cursors; the store owns everything durable."""
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        settings: Settings | None = None,
+        detectors: DetectorSet | None = None,
+        hold_partitions: bool = False,
+    ) -> None:
+        """``hold_partitions``: release nothing before a partition ends (replay of a
+        recording, which is then put wholly in event-time order) instead of by the
+        event-time watermark (live input)."""
+        self.store = store
+        self.settings = settings or Settings()
+        self.detectors = detectors or DetectorSet([])
+        self.stats = Stats()
+        self._lateness_ns = None if hold_partitions else self.settings.lateness_ms * 1_000_000
+        self._partitions: dict[str, Reorderer[Draft]] = {}
+        self._traces = TraceIndex(max_traces=self.settings.max_traces)
+        self._sessions: OrderedDict[str, _Session] = OrderedDict()
+        self._arrival = 0
+        self._ready: list[Draft] = []
+        self._dead: list[DeadLetter] = []
+        self._offsets: dict[tuple[str, str], int] = {}
+
+    # -- input -------------------------------------------------------------------
+
+    def feed_otlp_proto(self, data: bytes, *, source: str, location: str, partition: str) -> None:
+        decoded = decode_otlp_proto(
+            data,
+            source=source,
+            location=location,
+            max_attribute_bytes=self.settings.max_attribute_bytes,
+        )
+        self.feed_decoded(decoded, partition=partition)
+
+    def feed_otlp_json(
+        self, data: bytes | str | Mapping[str, Any], *, source: str, location: str, partition: str
+    ) -> None:
+        decoded = decode_otlp_json(
+            data,
+            source=source,
+            location=location,
+            max_attribute_bytes=self.settings.max_attribute_bytes,
+        )
+        self.feed_decoded(decoded, partition=partition)
+
+    def feed_event(
+        self, data: bytes | str | Mapping[str, Any], *, source: str, location: str, partition: str
+    ) -> None:
+        drafts, dead = decode_event(data, source=source, location=location, arrival=self._arrival)
+        if dead is not None:
+            self.add_dead_letters([dead])
+        self.add_drafts(drafts, partition=partition)
+
+    def feed_decoded(self, decoded: Decoded, *, partition: str) -> None:
+        """Spans and rejects from any span decoder (OTLP protobuf/JSON, TRAIL)."""
+        self.add_dead_letters(decoded.rejects)
+        self.add_spans(decoded.spans, partition=partition)
+
+    def add_spans(self, spans: Sequence[SpanRecord], *, partition: str) -> None:
+        attribute = self.settings.session_attribute
+        for span in spans:
+            self._traces.observe_span(
+                span.trace_id, span.span_id, span.parent_span_id, session_hint(span, attribute)
+            )
+        self.add_drafts(
+            spans_to_drafts(spans, session_attribute=attribute, arrival=self._arrival),
+            partition=partition,
+        )
+
+    def add_drafts(self, drafts: Iterable[Draft], *, partition: str) -> None:
+        reorderer = self._partitions.get(partition)
+        if reorderer is None:
+            reorderer = self._partitions[partition] = Reorderer(lateness_ns=self._lateness_ns)
+        for draft in drafts:
+            draft.arrival = self._arrival
+            self._arrival += 1
+            self._traces.observe_draft(draft)
+            reorderer.push(draft.step.ts, draft)
+        self._ready.extend(reorderer.pop_ready())
+
+    def add_dead_letters(self, letters: Iterable[DeadLetter]) -> None:
+        for letter in letters:
+            self._dead.append(letter)
+            self.stats.dead_letters += 1
+
+    def set_offset(self, source: str, partition: str, position: int) -> None:
+        """Record how far a source has been read; stored with the next commit."""
+        self._offsets[(source, partition)] = position
+
+    def end_partition(self, partition: str) -> None:
+        """The partition has no more input (end of a recorded file): release all it holds."""
+        reorderer = self._partitions.pop(partition, None)
+        if reorderer is not None:
+            self._ready.extend(reorderer.flush())
+
+    def pending(self) -> int:
+        """Drafts held for ordering or waiting for the next commit."""
+        return len(self._ready) + sum(len(r) for r in self._partitions.values())
+
+    # -- release -----------------------------------------------------------------
+
+    def commit(self) -> list[Alert]:
+        """Sequence, detect and store everything released; returns the new alerts.
+
+        Steps, alerts, dead letters, session cursors and offsets go into one
+        transaction: after a crash, either all of a commit is stored or none of it.
+        """
+        ready, self._ready = self._ready, []
+        dead, self._dead = self._dead, []
+        offsets, self._offsets = self._offsets, {}
+        with self.store.unit() as unit:
+            steps, alerts, touched = self._release(ready, unit)
+            if steps:
+                unit.add_steps(steps)
+            new_alerts = unit.add_alerts(alerts) if alerts else []
+            for session_id in touched:
+                session = self._sessions[session_id]
+                unit.upsert_session(session.info, session.cursor)
+            if dead:
+                unit.add_dead_letters(dead)
+            for (source, partition), position in offsets.items():
+                unit.set_offset(source, partition, position)
+        self.stats.new_steps += len(steps)
+        self.stats.new_alerts += len(new_alerts)
+        self._evict()
+        return new_alerts
+
+    def close(self) -> list[Alert]:
+        """End of all input: release every partition and commit."""
+        for partition in list(self._partitions):
+            self.end_partition(partition)
+        return self.commit()
+
+    def _resolve_session(self, draft: Draft) -> str:
+        return (
+            draft.session_hint
+            or self._traces.session_of(draft.trace_id)
+            or draft.trace_id
+            or "unknown"
+        )
+
+    def _release(
+        self, ready: list[Draft], unit: StoreUnit
+    ) -> tuple[list[Step], list[Alert], list[str]]:
+        resolved = [(draft, self._resolve_session(draft)) for draft in ready]
+        ids = [draft.step_id_for(session) for draft, session in resolved]
+        # A model call may have been stored with an inferred compaction before it;
+        # ask for those too so a re-delivery counts the same steps.
+        wanted = set(ids) | {
+            f"{step_id}/compaction-inferred"
+            for (draft, _), step_id in zip(resolved, ids, strict=True)
+            if draft.step.kind == StepKind.MODEL_CALL
+        }
+        stored = unit.existing_step_ids(wanted) if ids else set()
+        seen: set[str] = set()
+        steps: list[Step] = []
+        alerts: list[Alert] = []
+        touched: dict[str, None] = {}
+        for (draft, session_id), step_id in zip(resolved, ids, strict=True):
+            if step_id in stored or step_id in seen:
+                self.stats.duplicates += 1 + (f"{step_id}/compaction-inferred" in stored)
+                self.stats.sessions.add(session_id)
+                continue
+            seen.add(step_id)
+            session = self._session(session_id, unit)
+            touched[session_id] = None
+            self.stats.sessions.add(session_id)
+            step = draft.step.with_(
+                step_id=step_id,
+                session_id=session_id,
+                parent_step_id=self._parent_of(draft, session_id),
+            )
+            for final in self._sequence(session, draft, step):
+                steps.append(final)
+                self.stats.steps += 1
+                for detector in session.detectors:
+                    alerts.extend(detector.update(final))
+        return steps, alerts, list(touched)
+
+    def _parent_of(self, draft: Draft, session_id: str) -> str | None:
+        step = draft.step
+        if step.kind == StepKind.TOOL_RESULT:
+            if step.call_id:
+                return f"{session_id}/tool_call/{step.call_id}"
+            return draft.fallback_id.removesuffix(":result") + ":call" if draft.span_id else None
+        if step.kind == StepKind.EGRESS:
+            call = self._traces.enclosing_tool_call(draft.trace_id, draft.parent_span_id)
+            return call.step_id_for(session_id) if call else None
+        return step.parent_step_id
+
+    def _sequence(self, session: _Session, draft: Draft, step: Step) -> list[Step]:
+        """Give ``step`` its place; may prepend an inferred compaction."""
+        out: list[Step] = []
+        if step.kind == StepKind.COMPACTION:
+            session.compaction.explicit()
+        elif step.kind == StepKind.MODEL_CALL:
+            inferred = session.compaction.model_call(draft.context or "main", step.tokens_in)
+            if inferred is not None:
+                out.append(
+                    self._place(
+                        session,
+                        Step(
+                            step_id=f"{step.step_id}/compaction-inferred",
+                            session_id=step.session_id,
+                            kind=StepKind.COMPACTION,
+                            ts=step.ts,
+                            agent=step.agent,
+                            source=step.source,
+                            source_ref=step.source_ref,
+                            detail={
+                                "tokens_before": inferred.tokens_before,
+                                "tokens_after": inferred.tokens_after,
+                                "inferred": True,
+                            },
+                        ),
+                    )
+                )
+        out.append(self._place(session, step))
+        return out
+
+    def _place(self, session: _Session, step: Step) -> Step:
+        cursor = session.cursor
+        model_session = cursor.model_session + (1 if step.kind == StepKind.COMPACTION else 0)
+        late = step.ts < cursor.last_ts
+        if late:
+            self.stats.late_steps += 1
+        detail = {**step.detail, "late": True} if late else step.detail
+        placed = step.with_(seq=cursor.next_seq, model_session=model_session, detail=detail)
+        session.cursor = SessionCursor(
+            session_id=cursor.session_id,
+            next_seq=cursor.next_seq + 1,
+            model_session=model_session,
+            last_ts=max(cursor.last_ts, step.ts),
+            state=cursor.state,
+        )
+        session.info = _updated_info(session.info, placed)
+        return placed
+
+    def _session(self, session_id: str, unit: StoreUnit) -> _Session:
+        session = self._sessions.get(session_id)
+        if session is not None:
+            self._sessions.move_to_end(session_id)
+            return session
+        cursor = unit.session_cursor(session_id) or SessionCursor(session_id=session_id)
+        compaction = CompactionInference(
+            drop=self.settings.compaction_drop, min_tokens=self.settings.compaction_min_tokens
+        )
+        session = _Session(
+            info=SessionInfo(session_id=session_id),
+            cursor=cursor,
+            compaction=compaction,
+            detectors=self.detectors.for_session(),
+        )
+        self._sessions[session_id] = session
+        return session
+
+    def _evict(self) -> None:
+        # Evicted sessions' cursors are in the store (written by the commit that
+        # just ran); detector state persistence comes with the live service.
+        while len(self._sessions) > self.settings.max_sessions:
+            self._sessions.popitem(last=False)
+
+
+def _updated_info(info: SessionInfo, step: Step) -> SessionInfo:
+    """Session facts a step teaches: the goal and policy from the (outermost) start,
+    the outcome from the end, the first event time from any step."""
+    started = step.ts if info.started_ts is None else min(info.started_ts, step.ts)
+    if step.kind == StepKind.START and not step.detail.get("subagent"):
+        detail = step.detail
+        return replace(
+            info,
+            goal=info.goal or step.text or None,
+            agent=info.agent or step.agent,
+            workspace=info.workspace or detail.get("workspace"),
+            repository=info.repository or detail.get("repository"),
+            policy_id=info.policy_id or detail.get("policy_id"),
+            budget=info.budget or detail.get("budget") or {},
+            started_ts=started,
+        )
+    if step.kind == StepKind.END:
+        claimed = step.detail.get("claimed_done")
+        return replace(
+            info,
+            agent=info.agent or step.agent,
+            started_ts=started,
+            ended_ts=step.ts,
+            end_status=step.detail.get("end_status") or info.end_status,
+            claimed_done=claimed if claimed is not None else info.claimed_done,
+        )
+    if info.started_ts is None or info.agent is None:
+        return replace(info, agent=info.agent or step.agent, started_ts=started)
+    return info

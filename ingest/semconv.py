@@ -1,0 +1,554 @@
+"""Spans → step drafts, by the OpenTelemetry GenAI conventions and OpenInference.
+
+What a span means is read from, in order: ``gen_ai.operation.name`` (current
+GenAI conventions), ``openinference.span.kind`` (OpenInference), the span kind
+plus HTTP/MCP attributes (egress), and the span name's GenAI prefix (``chat``,
+``execute_tool``, ``invoke_agent``) for instrumentations that set little else.
+Deprecated attribute names still sent by older instrumentations are read
+beside the current ones (``gen_ai.system``, ``gen_ai.usage.prompt_tokens``,
+``http.url``, ``net.peer.name``, …). Attribute values may be JSON strings or
+structured OTLP arrays/kvlists; both are accepted.
+
+Mapping:
+
+============================================  ====================================
+span                                          steps
+============================================  ====================================
+``chat`` / ``text_completion`` /              ``model_call`` at span start
+``generate_content``, OpenInference ``LLM``
+``execute_tool``, OpenInference ``TOOL``      ``tool_call`` at start, ``tool_result`` at end
+``invoke_agent``, OpenInference ``AGENT``     ``start`` (goal from the input) at start;
+                                              ``end`` at end for the outermost agent of a batch
+HTTP or MCP ``CLIENT`` span                   ``egress`` at start, linked to its tool call
+span event ``trajwatch.compaction``           ``compaction`` at the event's time
+any other span with status ERROR              ``error`` at end
+============================================  ====================================
+
+The explicit compaction marker is the span event ``trajwatch.compaction`` with
+optional attributes ``trajwatch.compaction.tokens_before``,
+``trajwatch.compaction.tokens_after`` and ``trajwatch.compaction.summary``
+(the GenAI conventions have no compaction signal yet).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from features.actions import tool_call_fields
+from features.canonical import canonical_json
+from features.egress import host_of
+from features.redact import redact
+from features.text import clip
+from ingest.draft import Draft, compaction_key
+from ingest.spans import SPAN_KIND_CLIENT, STATUS_ERROR, SpanRecord
+from models.records import Step, StepKind
+
+COMPACTION_EVENT = "trajwatch.compaction"
+
+MODEL_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
+TOOL_OPERATIONS = frozenset({"execute_tool"})
+AGENT_OPERATIONS = frozenset({"invoke_agent", "invoke_workflow"})
+
+SESSION_ATTRIBUTES = ("gen_ai.conversation.id", "session.id")
+
+
+def spans_to_drafts(
+    spans: Iterable[SpanRecord],
+    *,
+    session_attribute: str | None = None,
+    arrival: int = 0,
+) -> list[Draft]:
+    """Map a batch of spans to drafts. Pure; spans that mean nothing to trajwatch
+    (plain CHAIN or framework spans without errors) produce no draft.
+
+    ``session_attribute`` is an extra attribute that names the session, read after
+    ``gen_ai.conversation.id`` and ``session.id``.
+    """
+    batch = list(spans)
+    by_id = {s.span_id: s for s in batch}
+    drafts: list[Draft] = []
+    for span in batch:
+        for draft in _span_drafts(span, by_id, session_attribute):
+            draft.arrival = arrival + len(drafts)
+            drafts.append(draft)
+    return drafts
+
+
+def operation_of(span: SpanRecord) -> str:
+    """The span's role: ``model``, ``tool``, ``agent``, ``egress`` or ``other``."""
+    attrs = span.attributes
+    op = attrs.get("gen_ai.operation.name")
+    if isinstance(op, str):
+        if op in MODEL_OPERATIONS:
+            return "model"
+        if op in TOOL_OPERATIONS:
+            return "tool"
+        if op in AGENT_OPERATIONS:
+            return "agent"
+    oi = attrs.get("openinference.span.kind")
+    if isinstance(oi, str):
+        oi = oi.upper()
+        if oi == "LLM":
+            return "model"
+        if oi == "TOOL":
+            return "tool"
+        if oi == "AGENT":
+            return "agent"
+    if span.kind == SPAN_KIND_CLIENT and _is_egress(attrs):
+        return "egress"
+    head = span.name.split(" ", 1)[0]
+    if head in MODEL_OPERATIONS:
+        return "model"
+    if head in TOOL_OPERATIONS:
+        return "tool"
+    if head in AGENT_OPERATIONS:
+        return "agent"
+    if "gen_ai.system" in attrs and _first_int(attrs, _INPUT_TOKENS) is not None:
+        return "model"  # pre-operation-name GenAI instrumentations
+    return "other"
+
+
+# -- attribute readers ----------------------------------------------------------
+
+_INPUT_TOKENS = (
+    "gen_ai.usage.input_tokens",
+    "gen_ai.usage.prompt_tokens",
+    "llm.token_count.prompt",
+)
+_OUTPUT_TOKENS = (
+    "gen_ai.usage.output_tokens",
+    "gen_ai.usage.completion_tokens",
+    "llm.token_count.completion",
+)
+_URL = ("url.full", "http.url")
+_HOST = ("server.address", "net.peer.name", "http.host", "network.peer.address", "net.peer.ip")
+_METHOD = ("http.request.method", "http.method")
+_HTTP_STATUS = ("http.response.status_code", "http.status_code")
+_REQUEST_BYTES = ("http.request.body.size", "http.request_content_length")
+_RESPONSE_BYTES = ("http.response.body.size", "http.response_content_length")
+
+
+def _first(attrs: Mapping[str, Any], names: Iterable[str]) -> Any:
+    for name in names:
+        value = attrs.get(name)
+        if value is not None and value != "":
+            return value
+    return None
+
+
+def _first_str(attrs: Mapping[str, Any], names: Iterable[str]) -> str | None:
+    value = _first(attrs, names)
+    return value if isinstance(value, str) else (None if value is None else str(value))
+
+
+def _first_int(attrs: Mapping[str, Any], names: Iterable[str]) -> int | None:
+    value = _first(attrs, names)
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str):
+        try:
+            return int(value.strip())
+        except ValueError:
+            return None
+    return None
+
+
+def _json_value(value: Any) -> Any:
+    """A JSON string attribute parsed, a structured one as it is."""
+    if isinstance(value, str):
+        stripped = value.lstrip()
+        if stripped[:1] in ("{", "["):
+            try:
+                return json.loads(stripped)
+            except ValueError:
+                return value
+    return value
+
+
+def _is_egress(attrs: Mapping[str, Any]) -> bool:
+    if any(k in attrs for k in _URL) or any(k in attrs for k in _METHOD):
+        return True
+    return "mcp.method.name" in attrs
+
+
+def _message_text(message: Any) -> str | None:
+    """Text of one chat message in any of the shapes in the wild."""
+    if isinstance(message, str):
+        return message
+    if not isinstance(message, Mapping):
+        return None
+    parts = message.get("parts")
+    if isinstance(
+        parts, list
+    ):  # GenAI conventions: {"role", "parts": [{"type": "text", "content"}]}
+        texts = [p.get("content") for p in parts if isinstance(p, Mapping)]
+        joined = "\n".join(t for t in texts if isinstance(t, str))
+        return joined or None
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # OpenAI style: [{"type": "text", "text": ...}]
+        texts = [c.get("text") or c.get("content") for c in content if isinstance(c, Mapping)]
+        joined = "\n".join(t for t in texts if isinstance(t, str))
+        return joined or None
+    return None
+
+
+def _messages(value: Any) -> list[Any]:
+    value = _json_value(value)
+    if isinstance(value, Mapping) and isinstance(value.get("messages"), list):
+        return list(value["messages"])
+    if isinstance(value, list):
+        return value
+    return []
+
+
+def _first_user_text(attrs: Mapping[str, Any]) -> str | None:
+    """The first user message of a model or agent input: the goal anchor's raw material."""
+    for name in ("gen_ai.input.messages", "gen_ai.prompt", "input.value"):
+        for message in _messages(attrs.get(name)):
+            if isinstance(message, Mapping) and message.get("role") == "user":
+                text = _message_text(message)
+                if text:
+                    return text
+    # OpenInference flattened messages: llm.input_messages.<i>.message.role/content
+    i = 0
+    while f"llm.input_messages.{i}.message.role" in attrs:
+        if attrs[f"llm.input_messages.{i}.message.role"] == "user":
+            content = attrs.get(f"llm.input_messages.{i}.message.content")
+            if isinstance(content, str) and content:
+                return content
+        i += 1
+    return None
+
+
+def _output_text(attrs: Mapping[str, Any]) -> str | None:
+    for name in ("gen_ai.output.messages", "gen_ai.completion"):
+        value = _json_value(attrs.get(name))
+        if isinstance(value, list):
+            texts = [_message_text(m) for m in value]
+            joined = "\n".join(t for t in texts if t)
+            if joined:
+                return joined
+        elif isinstance(value, str) and value:
+            return value
+    content = attrs.get("llm.output_messages.0.message.content")
+    if isinstance(content, str) and content:
+        return content
+    value = _json_value(attrs.get("output.value"))
+    if isinstance(value, Mapping):
+        return _message_text(value)
+    return value if isinstance(value, str) and value else None
+
+
+def _goal_text(attrs: Mapping[str, Any]) -> str | None:
+    text = _first_user_text(attrs)
+    if text:
+        return text
+    value = _json_value(attrs.get("input.value"))
+    if isinstance(value, Mapping):
+        for key in ("task", "goal", "input", "query", "question", "prompt"):
+            if isinstance(value.get(key), str):
+                return str(value[key])
+    if isinstance(value, str) and value:
+        return value
+    return _first_str(attrs, ("gen_ai.agent.description",))
+
+
+def _tool_arguments(attrs: Mapping[str, Any]) -> Any:
+    raw = _first(
+        attrs, ("gen_ai.tool.call.arguments", "tool_call.function.arguments", "input.value")
+    )
+    value = _json_value(raw)
+    # OpenInference's smolagents instrumentor wraps calls as
+    # {"args": [...], "kwargs": {...}, "sanitize_inputs_outputs": ...}: unwrap it
+    # so the same call looks the same whichever instrumentor recorded it.
+    if isinstance(value, Mapping) and "kwargs" in value and "args" in value:
+        kwargs = value.get("kwargs")
+        args = value.get("args") or []
+        items = kwargs.items() if isinstance(kwargs, Mapping) else ()
+        unwrapped: dict[str, Any] = {k: v for k, v in items if k != ""}
+        if args:
+            unwrapped["args"] = args
+        return unwrapped
+    return value
+
+
+def _result_text(attrs: Mapping[str, Any]) -> str | None:
+    value = _first(attrs, ("gen_ai.tool.call.result", "output.value"))
+    if value is None:
+        return None
+    return value if isinstance(value, str) else canonical_json(value)
+
+
+def _error_text(span: SpanRecord) -> str | None:
+    if span.status_code != STATUS_ERROR:
+        return None
+    for event in span.events:
+        if event.name == "exception":
+            message = event.attributes.get("exception.message")
+            kind = event.attributes.get("exception.type")
+            if message or kind:
+                return f"{kind}: {message}" if kind and message else str(message or kind)
+    return span.status_message or _first_str(span.attributes, ("error.type",)) or "error"
+
+
+def session_hint(span: SpanRecord, session_attribute: str | None) -> str | None:
+    names = (*SESSION_ATTRIBUTES, session_attribute) if session_attribute else SESSION_ATTRIBUTES
+    value = _first_str(span.attributes, names)
+    return value or None
+
+
+# -- span → drafts ----------------------------------------------------------------
+
+
+def _base(span: SpanRecord, session_attribute: str | None) -> dict[str, Any]:
+    return {
+        "session_hint": session_hint(span, session_attribute),
+        "trace_id": span.trace_id,
+        "span_id": span.span_id,
+        "parent_span_id": span.parent_span_id,
+    }
+
+
+def _step(span: SpanRecord, kind: StepKind, ts: int, **fields: Any) -> Step:
+    agent = _first_str(span.attributes, ("gen_ai.agent.name",))
+    if agent is None:
+        agent = _first_str(span.resource, ("service.name",))
+    return Step(
+        step_id="",
+        session_id="",
+        kind=kind,
+        ts=ts,
+        agent=agent,
+        source="otlp",
+        source_ref=f"{span.trace_id}:{span.span_id}",
+        **fields,
+    )
+
+
+def _span_drafts(
+    span: SpanRecord, by_id: Mapping[str, SpanRecord], session_attribute: str | None
+) -> list[Draft]:
+    role = operation_of(span)
+    base = _base(span, session_attribute)
+    ref = f"{span.trace_id}:{span.span_id}"
+    drafts: list[Draft] = []
+    if role == "model":
+        drafts.append(_model_draft(span, base, ref, _agent_context(span, by_id)))
+    elif role == "tool":
+        drafts.extend(_tool_drafts(span, base, ref))
+    elif role == "agent":
+        drafts.extend(_agent_drafts(span, by_id, base, ref))
+    elif role == "egress":
+        drafts.append(_egress_draft(span, base, ref))
+    elif span.status_code == STATUS_ERROR:
+        error = clip(redact(_error_text(span) or "error"))
+        step = _step(
+            span,
+            StepKind.ERROR,
+            span.end_ns,
+            status="error",
+            error=error,
+            detail={"span_name": span.name},
+        )
+        drafts.append(Draft(step=step, fallback_id=f"{ref}:error", **base))
+    for event in span.events:
+        if event.name == COMPACTION_EVENT:
+            drafts.append(_compaction_draft(span, event.time_ns, event.attributes, base, ref))
+    return drafts
+
+
+def _agent_context(span: SpanRecord, by_id: Mapping[str, SpanRecord]) -> str:
+    """``main``, or the sub-agent span the model call runs under: a sub-agent has its
+    own context window, so its prompt sizes are not comparable with the main agent's.
+    Only ancestors in the same batch are visible; elsewhere a call counts as ``main``."""
+    parent = by_id.get(span.parent_span_id or "")
+    for _ in range(256):
+        if parent is None:
+            break
+        if operation_of(parent) == "agent":
+            return "main" if _is_outermost_agent(parent, by_id) else parent.span_id
+        parent = by_id.get(parent.parent_span_id or "")
+    return "main"
+
+
+def _model_draft(span: SpanRecord, base: dict[str, Any], ref: str, context: str) -> Draft:
+    attrs = span.attributes
+    reasons = _json_value(attrs.get("gen_ai.response.finish_reasons"))
+    finish = reasons[0] if isinstance(reasons, list) and reasons else reasons
+    response_id = _first_str(attrs, ("gen_ai.response.id",))
+    output = _output_text(attrs)
+    user = _first_user_text(attrs)
+    detail: dict[str, Any] = {}
+    provider = _first_str(
+        attrs, ("gen_ai.provider.name", "gen_ai.system", "llm.provider", "llm.system")
+    )
+    if provider:
+        detail["provider"] = provider
+    if user:
+        detail["user_message"] = clip(redact(user), 4096)
+    step = _step(
+        span,
+        StepKind.MODEL_CALL,
+        span.start_ns,
+        end_ts=span.end_ns,
+        model=_first_str(
+            attrs, ("gen_ai.response.model", "gen_ai.request.model", "llm.model_name")
+        ),
+        finish_reason=finish if isinstance(finish, str) else None,
+        tokens_in=_first_int(attrs, _INPUT_TOKENS),
+        tokens_out=_first_int(attrs, _OUTPUT_TOKENS),
+        text=clip(redact(output)) if output else None,
+        status="error" if span.status_code == STATUS_ERROR else "ok",
+        error=clip(redact(_error_text(span) or "")) or None,
+        detail=detail,
+    )
+    natural = f"model_call/{response_id}" if response_id else None
+    return Draft(step=step, fallback_id=ref, natural_key=natural, context=context, **base)
+
+
+def _tool_drafts(span: SpanRecord, base: dict[str, Any], ref: str) -> list[Draft]:
+    attrs = span.attributes
+    tool = _first_str(attrs, ("gen_ai.tool.name", "tool.name", "tool_call.function.name"))
+    if tool is None:
+        tool = span.name.removeprefix("execute_tool ").strip() or None
+    call_id = _first_str(attrs, ("gen_ai.tool.call.id", "tool_call.id"))
+    fields = tool_call_fields(tool, _tool_arguments(attrs))
+    call = _step(
+        span, StepKind.TOOL_CALL, span.start_ns, end_ts=span.end_ns, call_id=call_id, **fields
+    )
+    failed = span.status_code == STATUS_ERROR
+    result_text = _result_text(attrs)
+    result = _step(
+        span,
+        StepKind.TOOL_RESULT,
+        span.end_ns,
+        tool=tool,
+        call_id=call_id,
+        result=clip(redact(result_text)) if result_text else None,
+        status="error" if failed else "ok",
+        error=clip(redact(_error_text(span) or "")) or None,
+        detail={"duration_ns": max(0, span.end_ns - span.start_ns)},
+    )
+    call_key = f"tool_call/{call_id}" if call_id else None
+    result_key = f"tool_result/{call_id}" if call_id else None
+    return [
+        Draft(step=call, fallback_id=f"{ref}:call", natural_key=call_key, **base),
+        Draft(step=result, fallback_id=f"{ref}:result", natural_key=result_key, **base),
+    ]
+
+
+def _is_outermost_agent(span: SpanRecord, by_id: Mapping[str, SpanRecord]) -> bool:
+    parent = by_id.get(span.parent_span_id or "")
+    seen = 0
+    while parent is not None and seen < 256:
+        if operation_of(parent) == "agent":
+            return False
+        parent = by_id.get(parent.parent_span_id or "")
+        seen += 1
+    return True
+
+
+def _agent_drafts(
+    span: SpanRecord, by_id: Mapping[str, SpanRecord], base: dict[str, Any], ref: str
+) -> list[Draft]:
+    attrs = span.attributes
+    goal = _goal_text(attrs)
+    outermost = _is_outermost_agent(span, by_id)
+    detail: dict[str, Any] = {"subagent": not outermost}
+    instructions = _first_str(attrs, ("gen_ai.system_instructions",))
+    if instructions:
+        detail["system_instructions"] = clip(redact(instructions), 4096)
+    start = _step(
+        span,
+        StepKind.START,
+        span.start_ns,
+        text=clip(redact(goal)) if goal else None,
+        detail=detail,
+    )
+    drafts = [
+        Draft(
+            step=start,
+            fallback_id=f"{ref}:start",
+            natural_key="start" if outermost else None,
+            **base,
+        )
+    ]
+    if outermost:
+        failed = span.status_code == STATUS_ERROR
+        end = _step(
+            span,
+            StepKind.END,
+            span.end_ns,
+            status="error" if failed else ("ok" if span.status_code else None),
+            error=clip(redact(_error_text(span) or "")) or None,
+            detail={"end_status": "failure" if failed else "success"},
+        )
+        drafts.append(Draft(step=end, fallback_id=f"{ref}:end", natural_key="end", **base))
+    return drafts
+
+
+def _egress_draft(span: SpanRecord, base: dict[str, Any], ref: str) -> Draft:
+    attrs = span.attributes
+    url = _first_str(attrs, _URL)
+    host = _first_str(attrs, _HOST)
+    if host is None and url:
+        host = host_of(url)
+    method = _first_str(attrs, _METHOD)
+    mcp = _first_str(attrs, ("mcp.method.name",))
+    detail: dict[str, Any] = {}
+    for key, names in (("request_bytes", _REQUEST_BYTES), ("response_bytes", _RESPONSE_BYTES)):
+        size = _first_int(attrs, names)
+        if size is not None:
+            detail[key] = size
+    if mcp:
+        detail["mcp_method"] = mcp
+        tool = _first_str(attrs, ("gen_ai.tool.name",))
+        if tool:
+            detail["mcp_tool"] = tool
+    port = _first_int(attrs, ("server.port", "net.peer.port"))
+    if port is not None:
+        detail["port"] = port
+    safe_url = redact(url) if url else None
+    step = _step(
+        span,
+        StepKind.EGRESS,
+        span.start_ns,
+        end_ts=span.end_ns,
+        egress_host=host.lower() if host else None,
+        egress_url=safe_url,
+        egress_method=(method or mcp or None),
+        http_status=_first_int(attrs, _HTTP_STATUS),
+        action=f"egress {method or mcp or '?'} {host.lower() if host else '?'}",
+        status="error" if span.status_code == STATUS_ERROR else "ok",
+        detail=detail,
+    )
+    return Draft(step=step, fallback_id=ref, **base)
+
+
+def _compaction_draft(
+    span: SpanRecord, ts: int, attrs: Mapping[str, Any], base: dict[str, Any], ref: str
+) -> Draft:
+    before = _first_int(attrs, ("trajwatch.compaction.tokens_before",))
+    after = _first_int(attrs, ("trajwatch.compaction.tokens_after",))
+    summary = _first_str(attrs, ("trajwatch.compaction.summary",))
+    step = _step(
+        span,
+        StepKind.COMPACTION,
+        ts,
+        text=clip(redact(summary)) if summary else None,
+        detail={"tokens_before": before, "tokens_after": after, "inferred": False},
+    )
+    return Draft(
+        step=step,
+        fallback_id=f"{ref}:compaction@{ts}",
+        natural_key=compaction_key(before, after),
+        **base,
+    )

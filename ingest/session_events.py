@@ -1,0 +1,273 @@
+"""Session events (the runtime's append-only session log) → step drafts.
+
+The format is published as a JSON Schema, ``ingest/schemas/session_event.schema.json``
+(also ``trajwatch schema`` on the command line). Every event is validated
+against it; an invalid event becomes a dead letter whose reason names the
+failing field (``tool_call.call_id: 'call_id' is a required property``).
+
+Identity: an event is ``(session_id, seq)``; tool calls and results are also
+keyed by their call id and model calls by their response id, so the same call
+reported by a session log and an OTLP span is stored once.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import datetime
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import best_match
+
+from features.actions import tool_call_fields
+from features.canonical import canonical_json
+from features.redact import redact
+from features.text import clip
+from ingest.draft import Draft, compaction_key
+from ingest.errors import DecodeError
+from models.records import DeadLetter, Step, StepKind
+
+SCHEMA_FILE = "session_event.schema.json"
+
+
+@cache
+def schema() -> dict[str, Any]:
+    """The published JSON Schema of a session event."""
+    text = resources.files("ingest").joinpath("schemas", SCHEMA_FILE).read_text("utf-8")
+    loaded: dict[str, Any] = json.loads(text)
+    return loaded
+
+
+@cache
+def _validator() -> Draft202012Validator:
+    return Draft202012Validator(schema(), format_checker=Draft202012Validator.FORMAT_CHECKER)
+
+
+def parse_ts(value: Any) -> int:
+    """An event time (RFC 3339 string or Unix seconds) as Unix nanoseconds.
+
+    >>> parse_ts("2026-01-02T03:04:05.5Z")
+    1767323045500000000
+    >>> parse_ts(1.5)
+    1500000000
+    """
+    if isinstance(value, bool):
+        raise DecodeError("ts must be an RFC 3339 string or Unix seconds, got a boolean")
+    if isinstance(value, int | float):
+        return round(value * 1_000_000_000)
+    if isinstance(value, str):
+        try:
+            parsed = datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
+        except ValueError as exc:
+            raise DecodeError(f"ts: {value!r} is not an RFC 3339 time") from exc
+        if parsed.tzinfo is None:
+            raise DecodeError(f"ts: {value!r} has no time zone (add Z or an offset)")
+        seconds = int(parsed.timestamp())
+        return seconds * 1_000_000_000 + parsed.microsecond * 1000
+    raise DecodeError(f"ts must be an RFC 3339 string or Unix seconds, got {value!r}")
+
+
+def validation_error(event: Any) -> str | None:
+    """Why ``event`` is not a valid session event, naming the field; None when valid."""
+    error = best_match(_validator().iter_errors(event))
+    if error is None:
+        return None
+    kind = event.get("type") if isinstance(event, Mapping) else None
+    path = ".".join(str(p) for p in error.absolute_path)
+    where = f"{kind}.{path}" if kind and path else (path or str(kind or "event"))
+    return f"{where}: {error.message}"
+
+
+def decode_event(
+    data: bytes | str | Mapping[str, Any], *, source: str, location: str, arrival: int = 0
+) -> tuple[list[Draft], DeadLetter | None]:
+    """Decode one session event. Returns its drafts, or a dead letter with the reason."""
+    raw = data if isinstance(data, bytes) else None
+    try:
+        event = data if isinstance(data, Mapping) else json.loads(data)
+    except (UnicodeDecodeError, ValueError) as exc:
+        payload = raw if raw is not None else str(data).encode("utf-8", "surrogatepass")
+        return [], DeadLetter(
+            source=source,
+            location=location,
+            reason=f"invalid JSON: {exc}",
+            payload=payload,
+            content_type="application/json",
+        )
+    reason = validation_error(event)
+    drafts: list[Draft] = []
+    if reason is None:
+        try:
+            drafts = event_drafts(event, arrival=arrival)
+        except DecodeError as exc:
+            reason = exc.reason
+    if reason is not None:
+        if raw is None:
+            raw = json.dumps(event, ensure_ascii=False, default=str).encode(
+                "utf-8", "surrogatepass"
+            )
+        return [], DeadLetter(
+            source=source,
+            location=location,
+            reason=reason,
+            payload=raw,
+            content_type="application/json",
+        )
+    return drafts, None
+
+
+def event_drafts(event: Mapping[str, Any], *, arrival: int = 0) -> list[Draft]:
+    """Drafts of one *valid* event (see :func:`validation_error`)."""
+    kind = event["type"]
+    session = event["session_id"]
+    seq = event["seq"]
+    ts = parse_ts(event["ts"])
+    ref = f"{session}#{seq}"
+    common: dict[str, Any] = {
+        "step_id": "",
+        "session_id": session,
+        "ts": ts,
+        "agent": event.get("agent"),
+        "source": "event",
+        "source_ref": ref,
+    }
+    fallback = event.get("event_id") or ref
+    natural: str | None = None
+    if kind == "session_start":
+        step = Step(
+            kind=StepKind.START,
+            text=clip(redact(event["goal"])),
+            detail=_start_detail(event),
+            **common,
+        )
+        natural = "start"
+    elif kind == "model_call":
+        output = event.get("output_text")
+        step = Step(
+            kind=StepKind.MODEL_CALL,
+            model=event.get("model"),
+            tokens_in=event.get("tokens_in"),
+            tokens_out=event.get("tokens_out"),
+            cost=event.get("cost_usd"),
+            finish_reason=event.get("finish_reason"),
+            text=clip(redact(output)) if output else None,
+            status="ok",
+            **common,
+        )
+        if event.get("response_id"):
+            natural = f"model_call/{event['response_id']}"
+    elif kind == "tool_call":
+        step = _tool_call(event, common)
+        natural = f"tool_call/{event['call_id']}"
+    elif kind == "tool_result":
+        output = event.get("output")
+        text = output if isinstance(output, str) or output is None else canonical_json(output)
+        detail = {"output_bytes": event["output_bytes"]} if "output_bytes" in event else {}
+        step = Step(
+            kind=StepKind.TOOL_RESULT,
+            tool=event.get("tool"),
+            call_id=event["call_id"],
+            status="ok" if event["ok"] else "error",
+            error=clip(redact(event["error"])) if event.get("error") else None,
+            result=clip(redact(text)) if text else None,
+            detail=detail,
+            **common,
+        )
+        natural = f"tool_result/{event['call_id']}"
+    elif kind == "approval":
+        step = Step(
+            kind=StepKind.APPROVAL,
+            tool=event.get("tool"),
+            call_id=event.get("call_id"),
+            status="ok" if event["approved"] else "denied",
+            text=clip(redact(event["reason"])) if event.get("reason") else None,
+            detail={"approved": event["approved"], "approver": event.get("approver")},
+            **common,
+        )
+    elif kind == "checkpoint":
+        step = Step(
+            kind=StepKind.CHECKPOINT,
+            detail={"checkpoint_id": event["checkpoint_id"], "commit": event.get("commit")},
+            **common,
+        )
+    elif kind == "compaction":
+        natural = compaction_key(event.get("tokens_before"), event.get("tokens_after"))
+        step = Step(
+            kind=StepKind.COMPACTION,
+            text=clip(redact(event["summary"])) if event.get("summary") else None,
+            detail={
+                "tokens_before": event.get("tokens_before"),
+                "tokens_after": event.get("tokens_after"),
+                "inferred": False,
+            },
+            **common,
+        )
+    elif kind == "error":
+        step = Step(
+            kind=StepKind.ERROR,
+            status="error",
+            error=clip(redact(event["message"])),
+            call_id=event.get("call_id"),
+            detail={"code": event.get("code")},
+            **common,
+        )
+    elif kind == "session_end":
+        status = event["status"]
+        step = Step(
+            kind=StepKind.END,
+            status="ok" if status == "success" else "error",
+            text=clip(redact(event["summary"])) if event.get("summary") else None,
+            detail={"end_status": status, "claimed_done": event.get("claimed_done")},
+            **common,
+        )
+        natural = "end"
+    else:  # pragma: no cover - the schema's enum makes this unreachable
+        raise DecodeError(f"type: unknown event type {kind!r}")
+    return [
+        Draft(
+            step=step,
+            fallback_id=fallback,
+            natural_key=natural,
+            session_hint=session,
+            trace_id=event.get("trace_id"),
+            span_id=event.get("span_id"),
+            arrival=arrival,
+        )
+    ]
+
+
+def _start_detail(event: Mapping[str, Any]) -> dict[str, Any]:
+    detail: dict[str, Any] = {}
+    for key in ("workspace", "repository", "commit", "policy_id", "model"):
+        if event.get(key) is not None:
+            detail[key] = event[key]
+    if event.get("budget"):
+        detail["budget"] = dict(event["budget"])
+    if event.get("system_instructions"):
+        detail["system_instructions"] = clip(redact(event["system_instructions"]), 4096)
+    return detail
+
+
+def _tool_call(event: Mapping[str, Any], common: dict[str, Any]) -> Step:
+    fields = tool_call_fields(event["tool"], _parse_arguments(event.get("arguments")))
+    if "side_effect" in event:
+        fields["detail"]["side_effect"] = event["side_effect"]
+    return Step(
+        kind=StepKind.TOOL_CALL,
+        call_id=event["call_id"],
+        idempotency_key=event.get("idempotency_key"),
+        **fields,
+        **common,
+    )
+
+
+def _parse_arguments(value: Any) -> Any:
+    if isinstance(value, str) and value.lstrip()[:1] in ("{", "["):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value

@@ -1,0 +1,1 @@
+"""trajwatch data model: records (Step, Alert, DeadLetter) and their SQLAlchemy store."""

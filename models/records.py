@@ -1,0 +1,209 @@
+"""The records every layer of trajwatch speaks: steps, alerts, dead letters.
+
+A :class:`Step` is the one normalised record a detector sees, whatever the source
+(OTLP span, session event, recorded file). An :class:`Alert` is what a detector
+raises. Both are frozen, slotted value objects with no behaviour beyond
+serialisation helpers; the ORM rows that store them never leave ``models.store``.
+
+Times are integer nanoseconds since the Unix epoch, in *event time*: the time
+the runtime says a thing happened, never the time trajwatch saw it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class StepKind(StrEnum):
+    """What a step is. The set is closed: decoders map every input onto it."""
+
+    START = "start"
+    MODEL_CALL = "model_call"
+    TOOL_CALL = "tool_call"
+    TOOL_RESULT = "tool_result"
+    EGRESS = "egress"
+    APPROVAL = "approval"
+    CHECKPOINT = "checkpoint"
+    COMPACTION = "compaction"
+    ERROR = "error"
+    END = "end"
+
+
+class Severity(StrEnum):
+    INFO = "info"
+    WARN = "warn"
+    CRITICAL = "critical"
+
+
+class Action(StrEnum):
+    """What an alert recommends the circuit breaker does."""
+
+    NOTIFY = "notify"
+    KILL = "kill"
+    ROLLBACK = "rollback"
+
+
+UNSEQUENCED = -1
+"""``Step.seq`` of a step the pipeline has not ordered yet."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Step:
+    """One thing an agent did, normalised.
+
+    Identity: ``step_id`` is stable across deliveries and sources. A tool call
+    and its result are keyed by the session and the call id when the runtime
+    gives one (so the same call seen in a span and in a session event is one
+    step); otherwise by the source ids (``trace:span`` or ``session#seq``).
+
+    Order: ``seq`` is the position in the session, assigned by the pipeline
+    after ordering by ``(ts, source order)``; it is ``UNSEQUENCED`` before.
+
+    Text fields (``arguments``, ``result``, ``text``, ``error``, ``egress_url``)
+    are redacted before a Step is built: nothing downstream sees a credential.
+    """
+
+    step_id: str
+    session_id: str
+    kind: StepKind
+    ts: int
+    seq: int = UNSEQUENCED
+    end_ts: int | None = None
+    agent: str | None = None
+    tool: str | None = None
+    action: str | None = None
+    """Canonical action signature: tool plus arguments with volatile parts normalised."""
+    call_id: str | None = None
+    arguments: str | None = None
+    """Tool arguments as canonical JSON text (sorted keys), redacted."""
+    result: str | None = None
+    text: str | None = None
+    """Free text the step carries: the goal of a start, model output, a compaction summary."""
+    status: str | None = None
+    """``ok`` or ``error`` where the source says; None where it does not."""
+    error: str | None = None
+    model: str | None = None
+    finish_reason: str | None = None
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    cost: float | None = None
+    model_session: int = 0
+    """Index of the model session: 0 until the first compaction, +1 after each."""
+    egress_host: str | None = None
+    egress_url: str | None = None
+    egress_method: str | None = None
+    http_status: int | None = None
+    idempotency_key: str | None = None
+    parent_step_id: str | None = None
+    """For egress: the tool call that caused it. For a tool result: its call."""
+    source: str = "event"
+    """``otlp``, ``event`` or ``trail``: the decoder that made the step."""
+    source_ref: str = ""
+    """Where to look in the source: ``trace_id:span_id`` or ``session_id#seq``."""
+    detail: Mapping[str, Any] = field(default_factory=dict)
+    """Kind-specific facts, JSON-serialisable: workspace, policy_id, budget
+    (start); checkpoint_id, commit (checkpoint); tokens_before, tokens_after,
+    inferred (compaction); approved (approval); claimed_done (end)."""
+
+    def with_(self, **changes: Any) -> Step:
+        """A copy with ``changes`` applied (dataclasses.replace, named for brevity)."""
+        return dataclasses.replace(self, **changes)
+
+    def ref(self) -> dict[str, Any]:
+        """The step reference alerts use as evidence: what a person looks up."""
+        return {"seq": self.seq, "step_id": self.step_id, "source_ref": self.source_ref}
+
+
+def alert_id(detector: str, session_id: str, onset_step_id: str) -> str:
+    """Deterministic alert id: the same detector, session and onset give the same id,
+    live or replayed, so storing and delivering an alert twice is a no-op."""
+    digest = hashlib.sha256(f"{detector}\x1f{session_id}\x1f{onset_step_id}".encode())
+    return "al_" + digest.hexdigest()[:32]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Alert:
+    """A detector's finding about one session, with what a person needs to check it."""
+
+    alert_id: str
+    session_id: str
+    detector: str
+    severity: Severity
+    score: float
+    onset_seq: int
+    onset_step_id: str
+    evidence: tuple[Mapping[str, Any], ...]
+    """Step references (:meth:`Step.ref`) that show the problem, onset first."""
+    reason: str
+    action: Action = Action.NOTIFY
+    checkpoint_id: str | None = None
+    """For ``rollback``: the last clean checkpoint before the onset."""
+    ts: int = 0
+    """Event time of the step that raised the alert."""
+    raised_seq: int = UNSEQUENCED
+    """Seq of the step on which the detector fired (>= onset_seq)."""
+
+    def to_json(self) -> dict[str, Any]:
+        """The stable JSON shape of ``trajwatch replay --json``; scripts depend on it."""
+        return {
+            "id": self.alert_id,
+            "session_id": self.session_id,
+            "detector": self.detector,
+            "severity": str(self.severity),
+            "score": self.score,
+            "onset_step": self.onset_seq,
+            "onset_step_id": self.onset_step_id,
+            "raised_at_step": self.raised_seq,
+            "evidence": [dict(e) for e in self.evidence],
+            "reason": self.reason,
+            "action": str(self.action),
+            "checkpoint_id": self.checkpoint_id,
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeadLetter:
+    """An input that could not become steps, kept whole with the reason.
+
+    ``location`` says where it came from (``path:line``, ``kafka:topic/partition@offset``,
+    ``http:/v1/traces``) plus where inside (``resource_spans[0].scope_spans[1].spans[3]``).
+    """
+
+    source: str
+    location: str
+    reason: str
+    payload: bytes
+    content_type: str = "application/octet-stream"
+
+    @property
+    def dead_letter_id(self) -> str:
+        """Stable id: the same bad input seen twice is stored once."""
+        h = hashlib.sha256()
+        for part in (self.source, self.location, self.reason):
+            h.update(part.encode("utf-8", "replace"))
+            h.update(b"\x1f")
+        h.update(self.payload)
+        return "dl_" + h.hexdigest()[:32]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionInfo:
+    """What is known about a session beyond its steps (from ``session_start`` or the
+    agent span): the goal anchor and the policy and budget it runs under."""
+
+    session_id: str
+    goal: str | None = None
+    agent: str | None = None
+    workspace: str | None = None
+    repository: str | None = None
+    policy_id: str | None = None
+    budget: Mapping[str, Any] = field(default_factory=dict)
+    started_ts: int | None = None
+    ended_ts: int | None = None
+    end_status: str | None = None
+    claimed_done: bool | None = None

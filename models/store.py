@@ -1,0 +1,543 @@
+"""The store: sessions, steps, alerts, the webhook outbox, dead letters and input offsets.
+
+One :class:`Store` per process, opened on a SQLAlchemy URL (SQLite embedded, PostgreSQL in
+production; the same code and migrations). Writes go through a :class:`StoreUnit`, one
+database transaction: the pipeline puts a batch's steps, alerts, outbox rows, session
+cursors *and* the input offsets that produced them in one unit, so after a crash the
+stored state and the position to resume from always agree (faust's "state next to its
+offsets"). Every insert is idempotent on the record's stable id, so reprocessing input
+never stores a second step, alert or webhook.
+
+The API speaks :mod:`models.records`; the ORM rows of :mod:`models.tables` stay inside.
+
+>>> import tempfile, pathlib
+>>> from models.records import Step, StepKind
+>>> path = pathlib.Path(tempfile.mkdtemp()) / "doc.db"
+>>> store = Store.open(f"sqlite:///{path}")
+>>> step = Step(step_id="s1#0", session_id="s1", kind=StepKind.START, ts=1, seq=0)
+>>> with store.unit() as unit:
+...     unit.add_steps([step])
+1
+>>> with store.unit() as unit:
+...     unit.add_steps([step])  # the same step again: stored once
+0
+>>> store.steps("s1") == [step]
+True
+>>> store.close()
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import time
+from collections.abc import Collection, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from sqlalchemy import Connection, Engine, Executable, Table, create_engine, event, func, select
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import make_url
+from sqlalchemy.engine.interfaces import DBAPIConnection
+from sqlalchemy.pool import ConnectionPoolEntry
+
+from models import migrations
+from models.records import (
+    Action,
+    Alert,
+    DeadLetter,
+    SessionInfo,
+    Severity,
+    Step,
+    StepKind,
+)
+from models.tables import (
+    AlertRow,
+    DeadLetterRow,
+    DeliveryRow,
+    InputOffsetRow,
+    SessionRow,
+    StepRow,
+)
+
+__all__ = ["SessionCursor", "Store", "StoreUnit"]
+
+IN_CHUNK = 500
+"""Most values in one ``IN (...)`` list: well under SQLite's variable limit, and plans stay
+cacheable on PostgreSQL."""
+
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+"""How long a SQLite writer waits for another process's write lock before failing."""
+
+_sessions: Table = SessionRow.__table__  # type: ignore[assignment]
+_steps: Table = StepRow.__table__  # type: ignore[assignment]
+_alerts: Table = AlertRow.__table__  # type: ignore[assignment]
+_deliveries: Table = DeliveryRow.__table__  # type: ignore[assignment]
+_dead_letters: Table = DeadLetterRow.__table__  # type: ignore[assignment]
+_offsets: Table = InputOffsetRow.__table__  # type: ignore[assignment]
+
+_COUNTABLE: dict[str, Table] = {
+    t.name: t for t in (_sessions, _steps, _alerts, _dead_letters, _deliveries, _offsets)
+}
+_STEP_FIELDS = tuple(f.name for f in dataclasses.fields(Step))
+_INFO_FIELDS = tuple(f.name for f in dataclasses.fields(SessionInfo) if f.name != "session_id")
+_CURSOR_COLUMNS = ("next_seq", "model_session", "last_ts", "state")
+
+_T = TypeVar("_T")
+
+# Compact JSON, and unicode kept as is (the default escapes every non-ASCII character).
+_json_dumps = functools.partial(json.dumps, separators=(",", ":"), ensure_ascii=False)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionCursor:
+    """Where the pipeline is in a session: enough to resume it after a restart.
+
+    ``next_seq`` is the seq the next step gets; ``model_session`` the current model-session
+    index; ``last_ts`` the event time of the last step; ``state`` the serialised
+    feature/detector state reflecting every step below ``next_seq`` (opaque to the store).
+    """
+
+    session_id: str
+    next_seq: int = 0
+    model_session: int = 0
+    last_ts: int = 0
+    state: bytes | None = None
+
+
+class Store:
+    """The database behind trajwatch. Open with :meth:`open`; write through :meth:`unit`;
+    the read helpers each run in their own short transaction.
+
+    Thread-safe as far as the engine's pool is: use one unit per thread.
+    """
+
+    def __init__(self, engine: Engine, url: str) -> None:
+        """Wrap an engine prepared by :meth:`open`; call :meth:`open` instead."""
+        self._engine = engine
+        self.url = url
+
+    @classmethod
+    def open(cls, url: str, *, migrate: bool = True) -> Store:
+        """Connect to ``url`` (``sqlite:///path.db`` or ``postgresql+psycopg://...``) and,
+        when ``migrate``, upgrade the schema to the newest migration.
+
+        SQLite connections use WAL (readers never block the writer), enforce foreign keys,
+        wait up to :data:`SQLITE_BUSY_TIMEOUT_MS` for a lock, and let SQLAlchemy emit
+        ``BEGIN`` so every transaction, reads and DDL included, is really one transaction.
+
+        Raises ``ValueError`` for a database other than SQLite or PostgreSQL.
+        """
+        backend = make_url(url).get_backend_name()
+        if backend == "sqlite":
+            engine = create_engine(url, json_serializer=_json_dumps)
+            _configure_sqlite(engine)
+        elif backend == "postgresql":
+            engine = create_engine(url, json_serializer=_json_dumps, pool_pre_ping=True)
+        else:
+            raise ValueError(
+                f"unsupported database {backend!r} in {url!r}: use sqlite:///path.db "
+                "or postgresql+psycopg://user@host/db"
+            )
+        store = cls(engine, url)
+        if migrate:
+            try:
+                migrations.upgrade(engine)
+            except BaseException:
+                engine.dispose()
+                raise
+        return store
+
+    def close(self) -> None:
+        """Close every pooled connection. The store is unusable afterwards."""
+        self._engine.dispose()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Store({self._engine.url!r})"  # the engine's URL hides the password
+
+    @property
+    def engine(self) -> Engine:
+        """The SQLAlchemy engine, for migrations and tests; application code uses units."""
+        return self._engine
+
+    @contextmanager
+    def unit(self) -> Iterator[StoreUnit]:
+        """One transaction: everything done through the yielded unit commits together when
+        the block ends, or not at all if it raises. On SQLite the write lock is taken at
+        the start (``BEGIN IMMEDIATE``), so two writers queue instead of deadlocking."""
+        with self._engine.connect() as connection:
+            if self._engine.dialect.name == "sqlite":
+                connection.execution_options(sqlite_begin="IMMEDIATE")
+            with connection.begin():
+                yield StoreUnit(connection)
+
+    @contextmanager
+    def _read(self) -> Iterator[Connection]:
+        with self._engine.connect() as connection, connection.begin():
+            yield connection
+
+    def session_cursor(self, session_id: str) -> SessionCursor | None:
+        """The stored cursor of ``session_id``; None if the session is unknown."""
+        with self._read() as connection:
+            return _session_cursor(connection, session_id)
+
+    def sessions(self, session_ids: Sequence[str] | None = None) -> list[SessionInfo]:
+        """What is known about the sessions in ``session_ids`` (all if None), ordered by
+        session id. Unknown ids are left out."""
+        query = select(*(_sessions.c[f] for f in ("session_id", *_INFO_FIELDS)))
+        with self._read() as connection:
+            rows = _select_in(connection, query, _sessions.c.session_id, session_ids)
+        rows.sort(key=lambda row: row["session_id"])
+        return [SessionInfo(**row) for row in rows]
+
+    def steps(self, session_id: str) -> list[Step]:
+        """The stored steps of ``session_id`` ordered by seq."""
+        query = (
+            select(*(_steps.c[f] for f in _STEP_FIELDS))
+            .where(_steps.c.session_id == session_id)
+            .order_by(_steps.c.seq)
+        )
+        with self._read() as connection:
+            rows = connection.execute(query).mappings().all()
+        return [Step(**{**row, "kind": StepKind(row["kind"])}) for row in rows]
+
+    def alerts(self, session_ids: Sequence[str] | None = None) -> list[Alert]:
+        """The alerts of the sessions in ``session_ids`` (all if None), ordered by
+        ``(session_id, onset_seq, detector, alert_id)``."""
+        query = select(*(_alerts.c[f.name] for f in dataclasses.fields(Alert)))
+        with self._read() as connection:
+            rows = _select_in(connection, query, _alerts.c.session_id, session_ids)
+        rows.sort(key=lambda r: (r["session_id"], r["onset_seq"], r["detector"], r["alert_id"]))
+        return [
+            Alert(
+                **{
+                    **row,
+                    "severity": Severity(row["severity"]),
+                    "action": Action(row["action"]),
+                    "evidence": tuple(row["evidence"]),
+                }
+            )
+            for row in rows
+        ]
+
+    def dead_letters(self, limit: int = 100) -> list[DeadLetter]:
+        """The ``limit`` most recently stored dead letters, newest first."""
+        query = (
+            select(
+                _dead_letters.c.source,
+                _dead_letters.c.location,
+                _dead_letters.c.reason,
+                _dead_letters.c.payload,
+                _dead_letters.c.content_type,
+            )
+            .order_by(_dead_letters.c.received_seq.desc())
+            .limit(limit)
+        )
+        with self._read() as connection:
+            rows = connection.execute(query).mappings().all()
+        return [DeadLetter(**row) for row in rows]
+
+    def count(self, table: str) -> int:
+        """Rows in ``table``: sessions, steps, alerts, dead_letters, deliveries or
+        input_offsets. Raises ``ValueError`` for any other name."""
+        if table not in _COUNTABLE:
+            raise ValueError(f"unknown table {table!r}; expected one of {sorted(_COUNTABLE)}")
+        with self._read() as connection:
+            return connection.execute(
+                select(func.count()).select_from(_COUNTABLE[table])
+            ).scalar_one()
+
+    def step_count(self, session_ids: Sequence[str]) -> int:
+        """Steps stored for ``session_ids`` (large lists are queried in chunks)."""
+        total = 0
+        with self._read() as connection:
+            for chunk in _chunks(list(session_ids), 500):
+                total += connection.execute(
+                    select(func.count()).select_from(_steps).where(_steps.c.session_id.in_(chunk))
+                ).scalar_one()
+        return total
+
+    def get_offset(self, source: str, partition: str) -> int | None:
+        """The stored position of ``(source, partition)``; None if never set."""
+        query = select(_offsets.c.position).where(
+            _offsets.c.source == source, _offsets.c.partition == partition
+        )
+        with self._read() as connection:
+            return connection.execute(query).scalar_one_or_none()
+
+
+class StoreUnit:
+    """The writes of one transaction (see :meth:`Store.unit`). Do not keep it past the
+    ``with`` block: its connection is closed there."""
+
+    def __init__(self, connection: Connection) -> None:
+        self._connection = connection
+        self._dialect = connection.dialect.name
+
+    def _insert(self, table: Table) -> sqlite.Insert | postgresql.Insert:
+        if self._dialect == "sqlite":
+            return sqlite.insert(table)
+        return postgresql.insert(table)
+
+    def _insert_many(self, statement: Executable, rows: list[dict[str, Any]]) -> int:
+        """executemany ``statement`` (an INSERT ... ON CONFLICT DO NOTHING); rows inserted.
+
+        Counted by the driver: both sqlite3 and psycopg sum ``rowcount`` over an
+        executemany, and ``preserve_rowcount`` makes SQLAlchemy keep it. Cheaper than
+        RETURNING, which on psycopg costs ~7x (insertmanyvalues' huge statements are
+        re-parsed by the driver for every page; see benchmarks/bench_store.py).
+        """
+        result = self._connection.execute(statement.execution_options(preserve_rowcount=True), rows)
+        if result.rowcount < 0:
+            raise RuntimeError(f"{self._dialect} driver did not report the rows inserted")
+        return result.rowcount
+
+    def existing_step_ids(self, step_ids: Collection[str]) -> set[str]:
+        """The ids among ``step_ids`` that are already stored."""
+        query = select(_steps.c.step_id)
+        rows = _select_in(self._connection, query, _steps.c.step_id, list(set(step_ids)))
+        return {row["step_id"] for row in rows}
+
+    def add_steps(self, steps: Sequence[Step]) -> int:
+        """Store ``steps``, skipping any whose ``step_id`` is already stored; returns the
+        number inserted. Creates a bare session row for a session not seen before (the
+        step's foreign key needs it; :meth:`upsert_session` fills it in).
+
+        Raises ``ValueError`` for an unsequenced step (``seq < 0``): the pipeline orders
+        steps before storing them. Two different steps at the same ``(session_id, seq)``
+        raise ``sqlalchemy.exc.IntegrityError`` — a pipeline bug, never silently dropped.
+        """
+        if not steps:
+            return 0
+        for step in steps:
+            if step.seq < 0:
+                raise ValueError(
+                    f"step {step.step_id!r} is unsequenced (seq={step.seq}); "
+                    "assign seq before storing it"
+                )
+        session_ids = sorted({step.session_id for step in steps})
+        self._connection.execute(
+            self._insert(_sessions).on_conflict_do_nothing(index_elements=["session_id"]),
+            [{"session_id": session_id} for session_id in session_ids],
+        )
+        rows = [_step_row(step) for step in steps]
+        return self._insert_many(
+            self._insert(_steps).on_conflict_do_nothing(index_elements=["step_id"]), rows
+        )
+
+    def add_alerts(self, alerts: Sequence[Alert]) -> list[Alert]:
+        """Store ``alerts``, skipping any whose ``alert_id`` is already stored; returns the
+        newly stored ones in input order (each id once) — the ones to deliver."""
+        if not alerts:
+            return []
+        rows = [_alert_row(alert) for alert in alerts]
+        statement = (
+            self._insert(_alerts)
+            .on_conflict_do_nothing(index_elements=["alert_id"])
+            .returning(_alerts.c.alert_id)
+        )
+        inserted = set(self._connection.execute(statement, rows).scalars())
+        fresh = []
+        for alert in alerts:
+            if alert.alert_id in inserted:
+                inserted.discard(alert.alert_id)
+                fresh.append(alert)
+        return fresh
+
+    def add_dead_letters(self, letters: Sequence[DeadLetter]) -> int:
+        """Store ``letters``, skipping any whose ``dead_letter_id`` is already stored;
+        returns the number inserted."""
+        if not letters:
+            return 0
+        now = time.time_ns()
+        rows = [
+            {
+                "dead_letter_id": letter.dead_letter_id,
+                "source": letter.source,
+                "location": letter.location,
+                "reason": letter.reason,
+                "payload": letter.payload,
+                "content_type": letter.content_type,
+                "received_at": now,
+            }
+            for letter in letters
+        ]
+        statement = self._insert(_dead_letters).on_conflict_do_nothing(
+            index_elements=["dead_letter_id"]
+        )
+        return self._insert_many(statement, rows)
+
+    def upsert_session(self, info: SessionInfo, cursor: SessionCursor) -> None:
+        """Create or update the session row.
+
+        Merge rule: each ``info`` field that is not None (``budget``: not empty) replaces
+        the stored value; None keeps what is stored. The cursor is written whole — it is
+        the pipeline's own state, always current. ``updated_seq`` goes up by one.
+
+        Raises ``ValueError`` if ``info`` and ``cursor`` name different sessions.
+        """
+        if info.session_id != cursor.session_id:
+            raise ValueError(
+                f"session info is for {info.session_id!r} but the cursor is for "
+                f"{cursor.session_id!r}"
+            )
+        known = {
+            name: value
+            for name in _INFO_FIELDS
+            if (value := getattr(info, name)) is not None and value != {}
+        }
+        if "budget" in known:
+            known["budget"] = dict(known["budget"])
+        cursor_values = {name: getattr(cursor, name) for name in _CURSOR_COLUMNS}
+        insert = self._insert(_sessions).values(
+            {
+                "session_id": info.session_id,
+                "budget": {},
+                **known,
+                **cursor_values,
+                "updated_seq": 1,
+            }
+        )
+        statement = insert.on_conflict_do_update(
+            index_elements=["session_id"],
+            set_={
+                **{name: insert.excluded[name] for name in (*known, *cursor_values)},
+                "updated_seq": _sessions.c.updated_seq + 1,
+            },
+        )
+        self._connection.execute(statement)
+
+    def session_cursor(self, session_id: str) -> SessionCursor | None:
+        """The cursor of ``session_id`` as this transaction sees it; None if unknown."""
+        return _session_cursor(self._connection, session_id)
+
+    def set_offset(self, source: str, partition: str, position: int) -> None:
+        """Record that ``(source, partition)`` is consumed up to ``position``. Overwrites:
+        the caller decides whether a position may move back (a deliberate re-read)."""
+        insert = self._insert(_offsets).values(
+            source=source, partition=partition, position=position
+        )
+        self._connection.execute(
+            insert.on_conflict_do_update(
+                index_elements=["source", "partition"],
+                set_={"position": insert.excluded.position},
+            )
+        )
+
+    def add_deliveries(
+        self, alert_ids: Sequence[str], endpoints: Sequence[str], *, now: int | None = None
+    ) -> int:
+        """Queue one webhook delivery per (alert, endpoint), due at once; returns the number
+        of new outbox rows. A pair already queued is left as it is, whatever its status.
+
+        ``delivery_id`` is ``f"{alert_id}:{endpoint}"``, the ``webhook-id`` receivers use
+        to drop duplicates. ``now`` (wall-clock ns, default the current time) stamps
+        ``created``, ``updated`` and ``next_attempt_at``. The alerts must be stored
+        (foreign key) — in this unit or before.
+        """
+        if not alert_ids or not endpoints:
+            return 0
+        stamp = time.time_ns() if now is None else now
+        rows = [
+            {
+                "delivery_id": f"{alert_id}:{endpoint}",
+                "alert_id": alert_id,
+                "endpoint": endpoint,
+                "status": "pending",
+                "attempts": 0,
+                "next_attempt_at": stamp,
+                "created": stamp,
+                "updated": stamp,
+            }
+            for alert_id in dict.fromkeys(alert_ids)
+            for endpoint in dict.fromkeys(endpoints)
+        ]
+        statement = self._insert(_deliveries).on_conflict_do_nothing(index_elements=["delivery_id"])
+        return self._insert_many(statement, rows)
+
+
+def _step_row(step: Step) -> dict[str, Any]:
+    row = {name: getattr(step, name) for name in _STEP_FIELDS}
+    row["kind"] = str(step.kind)
+    row["detail"] = dict(step.detail)
+    return row
+
+
+def _alert_row(alert: Alert) -> dict[str, Any]:
+    return {
+        "alert_id": alert.alert_id,
+        "session_id": alert.session_id,
+        "detector": alert.detector,
+        "severity": str(alert.severity),
+        "score": alert.score,
+        "onset_seq": alert.onset_seq,
+        "onset_step_id": alert.onset_step_id,
+        "raised_seq": alert.raised_seq,
+        "evidence": [dict(e) for e in alert.evidence],
+        "reason": alert.reason,
+        "action": str(alert.action),
+        "checkpoint_id": alert.checkpoint_id,
+        "ts": alert.ts,
+    }
+
+
+def _session_cursor(connection: Connection, session_id: str) -> SessionCursor | None:
+    query = select(*(_sessions.c[name] for name in _CURSOR_COLUMNS)).where(
+        _sessions.c.session_id == session_id
+    )
+    row = connection.execute(query).mappings().one_or_none()
+    return None if row is None else SessionCursor(session_id=session_id, **row)
+
+
+def _select_in(
+    connection: Connection, query: Any, column: Any, values: Sequence[str] | None
+) -> list[dict[str, Any]]:
+    """Run ``query``, restricted to ``column IN values`` unless ``values`` is None,
+    in chunks of :data:`IN_CHUNK`. Row order is the caller's to impose."""
+    if values is None:
+        return [dict(row) for row in connection.execute(query).mappings()]
+    rows: list[dict[str, Any]] = []
+    for chunk in _chunks(list(dict.fromkeys(values)), IN_CHUNK):
+        rows.extend(
+            dict(row) for row in connection.execute(query.where(column.in_(chunk))).mappings()
+        )
+    return rows
+
+
+def _chunks(items: Sequence[_T], size: int) -> Iterable[Sequence[_T]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _configure_sqlite(engine: Engine) -> None:
+    """Per-connection SQLite settings, and SQLAlchemy in charge of BEGIN.
+
+    Python 3.11's sqlite3 begins transactions only before DML, so reads and DDL would run
+    outside any transaction; the documented SQLAlchemy recipe turns that off and emits
+    BEGIN itself (``sqlite_begin="IMMEDIATE"`` execution option for writers).
+    """
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: DBAPIConnection, record: ConnectionPoolEntry) -> None:
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        # In WAL mode NORMAL stays consistent on power loss, losing at most the last
+        # commits — together with their offsets, so the input is simply re-read.
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection: Connection) -> None:
+        mode = connection.get_execution_options().get("sqlite_begin", "DEFERRED")
+        connection.exec_driver_sql(f"BEGIN {mode}")

@@ -1,0 +1,176 @@
+"""Bad input gets a clear error and loses nothing: one dead letter per bad record,
+with its reason and location, and the rest of the batch kept."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from ingest.otlp_json import decode_otlp_json, to_otlp_json
+from ingest.otlp_proto import decode_otlp_proto
+from ingest.session_events import decode_event
+from ingest.trail import decode_trail
+
+T0 = 1_767_000_000_000_000_000
+
+
+def batch(n: int = 5, *, names: list[str] | None = None) -> ExportTraceServiceRequest:
+    """A batch of ``n`` spans built field by field (so tests can break any field)."""
+    request = ExportTraceServiceRequest()
+    rs = request.resource_spans.add()
+    kv = rs.resource.attributes.add()
+    kv.key, kv.value.string_value = "service.name", "agent"
+    ss = rs.scope_spans.add()
+    ss.scope.name = "runtime"
+    for i in range(n):
+        span = ss.spans.add()
+        span.trace_id = bytes([1] * 16)
+        span.span_id = bytes([i + 1] * 8)
+        span.name = names[i] if names else f"execute_tool t{i}"
+        span.kind = 1
+        span.start_time_unix_nano = T0 + i
+        span.end_time_unix_nano = T0 + i + 1
+        attr = span.attributes.add()
+        attr.key, attr.value.string_value = "gen_ai.operation.name", "execute_tool"
+    return request
+
+
+def test_invalid_utf8_in_one_span_costs_that_span_only() -> None:
+    data = batch(names=["span-a", "span-b", "BADNAME", "span-d", "span-e"]).SerializeToString()
+    data = data.replace(b"BADNAME", b"BAD\xff\xfeME")
+    decoded = decode_otlp_proto(data, source="kafka", location="otlp_spans/0@17")
+    assert [s.name for s in decoded.spans] == ["span-a", "span-b", "span-d", "span-e"]
+    (reject,) = decoded.rejects
+    assert "UTF-8" in reject.reason
+    assert reject.location == "otlp_spans/0@17 resource_spans[0].scope_spans[0].spans[2]"
+    assert b"BAD\xff\xfeME" in reject.payload  # the bad span is kept whole
+
+
+def test_truncated_protobuf_keeps_the_complete_spans() -> None:
+    data = batch(5).SerializeToString()
+    decoded = decode_otlp_proto(data[: len(data) - 20], source="file", location="x.binpb#0")
+    assert [s.name for s in decoded.spans] == [f"execute_tool t{i}" for i in range(4)]
+    (reject,) = decoded.rejects
+    assert "truncated" in reject.reason
+    assert reject.payload  # the unreadable tail is kept
+
+
+def test_garbage_bytes_are_one_dead_letter() -> None:
+    decoded = decode_otlp_proto(b"\xff\xff\xff\xff\xff", source="http", location="/v1/traces")
+    assert decoded.spans == []
+    assert len(decoded.rejects) == 1 and decoded.rejects[0].payload == b"\xff\xff\xff\xff\xff"
+
+
+def test_missing_ids_unknown_enum_and_huge_attribute_are_rejected_with_reasons() -> None:
+    request = batch(5)
+    spans = request.resource_spans[0].scope_spans[0].spans
+    spans[0].trace_id = b""
+    spans[1].span_id = b"\x00" * 8
+    spans[2].kind = 99
+    big = spans[3].attributes.add()
+    big.key, big.value.string_value = "input.value", "x" * (10 * 1024 * 1024)
+    decoded = decode_otlp_proto(request.SerializeToString(), source="t")
+    assert [s.name for s in decoded.spans] == ["execute_tool t4"]
+    reasons = [r.reason for r in decoded.rejects]
+    assert "trace_id must be 16 non-zero bytes" in reasons[0]
+    assert "span_id must be 8 non-zero bytes" in reasons[1]
+    assert "unknown span kind 99" in reasons[2]
+    assert "'input.value' is 10485760 bytes" in reasons[3]
+    assert len(decoded.rejects[3].payload) > 10 * 1024 * 1024  # nothing lost
+
+
+def test_json_batch_with_bad_spans_keeps_the_good_ones() -> None:
+    doc = to_otlp_json(batch(4))
+    spans = doc["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    spans[0]["traceId"] = "not-hex"
+    spans[1]["kind"] = 42
+    del spans[2]["spanId"]
+    decoded = decode_otlp_json(json.dumps(doc), source="t", location="f.jsonl:3")
+    assert [s.name for s in decoded.spans] == ["execute_tool t3"]
+    assert [r.location for r in decoded.rejects] == [
+        f"f.jsonl:3 resource_spans[0].scope_spans[0].spans[{i}]" for i in range(3)
+    ]
+    assert "traceId must be 32 hex characters" in decoded.rejects[0].reason
+    assert "unknown span kind 42" in decoded.rejects[1].reason
+    assert "spanId must be 16 hex characters" in decoded.rejects[2].reason
+    assert json.loads(decoded.rejects[1].payload)["kind"] == 42
+
+
+def test_invalid_json_and_invalid_utf8_json() -> None:
+    for payload in (b'{"resourceSpans": [', b'{"resourceSpans": "\xff"}'):
+        decoded = decode_otlp_json(payload, source="t", location="l")
+        assert decoded.spans == []
+        assert decoded.rejects[0].reason.startswith("invalid JSON")
+        assert decoded.rejects[0].payload == payload
+
+
+def test_invalid_session_event_names_the_failing_field() -> None:
+    event = {
+        "type": "tool_call",
+        "session_id": "s",
+        "seq": 3,
+        "ts": "2026-01-01T00:00:00Z",
+        "tool": "bash",
+    }
+    drafts, dead = decode_event(json.dumps(event).encode(), source="kafka", location="events/1@9")
+    assert drafts == [] and dead is not None
+    assert "'call_id' is a required property" in dead.reason
+    assert dead.location == "events/1@9"
+    drafts, dead = decode_event({**event, "call_id": "c1", "seq": -1}, source="f", location="l")
+    assert dead is not None and dead.reason.startswith("tool_call.seq:")
+    drafts, dead = decode_event(
+        {**event, "call_id": "c1", "ts": "yesterday"}, source="f", location="l"
+    )
+    assert dead is not None and "ts" in dead.reason
+
+
+# -- nothing crashes the decoders ---------------------------------------------------------
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=12), children, max_size=4)
+    ),
+    max_leaves=25,
+)
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(st.binary(max_size=400))
+def test_protobuf_decoder_never_raises(data: bytes) -> None:
+    decoded = decode_otlp_proto(data, source="fuzz")
+    assert all(isinstance(r.payload, bytes) and r.reason for r in decoded.rejects)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=200), st.integers(min_value=0, max_value=200))
+def test_protobuf_decoder_survives_mutations_of_a_valid_batch(noise: bytes, at: int) -> None:
+    data = bytearray(batch(3).SerializeToString())
+    at = at % len(data)
+    data[at : at + len(noise)] = noise
+    decode_otlp_proto(bytes(data), source="fuzz")
+
+
+@settings(max_examples=300, deadline=None)
+@given(json_values)
+def test_json_decoders_never_raise(value: object) -> None:
+    doc = {"resourceSpans": [{"scopeSpans": [{"spans": [value]}]}]}
+    decode_otlp_json(json.dumps(doc), source="fuzz")
+    decode_otlp_json(json.dumps(value), source="fuzz")
+    decode_event(json.dumps(value), source="fuzz", location="l")
+    if isinstance(value, dict):
+        decode_event(
+            {"type": "tool_call", "session_id": "s", "seq": 0, "ts": 1, **value},
+            source="fuzz",
+            location="l",
+        )
+    decode_trail({"spans": [value]}, source="fuzz")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=300))
+def test_event_decoder_never_raises_on_bytes(data: bytes) -> None:
+    decode_event(data, source="fuzz", location="l")
