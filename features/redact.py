@@ -677,11 +677,14 @@ def redact_value(obj: Any, _depth: int = 0) -> Any:
     if isinstance(obj, Mapping):
         out: dict[Any, Any] = {}
         for key, value in obj.items():
-            kind = secret_name_kind(key) if isinstance(key, str) else None
+            # The key is judged after its own redaction, so a second pass over the
+            # output sees the same key and makes the same choice (idempotence).
+            safe_key = redact(key) if isinstance(key, str) else key
+            kind = secret_name_kind(safe_key) if isinstance(safe_key, str) else None
             if kind is not None and isinstance(value, str) and not _is_placeholder(value):
-                out[redact(key)] = _redact_whole(kind, value)
+                out[safe_key] = _redact_whole(kind, value)
             else:
-                out[redact(key) if isinstance(key, str) else key] = redact_value(value, _depth + 1)
+                out[safe_key] = redact_value(value, _depth + 1)
         return out
     if isinstance(obj, list):
         return [redact_value(v, _depth + 1) for v in obj]

@@ -45,10 +45,24 @@ from models.store import SessionCursor, Store, StoreUnit
 
 @dataclass(slots=True)
 class _Session:
+    """A session's in-memory state; ``cursor()`` is what the store keeps of it."""
+
     info: SessionInfo
-    cursor: SessionCursor
+    next_seq: int
+    model_session: int
+    last_ts: int
     compaction: CompactionInference
     detectors: list[Detector]
+    state: bytes | None = None
+
+    def cursor(self) -> SessionCursor:
+        return SessionCursor(
+            session_id=self.info.session_id,
+            next_seq=self.next_seq,
+            model_session=self.model_session,
+            last_ts=self.last_ts,
+            state=self.state,
+        )
 
 
 @dataclass(slots=True)
@@ -187,7 +201,7 @@ class Pipeline:
             new_alerts = unit.add_alerts(alerts) if alerts else []
             for session_id in touched:
                 session = self._sessions[session_id]
-                unit.upsert_session(session.info, session.cursor)
+                unit.upsert_session(session.info, session.cursor())
             if dead:
                 unit.add_dead_letters(dead)
             for (source, partition), position in offsets.items():
@@ -237,12 +251,7 @@ class Pipeline:
             session = self._session(session_id, unit)
             touched[session_id] = None
             self.stats.sessions.add(session_id)
-            step = draft.step.with_(
-                step_id=step_id,
-                session_id=session_id,
-                parent_step_id=self._parent_of(draft, session_id),
-            )
-            for final in self._sequence(session, draft, step):
+            for final in self._sequence(session, draft, step_id):
                 steps.append(final)
                 self.stats.steps += 1
                 for detector in session.detectors:
@@ -260,51 +269,54 @@ class Pipeline:
             return call.step_id_for(session_id) if call else None
         return step.parent_step_id
 
-    def _sequence(self, session: _Session, draft: Draft, step: Step) -> list[Step]:
-        """Give ``step`` its place; may prepend an inferred compaction."""
+    def _sequence(self, session: _Session, draft: Draft, step_id: str) -> list[Step]:
+        """Give the draft's step its identity and place; may prepend an inferred compaction."""
         out: list[Step] = []
+        step = draft.step
+        session_id = session.info.session_id
         if step.kind == StepKind.COMPACTION:
             session.compaction.explicit()
         elif step.kind == StepKind.MODEL_CALL:
             inferred = session.compaction.model_call(draft.context or "main", step.tokens_in)
             if inferred is not None:
-                out.append(
-                    self._place(
-                        session,
-                        Step(
-                            step_id=f"{step.step_id}/compaction-inferred",
-                            session_id=step.session_id,
-                            kind=StepKind.COMPACTION,
-                            ts=step.ts,
-                            agent=step.agent,
-                            source=step.source,
-                            source_ref=step.source_ref,
-                            detail={
-                                "tokens_before": inferred.tokens_before,
-                                "tokens_after": inferred.tokens_after,
-                                "inferred": True,
-                            },
-                        ),
-                    )
+                compaction = Step(
+                    step_id=f"{step_id}/compaction-inferred",
+                    session_id=session_id,
+                    kind=StepKind.COMPACTION,
+                    ts=step.ts,
+                    agent=step.agent,
+                    source=step.source,
+                    source_ref=step.source_ref,
+                    detail={
+                        "tokens_before": inferred.tokens_before,
+                        "tokens_after": inferred.tokens_after,
+                        "inferred": True,
+                    },
                 )
-        out.append(self._place(session, step))
+                out.append(self._place(session, compaction))
+        parent = self._parent_of(draft, session_id)
+        out.append(
+            self._place(
+                session, step, step_id=step_id, session_id=session_id, parent_step_id=parent
+            )
+        )
         return out
 
-    def _place(self, session: _Session, step: Step) -> Step:
-        cursor = session.cursor
-        model_session = cursor.model_session + (1 if step.kind == StepKind.COMPACTION else 0)
-        late = step.ts < cursor.last_ts
+    def _place(self, session: _Session, step: Step, **identity: Any) -> Step:
+        """``step`` (plus ``identity`` fields) at the session's next position: one copy."""
+        if step.kind == StepKind.COMPACTION:
+            session.model_session += 1
+        late = step.ts < session.last_ts
         if late:
             self.stats.late_steps += 1
-        detail = {**step.detail, "late": True} if late else step.detail
-        placed = step.with_(seq=cursor.next_seq, model_session=model_session, detail=detail)
-        session.cursor = SessionCursor(
-            session_id=cursor.session_id,
-            next_seq=cursor.next_seq + 1,
-            model_session=model_session,
-            last_ts=max(cursor.last_ts, step.ts),
-            state=cursor.state,
+        placed = step.with_(
+            seq=session.next_seq,
+            model_session=session.model_session,
+            detail={**step.detail, "late": True} if late else step.detail,
+            **identity,
         )
+        session.next_seq += 1
+        session.last_ts = max(session.last_ts, step.ts)
         session.info = _updated_info(session.info, placed)
         return placed
 
@@ -319,9 +331,12 @@ class Pipeline:
         )
         session = _Session(
             info=SessionInfo(session_id=session_id),
-            cursor=cursor,
+            next_seq=cursor.next_seq,
+            model_session=cursor.model_session,
+            last_ts=cursor.last_ts,
             compaction=compaction,
             detectors=self.detectors.for_session(),
+            state=cursor.state,
         )
         self._sessions[session_id] = session
         return session

@@ -40,7 +40,7 @@ from features.actions import tool_call_fields
 from features.canonical import canonical_json
 from features.egress import host_of
 from features.redact import redact
-from features.text import clip
+from features.text import excerpt
 from ingest.draft import Draft, compaction_key
 from ingest.spans import SPAN_KIND_CLIENT, STATUS_ERROR, SpanRecord
 from models.records import Step, StepKind
@@ -79,6 +79,10 @@ def spans_to_drafts(
 def operation_of(span: SpanRecord) -> str:
     """The span's role: ``model``, ``tool``, ``agent``, ``egress`` or ``other``."""
     attrs = span.attributes
+    if span.kind == SPAN_KIND_CLIENT and "mcp.method.name" in attrs:
+        # An MCP client call is the wire side of a tool call (the MCP conventions let
+        # it carry gen_ai.operation.name=execute_tool too): egress under its tool span.
+        return "egress"
     op = attrs.get("gen_ai.operation.name")
     if isinstance(op, str):
         if op in MODEL_OPERATIONS:
@@ -349,7 +353,7 @@ def _span_drafts(
     elif role == "egress":
         drafts.append(_egress_draft(span, base, ref))
     elif span.status_code == STATUS_ERROR:
-        error = clip(redact(_error_text(span) or "error"))
+        error = excerpt(_error_text(span) or "error")
         step = _step(
             span,
             StepKind.ERROR,
@@ -393,7 +397,7 @@ def _model_draft(span: SpanRecord, base: dict[str, Any], ref: str, context: str)
     if provider:
         detail["provider"] = provider
     if user:
-        detail["user_message"] = clip(redact(user), 4096)
+        detail["user_message"] = excerpt(user, 4096)
     step = _step(
         span,
         StepKind.MODEL_CALL,
@@ -405,9 +409,9 @@ def _model_draft(span: SpanRecord, base: dict[str, Any], ref: str, context: str)
         finish_reason=finish if isinstance(finish, str) else None,
         tokens_in=_first_int(attrs, _INPUT_TOKENS),
         tokens_out=_first_int(attrs, _OUTPUT_TOKENS),
-        text=clip(redact(output)) if output else None,
+        text=excerpt(output) if output else None,
         status="error" if span.status_code == STATUS_ERROR else "ok",
-        error=clip(redact(_error_text(span) or "")) or None,
+        error=excerpt(_error_text(span) or "") or None,
         detail=detail,
     )
     natural = f"model_call/{response_id}" if response_id else None
@@ -432,9 +436,9 @@ def _tool_drafts(span: SpanRecord, base: dict[str, Any], ref: str) -> list[Draft
         span.end_ns,
         tool=tool,
         call_id=call_id,
-        result=clip(redact(result_text)) if result_text else None,
+        result=excerpt(result_text) if result_text else None,
         status="error" if failed else "ok",
-        error=clip(redact(_error_text(span) or "")) or None,
+        error=excerpt(_error_text(span) or "") or None,
         detail={"duration_ns": max(0, span.end_ns - span.start_ns)},
     )
     call_key = f"tool_call/{call_id}" if call_id else None
@@ -465,12 +469,12 @@ def _agent_drafts(
     detail: dict[str, Any] = {"subagent": not outermost}
     instructions = _first_str(attrs, ("gen_ai.system_instructions",))
     if instructions:
-        detail["system_instructions"] = clip(redact(instructions), 4096)
+        detail["system_instructions"] = excerpt(instructions, 4096)
     start = _step(
         span,
         StepKind.START,
         span.start_ns,
-        text=clip(redact(goal)) if goal else None,
+        text=excerpt(goal) if goal else None,
         detail=detail,
     )
     drafts = [
@@ -488,7 +492,7 @@ def _agent_drafts(
             StepKind.END,
             span.end_ns,
             status="error" if failed else ("ok" if span.status_code else None),
-            error=clip(redact(_error_text(span) or "")) or None,
+            error=excerpt(_error_text(span) or "") or None,
             detail={"end_status": "failure" if failed else "success"},
         )
         drafts.append(Draft(step=end, fallback_id=f"{ref}:end", natural_key="end", **base))
@@ -543,7 +547,7 @@ def _compaction_draft(
         span,
         StepKind.COMPACTION,
         ts,
-        text=clip(redact(summary)) if summary else None,
+        text=excerpt(summary) if summary else None,
         detail={"tokens_before": before, "tokens_after": after, "inferred": False},
     )
     return Draft(

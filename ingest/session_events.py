@@ -24,8 +24,7 @@ from jsonschema.exceptions import best_match
 
 from features.actions import tool_call_fields
 from features.canonical import canonical_json
-from features.redact import redact
-from features.text import clip
+from features.text import excerpt
 from ingest.draft import Draft, compaction_key
 from ingest.errors import DecodeError
 from models.records import DeadLetter, Step, StepKind
@@ -139,7 +138,7 @@ def event_drafts(event: Mapping[str, Any], *, arrival: int = 0) -> list[Draft]:
     if kind == "session_start":
         step = Step(
             kind=StepKind.START,
-            text=clip(redact(event["goal"])),
+            text=excerpt(event["goal"]),
             detail=_start_detail(event),
             **common,
         )
@@ -153,7 +152,7 @@ def event_drafts(event: Mapping[str, Any], *, arrival: int = 0) -> list[Draft]:
             tokens_out=event.get("tokens_out"),
             cost=event.get("cost_usd"),
             finish_reason=event.get("finish_reason"),
-            text=clip(redact(output)) if output else None,
+            text=excerpt(output) if output else None,
             status="ok",
             **common,
         )
@@ -171,8 +170,8 @@ def event_drafts(event: Mapping[str, Any], *, arrival: int = 0) -> list[Draft]:
             tool=event.get("tool"),
             call_id=event["call_id"],
             status="ok" if event["ok"] else "error",
-            error=clip(redact(event["error"])) if event.get("error") else None,
-            result=clip(redact(text)) if text else None,
+            error=excerpt(event["error"]) if event.get("error") else None,
+            result=excerpt(text) if text else None,
             detail=detail,
             **common,
         )
@@ -183,7 +182,7 @@ def event_drafts(event: Mapping[str, Any], *, arrival: int = 0) -> list[Draft]:
             tool=event.get("tool"),
             call_id=event.get("call_id"),
             status="ok" if event["approved"] else "denied",
-            text=clip(redact(event["reason"])) if event.get("reason") else None,
+            text=excerpt(event["reason"]) if event.get("reason") else None,
             detail={"approved": event["approved"], "approver": event.get("approver")},
             **common,
         )
@@ -197,7 +196,7 @@ def event_drafts(event: Mapping[str, Any], *, arrival: int = 0) -> list[Draft]:
         natural = compaction_key(event.get("tokens_before"), event.get("tokens_after"))
         step = Step(
             kind=StepKind.COMPACTION,
-            text=clip(redact(event["summary"])) if event.get("summary") else None,
+            text=excerpt(event["summary"]) if event.get("summary") else None,
             detail={
                 "tokens_before": event.get("tokens_before"),
                 "tokens_after": event.get("tokens_after"),
@@ -209,7 +208,7 @@ def event_drafts(event: Mapping[str, Any], *, arrival: int = 0) -> list[Draft]:
         step = Step(
             kind=StepKind.ERROR,
             status="error",
-            error=clip(redact(event["message"])),
+            error=excerpt(event["message"]),
             call_id=event.get("call_id"),
             detail={"code": event.get("code")},
             **common,
@@ -219,7 +218,7 @@ def event_drafts(event: Mapping[str, Any], *, arrival: int = 0) -> list[Draft]:
         step = Step(
             kind=StepKind.END,
             status="ok" if status == "success" else "error",
-            text=clip(redact(event["summary"])) if event.get("summary") else None,
+            text=excerpt(event["summary"]) if event.get("summary") else None,
             detail={"end_status": status, "claimed_done": event.get("claimed_done")},
             **common,
         )
@@ -247,7 +246,7 @@ def _start_detail(event: Mapping[str, Any]) -> dict[str, Any]:
     if event.get("budget"):
         detail["budget"] = dict(event["budget"])
     if event.get("system_instructions"):
-        detail["system_instructions"] = clip(redact(event["system_instructions"]), 4096)
+        detail["system_instructions"] = excerpt(event["system_instructions"], 4096)
     return detail
 
 

@@ -291,3 +291,15 @@ def test_never_raises(tool: str | None, arguments: object) -> None:
 @given(st.text(max_size=60), st.booleans())
 def test_host_of_never_raises(text: str, bare: bool) -> None:
     host_of(text, bare=bare)
+
+
+@given(st.text(alphabet=st.characters(blacklist_characters="'\"\\#"), max_size=80))
+def test_fast_tokenizer_agrees_with_shlex_on_quote_free_commands(command: str) -> None:
+    import shlex
+
+    from features.egress import _tokenize
+
+    lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|()<>\n")
+    lexer.whitespace = " \t\r"
+    lexer.whitespace_split = True
+    assert _tokenize(command) == list(lexer)

@@ -71,9 +71,14 @@ def _read(path: Path) -> bytes:
     return data
 
 
-def _labels(out: Path) -> list[dict[str, str]]:
+def _all_labels(out: Path) -> list[dict[str, str]]:
     with (out / "labels.csv").open(newline="") as fh:
         return list(csv.DictReader(fh))
+
+
+def _labels(out: Path) -> list[dict[str, str]]:
+    """The runs recorded with a session log (OpenInference runs are spans only)."""
+    return [r for r in _all_labels(out) if "events.jsonl" in r["files"]]
 
 
 def _file(out: Path, row: dict[str, str], kind: str) -> Path:
@@ -227,7 +232,9 @@ def test_labels_point_at_the_onset_tool_call(generated: Path) -> None:
 
 
 def test_every_failure_and_hard_case_is_generated(generated: Path) -> None:
-    rows = _labels(generated / "a")
+    rows = _all_labels(generated / "a")
+    spans_only = [r for r in rows if "events.jsonl" not in r["files"]]
+    assert spans_only and all(r["convention"].startswith("openinference") for r in spans_only)
     scenarios = {r["scenario"] for r in rows}
     for failure in gen.FAILURES:
         variants = {r["scenario"] for r in rows if r["failure"] == failure}
@@ -236,7 +243,7 @@ def test_every_failure_and_hard_case_is_generated(generated: Path) -> None:
         assert sum(s.startswith(prefix) for s in scenarios) >= (1 if prefix[-1] != "_" else 2)
     conventions = {r["convention"].split("+")[0] for r in rows}
     assert conventions == {"genai_current", "genai_deprecated", "openinference"}
-    agents = {_events(generated / "a", r)[0]["agent"] for r in rows}
+    agents = {r["agent"] for r in rows}
     assert agents & set(gen.CODING_AGENTS) and agents & set(gen.RESEARCH_AGENTS)
 
 
