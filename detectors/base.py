@@ -15,9 +15,10 @@ from __future__ import annotations
 import copy
 import inspect
 from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Self
 
-from models.records import Alert, Step
+from models.records import Action, Alert, Severity, Step, StepKind, alert_id
 
 
 class Detector(ABC):
@@ -61,3 +62,69 @@ class Detector(ABC):
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
         return f"{type(self).__name__}({params})"
+
+
+def make_alert(
+    detector: str,
+    *,
+    onset: Step,
+    raised: Step,
+    evidence: Sequence[Step],
+    score: float,
+    severity: Severity,
+    reason: str,
+    action: Action = Action.NOTIFY,
+    checkpoint_id: str | None = None,
+) -> Alert:
+    """An :class:`Alert` with its deterministic id and evidence references.
+
+    ``onset`` is the first step of the problem (what delay is measured from),
+    ``raised`` the step on which the detector fired, ``evidence`` the steps a
+    person should look at (the onset first; kept to at most 20).
+    """
+    refs: list[Mapping[str, Any]] = []
+    seen: set[str] = set()
+    for step in (onset, *evidence):
+        if step.step_id not in seen and len(refs) < MAX_EVIDENCE:
+            seen.add(step.step_id)
+            refs.append(step.ref())
+    return Alert(
+        alert_id=alert_id(detector, onset.session_id, onset.step_id, str(severity)),
+        session_id=onset.session_id,
+        detector=detector,
+        severity=severity,
+        score=round(float(score), 4),
+        onset_seq=onset.seq,
+        onset_step_id=onset.step_id,
+        evidence=tuple(refs),
+        reason=reason,
+        action=action,
+        checkpoint_id=checkpoint_id,
+        ts=raised.ts,
+        raised_seq=raised.seq,
+    )
+
+
+MAX_EVIDENCE = 20
+
+
+class Checkpoints:
+    """The last few checkpoints of a session (bounded), for ``rollback`` actions:
+    the last clean checkpoint is the newest one before the onset."""
+
+    def __init__(self, keep: int = 16) -> None:
+        self.keep = keep
+        self.items: list[tuple[int, str]] = []
+
+    def update(self, step: Step) -> None:
+        if step.kind == StepKind.CHECKPOINT and step.detail.get("checkpoint_id"):
+            self.items.append((step.seq, str(step.detail["checkpoint_id"])))
+            del self.items[: -self.keep]
+
+    def before(self, seq: int) -> str | None:
+        """The newest checkpoint id strictly before step ``seq``, or None."""
+        found = None
+        for at, checkpoint_id in self.items:
+            if at < seq:
+                found = checkpoint_id
+        return found

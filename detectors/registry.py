@@ -48,3 +48,15 @@ class DetectorSet:
     @property
     def names(self) -> list[str]:
         return [p.name for p in self.prototypes]
+
+
+def load_builtin() -> None:
+    """Import every detector module of this package, so their ``@register`` runs."""
+    import importlib
+    import pkgutil
+
+    import detectors
+
+    for module in pkgutil.iter_modules(detectors.__path__):
+        if module.name not in ("base", "registry", "testing"):
+            importlib.import_module(f"detectors.{module.name}")

@@ -119,11 +119,17 @@ class Step:
         return {"seq": self.seq, "step_id": self.step_id, "source_ref": self.source_ref}
 
 
-def alert_id(detector: str, session_id: str, onset_step_id: str) -> str:
-    """Deterministic alert id: the same detector, session and onset give the same id,
-    live or replayed, so storing and delivering an alert twice is a no-op."""
-    digest = hashlib.sha256(f"{detector}\x1f{session_id}\x1f{onset_step_id}".encode())
-    return "al_" + digest.hexdigest()[:32]
+def alert_id(detector: str, session_id: str, onset_step_id: str, severity: str = "") -> str:
+    """Deterministic alert id: the same detector, session, onset (and severity) give the
+    same id, live or replayed, so storing and delivering an alert twice is a no-op.
+
+    The severity is part of the id so that a detector that escalates the same
+    finding (``warn`` after three cycles, ``critical`` after eight) raises two
+    alerts, each delivered once."""
+    key = f"{detector}\x1f{session_id}\x1f{onset_step_id}"
+    if severity:
+        key += f"\x1f{severity}"
+    return "al_" + hashlib.sha256(key.encode()).hexdigest()[:32]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
