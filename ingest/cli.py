@@ -1,8 +1,9 @@
 """The ``trajwatch`` command line.
 
-``trajwatch replay PATH...``  recorded files through the pipeline into the store
-``trajwatch schema``          the session-event JSON Schema
-``trajwatch migrate``         upgrade the store's schema to the current version
+``trajwatch replay PATH...``              recorded files through the pipeline into the store
+``trajwatch eval PATH... --labels FILE``  detectors scored against labelled recordings
+``trajwatch schema``                      the session-event JSON Schema
+``trajwatch migrate``                     upgrade the store's schema to the current version
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from detectors.registry import DetectorSet
+from ingest.config import detector_set, load_config
 from ingest.errors import TrajwatchError
+from ingest.evaluate import evaluate
 from ingest.replay import ReplaySummary, replay
 from ingest.session_events import schema
 from ingest.settings import Settings
@@ -32,6 +35,22 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("--json", action="store_true", help="print exactly one JSON object")
     rp.add_argument("--lateness-ms", type=int, help="event-time lateness for ordering")
     rp.add_argument("--session-attribute", help="extra span attribute that names the session")
+    rp.add_argument(
+        "--config", type=Path, help="TOML config (default: ./trajwatch.toml if present)"
+    )
+    ev = sub.add_parser("eval", help="score the detectors against labelled recordings")
+    ev.add_argument("paths", nargs="+", type=Path, help="recorded files or folders")
+    ev.add_argument(
+        "--labels",
+        type=Path,
+        required=True,
+        help="labels.csv of fixtures/, or a corpus labels_index.csv",
+    )
+    ev.add_argument("--db", help="keep the replayed store here (default: a temporary SQLite file)")
+    ev.add_argument("--json", action="store_true", help="print exactly one JSON object")
+    ev.add_argument(
+        "--config", type=Path, help="TOML config (default: ./trajwatch.toml if present)"
+    )
     sub.add_parser("schema", help="print the session-event JSON Schema")
     mp = sub.add_parser("migrate", help="upgrade the store's schema")
     mp.add_argument("--db", help="store URL")
@@ -49,6 +68,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             Store.open(settings.db_url).close()
             print(f"store at {settings.db_url} is at the current schema")
             return 0
+        if args.command == "eval":
+            settings = Settings.from_env(db_url=args.db)
+            return _eval(args, settings)
         settings = Settings.from_env(
             db_url=args.db, lateness_ms=args.lateness_ms, session_attribute=args.session_attribute
         )
@@ -68,7 +90,7 @@ def _replay(args: argparse.Namespace, settings: Settings) -> int:
         progress = bar.update
     try:
         summary = replay(
-            args.paths, settings=settings, detectors=DetectorSet.from_config(), progress=progress
+            args.paths, settings=settings, detectors=_detectors(args, settings), progress=progress
         )
     finally:
         if bar is not None:
@@ -77,6 +99,31 @@ def _replay(args: argparse.Namespace, settings: Settings) -> int:
         print(json.dumps(summary.to_json()))
     else:
         print(_human(summary, settings.db_url))
+    return 0
+
+
+def _config_path(args: argparse.Namespace, settings: Settings) -> Path | None:
+    if args.config is not None:
+        return Path(args.config)
+    if settings.config_path:
+        return Path(settings.config_path)
+    default = Path("trajwatch.toml")
+    return default if default.exists() else None
+
+
+def _detectors(args: argparse.Namespace, settings: Settings) -> DetectorSet:
+    return detector_set(load_config(_config_path(args, settings)))
+
+
+def _eval(args: argparse.Namespace, settings: Settings) -> int:
+    result = evaluate(
+        args.paths, labels_file=args.labels, settings=settings, detectors=_detectors(args, settings)
+    )
+    if args.json:
+        print(json.dumps(result.to_json()))
+    else:
+        print(f"{result.sessions} sessions replayed, {result.labelled} labelled")
+        print(result.table())
     return 0
 
 

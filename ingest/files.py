@@ -12,6 +12,7 @@ transparently, whatever the name says, by their magic bytes):
 - session-event JSONL (``session.jsonl``, ``*.events.jsonl``, or any JSON lines
   whose objects have ``type`` and ``session_id``);
 - the TRAIL span-tree format (``{"trace_id", "spans": [... "child_spans" ...]}``);
+- AgentDojo run records (JSON lines of ``{"index", "messages", "metadata"}``);
 - debug bundles: a folder holding ``session.jsonl``, ``trace.json`` and/or
   ``tool_calls.csv``.
 
@@ -37,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, BinaryIO, cast
 
+from ingest.agentdojo import is_agentdojo, is_header, session_id_for
 from ingest.errors import InputError
 
 BUNDLE_FILES = ("session.jsonl", "trace.json", "tool_calls.csv")
@@ -177,6 +179,10 @@ def _delimited_protobuf(stream: IO[bytes], where: str, partition: str) -> Iterat
 def _classify(obj: Any, name: str = "") -> str:
     if name == "trace.json" or ".otlp." in name:
         return "otlp_json"
+    if is_agentdojo(obj):
+        return "agentdojo"
+    if is_header(obj):
+        return "skip"
     if isinstance(obj, dict):
         if "resourceSpans" in obj or "resource_spans" in obj:
             return "otlp_json"
@@ -223,7 +229,12 @@ def _json_records(stream: IO[bytes], where: str, partition: str, name: str) -> I
                 "invalid", line, f"{where}:{line_no}", partition, f"invalid JSON: {exc}"
             )
             continue
-        yield RawRecord(_classify(obj, name), obj, f"{where}:{line_no}", partition)
+        kind = _classify(obj, name)
+        if kind == "agentdojo":
+            # AgentDojo's own index numbers lines from 0; the session id joins on it.
+            stem = name.split(".", 1)[0]
+            obj = {"record": obj, "session_id": session_id_for(stem, line_no - 1)}
+        yield RawRecord(kind, obj, f"{where}:{line_no}", partition)
 
 
 def _tool_calls_csv(stream: IO[bytes], where: str, partition: str) -> Iterator[RawRecord]:

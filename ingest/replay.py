@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from detectors.registry import DetectorSet
+from ingest.agentdojo import record_drafts
+from ingest.errors import DecodeError
 from ingest.files import RawRecord, ReadStats, read_records
 from ingest.pipeline import Pipeline
 from ingest.settings import Settings
@@ -70,27 +72,31 @@ def feed_record(pipeline: Pipeline, record: RawRecord) -> None:
             max_attribute_bytes=pipeline.settings.max_attribute_bytes,
         )
         pipeline.feed_decoded(decoded, partition=record.partition)
+    elif kind == "agentdojo":
+        try:
+            drafts = record_drafts(
+                record.payload["record"], session_id=record.payload["session_id"]
+            )
+        except DecodeError as exc:
+            pipeline.add_dead_letters([_dead(record, exc.reason)])
+        else:
+            pipeline.add_drafts(drafts, partition=record.partition)
+    elif kind == "skip":
+        pass
     elif kind == "tool_calls_row":
         for event in tool_call_row_events(record.payload):
             pipeline.feed_event(event, **where)
     elif kind == "end_of_recording":
         pipeline.end_partition(record.partition)
     else:
-        payload = (
-            record.payload
-            if isinstance(record.payload, bytes)
-            else json.dumps(record.payload, default=str).encode()
-        )
-        pipeline.add_dead_letters(
-            [
-                DeadLetter(
-                    source=SOURCE,
-                    location=record.location,
-                    reason=record.reason or "unreadable record",
-                    payload=payload,
-                )
-            ]
-        )
+        pipeline.add_dead_letters([_dead(record, record.reason or "unreadable record")])
+
+
+def _dead(record: RawRecord, reason: str) -> DeadLetter:
+    payload = record.payload
+    if not isinstance(payload, bytes):
+        payload = json.dumps(payload, default=str).encode("utf-8", "surrogatepass")
+    return DeadLetter(source=SOURCE, location=record.location, reason=reason, payload=payload)
 
 
 def tool_call_row_events(row: dict[str, str]) -> list[dict[str, Any]]:

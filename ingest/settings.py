@@ -42,6 +42,9 @@ class Settings:
     """Traces whose span tree and session are remembered for resolving late children."""
     max_sessions: int = field(default=10_000, metadata=_env("TRAJWATCH_MAX_SESSIONS"))
     """Sessions kept in memory; older ones are reloaded from the store when they return."""
+    config_path: str | None = field(default=None, metadata=_env("TRAJWATCH_CONFIG"))
+    """The TOML config (detector parameters, policies); ``trajwatch.toml`` in the working
+    folder when unset and present."""
     commit_every: int = field(default=5_000, metadata=_env("TRAJWATCH_COMMIT_EVERY"))
     """Replay writes to the store after this many input records."""
 
