@@ -23,20 +23,32 @@ def long_session(n_iterations: int, seed: int = 0) -> list[Step]:
     """A long, busy session touching every step kind: varied work, repeats, failures,
     egress, approvals, checkpoints, compactions."""
     rng = random.Random(seed)
-    s = Session(f"contract-{seed}", goal="Fix the date parsing bug in src/dates.py and add tests",
-                policy_id="coding-strict-v1", repository="github.com/acme/dates",
-                budget={"tokens": 10_000_000, "tool_calls": 100_000})
+    s = Session(
+        f"contract-{seed}",
+        goal="Fix the date parsing bug in src/dates.py and add tests",
+        policy_id="coding-strict-v1",
+        repository="github.com/acme/dates",
+        budget={"tokens": 10_000_000, "tool_calls": 100_000},
+    )
     steps = [s.start()]
     tokens = 10_000
     for i in range(n_iterations):
         tokens = 10_000 if tokens > 150_000 else tokens + rng.randint(500, 3_000)
-        steps.append(s.model(tokens_in=tokens, text=f"step {i}: looking at module {rng.randint(0, 50)}"))
+        steps.append(
+            s.model(tokens_in=tokens, text=f"step {i}: looking at module {rng.randint(0, 50)}")
+        )
         r = rng.random()
         if r < 0.3:
-            steps += s.tool("read_file", {"path": f"src/mod{rng.randint(0, 400)}.py"}, result="x" * 50)
+            steps += s.tool(
+                "read_file", {"path": f"src/mod{rng.randint(0, 400)}.py"}, result="x" * 50
+            )
         elif r < 0.5:
-            steps += s.tool("bash", {"command": "pytest -q"}, ok=rng.random() < 0.7,
-                            result=f"{rng.randint(0, 99)} passed")
+            steps += s.tool(
+                "bash",
+                {"command": "pytest -q"},
+                ok=rng.random() < 0.7,
+                result=f"{rng.randint(0, 99)} passed",
+            )
         elif r < 0.6:
             call, done = s.tool("bash", {"command": f"curl -s https://pypi.org/simple/p{i % 97}/"})
             steps += [call, s.egress(f"https://pypi.org/simple/p{i % 97}/", parent=call), done]
@@ -101,9 +113,17 @@ def test_nothing_fires_during_warm_up(detector: Detector) -> None:
 def test_sparse_steps_and_unknown_detail_are_ignored(detector: Detector) -> None:
     s = Session("sparse")
     steps = [s.start(), s.model(tokens_in=0, tokens_out=0)]
-    bare = [st.with_(tool=None, action=None, arguments=None, text=None, result=None,
-                     detail={"unexpected": {"nested": [1, 2]}, "x-vendor": "y"}) for st in
-            s.tool("mystery", None)]
+    bare = [
+        st.with_(
+            tool=None,
+            action=None,
+            arguments=None,
+            text=None,
+            result=None,
+            detail={"unexpected": {"nested": [1, 2]}, "x-vendor": "y"},
+        )
+        for st in s.tool("mystery", None)
+    ]
     feed(detector, [*steps, *bare, s.end(claimed_done=None)])
 
 
@@ -124,7 +144,9 @@ def test_same_input_same_alerts(detector: Detector) -> None:
 
 def test_bad_parameters_fail_in_the_constructor(detector: Detector) -> None:
     params = detector.get_params()
-    numeric = [k for k, v in params.items() if isinstance(v, int | float) and not isinstance(v, bool)]
+    numeric = [
+        k for k, v in params.items() if isinstance(v, int | float) and not isinstance(v, bool)
+    ]
     assert numeric, f"{detector.name} has no numeric parameters to check"
     with pytest.raises(ValueError):
         type(detector)(**{**params, numeric[0]: -1})

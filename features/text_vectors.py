@@ -1,0 +1,373 @@
+"""A small, deterministic text representation for online similarity between steps.
+
+Detectors compare what an agent does now with what it was asked to do and with what
+it did at the start. That needs a representation that is cheap (tens of µs a step),
+the same in every process (a replay must give the live alerts) and free of downloads
+(nothing can be fetched at run time). So: identifiers split into words, stop words
+dropped, words hashed with ``zlib.crc32`` (Python's ``hash()`` is salted per process)
+into a fixed number of buckets, and cosine similarity between the sparse vectors.
+
+Public API
+----------
+- :func:`tokenize` — words of a text: identifiers split on ``_ - / .`` and camelCase,
+  lower-cased, light plural stemming, stop words and volatile tokens (numbers, hashes)
+  dropped.
+- :func:`hash_vector` / :func:`text_vector` — a sparse L2-normalised vector
+  ``{bucket: weight}`` of words (and optionally character n-grams).
+- :func:`cosine`, :func:`add_into` — similarity and a bounded running sum of vectors.
+- :class:`StepTerms` / :func:`step_terms` — what a step *touches*: file paths,
+  directories, hosts, repositories, and its content words; :func:`goal_text` — the task
+  text a start step (or the first model call) carries.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import re
+import zlib
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+from features.egress import host_of
+from models.records import Step, StepKind
+
+__all__ = [
+    "STOP_WORDS",
+    "StepTerms",
+    "add_into",
+    "cosine",
+    "goal_text",
+    "hash_vector",
+    "step_terms",
+    "text_vector",
+    "tokenize",
+]
+
+SparseVector = dict[int, float]
+
+STOP_WORDS = frozenset(
+    """
+    a about above after again against all am an and any are as at be because been before
+    being below between both but by can could did do does doing done down during each few
+    for from further had has have having he her here hers him his how if in into is it its
+    itself just let me more most my no nor not now of off on once only or other our out
+    over own same she should so some such than that the their them then there these they
+    this those through to too under until up very was we were what when where which while
+    who whom why will with would you your yours i ll ve re don doesn isn aren wasn
+    also may might must need needs new use used using via per etc e g ie eg yes one two
+    please make sure still keep add fix look check next plan then want try first
+    """.split()
+)
+"""English function words plus the filler of agent prose (``let me look``, ``next I'll
+check``): they carry no topic, and topic is what similarity should see."""
+
+TOOLING_WORDS = frozenset(
+    """
+    bash sh zsh shell cmd command lc exec run sudo env echo cat ls la ll cd pwd head tail
+    grep rg egrep sed awk find xargs sort uniq wc cut tr tee true false null none sleep
+    timeout git gh status log diff show add commit push pull fetch checkout branch stash
+    oneline short stat view json yaml txt md rst csv html htm http https www com org net io
+    py js ts tsx jsx go rs rb java kt cpp hpp cc c h toml cfg ini lock
+    src lib libs test tests spec pkg pkgs cmd internal dist build docs doc readme changelog
+    index main init mod util utils helper helpers common core app
+    pip npm npx yarn pnpm cargo pytest tox make node python python3 uv poetry
+    file files path dir type limit offset depth maxdepth name workdir ms max min
+    """.split()
+)
+"""Words of the tooling every task uses (shells, VCS, build tools, extensions, the
+usual source-tree folders). They say *how* an agent works, not *on what*, so two
+unrelated tasks would look alike through them; they are dropped from content words."""
+
+_ALNUM_RE = re.compile(r"[A-Za-z0-9]+")
+_CAMEL_RE = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+_HEXISH_RE = re.compile(r"^(?=.*\d)[0-9a-f]{6,}$")
+
+
+def tokenize(text: str | None, *, drop: frozenset[str] = STOP_WORDS) -> list[str]:
+    """The words of ``text``, in order, for similarity.
+
+    Identifiers are split on ``_``, ``-``, ``/``, ``.`` and camelCase; words are lower-
+    cased, a plural ``s`` is stripped (``headers`` → ``header``), and stop words, one-
+    letter words, numbers and hex-like ids (commit SHAs, call ids) are dropped.
+
+    >>> tokenize("Fix AxiosHeaders.set() in lib/core/http_client.py for call 9fceb02d")
+    ['axio', 'header', 'set', 'lib', 'core', 'http', 'client', 'py', 'call']
+    """
+    if not text:
+        return []
+    words: list[str] = []
+    for run in _ALNUM_RE.findall(text):
+        for part in _CAMEL_RE.findall(run) if not run.islower() else (run,):
+            word = part.lower()
+            if len(word) < 2 or word.isdigit() or _HEXISH_RE.match(word):
+                continue
+            if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+                word = word[:-1]
+            if word not in drop:
+                words.append(word)
+    return words
+
+
+def _bucket(token: str, n_features: int) -> int:
+    return zlib.crc32(token.encode("utf-8", "surrogatepass")) % n_features
+
+
+def hash_vector(
+    tokens: Iterable[str], *, n_features: int = 4096, char_ngrams: int = 0, weight: float = 1.0
+) -> SparseVector:
+    """The L2-normalised hashed bag of ``tokens`` (times ``weight``).
+
+    With ``char_ngrams = n > 0`` the character n-grams of each word (padded with
+    ``^``/``$``) are added at half weight, so ``parser``/``parsing`` overlap.
+    Deterministic across processes (``zlib.crc32``).
+
+    >>> v = hash_vector(["date", "parser"]); round(cosine(v, v), 6)
+    1.0
+    """
+    if n_features < 1:
+        raise ValueError(f"n_features must be >= 1, got {n_features}")
+    vec: SparseVector = {}
+    for token in tokens:
+        b = _bucket(token, n_features)
+        vec[b] = vec.get(b, 0.0) + 1.0
+        if char_ngrams > 0:
+            padded = f"^{token}$"
+            for i in range(max(1, len(padded) - char_ngrams + 1)):
+                g = _bucket("#" + padded[i : i + char_ngrams], n_features)
+                vec[g] = vec.get(g, 0.0) + 0.5
+    norm = sum(v * v for v in vec.values()) ** 0.5
+    if norm == 0.0:
+        return {}
+    scale = weight / norm
+    return {k: v * scale for k, v in vec.items()}
+
+
+def text_vector(text: str | None, *, n_features: int = 4096, char_ngrams: int = 0) -> SparseVector:
+    """``hash_vector(tokenize(text))``: the vector of a piece of free text."""
+    return hash_vector(tokenize(text), n_features=n_features, char_ngrams=char_ngrams)
+
+
+def cosine(a: Mapping[int, float], b: Mapping[int, float]) -> float:
+    """Cosine similarity of two sparse vectors; 0.0 when either is empty.
+
+    >>> cosine(text_vector("parse ISO dates"), text_vector("date parsing of ISO strings"))
+    0.5
+    """
+    if not a or not b:
+        return 0.0
+    if len(a) > len(b):
+        a, b = b, a
+    dot = sum(v * b.get(k, 0.0) for k, v in a.items())
+    if dot == 0.0:
+        return 0.0
+    na = sum(v * v for v in a.values()) ** 0.5
+    nb = sum(v * v for v in b.values()) ** 0.5
+    return min(1.0, dot / (na * nb))
+
+
+def add_into(total: SparseVector, vec: Mapping[int, float], *, max_size: int = 1024) -> None:
+    """Add ``vec`` into the running sum ``total`` in place, keeping at most ``max_size``
+    buckets (the smallest are dropped), so a centroid's memory stays bounded."""
+    for k, v in vec.items():
+        total[k] = total.get(k, 0.0) + v
+    if len(total) > max_size:
+        keep = sorted(total.items(), key=lambda kv: (-kv[1], kv[0]))[:max_size]
+        total.clear()
+        total.update(keep)
+
+
+# ---------------------------------------------------------------------------
+# What a step touches
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class StepTerms:
+    """What one step touches and talks about.
+
+    ``paths`` are file-system paths as written (``./`` stripped); ``hosts`` network
+    hosts (lower-case); ``repos`` repositories named by URL (``host/owner/name``);
+    ``words`` the content words (tokenised, tooling words dropped); ``package_hosts``
+    the hosts reached only by a package manager (``pip install``, ``npm view``), which
+    are tooling, not topic. ``urls`` the URLs named.
+    """
+
+    paths: tuple[str, ...] = ()
+    hosts: tuple[str, ...] = ()
+    repos: tuple[str, ...] = ()
+    urls: tuple[str, ...] = ()
+    words: tuple[str, ...] = ()
+    package_hosts: tuple[str, ...] = field(default=())
+
+    @property
+    def empty(self) -> bool:
+        return not (self.paths or self.hosts or self.repos or self.words)
+
+
+_URL_RE = re.compile(r"\b(?:https?|git|ssh)://[^\s\"'<>`)\]]+|\b[\w.-]+@[\w.-]+:[\w./-]+\.git\b")
+_PATH_RE = re.compile(
+    r"(?<![\w@:/.-])(?:~?/|\.{1,2}/)?(?:[\w@+-][\w.@+-]*/)+[\w.@+-]*"
+    r"|(?<![\w/.-])[\w@+-][\w@+-]*\.[A-Za-z][A-Za-z0-9]{0,7}\b(?![/\w(])"
+)
+_PACKAGE_VIA = frozenset(
+    {"pip_install", "pip_download", "npm_install", "npm_view", "npx", "pip_install_url"}
+)
+_REPO_VIA = frozenset({"git_clone", "git_fetch", "git_pull", "git_ls_remote"})
+_GIT_HOST_HINT = ("git",)
+_MAX_STRING = 4_000
+"""Longest argument string read: an edit's body holds code, and its head says enough."""
+
+
+def _strings(value: Any, depth: int = 0) -> Iterator[str]:
+    if depth > 6:
+        return
+    if isinstance(value, str):
+        yield value[:_MAX_STRING]
+    elif isinstance(value, Mapping):
+        for v in value.values():
+            yield from _strings(v, depth + 1)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v, depth + 1)
+
+
+def _parsed_arguments(arguments: str | None) -> Any:
+    if not arguments:
+        return None
+    try:
+        return json.loads(arguments)
+    except ValueError:
+        return arguments
+
+
+def repo_of(url: str) -> str | None:
+    """``host/owner/name`` of a repository URL, or None when the URL names no repository.
+
+    A URL names one when it ends in ``.git`` or its host is a code forge by name
+    (contains ``git``: GitHub, GitLab, Gitea, …) and the path has two segments or more.
+
+    >>> repo_of("https://github.com/torvalds/linux.git"), repo_of("https://docs.python.org/3/x")
+    ('github.com/torvalds/linux', None)
+    """
+    host = host_of(url)
+    if not host:
+        return None
+    try:
+        path = urlsplit(url if "://" in url else "ssh://" + url.replace(":", "/", 1)).path
+    except ValueError:
+        return None
+    parts = [p for p in path.split("/") if p]
+    forge = url.rstrip("/").endswith(".git") or any(h in host for h in _GIT_HOST_HINT)
+    if len(parts) < 2 or not forge:
+        return None
+    name = parts[1][:-4] if parts[1].endswith(".git") else parts[1]
+    return f"{host.removeprefix('www.')}/{parts[0].lower()}/{name.lower()}"
+
+
+def _url_words(url: str) -> list[str]:
+    """Content words of a URL: its path and query, plus the host's distinctive labels
+    (``www``, the TLD and ``api``-like prefixes say nothing about the topic)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return tokenize(url, drop=_DROP)
+    host = (parts.hostname or "").split(".")
+    labels = host[:-1] if len(host) > 1 else host
+    return tokenize(" ".join(labels), drop=_DROP) + tokenize(
+        f"{parts.path} {parts.query}", drop=_DROP
+    )
+
+
+_DROP = STOP_WORDS | TOOLING_WORDS
+
+
+def step_terms(step: Step, *, with_result: bool = False, result_chars: int = 1_000) -> StepTerms:
+    """The :class:`StepTerms` of ``step``.
+
+    Reads the tool arguments (canonical JSON), the egress host/URL and the egress
+    targets the normaliser found (``detail["egress"]``), and ``step.text``; the result
+    text only with ``with_result`` and only its first ``result_chars`` characters
+    (results are large and mostly data, so they are read sparingly).
+
+    >>> from detectors.testing import Session
+    >>> call, _ = Session().tool("bash", {"command": "git clone https://github.com/o/r.git /tmp/r"})
+    >>> t = step_terms(call); t.repos, t.hosts, t.paths
+    (('github.com/o/r',), ('github.com',), ('/tmp/r',))
+    """
+    strings: list[str] = list(_strings(_parsed_arguments(step.arguments)))
+    if step.text and step.kind != StepKind.TOOL_RESULT:
+        strings.append(step.text[:_MAX_STRING])
+    if with_result and step.result:
+        strings.append(step.result[:result_chars])
+    paths: dict[str, None] = {}
+    hosts: dict[str, None] = {}
+    repos: dict[str, None] = {}
+    urls: dict[str, None] = {}
+    package: dict[str, None] = {}
+    words: list[str] = []
+    for s in strings:
+        rest = s
+        for m in _URL_RE.finditer(s):
+            url = m.group(0).rstrip(".,;:")
+            urls[url] = None
+            host = host_of(url)
+            if host:
+                hosts[host] = None
+            repo = repo_of(url)
+            if repo:
+                repos[repo] = None
+            words += _url_words(url)
+            rest = rest.replace(m.group(0), " ")
+        for m in _PATH_RE.finditer(rest):
+            p = m.group(0)
+            if p.startswith("./"):
+                p = p[2:]
+            if p and p not in ("/", "~/", "../") and not p.startswith("//"):
+                paths[p.rstrip("/") or p] = None
+        words += tokenize(rest, drop=_DROP)
+    for target in step.detail.get("egress", ()) if isinstance(step.detail, Mapping) else ():
+        if not isinstance(target, Mapping) or not target.get("host"):
+            continue
+        host = str(target["host"])
+        if target.get("via") in _PACKAGE_VIA:
+            package[host] = None
+            continue
+        hosts[host] = None
+        url = target.get("url")
+        if url and target.get("via") in _REPO_VIA:
+            repo = repo_of(str(url))
+            if repo:
+                repos[repo] = None
+    if step.egress_host and step.egress_host not in package:
+        hosts[step.egress_host] = None
+    for host in package:
+        hosts.pop(host, None)
+    return StepTerms(
+        paths=tuple(paths),
+        hosts=tuple(hosts),
+        repos=tuple(repos),
+        urls=tuple(urls),
+        words=tuple(words),
+        package_hosts=tuple(package),
+    )
+
+
+def directory_of(path: str) -> str:
+    """The directory part of ``path`` (``""`` for a bare file name)."""
+    return posixpath.dirname(path.rstrip("/"))
+
+
+def goal_text(step: Step) -> str | None:
+    """The task text a step carries, if it is the kind of step that carries one: a start
+    step's ``text`` (the goal), else the first user message a model call saw
+    (``detail["user_message"]``)."""
+    if step.kind == StepKind.START and step.text:
+        return step.text
+    if step.kind == StepKind.MODEL_CALL and isinstance(step.detail, Mapping):
+        message = step.detail.get("user_message")
+        if isinstance(message, str) and message.strip():
+            return message
+    return None

@@ -1,0 +1,85 @@
+"""`trajwatch eval`: label formats, baselines and scores on real recordings."""
+
+from __future__ import annotations
+
+import json
+import lzma
+from pathlib import Path
+
+import pytest
+
+from detectors.testing import Session
+from ingest.cli import main
+from ingest.evaluate import baseline_gemini, baseline_openlit
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = ROOT.parent / "shared" / "corpus"
+
+
+def test_openlit_baseline_fires_on_the_third_identical_call() -> None:
+    s = Session()
+    steps = [s.start()]
+    steps += s.tool("bash", {"command": "npm install"}, ok=False)
+    steps += s.tool("read_file", {"path": "package.json"})
+    steps += s.tool("bash", {"command": "npm install"}, ok=False)
+    assert baseline_openlit(steps) is None
+    third = s.tool("bash", {"command": "npm install"}, ok=False)
+    assert baseline_openlit([*steps, *third]) == third[0].seq
+
+
+def test_gemini_baseline_needs_five_consecutive_identical_calls() -> None:
+    s = Session()
+    steps = [s.start()]
+    for _ in range(4):
+        steps += s.tool("bash", {"command": "make"}, ok=False)
+    steps += s.tool("bash", {"command": "ls"})
+    for _ in range(4):
+        steps += s.tool("bash", {"command": "make"}, ok=False)
+    assert baseline_gemini(steps) is None
+    fifth = s.tool("bash", {"command": "make"}, ok=False)
+    assert baseline_gemini([*steps, *fifth]) == fifth[0].seq
+
+
+def test_eval_on_the_committed_fixtures_reports_every_failure(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    recorded = ROOT / "fixtures" / "recorded"
+    assert main(["eval", str(recorded), "--labels", str(recorded / "labels.csv"), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["sessions"] == result["labelled_sessions"] == 62
+    rows = {(r["failure"], r["detector"]): r for r in result["scores"]}
+    assert {f for f, _ in rows} == {
+        "runaway_loop",
+        "intent_drift",
+        "compliance_decay",
+        "egress_gaming",
+    }
+    openlit = rows[("runaway_loop", "baseline_openlit_repeat3")]
+    assert openlit["positives"] == 10 and openlit["recall"] == 1.0  # every loop repeats ≥ 3 times
+    assert openlit["false_alarm_rate"] > 0.5  # ...and so does most healthy work
+
+
+@pytest.mark.skipif(not (CORPUS / "agentdojo").exists(), reason="needs ../shared/corpus")
+def test_agentdojo_records_replay_with_tool_calls_and_results(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = CORPUS / "agentdojo" / "runs" / "agentdojo-claude-3-5-sonnet-20241022.jsonl.xz"
+    lines = lzma.decompress(source.read_bytes()).splitlines()[:4]  # the header and three runs
+    sample = tmp_path / "agentdojo-claude-3-5-sonnet-20241022.jsonl"
+    sample.write_bytes(b"\n".join(lines))
+    db = f"sqlite:///{tmp_path / 'ad.db'}"
+    assert main(["replay", str(sample), "--db", db, "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["sessions"] == 3 and result["dead_letters"] == 0
+    from models.store import Store
+
+    with Store.open(db) as store:
+        steps = store.steps("agentdojo:agentdojo-claude-3-5-sonnet-20241022:1")
+    record = json.loads(lines[1])
+    calls = [
+        c for m in record["messages"] if m["role"] == "assistant" for c in m.get("tool_calls") or []
+    ]
+    assert [s.call_id for s in steps if s.kind == "tool_call"] == [c["id"] for c in calls]
+    assert steps[0].kind == "start" and steps[0].text == record["messages"][1]["content"]
+    results = {s.call_id for s in steps if s.kind == "tool_result"}
+    assert results == {c["id"] for c in calls}
