@@ -153,8 +153,8 @@ def text_vector(text: str | None, *, n_features: int = 4096, char_ngrams: int = 
 def cosine(a: Mapping[int, float], b: Mapping[int, float]) -> float:
     """Cosine similarity of two sparse vectors; 0.0 when either is empty.
 
-    >>> cosine(text_vector("parse ISO dates"), text_vector("date parsing of ISO strings"))
-    0.5
+    >>> round(cosine(text_vector("parse ISO dates"), text_vector("date parsing of ISO strings")), 2)
+    0.58
     """
     if not a or not b:
         return 0.0
@@ -268,17 +268,13 @@ def repo_of(url: str) -> str | None:
 
 
 def _url_words(url: str) -> list[str]:
-    """Content words of a URL: its path and query, plus the host's distinctive labels
-    (``www``, the TLD and ``api``-like prefixes say nothing about the topic)."""
+    """Content words of a URL: its path and query. The host is a scope term (``hosts``),
+    not topic: a known site with a new page is judged by the page, not by the site."""
     try:
         parts = urlsplit(url)
     except ValueError:
         return tokenize(url, drop=_DROP)
-    host = (parts.hostname or "").split(".")
-    labels = host[:-1] if len(host) > 1 else host
-    return tokenize(" ".join(labels), drop=_DROP) + tokenize(
-        f"{parts.path} {parts.query}", drop=_DROP
-    )
+    return tokenize(f"{parts.path} {parts.query}", drop=_DROP)
 
 
 _DROP = STOP_WORDS | TOOLING_WORDS

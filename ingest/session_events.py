@@ -13,12 +13,13 @@ reported by a session log and an OTLP span is stored once.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from functools import cache
 from importlib import resources
 from typing import Any
 
+import fastjsonschema
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
@@ -69,11 +70,32 @@ def parse_ts(value: Any) -> int:
     raise DecodeError(f"ts must be an RFC 3339 string or Unix seconds, got {value!r}")
 
 
+@cache
+def _fast_validator() -> Callable[[Any], Any]:
+    # fastjsonschema compiles the same schema to Python (~20 µs an event against
+    # ~500 µs for jsonschema's interpreter); the schema only uses draft-07 keywords.
+    # ``ts`` formats are checked by parse_ts, which must read them anyway.
+    draft7 = {**schema(), "$schema": "http://json-schema.org/draft-07/schema#"}
+    compiled: Callable[[Any], Any] = fastjsonschema.compile(
+        draft7, formats={"date-time": lambda _: True}
+    )
+    return compiled
+
+
 def validation_error(event: Any) -> str | None:
-    """Why ``event`` is not a valid session event, naming the field; None when valid."""
+    """Why ``event`` is not a valid session event, naming the field; None when valid.
+
+    The compiled validator decides; jsonschema, slower, explains a rejection
+    (``best_match`` names the most relevant failing field)."""
+    try:
+        _fast_validator()(event)
+    except fastjsonschema.JsonSchemaException as exc:
+        fast_reason = str(exc)
+    else:
+        return None
     error = best_match(_validator().iter_errors(event))
     if error is None:
-        return None
+        return fast_reason
     kind = event.get("type") if isinstance(event, Mapping) else None
     path = ".".join(str(p) for p in error.absolute_path)
     where = f"{kind}.{path}" if kind and path else (path or str(kind or "event"))

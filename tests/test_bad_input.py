@@ -174,3 +174,57 @@ def test_json_decoders_never_raise(value: object) -> None:
 @given(st.binary(max_size=300))
 def test_event_decoder_never_raises_on_bytes(data: bytes) -> None:
     decode_event(data, source="fuzz", location="l")
+
+
+event_like = st.fixed_dictionaries(
+    {
+        "type": st.sampled_from(
+            [
+                "session_start",
+                "model_call",
+                "tool_call",
+                "tool_result",
+                "approval",
+                "checkpoint",
+                "compaction",
+                "error",
+                "session_end",
+                "other",
+            ]
+        ),
+        "session_id": st.one_of(st.text(max_size=5), st.integers()),
+        "seq": st.one_of(st.integers(min_value=-2, max_value=5), st.text(max_size=2)),
+        "ts": st.one_of(st.just("2026-01-01T00:00:00Z"), st.floats(allow_nan=False), st.booleans()),
+    },
+    optional={
+        key: json_values
+        for key in (
+            "goal",
+            "model",
+            "tool",
+            "call_id",
+            "ok",
+            "approved",
+            "checkpoint_id",
+            "message",
+            "status",
+            "tokens_in",
+            "arguments",
+            "budget",
+            "claimed_done",
+        )
+    },
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(event_like)
+def test_fast_and_reference_validators_agree(event: dict[str, object]) -> None:
+    from ingest.session_events import _fast_validator, _validator
+
+    try:
+        _fast_validator()(event)
+        fast_ok = True
+    except Exception:
+        fast_ok = False
+    assert fast_ok == _validator().is_valid(event)
