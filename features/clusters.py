@@ -73,8 +73,7 @@ class ActionClusters:
         if cid is None:
             if len(self.centroids_) >= self.max_clusters:
                 oldest = min(self.last_used_, key=lambda k: (self.last_used_[k], k))
-                for table in (self.centroids_, self.sizes_, self.last_used_):
-                    del table[oldest]  # type: ignore[attr-defined]
+                del self.centroids_[oldest], self.sizes_[oldest], self.last_used_[oldest]
             cid = self.next_id_
             self.next_id_ += 1
             self.centroids_[cid] = {}

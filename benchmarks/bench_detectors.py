@@ -1,0 +1,106 @@
+"""Cost of the detectors: replay throughput with every detector on, per-detector update
+cost, and detector state per active session.
+
+1. ``replay``: the committed session logs (``fixtures/recorded/*.events.jsonl*``) through
+   ``trajwatch replay`` into a fresh SQLite file with every registered detector on;
+   steps/s = stored steps / wall time, median of ``--repeat`` runs (one core).
+2. ``detectors only``: the stored steps of those sessions fed to fresh detectors, per
+   detector and all together (no decoding, no store): steps/s and µs per update.
+3. ``state``: pickled ``state_dict()`` of all detectors of a session after its last
+   step, over the fixture sessions and over one synthetic 20,000-step session: median
+   and max bytes (the target is ≤ 64 KiB per active session).
+
+Run: ``.venv/bin/python benchmarks/bench_detectors.py [--repeat 3]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pickle
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+
+from ingest.config import detector_set, load_config  # noqa: E402
+from ingest.replay import replay  # noqa: E402
+from ingest.settings import Settings  # noqa: E402
+from models.store import Store  # noqa: E402
+
+
+def event_logs() -> list[Path]:
+    return sorted((ROOT / "fixtures" / "recorded").glob("*.events.jsonl*"))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    config = load_config(ROOT / "trajwatch.toml")
+    detectors = detector_set(config)
+    files = event_logs()
+    print(f"machine: {platform.platform()}, {platform.machine()}, {os.cpu_count()} cpus, "
+          f"Python {platform.python_version()}")
+    print(f"detectors: {', '.join(detectors.names)}")
+
+    runs = []
+    steps_stored = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for i in range(args.repeat):
+            url = f"sqlite:///{tmp}/r{i}.db"
+            start = time.perf_counter()
+            replay(files, settings=Settings(db_url=url), detectors=detectors)
+            runs.append(time.perf_counter() - start)
+            with Store.open(url) as store:
+                steps_stored = store.count("steps")
+                sessions = [s.session_id for s in store.sessions()]
+                streams = [store.steps(s) for s in sessions]
+    seconds = statistics.median(runs)
+    print(f"replay, every detector on: {len(files)} session logs, {steps_stored} steps, "
+          f"median {seconds:.2f} s of {args.repeat} → {steps_stored / seconds:,.0f} steps/s")
+
+    total = sum(map(len, streams))
+    print(f"detectors only, {total} steps of {len(streams)} sessions:")
+    for prototype in [*detectors.prototypes, None]:
+        chosen = [prototype] if prototype is not None else detectors.prototypes
+        timings = []
+        for _ in range(args.repeat):
+            start = time.perf_counter()
+            for stream in streams:
+                live = [d.clone() for d in chosen]
+                for step in stream:
+                    for detector in live:
+                        detector.update(step)
+            timings.append(time.perf_counter() - start)
+        t = statistics.median(timings)
+        name = prototype.name if prototype is not None else "ALL TOGETHER"
+        print(f"  {name:<22} {total / t:>10,.0f} steps/s   {t / total * 1e6:6.2f} µs/step")
+
+    sizes = []
+    for stream in streams:
+        live = detectors.for_session()
+        for step in stream:
+            for detector in live:
+                detector.update(step)
+        sizes.append(len(pickle.dumps([d.state_dict() for d in live])))
+    from test_detector_contract import long_session
+
+    live = detectors.for_session()
+    for step in long_session(20_000 // 2, seed=1):
+        for detector in live:
+            detector.update(step)
+    long_size = len(pickle.dumps([d.state_dict() for d in live]))
+    print(f"state per session (all detectors, pickled): median {statistics.median(sizes):,.0f} B, "
+          f"max {max(sizes):,} B over {len(sizes)} fixture sessions; "
+          f"{long_size:,} B after a ~20,000-step session")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,258 @@
+"""The same side effect executed twice: a replayed payment, e-mail, push or deploy.
+
+Runtimes retry tool calls (timeouts, lost acknowledgements, a crash between the effect
+and its record), and agents re-issue a call they believe failed. For a read that is
+harmless; for an action with an effect outside the agent - money moved, a message
+sent, a release published - the second execution is a second effect.
+:class:`DuplicateSideEffect` keeps a bounded ledger of recent side-effecting calls and
+fires when
+
+- a call carries an ``idempotency_key`` already used by an earlier call whose result
+  was not an error (a key exists so that the effect happens once; a retry after an
+  *error* with the same key is the correct use and is left alone), or
+- a side-effecting call repeats an earlier one with byte-identical arguments (the
+  stored canonical JSON; amounts, recipients and bodies must all match) after the
+  earlier one succeeded. For *state-carrying* actions (push, deploy, publish, apply,
+  upload), whose effect depends on the workspace, an edit, commit or other mutation
+  in between makes the second call new work, not a replay.
+
+Side-effecting calls are recognised generically from the tool name (``send_money``,
+``post_message``, ``create_issue``, ``delete_file`` …) and, for shell tools, from the
+command (``git push``, ``npm publish``, ``twine upload``, ``kubectl apply``,
+``terraform apply``, ``gh pr create``, ``curl -X POST`` …) and for HTTP tools from a
+POST/PUT/PATCH/DELETE method. Payments and sends are critical (the duplicate reached
+someone else); the rest warn. Both recommend ``notify``: the harm is done by the time
+the duplicate is seen, a person has to reverse it.
+
+Memory: the ledger keeps the ``window`` most recent side-effecting calls (default 64)
+and the ``window`` most recent idempotency keys, least-recently-used first out; a
+duplicate of a call older than that is not seen. Runtime retries replay a call within
+a few steps (the fixtures' retries follow within 1-3 calls), so 64 distinct effects is
+ample; 64 entries of a 16-hex digest plus a few integers pickle to ~7 KB, inside the
+contract test's 8 KiB bound for state that must not grow.
+
+>>> from detectors.testing import Session
+>>> s = Session("dup", goal="Pay the December rent")
+>>> pay = {"recipient": "DE89370400440532013000", "amount": 1200}
+>>> steps = [s.start(), *s.tool("send_money", pay), *s.tool("get_balance", {}),
+...          *s.tool("send_money", pay)]
+>>> d = DuplicateSideEffect()
+>>> [(a.onset_seq, str(a.severity)) for st in steps for a in d.update(st)]
+[(5, 'critical')]
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+
+from detectors.base import Detector, make_alert
+from detectors.registry import register
+from models.records import Action, Alert, Severity, Step, StepKind
+
+__all__ = ["DuplicateSideEffect"]
+
+# Tool names whose effect lands on someone else: money and messages (critical).
+_MONEY_RE = re.compile(
+    r"pay|transfer|send_?money|charge|refund|purchase|buy|checkout|order|invoice|wire|book",
+    re.IGNORECASE,
+)
+_SEND_RE = re.compile(
+    r"send|e?mail|message|sms|notify|invite|reply|forward|tweet|post|comment|share|publish",
+    re.IGNORECASE,
+)
+# Other effects outside the agent (warn). State-carrying ones are marked below.
+_EFFECT_RE = re.compile(
+    r"deploy|push|release|upload|create|delete|remove|drop|cancel|merge|submit|schedule"
+    r"|reserve|update|insert|write_remote|apply|provision|destroy|revoke|grant",
+    re.IGNORECASE,
+)
+_STATEFUL_RE = re.compile(r"deploy|push|release|upload|apply|provision|publish", re.IGNORECASE)
+# Side-effecting shell commands: (pattern, class); matched against the lower-cased command.
+_SHELL_EFFECTS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"\b(?:sendmail|mailx?|mutt|swaks)\b"), "send"),
+    (re.compile(r"\bgh\s+(?:issue|pr)\s+comment\b"), "send"),
+    (re.compile(r"\bgit\s+push\b"), "state"),
+    (re.compile(r"\b(?:npm|pnpm|yarn|cargo|gem)\s+publish\b|\btwine\s+upload\b"), "state"),
+    (re.compile(r"\bdocker\s+push\b|\bhelm\s+(?:install|upgrade)\b"), "state"),
+    (re.compile(r"\bkubectl\s+(?:apply|create|delete|replace|patch|rollout)\b"), "state"),
+    (re.compile(r"\bterraform\s+(?:apply|destroy)\b|\bpulumi\s+up\b"), "state"),
+    (re.compile(r"\bgh\s+(?:pr|issue|release|repo)\s+(?:create|merge|delete|close)\b"), "effect"),
+    (re.compile(r"\bcurl\b.*(?:-x\s*(?:post|put|patch|delete)\b|\s-d\s|--data|-f\s|--form)"),
+     "effect"),
+    (re.compile(r"\baws\s+\S+\s+(?:put|create|delete|send|publish|invoke)"), "effect"),
+)
+# Calls that change the workspace: after one, a push/deploy carries new state.
+_MUTATION_TOOL_RE = re.compile(
+    r"edit|write|replace|patch|insert|create_file|save|commit|apply_patch|str_replace",
+    re.IGNORECASE,
+)
+_MUTATION_CMD_RE = re.compile(
+    r"\bgit\s+(?:commit|merge|rebase|reset|cherry-pick|am|tag|pull)\b|\bsed\s+-i\b|\bnpm\s+version"
+    r"|\b(?:mv|cp|rm|touch|tee)\s|[^2&]>\s*[\w./~]|\bpatch\s+-p"
+)
+_SHELL_TOOL_RE = re.compile(r"bash|shell|terminal|command|exec|run|cmd|console|python",
+                            re.IGNORECASE)
+_HTTP_TOOL_RE = re.compile(r"http|request|fetch|api|curl|webhook", re.IGNORECASE)
+_METHOD_RE = re.compile(r'"method":"(post|put|patch|delete)"', re.IGNORECASE)
+_READ_TOOL_RE = re.compile(
+    r"^(?:get|read|view|list|search|find|fetch|open|browse|check|query|lookup|show|describe)",
+    re.IGNORECASE,
+)
+
+_SEVERITY = {"money": Severity.CRITICAL, "send": Severity.CRITICAL}
+_WHAT = {
+    "money": "a payment",
+    "send": "a message sent to someone",
+    "state": "a state-carrying action (push/deploy/publish) with no change in between",
+    "effect": "an action with an external effect",
+}
+
+
+@dataclass(slots=True)
+class _Entry:
+    """One remembered side-effecting call: identity for evidence, outcome, context."""
+
+    seq: int
+    step_id: str
+    source_ref: str
+    ts: int
+    cls: str
+    epoch: int
+    status: str | None = None  # None until its result arrives
+
+
+def _effect_class(tool: str | None, arguments: str) -> str | None:
+    """``money``/``send``/``state``/``effect`` for a side-effecting call, else None."""
+    name = tool or ""
+    if name and not _READ_TOOL_RE.match(name):
+        if _MONEY_RE.search(name):
+            return "money"
+        if _SEND_RE.search(name):
+            return "state" if _STATEFUL_RE.search(name) else "send"
+        if _EFFECT_RE.search(name) and not _MUTATION_TOOL_RE.search(name):
+            return "state" if _STATEFUL_RE.search(name) else "effect"
+    low = arguments.lower()
+    if _SHELL_TOOL_RE.search(name) or '"command"' in low or '"cmd"' in low:
+        for pattern, cls in _SHELL_EFFECTS:
+            if pattern.search(low):
+                return cls
+    if _HTTP_TOOL_RE.search(name) and _METHOD_RE.search(arguments):
+        return "effect"
+    return None
+
+
+def _is_mutation(tool: str | None, arguments: str) -> bool:
+    return bool(
+        (tool and _MUTATION_TOOL_RE.search(tool)) or _MUTATION_CMD_RE.search(arguments.lower())
+    )
+
+
+@register
+class DuplicateSideEffect(Detector):
+    """Flags a side-effecting tool call executed again after it succeeded.
+
+    Contract: ``update`` consumes one session's steps in order; it returns one alert
+    for each duplicate call (onset = the duplicate, evidence = the first execution,
+    its result and the duplicate). Bounded: ``window`` entries per ledger. No I/O, no
+    clock.
+
+    Parameters
+    ----------
+    window:
+        How many recent side-effecting calls and idempotency keys are remembered.
+    """
+
+    name = "duplicate_side_effect"
+
+    def __init__(self, *, window: int = 64) -> None:
+        if not isinstance(window, int) or window < 1:
+            raise ValueError(f"window must be an int >= 1, got {window!r}")
+        self.window = window
+        self._reset()
+
+    def _reset(self) -> None:
+        self._calls: dict[str, _Entry] = {}  # digest of tool + arguments -> latest call
+        self._keys: dict[str, _Entry] = {}  # idempotency key -> latest call
+        self._pending: dict[str, tuple[str, str | None]] = {}  # call step id -> (digest, key)
+        self._epoch = 0  # number of workspace mutations seen so far
+
+    def _put(self, ledger: dict[str, _Entry], key: str, entry: _Entry) -> None:
+        ledger.pop(key, None)
+        ledger[key] = entry
+        while len(ledger) > self.window:
+            del ledger[next(iter(ledger))]
+
+    def update(self, step: Step) -> list[Alert]:
+        if step.kind == StepKind.TOOL_CALL:
+            return self._on_call(step)
+        if step.kind == StepKind.TOOL_RESULT:
+            pending = self._pending.pop(step.parent_step_id or "", None)
+            if pending is not None:
+                status = step.status or "unknown"
+                digest, key = pending
+                for ledger, k in ((self._calls, digest), (self._keys, key)):
+                    entry = ledger.get(k) if k else None
+                    if entry is not None and entry.step_id == step.parent_step_id:
+                        entry.status = status
+        return []
+
+    def _on_call(self, step: Step) -> list[Alert]:
+        arguments = step.arguments or ""
+        cls = _effect_class(step.tool, arguments)
+        key = step.idempotency_key
+        if cls is None and not key:
+            if _is_mutation(step.tool, arguments):
+                self._epoch += 1
+            return []
+        digest = hashlib.blake2b(
+            f"{step.tool}\x1f{arguments}".encode(), digest_size=8
+        ).hexdigest()
+        entry = _Entry(step.seq, step.step_id, step.source_ref, step.ts, cls or "effect",
+                       self._epoch)
+        alerts: list[Alert] = []
+        earlier = self._keys.get(key) if key else None
+        if earlier is not None and earlier.status != "error":
+            alerts.append(self._alert(step, earlier, f"idempotency key {key!r}"))
+        elif cls is not None:
+            earlier = self._calls.get(digest)
+            if (
+                earlier is not None
+                and earlier.status not in (None, "error")
+                and not (cls == "state" and earlier.epoch != self._epoch)
+            ):
+                alerts.append(self._alert(step, earlier, "identical arguments"))
+        if cls is not None:
+            self._put(self._calls, digest, entry)
+        if key:
+            self._put(self._keys, key, _Entry(**{f: getattr(entry, f) for f in entry.__slots__}))
+        self._pending[step.step_id] = (digest, key)
+        while len(self._pending) > 16:  # results arrive right after their call
+            del self._pending[next(iter(self._pending))]
+        if _is_mutation(step.tool, arguments):
+            self._epoch += 1
+        return alerts
+
+    def _alert(self, step: Step, earlier: _Entry, same: str) -> Alert:
+        cls, seq, status = earlier.cls, earlier.seq, earlier.status
+        first = Step(step_id=earlier.step_id, session_id=step.session_id,
+                     kind=StepKind.TOOL_CALL, ts=earlier.ts, seq=seq,
+                     source_ref=earlier.source_ref)
+        severity = _SEVERITY.get(cls, Severity.WARN)
+        return make_alert(
+            self.name,
+            onset=step,
+            raised=step,
+            evidence=[step, first],
+            score=1.0 if severity == Severity.CRITICAL else 0.6,
+            severity=severity,
+            reason=(
+                f"step {step.seq} repeats {step.tool}, {_WHAT.get(cls, _WHAT['effect'])}, "
+                f"with the same {same} as step {seq}, which already "
+                f"{'succeeded' if status == 'ok' else 'ran without an error'}: "
+                "a replayed side effect (retry of a call that had taken effect)."
+            ),
+            action=Action.NOTIFY,
+        )
+

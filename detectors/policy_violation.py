@@ -1,0 +1,119 @@
+"""Policy violations with no compaction in play.
+
+Checks every step against the session's policy (:mod:`features.policy`) and reports a
+broken rule once per model session: before any compaction, or after one for a rule the
+agent never exercised before it (so there is no evidence of decay). What
+``compliance_decay`` reports is left out, decided by the same
+:class:`~features.policy.ComplianceLedger` with the same parameters: a violation of a
+rule honoured before the latest compaction, or any violation once the
+post-compaction rate is significantly higher. So a violation after a compaction is
+reported here first when it is the first of its kind, and by ``compliance_decay`` when
+it shows decay; never both for the same finding.
+
+Severity: a forbidden command or tool (``git push --force``, ``rm -rf /``) is critical
+with action ``kill``: the policy drew that line in advance. Everything else (writes to
+protected paths, unapproved guarded actions, tests skipped before commit, egress
+outside the allowed hosts) is a warning with ``notify``. Budget overruns are off by
+default (``report_budget``): billed tokens of a long run with a large context exceed
+the fixtures' budgets in healthy runs (seed 11: 3 of 36 healthy runs), and spend has
+its own detectors.
+
+>>> from detectors.testing import Session
+>>> d = PolicyViolation(policies={"p": {"forbidden_commands": [r"git\\s+push\\s+(-f|--force)"],
+...                                      "require_approval_for": [r"git\\s+push"]}})
+>>> s = Session("demo", policy_id="p")
+>>> steps = [s.start(), s.model(), *s.tool("bash", {"command": "git push --force origin x"})]
+>>> steps += s.tool("bash", {"command": "git push origin x"})  # same rule again: no 2nd alert
+>>> [(a.onset_seq, str(a.severity), str(a.action)) for st in steps for a in d.update(st)]
+[(2, 'critical', 'kill')]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from detectors.base import make_alert
+from detectors.compliance_decay import PolicyDetector
+from detectors.registry import register
+from features.policy import BUDGET, FORBIDDEN_COMMAND, FORBIDDEN_TOOL, Violation
+from models.records import Action, Alert, Severity, Step
+
+MAX_REPORTED = 64
+"""Rules remembered as reported in the current model session (bounded state)."""
+
+
+@register
+class PolicyViolation(PolicyDetector):
+    """Reports each broken policy rule once per model session, unless it is
+    ``compliance_decay``'s (see the module docstring). Parameters as
+    :class:`~detectors.compliance_decay.ComplianceDecay` (keep ``alpha``,
+    ``min_honoured`` and ``min_rate_violations`` equal to its values), plus
+    ``report_budget = False``."""
+
+    name = "policy_violation"
+
+    def __init__(
+        self,
+        *,
+        policies: Mapping[str, Mapping[str, Any]] | None = None,
+        agent_policies: Mapping[str, str] | None = None,
+        default_policy: str | None = None,
+        alpha: float = 0.01,
+        min_honoured: int = 1,
+        min_rate_violations: int = 2,
+        report_budget: bool = False,
+    ) -> None:
+        self.report_budget = report_budget
+        super().__init__(
+            policies=policies,
+            agent_policies=agent_policies,
+            default_policy=default_policy,
+            alpha=alpha,
+            min_honoured=min_honoured,
+            min_rate_violations=min_rate_violations,
+        )
+
+    def _reset(self) -> None:
+        super()._reset()
+        self._reported: list[str] = []
+        self._reported_session = 0
+
+    def update(self, step: Step) -> list[Alert]:
+        finding, _ = self._observe(step)
+        if finding is None:
+            return []
+        if self._ledger.model_session != self._reported_session:
+            self._reported_session = self._ledger.model_session
+            self._reported = []
+        decayed = set(finding.decayed)
+        fresh: list[Violation] = []
+        for v in finding.violations:
+            if v in decayed or v.rule in self._reported:
+                continue
+            if v.kind == BUDGET and not self.report_budget:
+                continue
+            fresh.append(v)
+            self._reported.append(v.rule)
+        del self._reported[:-MAX_REPORTED]
+        if not fresh:
+            return []
+        critical = any(v.kind in (FORBIDDEN_COMMAND, FORBIDDEN_TOOL) for v in fresh)
+        where = (
+            "before any compaction"
+            if self._ledger.model_session == 0
+            else "after a compaction, a rule not exercised before it"
+        )
+        reason = "; ".join(f"broke {v.rule}: {v.detail}" for v in fresh) + f" ({where})"
+        return [
+            make_alert(
+                self.name,
+                onset=step,
+                raised=step,
+                evidence=[step],
+                score=1.0,
+                severity=Severity.CRITICAL if critical else Severity.WARN,
+                reason=reason,
+                action=Action.KILL if critical else Action.NOTIFY,
+            )
+        ]

@@ -1,0 +1,620 @@
+"""Runaway loops: a session repeating the same action cycle without progress.
+
+What counts as a loop
+---------------------
+Two kinds of evidence, both over the recent tool calls only (a bounded window):
+
+1. **Tandem cycles.** Every tool call gets a *near-duplicate key*: the bag of words of
+   its canonical action signature (``step.action``, volatile parts already
+   normalised), lower-cased, word order ignored, dropping the fragments that mix
+   letters and digits (``npm-cache-bd5220``, ``python3``) but keeping pure numbers,
+   which survived canonicalisation only where they are positions (line ranges,
+   offsets, pages) — so paging through a file is not a loop, while
+   ``q="nrg_ind_ren 2019 electricity"`` and ``q="electricity 2019 nrg_ind_ren"`` are
+   the same call. For each period ``p`` in ``1..max_period`` the detector keeps the
+   length of the current run of calls equal to the call ``p`` before (A-B-C-A-B-C…).
+   Unlike a count of identical calls over the whole session (OpenLIT fires at the
+   third identical call anywhere; ``git diff --stat`` between edits trips it) or
+   Gemini CLI's *consecutive* identical calls (blind to A-B-A-B and to retries with a
+   changed flag), only uninterrupted repetition counts.
+2. **Retry after failure.** A failed call whose error (volatile parts removed) repeats
+   for near-same calls of the same tool (Jaccard of their word bags ≥ 0.5), with no new
+   work in between: fires at the second failure when nothing else was tried between
+   them, else when the repeats outnumber the new calls tried in between. A near-same
+   call that succeeds ends the chain (a transient failure, retried, is fine).
+
+Exemptions (progress)
+---------------------
+- **Polling**: an *identical* call whose result head (first 96 characters, digits
+  kept) differs from its previous occurrence's, or whose wait since its previous
+  occurrence grew by ``wait_growth`` (``sleep 10``/``20``/``30``, back-off) resets the
+  run: the world is changing, or the agent is waiting for it to.
+- A failed call followed by a success of the same call resets the run.
+- Result *bodies* are not compared: re-fetched pages with changed ads or timestamps
+  are not progress, and repeated calls with no recorded result are judged by their
+  signatures alone.
+
+Severity
+--------
+- ``warn`` (NOTIFY) when a cycle has run ``warn_cycles`` times (default 3: the third
+  identical call, the OpenLIT count, but consecutive), or earlier — after one full
+  repeat of a cycle of ≥ 2 calls — when the repeat is confirmed wasteful: a call of
+  the cycle failed again with the same error, or the model calls inside the loop
+  spend ``burn_ratio`` × the session's usual output tokens (token burn).
+- ``critical`` (KILL) at ``critical_cycles`` cycles, or when the loop has spent
+  ``critical_tokens`` tokens or ``critical_cost`` dollars. Action: KILL, not ROLLBACK —
+  a loop wastes budget but its repeated steps rarely damage the workspace, and rolling
+  back would also discard the good work done between the checkpoint and the loop; the
+  last clean checkpoint before the onset is still attached for the operator.
+- Each severity fires once per loop (a loop is identified by its set of actions or its
+  error); a different loop later alerts again. The onset is the first repeat (the
+  second occurrence of the cycle's first action).
+
+State: the last ``window`` calls (small records), ``max_period`` run counters, a few
+retry chains and open calls, all bounded; per update O(max_period).
+
+>>> from detectors.testing import Session
+>>> s = Session("doc", goal="Make the test suite pass")
+>>> steps = [s.start()]
+>>> for path in ("src/a.py", "src/b.py", "tests/test_a.py"):
+...     steps += [s.model(), *s.tool("read_file", {"path": path})]
+>>> for i in range(6):  # the same wrong edit, the same failing test, revert, again
+...     steps.append(s.model(tokens_in=20_000 + 1_000 * i))
+...     steps += s.tool("edit_file", {"path": "src/a.py", "old": "x + 1", "new": "x - 1"})
+...     steps += s.tool("bash", {"command": "pytest -q"}, ok=False, error="1 failed")
+...     steps += s.tool("bash", {"command": "git checkout -- src/a.py"})
+>>> detector = RunawayLoop()
+>>> for step in steps:
+...     for alert in detector.update(step):
+...         print(alert.raised_seq, alert.severity, alert.action, alert.onset_seq)
+32 warn notify 21
+51 critical kill 21
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from collections import deque
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from detectors.base import MAX_EVIDENCE, Checkpoints, Detector, make_alert
+from detectors.registry import register
+from models.records import Action, Alert, Severity, Step, StepKind
+
+__all__ = ["RunawayLoop"]
+
+_SECOND = 1_000_000_000
+_WORD_RE = re.compile(r"[A-Za-z0-9_]+")
+_DIGIT_RE = re.compile(r"\d")
+_DIGITS_RE = re.compile(r"\d+")
+_ARG_RE = re.compile(r"([A-Za-z_][\w.]*)=")  # ``key=`` of a canonical signature
+_DIGEST_RE = re.compile(r"…#([0-9a-f]+)")  # canonical_action's digest of a long value
+_QUOTED_RE = re.compile(r'"((?:[^"\\]|\\.)*)"')
+_PLACEHOLDERS = frozenset({"tmp", "ts", "uuid", "id", "hash"})
+# Volatile parts of error and result text: timestamps, UUIDs, hex digests, long ids.
+# Short numbers stay: "2 test(s) failed" is not "1 test(s) failed".
+_VOLATILE_TEXT_RE = re.compile(
+    r"\d{4}-\d{2}-\d{2}[T _]?[\d:.,]*Z?"
+    r"|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+    r"|\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,}\b"
+    r"|\d{5,}"
+)
+_HEAD = 120  # result characters compared for "the same call gave a new answer"
+_NEAR = 0.5  # Jaccard of word bags above which two calls of one tool are near-same
+_MIN_BURN = 1_000  # output tokens a call below which nothing is "burnt"
+_MAX_CHAINS = 4
+_MAX_OPEN = 64
+_MAX_FIRED = 32
+_MAX_SHOWN = 3
+
+
+@dataclass(slots=True)
+class _Call:
+    """What the detector keeps of one tool call: hashes and counters, no text but a
+    short label for reasons."""
+
+    seq: int
+    step_id: str
+    source_ref: str
+    ts: int
+    tool: str
+    key: int  # near-duplicate key: crc32 of the word bag
+    exact: int  # crc32 of the canonical signature
+    numbers: int  # crc32 of the numbers in the raw arguments
+    words: frozenset[str]
+    label: str
+    novel: bool  # its key was not in the window before it
+    tokens: int  # session tokens (in + out) before this call
+    out_tokens: int  # session output tokens before this call
+    models: int  # model calls before this call
+    cost: float
+    status: str | None = None  # of its result, once seen
+    head: int | None = None  # crc32 of the result's head; None when there is no text
+    error: int = 0  # crc32 of tool + error text, when it failed
+    checked: bool = False  # cycle rules evaluated for it
+
+
+@dataclass(slots=True)
+class _Chain:
+    """Failures of near-same calls with the same error."""
+
+    error: int
+    error_text: str
+    first: _Call
+    members: list[_Call] = field(default_factory=list)
+    count: int = 0
+    novel_mark: int = 0  # the detector's novel-call count at the last failure
+    novel_between: int = 0  # new calls tried between the failures
+
+
+def near_key(action: str) -> tuple[int, frozenset[str]]:
+    """The near-duplicate key of a canonical action signature, and its word bag.
+
+    Words are tagged with their argument (``q:electricity``) so an edit and its revert
+    differ; their order is ignored; fragments mixing letters and digits (random
+    suffixes) and canonical placeholders are dropped; pure numbers stay (they survived
+    canonicalisation only as positions: line ranges, offsets).
+
+    >>> near_key('search(q="nrg_ind_ren <n> electricity")') == near_key(
+    ...     'search(q="electricity <n> nrg_ind_ren")')
+    True
+    >>> near_key('bash(command="sed -n 1,50p a.py")') == near_key('bash(command="sed -n 51,100p a.py")')
+    False
+    """
+    head, _, body = action.partition("(")
+    parts = _ARG_RE.split(body)
+    words = {head.strip().lower()}
+    # parts = [before the first key, key1, value1, key2, value2, ...]
+    for i in range(1, len(parts) - 1, 2):
+        arg, value = parts[i], parts[i + 1]
+        for digest in _DIGEST_RE.findall(value):
+            words.add(f"{arg}:#{digest}")  # a long value: its digest tells two edits apart
+        value = _DIGEST_RE.sub(" ", value)
+        for w in _WORD_RE.findall(value):
+            if len(w) > 1 and (w.isdigit() or not _DIGIT_RE.search(w)):
+                w = w.lower()
+                if w not in _PLACEHOLDERS:
+                    words.add(f"{arg}:{w}")
+    bag = frozenset(words)
+    return zlib.crc32("\x1f".join(sorted(bag)).encode("utf-8", "surrogatepass")), bag
+
+
+def _text_sig(text: str) -> str:
+    return _VOLATILE_TEXT_RE.sub("#", " ".join(text.split()))
+
+
+def _crc(text: str) -> int:
+    return zlib.crc32(text.encode("utf-8", "surrogatepass"))
+
+
+def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    union = len(a | b)
+    return len(a & b) / union if union else 1.0
+
+
+def _near(a: _Call, b: _Call) -> bool:
+    """Near-same calls: the same tool and mostly the same words."""
+    return a.tool == b.tool and _jaccard(a.words, b.words) >= _NEAR
+
+
+def _cycle_key(cycle: list[_Call]) -> int:
+    """A cycle's identity whatever call it is entered at (B-C-A is A-B-C)."""
+    return _crc("\x1f".join(str(k) for k in sorted({c.key for c in cycle})))
+
+
+def _label(tool: str | None, action: str) -> str:
+    """A short name of a call for reasons: the tool and its longest string argument."""
+    values = _QUOTED_RE.findall(action)
+    # a command or query (it has spaces) says more than a working directory
+    text = max(values, key=lambda v: (" " in v, len(v))) if values else action
+
+    text = " ".join(text.split())
+    return f"{tool or '?'} {text[:60]}{'…' if len(text) > 60 else ''}".strip()
+
+
+@register
+class RunawayLoop(Detector):
+    """Flags a session repeating the same action cycle without progress.
+
+    Contract: one instance per session, steps in ``seq`` order; no I/O, time from
+    ``step.ts``; state bounded by ``window`` (never grows with the session). Raises
+    ``warn``/NOTIFY, then ``critical``/KILL, each at most once per loop; onset = the
+    first repeat; evidence = the repeated calls (≤ 20); a reason with counts and
+    tokens. The module docstring says what counts as a loop and as progress.
+
+    Parameters
+    ----------
+    window
+        Tool calls remembered (novelty, cycles, evidence).
+    max_period
+        Longest cycle looked for (A-B-…, up to this many calls).
+    warn_cycles
+        Occurrences of a cycle that raise ``warn`` (3: the third identical call). One
+        more is needed when the repeated calls' results are unknown.
+    critical_cycles
+        Occurrences of a cycle, or failures of a retry chain, that raise ``critical``.
+    burn_ratio
+        Token burn: mean output tokens of the model calls inside a repeated cycle, as a
+        multiple of the session's mean before it, that confirms the waste early.
+    critical_tokens
+        Tokens (in + out) spent since the first repeat of one loop that raise ``critical``.
+    critical_cost
+        Dollars (``step.cost``) spent since the first repeat that raise ``critical``.
+    wait_growth
+        A repeat whose wait since the previous occurrence is this many times the
+        previous wait (and ≥ 5 s longer) is polling with back-off, not a loop.
+    """
+
+    name: ClassVar[str] = "runaway_loop"
+
+    def __init__(
+        self,
+        *,
+        window: int = 40,  # room for 6 repeats of a 6-call cycle, and for novelty
+        max_period: int = 6,  # fixtures: loop cycles have 1–3 calls; TRAIL: 1
+        warn_cycles: int = 3,  # OpenLIT's 3; fixtures seeds 7+11: healthy runs repeat ≤ 2.5 cycles
+        critical_cycles: int = 5,  # fixtures seeds 7+11: loops run 5–12 cycles
+        burn_ratio: float = 4.0,  # fixtures seeds 7+11: token-burn loops spend 4–8× the usual
+        critical_tokens: int = 1_000_000,  # ≈ $3 at $3/Mtok: stop the loop before it costs more
+        critical_cost: float = 5.0,
+        wait_growth: float = 1.5,  # fixtures: back-off polls wait 10→20→30 s, 5→10→20→40 s
+    ) -> None:
+        self.window = window
+        self.max_period = max_period
+        self.warn_cycles = warn_cycles
+        self.critical_cycles = critical_cycles
+        self.burn_ratio = burn_ratio
+        self.critical_tokens = critical_tokens
+        self.critical_cost = critical_cost
+        self.wait_growth = wait_growth
+        if max_period < 1:
+            raise ValueError(f"max_period must be >= 1, got {max_period}")
+        if window < 2 * max_period + 1:
+            raise ValueError(f"window must be >= 2 * max_period + 1, got {window}")
+        if warn_cycles < 2:
+            raise ValueError(f"warn_cycles must be >= 2, got {warn_cycles}")
+        if critical_cycles < warn_cycles:
+            raise ValueError(
+                f"critical_cycles must be >= warn_cycles ({warn_cycles}), got {critical_cycles}"
+            )
+        if burn_ratio <= 1:
+            raise ValueError(f"burn_ratio must be > 1, got {burn_ratio}")
+        if critical_tokens < 1:
+            raise ValueError(f"critical_tokens must be >= 1, got {critical_tokens}")
+        if critical_cost <= 0:
+            raise ValueError(f"critical_cost must be > 0, got {critical_cost}")
+        if wait_growth <= 1:
+            raise ValueError(f"wait_growth must be > 1, got {wait_growth}")
+        self._reset()
+
+    def _reset(self) -> None:
+        self._session_id = ""
+        self._calls: deque[_Call] = deque(maxlen=self.window)
+        self._seen: dict[int, int] = {}  # near key → calls in the window with it
+        self._runs = [0] * (self.max_period + 1)  # [p]: calls equal to the call p before
+        self._open: dict[str, _Call] = {}  # call id → call awaiting its result
+        self._chains: dict[int, _Chain] = {}  # error → chain of failures
+        self._novel = 0
+        self._tokens = 0
+        self._out_tokens = 0
+        self._models = 0
+        self._cost = 0.0
+        # loop identity → (severity raised: 1 warn, 2 critical; the loop's onset)
+        self._fired: dict[int, tuple[int, _Call]] = {}
+        self._checkpoints = Checkpoints()
+
+    # -- update ----------------------------------------------------------------------
+
+    def update(self, step: Step) -> list[Alert]:
+        if not self._session_id:
+            self._session_id = step.session_id
+        kind = step.kind
+        if kind == StepKind.MODEL_CALL:
+            self._tokens += (step.tokens_in or 0) + (step.tokens_out or 0)
+            self._out_tokens += step.tokens_out or 0
+            self._models += 1
+            self._cost += step.cost or 0.0
+            return []
+        if kind == StepKind.TOOL_CALL:
+            return self._on_call(step)
+        if kind == StepKind.TOOL_RESULT:
+            return self._on_result(step)
+        if kind == StepKind.CHECKPOINT:
+            self._checkpoints.update(step)
+        return []
+
+    def _on_call(self, step: Step) -> list[Alert]:
+        action = step.action or step.tool
+        if not action:
+            return []
+        calls = self._calls
+        # the previous call's result never came: judge its cycle now
+        alerts = self._check_cycle(step) if calls and not calls[-1].checked else []
+        key, words = near_key(action)
+        novel = key not in self._seen
+        self._novel += novel
+        call = _Call(
+            seq=step.seq,
+            step_id=step.step_id,
+            source_ref=step.source_ref,
+            ts=step.ts,
+            tool=step.tool or "?",
+            key=key,
+            exact=_crc(action),
+            numbers=_crc(",".join(sorted(_DIGITS_RE.findall(step.arguments or "")))),
+            words=words,
+            label=_label(step.tool, action),
+            novel=novel,
+            tokens=self._tokens,
+            out_tokens=self._out_tokens,
+            models=self._models,
+            cost=self._cost,
+        )
+        n = len(calls)
+        for p in range(1, self.max_period + 1):
+            if p <= n and self._repeats(call, n, p):
+                self._runs[p] += 1
+            else:
+                self._runs[p] = 0
+        if n == calls.maxlen:
+            old = calls[0].key
+            self._seen[old] -= 1
+            if not self._seen[old]:
+                del self._seen[old]
+        calls.append(call)
+        self._seen[key] = self._seen.get(key, 0) + 1
+        if step.call_id:
+            self._open[step.call_id] = call
+            while len(self._open) > _MAX_OPEN:
+                del self._open[next(iter(self._open))]
+        return alerts
+
+    def _repeats(self, call: _Call, n: int, p: int) -> bool:
+        """Whether ``call`` repeats the call ``p`` before it, with no sign of progress."""
+        calls = self._calls
+        prev = calls[n - p]
+        if prev.key != call.key:
+            return False
+        if prev.status != "error" and prev.numbers != call.numbers:
+            # canonical signatures hide numbers (they are noise in *retries*); after a
+            # success, a call with other numbers tries something new (answers, pages)
+            return False
+        if n >= 2 * p:
+            before = calls[n - 2 * p]
+            if before.key == call.key:  # polling with back-off: the wait grew
+                gap, prev_gap = call.ts - prev.ts, prev.ts - before.ts
+                if gap >= self.wait_growth * prev_gap and gap - prev_gap >= 5 * _SECOND:
+                    return False
+        return True
+
+    def _on_result(self, step: Step) -> list[Alert]:
+        call = self._open.pop(step.call_id, None) if step.call_id else None
+        if call is None:
+            return []
+        call.status = step.status
+        failed = step.status == "error"
+        text = step.error if failed and step.error else step.result
+        if text:
+            # the first line holds the status (a poll's state, an exit code, a page's
+            # title); bodies change for reasons that are not progress (ads, clocks)
+            call.head = _crc(_text_sig(text.lstrip()[:_HEAD].partition("\n")[0]))
+        self._progress(call)
+        alerts = self._on_failure(step, call, text or "") if failed else self._on_success(call)
+        if self._calls and self._calls[-1] is call:
+            alerts += self._check_cycle(step)
+        return alerts
+
+    def _progress(self, call: _Call) -> None:
+        """Reset the runs ``call`` extends when its result shows progress: the same call
+        gave a new answer (polling a changing world), or a failed call now worked."""
+        calls = self._calls
+        n = len(calls)
+        i = n - 1
+        while i >= 0 and calls[i] is not call:
+            i -= 1
+        if i < 0:
+            return
+        for p in range(1, self.max_period + 1):
+            if not self._runs[p] or i < p or n - 1 - i >= self._runs[p]:
+                continue
+            prev = calls[i - p]
+            if prev.exact != call.exact:
+                continue
+            if prev.status == "error" and call.status != "error":
+                self._runs[p] = 0
+            elif call.head is not None and prev.head is not None and call.head != prev.head:
+                self._runs[p] = 0
+
+    # -- retry after failure ---------------------------------------------------------
+
+    def _on_success(self, call: _Call) -> list[Alert]:
+        for error in [e for e, chain in self._chains.items() if _near(chain.first, call)]:
+            del self._chains[error]  # a near-same call worked: the failure was transient
+        return []
+
+    def _on_failure(self, step: Step, call: _Call, text: str) -> list[Alert]:
+        error = _crc(f"{call.tool}\x1f{_text_sig(text)}")
+        call.error = error
+        chain = self._chains.get(error)
+        if chain is not None and _near(chain.first, call):
+            # new calls tried since the last failure, not counting this retry itself
+            chain.novel_between += self._novel - chain.novel_mark - call.novel
+        else:
+            chain = _Chain(error=error, error_text=" ".join(text.split())[:80], first=call)
+            self._chains.pop(error, None)
+            while len(self._chains) >= _MAX_CHAINS:
+                del self._chains[next(iter(self._chains))]
+        self._chains[error] = chain
+        chain.novel_mark = self._novel
+        chain.count += 1
+        chain.members.append(call)
+        if len(chain.members) > MAX_EVIDENCE:  # keep the first, the onset and the latest
+            del chain.members[2 : len(chain.members) - MAX_EVIDENCE + 2]
+        failures = chain.count
+        # a bare retry that fails the same way is already waste (TRAIL labels it);
+        # with other work between the failures, the repeats must outnumber it
+        bare = failures >= 2 and chain.novel_between == 0
+        outweighed = failures >= self.warn_cycles and chain.novel_between <= failures - 2
+        if not (bare or outweighed):
+            return []
+        onset = chain.members[1]
+        tried = (
+            f", with {chain.novel_between} other new call(s) tried between them"
+            if chain.novel_between
+            else ", retried with nothing else tried"
+        )
+        reason = (
+            f"{failures} near-identical calls `{chain.first.label}` failed with the same "
+            f"error `{chain.error_text}`{tried}{self._spend(onset)}"
+        )
+        keys = {error}  # the same loop may also be a cycle: one identity, one alert
+        cycle = self._current_cycle()
+        if cycle is not None and cycle[1] <= call.seq:
+            keys.add(cycle[0])
+        severity = self._severity(failures, onset)
+        return self._raise(step, keys, severity, onset, chain.members, reason, failures)
+
+    # -- cycles ----------------------------------------------------------------------
+
+    def _best_period(self) -> tuple[int, int] | None:
+        """(period, run) of the longest current run covering at least one full repeat."""
+        best = None
+        longest = 0
+        for p in range(1, self.max_period + 1):
+            run = self._runs[p]
+            if run >= p and run > longest:
+                best, longest = p, run
+        return None if best is None else (best, longest)
+
+    def _current_cycle(self) -> tuple[int, int] | None:
+        """(identity, seq of its first call) of the current cycle, if any."""
+        best = self._best_period()
+        if best is None:
+            return None
+        p, run = best
+        n = len(self._calls)
+        cycle = [self._calls[n - run - p + j] for j in range(p)]
+        return _cycle_key(cycle), cycle[0].seq
+
+    def _check_cycle(self, step: Step) -> list[Alert]:
+        calls = self._calls
+        calls[-1].checked = True
+        best = self._best_period()
+        if best is None:
+            return []
+        p, run = best
+        n = len(calls)
+        cycles = 1 + run / p
+        cycle = [calls[n - run - p + j] for j in range(p)]
+        repeated = [calls[j] for j in range(n - run, n)]
+        onset = repeated[0]
+        # unknown results are no evidence of "no progress": then ask for Gemini CLI's
+        # 5 identical consecutive calls (fixtures: healthy runs call `git diff --stat`
+        # 4 times in a row, results unrecorded)
+        known = all(c.head is not None or c.status == "error" for c in repeated)
+        needed = self.warn_cycles if known else self.warn_cycles + 2
+        # early, after one repeat: only for exact repeats (an edit and its revert share
+        # their words) with hard evidence of waste
+        exact = all(c.exact == calls[n - run - p + i].exact for i, c in enumerate(repeated))
+        confirmed = self._confirmed(cycle, repeated, onset) if exact and run >= max(2, p) else ""
+        if cycles < needed and not confirmed:
+            return []
+        shown = ", ".join(f"`{c.label}`" for c in cycle[:_MAX_SHOWN])
+        more = f" and {p - _MAX_SHOWN} more" if p > _MAX_SHOWN else ""
+        what = f"the same call {shown}" if p == 1 else f"a cycle of {p} calls ({shown}{more})"
+        reason = (
+            f"{run + p} tool calls since step {cycle[0].seq} repeat {what}: "
+            f"{cycles:g} cycles, no new action"
+            + ("" if known else " (results not recorded)")
+            + (f"; {confirmed}" if confirmed else "")
+            + self._spend(onset)
+        )
+        evidence = [*cycle, *repeated]
+        keys = {_cycle_key(cycle)} | {c.error for c in evidence if c.error}
+        severity = self._severity(int(cycles), onset)
+        return self._raise(step, keys, severity, onset, evidence, reason, int(cycles))
+
+    def _confirmed(self, cycle: list[_Call], repeated: list[_Call], onset: _Call) -> str:
+        """Why one repeat of the cycle is already waste, or '' when it may not be."""
+        failed = {c.error for c in cycle if c.error}
+        again = [c for c in repeated if c.error in failed]
+        if again:
+            return f"`{again[0].label}` failed again the same way"
+        models = self._models - onset.models
+        if models and onset.models:
+            usual = max(onset.out_tokens / onset.models, 1.0)
+            burnt = (self._out_tokens - onset.out_tokens) / models
+            if burnt >= self.burn_ratio * usual and burnt >= _MIN_BURN:
+                return (
+                    f"the model spent {burnt:,.0f} output tokens a call inside it, "
+                    f"{burnt / usual:.0f}× its usual {usual:,.0f}"
+                )
+        return ""
+
+    # -- alerts ----------------------------------------------------------------------
+
+    def _severity(self, cycles: int, onset: _Call) -> Severity:
+        spent = self._tokens - onset.tokens
+        cost = self._cost - onset.cost
+        if (
+            cycles >= self.critical_cycles
+            or spent >= self.critical_tokens
+            or cost >= self.critical_cost
+        ):
+            return Severity.CRITICAL
+        return Severity.WARN
+
+    def _spend(self, onset: _Call) -> str:
+        spent = self._tokens - onset.tokens
+        cost = self._cost - onset.cost
+        text = f"; {spent:,} tokens since the first repeat at step {onset.seq}" if spent else ""
+        return text + (f" (${cost:,.2f})" if cost else "")
+
+    def _raise(
+        self,
+        step: Step,
+        keys: set[int],
+        severity: Severity,
+        onset: _Call,
+        evidence: list[_Call],
+        reason: str,
+        cycles: int,
+    ) -> list[Alert]:
+        level = 2 if severity == Severity.CRITICAL else 1
+        known = [self._fired[k] for k in keys if k in self._fired]
+        if any(f[0] >= level for f in known):
+            return []
+        if known:
+            onset = known[0][1]  # escalating a loop already reported: keep its onset
+        for k in sorted(keys):
+            self._fired.pop(k, None)  # re-insert: the dict keeps the newest loops
+            self._fired[k] = (level, onset)
+        while len(self._fired) > _MAX_FIRED:
+            del self._fired[next(iter(self._fired))]
+        critical = level == 2
+        return [
+            make_alert(
+                self.name,
+                onset=self._step_of(onset),
+                raised=step,
+                evidence=[self._step_of(c) for c in evidence if c is not onset],
+                score=min(1.0, (0.9 if critical else 0.5) + 0.02 * cycles),
+                severity=severity,
+                reason=reason,
+                action=Action.KILL if critical else Action.NOTIFY,
+                checkpoint_id=self._checkpoints.before(onset.seq) if critical else None,
+            )
+        ]
+
+    def _step_of(self, call: _Call) -> Step:
+        return Step(
+            step_id=call.step_id,
+            session_id=self._session_id,
+            kind=StepKind.TOOL_CALL,
+            ts=call.ts,
+            seq=call.seq,
+            tool=call.tool,
+            source_ref=call.source_ref,
+        )

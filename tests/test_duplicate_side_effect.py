@@ -1,0 +1,104 @@
+"""DuplicateSideEffect on hand-built streams: replayed effects fire, retries after
+errors, reads and new pushes do not."""
+
+from __future__ import annotations
+
+import pytest
+
+from detectors.duplicate_side_effect import DuplicateSideEffect
+from detectors.testing import Session
+from models.records import Action, Alert, Severity, Step
+
+
+def feed(steps: list[Step], **params: object) -> list[Alert]:
+    detector = DuplicateSideEffect(**params)  # type: ignore[arg-type]
+    return [alert for step in steps for alert in detector.update(step)]
+
+
+def session() -> tuple[Session, list[Step]]:
+    s = Session("d", goal="Pay the December bills and tell the landlord.")
+    return s, [s.start(), s.model()]
+
+
+def test_same_idempotency_key_executed_twice() -> None:
+    s, steps = session()
+    first = s.tool("create_invoice", {"customer": "c-17", "amount": 120}, idempotency_key="inv-17")
+    again = s.tool("create_invoice", {"customer": "c-17", "amount": 120.0}, idempotency_key="inv-17")
+    (alert,) = feed([*steps, *first, s.model(), *again])
+    assert alert.onset_step_id == again[0].step_id
+    assert [e["step_id"] for e in alert.evidence] == [again[0].step_id, first[0].step_id]
+    assert "idempotency key 'inv-17'" in alert.reason and alert.action == Action.NOTIFY
+
+
+def test_retry_with_the_same_key_after_an_error_is_correct_use() -> None:
+    s, steps = session()
+    steps += s.tool("send_money", {"recipient": "DE89370400440532013000", "amount": 1200},
+                    ok=False, error="timeout", idempotency_key="rent-12")
+    steps += s.tool("send_money", {"recipient": "DE89370400440532013000", "amount": 1200},
+                    idempotency_key="rent-12")
+    assert feed(steps) == []
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "severity"),
+    [
+        ("send_money", {"recipient": "DE89370400440532013000", "amount": 1200}, Severity.CRITICAL),
+        ("send_email", {"to": ["landlord@example.com"], "subject": "Rent", "body": "Paid."},
+         Severity.CRITICAL),
+        ("post_message", {"channel": "#general", "text": "Deployed v2"}, Severity.CRITICAL),
+        ("delete_file", {"file_id": "13"}, Severity.WARN),
+        ("http", {"method": "POST", "url": "https://api.example.com/orders", "body": {"sku": 1}},
+         Severity.WARN),
+        ("bash", {"command": "gh pr create --title 'Fix DST' --body 'Fixes #7'"}, Severity.WARN),
+    ],
+)
+def test_identical_side_effect_after_success(
+    tool: str, arguments: dict[str, object], severity: Severity
+) -> None:
+    s, steps = session()
+    first = s.tool(tool, arguments)
+    steps += [*first, s.model(), *s.tool("get_balance", {})]
+    again = s.tool(tool, arguments)
+    (alert,) = feed([*steps, *again])
+    assert alert.onset_seq == again[0].seq and alert.severity == severity
+    assert f"as step {first[0].seq}" in alert.reason
+
+
+def test_different_arguments_reads_and_failed_first_tries_are_quiet() -> None:
+    s, steps = session()
+    steps += s.tool("send_money", {"recipient": "DE89370400440532013000", "amount": 1200})
+    steps += s.tool("send_money", {"recipient": "DE89370400440532013000", "amount": 85})
+    for _ in range(3):
+        steps += s.tool("get_balance", {})
+        steps += s.tool("http", {"method": "GET", "url": "https://api.github.com/repos/a/b/actions/runs/7"})
+    steps += s.tool("send_email", {"to": ["a@example.com"], "body": "x"}, ok=False, error="503")
+    steps += s.tool("send_email", {"to": ["a@example.com"], "body": "x"})
+    assert feed(steps) == []
+
+
+def test_push_after_a_new_commit_is_new_work_but_a_replayed_push_is_not() -> None:
+    s, steps = session()
+    steps += s.tool("bash", {"command": "git push origin fix/dst"})
+    steps += s.tool("edit_file", {"path": "src/dates.py", "old": "a", "new": "b"})
+    steps += s.tool("bash", {"command": "git commit -am 'Address review'"})
+    steps += s.tool("bash", {"command": "git push origin fix/dst"})
+    assert feed(steps) == []
+    again = s.tool("bash", {"command": "git push origin fix/dst"})
+    (alert,) = feed([*steps, *again])
+    assert alert.onset_seq == again[0].seq and alert.severity == Severity.WARN
+
+
+def test_window_bounds_memory() -> None:
+    s, steps = session()
+    first = s.tool("send_money", {"recipient": "X", "amount": 1})
+    steps += first
+    for i in range(4):
+        steps += s.tool("send_money", {"recipient": "X", "amount": i + 2})
+    steps += s.tool("send_money", {"recipient": "X", "amount": 1})
+    assert feed(steps, window=3) == []
+    assert len(feed(steps, window=8)) == 1
+
+
+def test_bad_window() -> None:
+    with pytest.raises(ValueError):
+        DuplicateSideEffect(window=0)
