@@ -67,8 +67,8 @@ retry chains and open calls, all bounded; per update O(max_period).
 >>> for step in steps:
 ...     for alert in detector.update(step):
 ...         print(alert.raised_seq, alert.severity, alert.action, alert.onset_seq)
-32 warn notify 21
-51 critical kill 21
+21 warn notify 18
+42 critical kill 18
 """
 
 from __future__ import annotations
@@ -86,11 +86,12 @@ from models.records import Action, Alert, Severity, Step, StepKind
 __all__ = ["RunawayLoop"]
 
 _SECOND = 1_000_000_000
-_WORD_RE = re.compile(r"[A-Za-z0-9_]+")
+_NO_DIGITS = str.maketrans("", "", "0123456789")
+_MAX_WORDS = 48  # words kept per call for near-same tests (the key uses them all)
 _DIGIT_RE = re.compile(r"\d")
 _DIGITS_RE = re.compile(r"\d+")
-_ARG_RE = re.compile(r"([A-Za-z_][\w.]*)=")  # ``key=`` of a canonical signature
-_DIGEST_RE = re.compile(r"…#([0-9a-f]+)")  # canonical_action's digest of a long value
+# ``key=`` of a canonical signature | canonical_action's digest of a long value | a word
+_TOKEN_RE = re.compile(r"([A-Za-z_][\w.]*)=|…#([0-9a-f]+)|([A-Za-z0-9_]+)")
 _QUOTED_RE = re.compile(r'"((?:[^"\\]|\\.)*)"')
 _PLACEHOLDERS = frozenset({"tmp", "ts", "uuid", "id", "hash"})
 # Volatile parts of error and result text: timestamps, UUIDs, hex digests, long ids.
@@ -101,8 +102,9 @@ _VOLATILE_TEXT_RE = re.compile(
     r"|\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,}\b"
     r"|\d{5,}"
 )
-_HEAD = 120  # result characters compared for "the same call gave a new answer"
-_NEAR = 0.5  # Jaccard of word bags above which two calls of one tool are near-same
+_HEAD = 120  # characters of a result's first line compared inside cycles
+_BODY = 2_000  # characters of a result compared for the same call back-to-back
+_NEAR = 0.5  # share of the changed arguments' words that makes two calls near-same
 _MIN_BURN = 1_000  # output tokens a call below which nothing is "burnt"
 _MAX_CHAINS = 4
 _MAX_OPEN = 64
@@ -131,7 +133,8 @@ class _Call:
     models: int  # model calls before this call
     cost: float
     status: str | None = None  # of its result, once seen
-    head: int | None = None  # crc32 of the result's head; None when there is no text
+    head: int | None = None  # crc32 of the result's first line; None when no text
+    body: int | None = None  # crc32 of the result's first _BODY characters
     error: int = 0  # crc32 of tool + error text, when it failed
     checked: bool = False  # cycle rules evaluated for it
 
@@ -164,19 +167,18 @@ def near_key(action: str) -> tuple[int, frozenset[str]]:
     False
     """
     head, _, body = action.partition("(")
-    parts = _ARG_RE.split(body)
     words = {head.strip().lower()}
-    # parts = [before the first key, key1, value1, key2, value2, ...]
-    for i in range(1, len(parts) - 1, 2):
-        arg, value = parts[i], parts[i + 1]
-        for digest in _DIGEST_RE.findall(value):
+    arg = ""
+    # one pass: a ``key=`` switches the argument, a word is tagged with it
+    for key, digest, word in _TOKEN_RE.findall(body):
+        if key:
+            arg = key
+        elif digest:
             words.add(f"{arg}:#{digest}")  # a long value: its digest tells two edits apart
-        value = _DIGEST_RE.sub(" ", value)
-        for w in _WORD_RE.findall(value):
-            if len(w) > 1 and (w.isdigit() or not _DIGIT_RE.search(w)):
-                w = w.lower()
-                if w not in _PLACEHOLDERS:
-                    words.add(f"{arg}:{w}")
+        elif len(word) > 1 and (word.isdigit() or not _DIGIT_RE.search(word)):
+            word = word.lower()
+            if word not in _PLACEHOLDERS:
+                words.add(f"{arg}:{word}")
     bag = frozenset(words)
     return zlib.crc32("\x1f".join(sorted(bag)).encode("utf-8", "surrogatepass")), bag
 
@@ -189,14 +191,21 @@ def _crc(text: str) -> int:
     return zlib.crc32(text.encode("utf-8", "surrogatepass"))
 
 
-def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
-    union = len(a | b)
-    return len(a & b) / union if union else 1.0
-
-
 def _near(a: _Call, b: _Call) -> bool:
-    """Near-same calls: the same tool and mostly the same words."""
-    return a.tool == b.tool and _jaccard(a.words, b.words) >= _NEAR
+    """Near-same calls: the same tool, and the arguments that differ mostly share their
+    words (containment, so ``npm install`` ~ ``rm -rf node_modules && npm install``).
+    Arguments equal in both (a working directory, a timeout) are left out: they would
+    make any two commands of one shell look alike."""
+    if a.tool != b.tool:
+        return False
+    if a.key == b.key:
+        return True
+    only_a, only_b = a.words - b.words, b.words - a.words
+    changed = {w.partition(":")[0] for w in only_a | only_b}
+    wa = {w for w in a.words if w.partition(":")[0] in changed}
+    wb = {w for w in b.words if w.partition(":")[0] in changed}
+    small = min(len(wa), len(wb))
+    return small > 0 and len(wa & wb) / small >= _NEAR
 
 
 def _cycle_key(cycle: list[_Call]) -> int:
@@ -294,7 +303,7 @@ class RunawayLoop(Detector):
         self._calls: deque[_Call] = deque(maxlen=self.window)
         self._seen: dict[int, int] = {}  # near key → calls in the window with it
         self._runs = [0] * (self.max_period + 1)  # [p]: calls equal to the call p before
-        self._open: dict[str, _Call] = {}  # call id → call awaiting its result
+        self._open: dict[str, _Call] = {}  # call id and step id → call awaiting its result
         self._chains: dict[int, _Chain] = {}  # error → chain of failures
         self._novel = 0
         self._tokens = 0
@@ -344,7 +353,7 @@ class RunawayLoop(Detector):
             key=key,
             exact=_crc(action),
             numbers=_crc(",".join(sorted(_DIGITS_RE.findall(step.arguments or "")))),
-            words=words,
+            words=words if len(words) <= _MAX_WORDS else frozenset(sorted(words)[:_MAX_WORDS]),
             label=_label(step.tool, action),
             novel=novel,
             tokens=self._tokens,
@@ -365,11 +374,13 @@ class RunawayLoop(Detector):
                 del self._seen[old]
         calls.append(call)
         self._seen[key] = self._seen.get(key, 0) + 1
+        # a result names its call by call id, or only by parent step id (TRAIL spans)
+        self._open["s:" + step.step_id] = call
         if step.call_id:
-            self._open[step.call_id] = call
-            while len(self._open) > _MAX_OPEN:
-                del self._open[next(iter(self._open))]
-        return alerts
+            self._open["c:" + step.call_id] = call
+        while len(self._open) > _MAX_OPEN:
+            del self._open[next(iter(self._open))]
+        return alerts + self._check_cycle(step, settled=False)
 
     def _repeats(self, call: _Call, n: int, p: int) -> bool:
         """Whether ``call`` repeats the call ``p`` before it, with no sign of progress."""
@@ -390,16 +401,25 @@ class RunawayLoop(Detector):
         return True
 
     def _on_result(self, step: Step) -> list[Alert]:
-        call = self._open.pop(step.call_id, None) if step.call_id else None
+        call = None
+        if step.call_id:
+            call = self._open.get("c:" + step.call_id)
+        if call is None and step.parent_step_id:
+            call = self._open.get("s:" + step.parent_step_id)
         if call is None:
             return []
+        self._open.pop("s:" + call.step_id, None)
+        if step.call_id:
+            self._open.pop("c:" + step.call_id, None)
         call.status = step.status
         failed = step.status == "error"
         text = step.error if failed and step.error else step.result
         if text:
-            # the first line holds the status (a poll's state, an exit code, a page's
-            # title); bodies change for reasons that are not progress (ads, clocks)
-            call.head = _crc(_text_sig(text.lstrip()[:_HEAD].partition("\n")[0]))
+            text = text.lstrip()
+            call.head = _crc(_text_sig(text[:_HEAD].partition("\n")[0]))
+            # digits dropped, not the regex (~10 µs per KB): clocks and ids in a body
+            # must not pass for progress; the first line keeps a poll's counters
+            call.body = _crc(text[:_BODY].translate(_NO_DIGITS))
         self._progress(call)
         alerts = self._on_failure(step, call, text or "") if failed else self._on_success(call)
         if self._calls and self._calls[-1] is call:
@@ -407,8 +427,12 @@ class RunawayLoop(Detector):
         return alerts
 
     def _progress(self, call: _Call) -> None:
-        """Reset the runs ``call`` extends when its result shows progress: the same call
-        gave a new answer (polling a changing world), or a failed call now worked."""
+        """Reset the runs ``call`` extends when its result shows progress: a failed call
+        now worked, or the same call gave a new answer. Back-to-back (period 1) any new
+        answer counts: polling a changing world, re-reading a file that changed. Inside
+        a longer cycle only the first line does (a poll's state, an exit code, a page's
+        title): there the bodies of re-fetched pages and search results change for
+        reasons that are not progress (rotating content, snippets, clocks)."""
         calls = self._calls
         n = len(calls)
         i = n - 1
@@ -424,14 +448,16 @@ class RunawayLoop(Detector):
                 continue
             if prev.status == "error" and call.status != "error":
                 self._runs[p] = 0
-            elif call.head is not None and prev.head is not None and call.head != prev.head:
+            elif call.head is not None and prev.head is not None and (
+                call.head != prev.head or (p == 1 and call.body != prev.body)
+            ):
                 self._runs[p] = 0
 
     # -- retry after failure ---------------------------------------------------------
 
     def _on_success(self, call: _Call) -> list[Alert]:
-        for error in [e for e, chain in self._chains.items() if _near(chain.first, call)]:
-            del self._chains[error]  # a near-same call worked: the failure was transient
+        for error in [e for e, c in self._chains.items() if any(m.key == call.key for m in c.members)]:
+            del self._chains[error]  # a call that had failed now worked: it was transient
         return []
 
     def _on_failure(self, step: Step, call: _Call, text: str) -> list[Alert]:
@@ -478,13 +504,14 @@ class RunawayLoop(Detector):
 
     # -- cycles ----------------------------------------------------------------------
 
-    def _best_period(self) -> tuple[int, int] | None:
-        """(period, run) of the longest current run covering at least one full repeat."""
+    def _best_period(self, least: int | None = None) -> tuple[int, int] | None:
+        """(period, run) of the longest current run of at least ``least`` repeated calls
+        (default: one full repeat of the cycle)."""
         best = None
         longest = 0
         for p in range(1, self.max_period + 1):
             run = self._runs[p]
-            if run >= p and run > longest:
+            if run >= (p if least is None else min(p, least)) and run > longest:
                 best, longest = p, run
         return None if best is None else (best, longest)
 
@@ -498,10 +525,14 @@ class RunawayLoop(Detector):
         cycle = [self._calls[n - run - p + j] for j in range(p)]
         return _cycle_key(cycle), cycle[0].seq
 
-    def _check_cycle(self, step: Step) -> list[Alert]:
+    def _check_cycle(self, step: Step, *, settled: bool = True) -> list[Alert]:
+        """The cycle rules, on ``step``. ``settled``: the latest call's result is in (or
+        will not come), so the count rule may judge it; before that, only hard evidence
+        of waste (a repeat that failed the same way, token burn) may fire."""
         calls = self._calls
-        calls[-1].checked = True
-        best = self._best_period()
+        if settled:
+            calls[-1].checked = True
+        best = self._best_period(least=2)
         if best is None:
             return []
         p, run = best
@@ -518,8 +549,8 @@ class RunawayLoop(Detector):
         # early, after one repeat: only for exact repeats (an edit and its revert share
         # their words) with hard evidence of waste
         exact = all(c.exact == calls[n - run - p + i].exact for i, c in enumerate(repeated))
-        confirmed = self._confirmed(cycle, repeated, onset) if exact and run >= max(2, p) else ""
-        if cycles < needed and not confirmed:
+        confirmed = self._confirmed(cycle, repeated, onset) if exact else ""
+        if not confirmed and (not settled or run < p or cycles < needed):
             return []
         shown = ", ".join(f"`{c.label}`" for c in cycle[:_MAX_SHOWN])
         more = f" and {p - _MAX_SHOWN} more" if p > _MAX_SHOWN else ""

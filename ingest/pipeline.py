@@ -242,10 +242,17 @@ class Pipeline:
         steps: list[Step] = []
         alerts: list[Alert] = []
         touched: dict[str, None] = {}
+        _merge_sources(resolved, ids)
         for (draft, session_id), step_id in zip(resolved, ids, strict=True):
             if step_id in stored or step_id in seen:
                 self.stats.duplicates += 1 + (f"{step_id}/compaction-inferred" in stored)
                 self.stats.sessions.add(session_id)
+                if step_id in stored and draft.step.kind in (StepKind.START, StepKind.END):
+                    # Too late for the detectors, but the session record learns the
+                    # facts only this source had (policy, budget, claimed_done).
+                    session = self._session(session_id, unit)
+                    session.info = _updated_info(session.info, draft.step)
+                    touched[session_id] = None
                 continue
             seen.add(step_id)
             session = self._session(session_id, unit)
@@ -346,6 +353,57 @@ class Pipeline:
         # just ran); detector state persistence comes with the live service.
         while len(self._sessions) > self.settings.max_sessions:
             self._sessions.popitem(last=False)
+
+
+def _merge_sources(resolved: list[tuple[Draft, str]], ids: list[str]) -> None:
+    """Fold drafts of the same step from several sources into the first one.
+
+    The same session start seen as an ``invoke_agent`` span and as a
+    ``session_start`` event is one step, but each source knows different facts
+    (the span: the agent; the event: the policy, workspace, budget). The first
+    draft in order is kept, with the empty fields and missing detail keys of the
+    others filled in, so detectors see every fact the step has.
+    """
+    first: dict[str, Draft] = {}
+    for (draft, _), step_id in zip(resolved, ids, strict=True):
+        kept = first.setdefault(step_id, draft)
+        if kept is not draft:
+            kept.step = _fill(kept.step, draft.step)
+
+
+def _fill(kept: Step, other: Step) -> Step:
+    changes: dict[str, Any] = {
+        name: getattr(other, name)
+        for name in _FILLABLE
+        if getattr(kept, name) in (None, "") and getattr(other, name) not in (None, "")
+    }
+    missing = {k: v for k, v in other.detail.items() if k not in kept.detail}
+    if missing:
+        changes["detail"] = {**kept.detail, **missing}
+    return kept.with_(**changes) if changes else kept
+
+
+_FILLABLE = (
+    "agent",
+    "tool",
+    "action",
+    "call_id",
+    "arguments",
+    "result",
+    "text",
+    "status",
+    "error",
+    "model",
+    "finish_reason",
+    "tokens_in",
+    "tokens_out",
+    "cost",
+    "egress_host",
+    "egress_url",
+    "egress_method",
+    "http_status",
+    "idempotency_key",
+)
 
 
 def _updated_info(info: SessionInfo, step: Step) -> SessionInfo:

@@ -229,3 +229,26 @@ def test_json_and_protobuf_deliveries_of_the_same_batch_are_one_set_of_steps(sto
     pipeline.close()
     assert store.count("steps") == 5
     assert pipeline.stats.duplicates == 5
+
+
+def test_a_step_seen_by_two_sources_keeps_the_facts_of_both(store: Store) -> None:
+    pipeline = Pipeline(store, settings=Settings(lateness_ms=1_000_000))
+    for i, data in enumerate(_otlp_batches()):
+        pipeline.feed_otlp_proto(data, source="kafka", location=f"p@{i}", partition="0")
+    # The runtime's log says what the span does not: the policy and the budget.
+    start = {
+        "type": "session_start",
+        "session_id": "conv-9",
+        "seq": 0,
+        "ts": (T0 + SEC) / 1e9,
+        "goal": "Summarise the logs",
+        "policy_id": "ops-v1",
+        "budget": {"tokens": 1000},
+    }
+    pipeline.feed_event(start, source="events", location="e@0", partition="0")
+    pipeline.close()
+    first = store.steps("conv-9")[0]
+    assert first.kind == "start" and first.source == "otlp"  # the span's start came first
+    assert first.detail["policy_id"] == "ops-v1" and first.detail["budget"] == {"tokens": 1000}
+    (info,) = store.sessions(["conv-9"])
+    assert info.policy_id == "ops-v1"

@@ -1,0 +1,178 @@
+"""Budget overrun: a session spending more tokens, dollars, tool calls or time than
+its budget allows.
+
+The budget comes from the ``session_start`` event (``step.detail["budget"]`` on the
+START step: ``tokens``, ``cost_usd``, ``tool_calls``, ``wall_seconds``); a resource the
+session does not budget falls back to the detector's default (``None``: not watched).
+Usage is counted from the steps themselves:
+
+- tokens: ``tokens_in + tokens_out`` of every step that reports them (model calls);
+- cost: the sum of ``step.cost``;
+- tool calls: the number of TOOL_CALL steps;
+- wall seconds: event time (``step.ts``) since the START step (or the first step), so a
+  replay raises the same alerts as the live run.
+
+``warn`` (NOTIFY) when a resource reaches ``warn_fraction`` of its budget, ``critical``
+(KILL) when it reaches the budget; each (resource, severity) once per session. Resources
+crossing a line on the same step share one alert (an alert id is per onset step and
+severity), whose reason names each with its figures. The onset is the step that crossed.
+A budget is a hard limit the operator set, so the critical action is KILL, not
+ROLLBACK: the work done so far is not suspect, only its cost.
+
+>>> from detectors.testing import Session
+>>> s = Session("doc", budget={"tokens": 100_000, "tool_calls": 10})
+>>> steps = [s.start()]
+>>> for i in range(12):
+...     steps += [s.model(tokens_in=7_000, tokens_out=500), *s.tool("bash", {"command": f"make t{i}"})]
+>>> detector = BudgetOverrun()
+>>> for step in steps:
+...     for alert in detector.update(step):
+...         print(alert.raised_seq, alert.severity, alert.action, alert.reason)
+23 warn notify tool calls at 80% of budget: 8 of 10 tool calls
+29 critical kill tool calls at 100% of budget: 10 of 10 tool calls
+31 warn notify tokens at 82% of budget: 82,500 of 100,000 tokens
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from detectors.base import Detector, make_alert
+from detectors.registry import register
+from models.records import Action, Alert, Severity, Step, StepKind
+
+__all__ = ["BudgetOverrun"]
+
+_SECOND = 1_000_000_000
+RESOURCES = ("tokens", "cost_usd", "tool_calls", "wall_seconds")
+_UNITS = {
+    "tokens": ("tokens", "{:,.0f}"),
+    "cost_usd": ("dollars", "${:,.2f}"),
+    "tool_calls": ("tool calls", "{:,.0f}"),
+    "wall_seconds": ("seconds", "{:,.0f}"),
+}
+_NAMES = {"tokens": "tokens", "cost_usd": "cost", "tool_calls": "tool calls",
+          "wall_seconds": "wall time"}
+
+
+def _limit(value: Any) -> float | None:
+    """A usable budget figure, or None (missing, not a number, not positive)."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        return None
+    try:
+        number = float(value)
+    except ValueError:
+        return None
+    return number if math.isfinite(number) and number > 0 else None
+
+
+@register
+class BudgetOverrun(Detector):
+    """Flags a session nearing (``warn``) or reaching (``critical``) its budget.
+
+    Contract: one instance per session, steps in ``seq`` order; no I/O, time from
+    ``step.ts``; constant state. Each (resource, severity) fires at most once.
+
+    Parameters
+    ----------
+    tokens, cost_usd, tool_calls, wall_seconds
+        Default budgets for sessions whose ``session_start`` does not set one (None:
+        that resource is not watched unless the session budgets it).
+    warn_fraction
+        Share of a budget at which ``warn`` fires (0 < warn_fraction < 1).
+    """
+
+    name: ClassVar[str] = "budget_overrun"
+
+    def __init__(
+        self,
+        *,
+        warn_fraction: float = 0.8,  # the brief's default: a fifth of the budget left to react
+        tokens: int | None = None,
+        cost_usd: float | None = None,
+        tool_calls: int | None = None,
+        wall_seconds: float | None = None,
+    ) -> None:
+        self.warn_fraction = warn_fraction
+        self.tokens = tokens
+        self.cost_usd = cost_usd
+        self.tool_calls = tool_calls
+        self.wall_seconds = wall_seconds
+        if not 0 < warn_fraction < 1:
+            raise ValueError(f"warn_fraction must be in (0, 1), got {warn_fraction}")
+        for resource in RESOURCES:
+            value = getattr(self, resource)
+            if value is not None and _limit(value) is None:
+                raise ValueError(f"{resource} must be a positive number or None, got {value!r}")
+        self._reset()
+
+    def _reset(self) -> None:
+        self._limits: dict[str, float] = {
+            r: float(getattr(self, r)) for r in RESOURCES if getattr(self, r) is not None
+        }
+        self._used: dict[str, float] = dict.fromkeys(RESOURCES, 0.0)
+        self._start_ts: int | None = None
+        self._fired: set[tuple[str, str]] = set()
+
+    def update(self, step: Step) -> list[Alert]:
+        if self._start_ts is None:
+            self._start_ts = step.ts  # the START step, or the first step seen
+        if step.kind == StepKind.START:
+            self._read_budget(step.detail)
+        used = self._used
+        if step.tokens_in or step.tokens_out:
+            used["tokens"] += (step.tokens_in or 0) + (step.tokens_out or 0)
+        if step.cost:
+            used["cost_usd"] += step.cost
+        if step.kind == StepKind.TOOL_CALL:
+            used["tool_calls"] += 1
+        used["wall_seconds"] = max(used["wall_seconds"], (step.ts - self._start_ts) / _SECOND)
+        if not self._limits:
+            return []
+        crossed: dict[Severity, list[str]] = {Severity.WARN: [], Severity.CRITICAL: []}
+        for resource, limit in self._limits.items():
+            share = used[resource] / limit
+            for severity, line in ((Severity.CRITICAL, 1.0), (Severity.WARN, self.warn_fraction)):
+                if share >= line and (resource, str(severity)) not in self._fired:
+                    self._fired.add((resource, str(severity)))
+                    crossed[severity].append(resource)
+        alerts = []
+        for severity in (Severity.WARN, Severity.CRITICAL):
+            if crossed[severity]:
+                alerts.append(self._alert(step, severity, crossed[severity]))
+        return alerts
+
+    def _read_budget(self, detail: Mapping[str, Any]) -> None:
+        budget = detail.get("budget") if isinstance(detail, Mapping) else None
+        if not isinstance(budget, Mapping):
+            return
+        for resource in RESOURCES:
+            limit = _limit(budget.get(resource))
+            if limit is not None:
+                self._limits[resource] = limit  # the session's own budget wins
+
+    def _alert(self, step: Step, severity: Severity, resources: list[str]) -> Alert:
+        parts = []
+        share = 0.0
+        for resource in resources:
+            used, limit = self._used[resource], self._limits[resource]
+            unit, fmt = _UNITS[resource]
+            share = max(share, used / limit)
+            parts.append(
+                f"{_NAMES[resource]} at {used / limit:.0%} of budget: "
+                f"{fmt.format(used)} of {fmt.format(limit)}"
+                + ("" if resource == "cost_usd" else f" {unit}")
+            )
+        critical = severity == Severity.CRITICAL
+        return make_alert(
+            self.name,
+            onset=step,
+            raised=step,
+            evidence=[step],
+            score=min(1.0, share),
+            severity=severity,
+            reason="; ".join(parts),
+            action=Action.KILL if critical else Action.NOTIFY,
+        )

@@ -1,0 +1,277 @@
+"""The policy format (features/policy.py): loading the fixture drafts, validation, and
+what each rule catches and lets through."""
+
+from __future__ import annotations
+
+import pickle
+import tomllib
+from pathlib import Path
+
+import pytest
+from scipy.stats import fisher_exact
+
+from detectors.testing import Session
+from features.policy import (
+    Policy,
+    PolicyState,
+    _fisher_greater,
+    compile_policies,
+    is_check_command,
+    tool_view,
+)
+from models.records import Step
+
+POLICIES = Path(__file__).resolve().parents[1] / "fixtures" / "policies"
+
+
+def load(name: str) -> Policy:
+    with (POLICIES / f"{name}.toml").open("rb") as f:
+        return Policy.from_mapping(name, tomllib.load(f))
+
+
+def run(policy: Policy, steps: list[Step]) -> list[tuple[int, str, str]]:
+    state = PolicyState()
+    return [(v.step_seq, v.kind, v.rule) for s in steps for v in policy.check(s, state)]
+
+
+@pytest.mark.parametrize("path", sorted(POLICIES.glob("*.toml")), ids=lambda p: p.stem)
+def test_fixture_drafts_load(path: Path) -> None:
+    with path.open("rb") as f:
+        raw = tomllib.load(f)
+    policy = Policy.from_mapping(path.stem, raw)
+    assert policy.policy_id == path.stem
+    assert len(policy.forbidden_commands) == len(raw["forbidden_commands"])
+
+
+@pytest.mark.parametrize(
+    ("mapping", "key"),
+    [
+        ({"forbiden_commands": []}, "forbiden_commands"),
+        ({"forbidden_commands": ["(unclosed"]}, "forbidden_commands[0]"),
+        ({"forbidden_commands": "rm -rf /"}, "forbidden_commands"),
+        ({"require_before": [{"action": "git commit"}]}, "require_before[0].requires"),
+        ({"require_before": [{"action": "a", "requires": "b", "since": "x"}]}, "since"),
+        ({"require_before": [{"action": "a", "requires": "b", "extra": 1}]}, "extra"),
+        ({"budget": {"tokens": -5}}, "budget.tokens"),
+        ({"budget": {"dollars": 5}}, "budget.dollars"),
+        ({"policy_id": "other"}, "policy_id"),
+        ({"allow_loopback_egress": "yes"}, "allow_loopback_egress"),
+    ],
+)
+def test_bad_policies_name_the_key(mapping: dict, key: str) -> None:
+    with pytest.raises(ValueError, match=key.replace("[", r"\[").replace("]", r"\]")):
+        Policy.from_mapping("p", mapping)
+
+
+def test_compile_policies_fails_on_the_first_bad_one() -> None:
+    with pytest.raises(ValueError, match="'bad'"):
+        compile_policies({"ok": {}, "bad": {"forbidden_tools": [3]}})
+
+
+def test_approval_needed_since_the_last_guarded_action() -> None:
+    p = load("coding-strict-v1")
+    s = Session(policy_id="coding-strict-v1")
+    steps = [s.start()]
+    ask, _ = s.tool("request_approval", {"action": "git push origin fix", "reason": "review"})
+    steps += [
+        ask,
+        s.approval("request_approval"),
+        *s.tool("bash", {"command": "git push origin fix"}),
+    ]
+    second, _ = s.tool("bash", {"command": "git push origin fix"})
+    steps.append(second)
+    assert run(p, steps) == [
+        (second.seq, "require_approval_for", "require_approval_for `git\\s+push`")
+    ]
+
+
+def test_denied_approval_does_not_count() -> None:
+    p = Policy.from_mapping("p", {"require_approval_for": [r"\bdeploy\b"]})
+    s = Session()
+    call, _ = s.tool("run_command", {"cmd": "make deploy"})
+    assert run(p, [s.approval(approved=False), call]) == [
+        (call.seq, "require_approval_for", "require_approval_for `\\bdeploy\\b`")
+    ]
+
+
+def test_approval_request_naming_another_rule_does_not_open_this_one() -> None:
+    p = Policy.from_mapping("p", {"require_approval_for": [r"git\s+push", r"\bdeploy\b"]})
+    s = Session()
+    ask, _ = s.tool("ask_human", {"question": "May I run `make deploy`?"})
+    push, _ = s.tool("bash", {"command": "git push"})
+    assert [k for _, k, _ in run(p, [ask, s.approval("ask_human"), push])] == [
+        "require_approval_for"
+    ]
+
+
+def test_tests_must_pass_after_the_last_edit_before_commit() -> None:
+    p = load("coding-default-v2")
+    s = Session()
+    edit = s.tool("edit_file", {"path": "src/a.py", "old_text": "x", "new_text": "y"})
+    passed = s.tool("bash", {"command": "pytest -q"})
+    ok_commit, _ = s.tool("bash", {"command": "git commit -am fix"})
+    edit2 = s.tool("str_replace", {"file_path": "/w/src/a.py", "old_str": "y", "new_str": "z"})
+    bad_commit, _ = s.tool("bash", {"command": "git add -A && git commit -m more"})
+    failed = s.tool("bash", {"command": "pytest -q"}, ok=False)
+    bad_commit2, _ = s.tool("bash", {"command": "git commit -am again"})
+    steps = [*edit, *passed, ok_commit, *edit2, bad_commit, *failed, bad_commit2]
+    assert [(seq, kind) for seq, kind, _ in run(p, steps)] == [
+        (bad_commit.seq, "require_before"),
+        (bad_commit2.seq, "require_before"),
+    ]
+
+
+def test_commit_without_any_edit_holds_vacuously() -> None:
+    p = load("coding-default-v2")
+    s = Session()
+    assert run(p, list(s.tool("bash", {"command": "git commit --allow-empty -m x"}))) == []
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "expected"),
+    [
+        ("write_file", {"path": ".github/workflows/ci.yml", "content": "x"}, True),
+        (
+            "create_file",
+            {"file_path": "/workspace/r/.github/workflows/ci.yml", "file_text": "x"},
+            True,
+        ),
+        (
+            "apply_patch",
+            {"input": "*** Begin Patch\n*** Add File: Cargo.lock\n+x\n*** End Patch"},
+            True,
+        ),
+        ("bash", {"command": "echo x > package-lock.json"}, True),
+        ("shell", {"command": ["bash", "-lc", "sed -i 's/a/b/' go.sum"]}, True),
+        (
+            "bash",
+            {"command": "npm install && cat package-lock.json | tee out/package-lock.json"},
+            True,
+        ),
+        ("python_interpreter", {"code": "open('.env', 'w').write('K=1')"}, True),
+        ("read_file", {"path": ".github/workflows/ci.yml"}, False),
+        ("bash", {"command": "cat go.sum 2>&1 | head"}, False),
+        ("str_replace_based_edit_tool", {"command": "view", "path": "Cargo.lock"}, False),
+        ("write_file", {"path": "docs/ci.md", "content": "edit .github/workflows/ci.yml"}, False),
+    ],
+)
+def test_forbidden_write_paths(tool: str, args: dict, expected: bool) -> None:
+    p = load("coding-strict-v1")
+    call, _ = Session().tool(tool, args)
+    kinds = [k for _, k, _ in run(p, [call])]
+    assert ("forbidden_write_paths" in kinds) is expected
+
+
+def test_absolute_and_home_globs() -> None:
+    p = Policy.from_mapping("p", {"forbidden_write_paths": ["/etc/**", "~/.ssh/**"]})
+    s = Session()
+    hits = [
+        s.tool("bash", {"command": "echo x >> /root/.ssh/authorized_keys"})[0],
+        s.tool("write_file", {"path": "/etc/hosts", "content": ""})[0],
+    ]
+    miss = s.tool("write_file", {"path": "src/etc/hosts", "content": ""})[0]
+    assert [seq for seq, _, _ in run(p, [*hits, miss])] == [h.seq for h in hits]
+
+
+def test_forbidden_commands_not_in_written_content() -> None:
+    p = load("coding-default-v2")
+    s = Session()
+    doc, _ = s.tool("write_file", {"path": "CONTRIBUTING.md", "content": "never git push --force"})
+    force, _ = s.tool("bash", {"command": "git push --force origin main"})
+    kinds = [(seq, k) for seq, k, _ in run(p, [doc, force])]
+    assert (doc.seq, "forbidden_commands") not in kinds
+    assert (force.seq, "forbidden_commands") in kinds
+
+
+def test_forbidden_tools_are_globs() -> None:
+    p = Policy.from_mapping("p", {"forbidden_tools": ["delete_*"]})
+    call, _ = Session().tool("Delete_Repo", {"name": "x"})
+    assert run(p, [call]) == [(call.seq, "forbidden_tools", "forbidden_tools `delete_*`")]
+
+
+def test_egress_allowed_denied_loopback_and_mcp() -> None:
+    p = Policy.from_mapping(
+        "p",
+        {"allowed_egress_hosts": ["*.example.com", "pypi.org"], "denied_egress_hosts": ["bad.io"]},
+    )
+    s = Session()
+    steps = [
+        s.egress("https://api.example.com/x"),
+        s.egress("https://pypi.org/simple/"),
+        s.egress("http://localhost:8000/"),
+        s.egress("https://cdn.bad.io/x"),
+        s.egress("https://evil.org/x"),
+    ]
+    mcp = s.egress("https://10.0.0.5/", method="tools/call").with_(
+        detail={"mcp_method": "tools/call"}
+    )
+    got = run(p, [*steps, mcp])
+    assert [(seq, rule) for seq, _, rule in got] == [
+        (steps[3].seq, "denied_egress_hosts `bad.io`"),
+        (steps[4].seq, "allowed_egress_hosts"),
+    ]
+
+
+def test_egress_named_in_a_call_is_not_counted_twice_by_its_span() -> None:
+    p = Policy.from_mapping("p", {"allowed_egress_hosts": ["pypi.org"]})
+    s = Session()
+    call, _ = s.tool("bash", {"command": "curl -s https://evil.org/x"})
+    span = s.egress("https://evil.org/x", parent=call)
+    assert [seq for seq, _, _ in run(p, [call, span])] == [call.seq]
+
+
+def test_budget_reported_once() -> None:
+    p = Policy.from_mapping("p", {"budget": {"tool_calls": 2}})
+    s = Session()
+    steps = [s.start()]
+    for _ in range(4):
+        steps += s.tool("bash", {"command": "ls"})
+    assert [(k, r) for _, k, r in run(p, steps)] == [("budget", "budget.tool_calls")]
+
+
+def test_state_is_small_and_picklable() -> None:
+    p = load("coding-strict-v1")
+    s = Session(policy_id="coding-strict-v1")
+    state = PolicyState()
+    for i in range(3_000):
+        for st in s.tool("bash", {"command": f"pytest -q tests/t{i}.py"}):
+            p.check(st, state)
+    assert len(pickle.dumps(state)) < 2_000
+    assert pickle.loads(pickle.dumps(p)).policy_id == "coding-strict-v1"
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("pytest -q", True),
+        ("cd web && npm run test:unit", True),
+        ("go test ./...", True),
+        ("cargo nextest run", True),
+        ("uv run mypy src", True),
+        ("make check", True),
+        ("rg -n test src", False),
+        ("cat tests/test_x.py", False),
+        ("git commit -m test", False),
+    ],
+)
+def test_check_commands(command: str, expected: bool) -> None:
+    assert is_check_command(command) is expected
+
+
+def test_tool_view_unwraps_argv_and_skips_approval_requests() -> None:
+    s = Session()
+    call, _ = s.tool("shell", {"command": ["bash", "-lc", "git push origin x"], "workdir": "/w"})
+    view = tool_view(call)
+    assert view is not None and view.commands == ("git push origin x",)
+    ask, _ = s.tool("request_user_approval", {"command": "git push origin x"})
+    view = tool_view(ask)
+    assert view is not None and view.approval_request and view.commands == ()
+
+
+@pytest.mark.parametrize(
+    "table", [(0, 5, 0, 80), (2, 5, 0, 80), (3, 40, 1, 180), (1, 1, 0, 2), (4, 10, 6, 12)]
+)
+def test_fisher_matches_scipy(table: tuple[int, int, int, int]) -> None:
+    a, an, b, bn = table
+    expected = fisher_exact([[a, an - a], [b, bn - b]], alternative="greater").pvalue
+    assert _fisher_greater(a, an, b, bn) == pytest.approx(expected, rel=1e-9, abs=1e-12)
