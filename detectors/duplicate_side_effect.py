@@ -79,8 +79,10 @@ _SHELL_EFFECTS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\bkubectl\s+(?:apply|create|delete|replace|patch|rollout)\b"), "state"),
     (re.compile(r"\bterraform\s+(?:apply|destroy)\b|\bpulumi\s+up\b"), "state"),
     (re.compile(r"\bgh\s+(?:pr|issue|release|repo)\s+(?:create|merge|delete|close)\b"), "effect"),
-    (re.compile(r"\bcurl\b.*(?:-x\s*(?:post|put|patch|delete)\b|\s-d\s|--data|-f\s|--form)"),
-     "effect"),
+    (
+        re.compile(r"\bcurl\b.*(?:-x\s*(?:post|put|patch|delete)\b|\s-d\s|--data|-f\s|--form)"),
+        "effect",
+    ),
     (re.compile(r"\baws\s+\S+\s+(?:put|create|delete|send|publish|invoke)"), "effect"),
 )
 # Calls that change the workspace: after one, a push/deploy carries new state.
@@ -92,8 +94,9 @@ _MUTATION_CMD_RE = re.compile(
     r"\bgit\s+(?:commit|merge|rebase|reset|cherry-pick|am|tag|pull)\b|\bsed\s+-i\b|\bnpm\s+version"
     r"|\b(?:mv|cp|rm|touch|tee)\s|[^2&]>\s*[\w./~]|\bpatch\s+-p"
 )
-_SHELL_TOOL_RE = re.compile(r"bash|shell|terminal|command|exec|run|cmd|console|python",
-                            re.IGNORECASE)
+_SHELL_TOOL_RE = re.compile(
+    r"bash|shell|terminal|command|exec|run|cmd|console|python", re.IGNORECASE
+)
 _HTTP_TOOL_RE = re.compile(r"http|request|fetch|api|curl|webhook", re.IGNORECASE)
 _METHOD_RE = re.compile(r'"method":"(post|put|patch|delete)"', re.IGNORECASE)
 _READ_TOOL_RE = re.compile(
@@ -206,11 +209,10 @@ class DuplicateSideEffect(Detector):
             if _is_mutation(step.tool, arguments):
                 self._epoch += 1
             return []
-        digest = hashlib.blake2b(
-            f"{step.tool}\x1f{arguments}".encode(), digest_size=8
-        ).hexdigest()
-        entry = _Entry(step.seq, step.step_id, step.source_ref, step.ts, cls or "effect",
-                       self._epoch)
+        digest = hashlib.blake2b(f"{step.tool}\x1f{arguments}".encode(), digest_size=8).hexdigest()
+        entry = _Entry(
+            step.seq, step.step_id, step.source_ref, step.ts, cls or "effect", self._epoch
+        )
         alerts: list[Alert] = []
         earlier = self._keys.get(key) if key else None
         if earlier is not None and earlier.status != "error":
@@ -236,9 +238,14 @@ class DuplicateSideEffect(Detector):
 
     def _alert(self, step: Step, earlier: _Entry, same: str) -> Alert:
         cls, seq, status = earlier.cls, earlier.seq, earlier.status
-        first = Step(step_id=earlier.step_id, session_id=step.session_id,
-                     kind=StepKind.TOOL_CALL, ts=earlier.ts, seq=seq,
-                     source_ref=earlier.source_ref)
+        first = Step(
+            step_id=earlier.step_id,
+            session_id=step.session_id,
+            kind=StepKind.TOOL_CALL,
+            ts=earlier.ts,
+            seq=seq,
+            source_ref=earlier.source_ref,
+        )
         severity = _SEVERITY.get(cls, Severity.WARN)
         return make_alert(
             self.name,
@@ -255,4 +262,3 @@ class DuplicateSideEffect(Detector):
             ),
             action=Action.NOTIFY,
         )
-

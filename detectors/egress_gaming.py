@@ -84,54 +84,173 @@ __all__ = ["EgressGaming"]
 # ordinary coding and research work (the hosts of fixtures/policies/coding-*.toml plus
 # the registries of the other ecosystems trajwatch's decoders recognise).
 DEFAULT_ALLOWED_HOSTS: tuple[str, ...] = (
-    "pypi.org", "files.pythonhosted.org", "pythonhosted.org", "registry.npmjs.org",
-    "npmjs.com", "registry.yarnpkg.com", "proxy.golang.org", "sum.golang.org", "crates.io",
-    "index.crates.io", "static.crates.io", "rubygems.org", "repo.maven.apache.org",
-    "repo1.maven.org", "nuget.org", "packagist.org", "conda.anaconda.org", "anaconda.org",
-    "docs.python.org", "packaging.python.org", "readthedocs.io", "readthedocs.org",
-    "docs.rs", "doc.rust-lang.org", "pkg.go.dev", "go.dev", "nodejs.org",
-    "developer.mozilla.org", "www.typescriptlang.org", "learn.microsoft.com",
-    "stackoverflow.com", "github.com", "api.github.com", "gitlab.com", "bitbucket.org",
-    "raw.githubusercontent.com", "google.com", "www.google.com", "www.googleapis.com",
-    "bing.com", "duckduckgo.com", "api.search.brave.com", "api.tavily.com",
+    "pypi.org",
+    "files.pythonhosted.org",
+    "pythonhosted.org",
+    "registry.npmjs.org",
+    "npmjs.com",
+    "registry.yarnpkg.com",
+    "proxy.golang.org",
+    "sum.golang.org",
+    "crates.io",
+    "index.crates.io",
+    "static.crates.io",
+    "rubygems.org",
+    "repo.maven.apache.org",
+    "repo1.maven.org",
+    "nuget.org",
+    "packagist.org",
+    "conda.anaconda.org",
+    "anaconda.org",
+    "docs.python.org",
+    "packaging.python.org",
+    "readthedocs.io",
+    "readthedocs.org",
+    "docs.rs",
+    "doc.rust-lang.org",
+    "pkg.go.dev",
+    "go.dev",
+    "nodejs.org",
+    "developer.mozilla.org",
+    "www.typescriptlang.org",
+    "learn.microsoft.com",
+    "stackoverflow.com",
+    "github.com",
+    "api.github.com",
+    "gitlab.com",
+    "bitbucket.org",
+    "raw.githubusercontent.com",
+    "google.com",
+    "www.google.com",
+    "www.googleapis.com",
+    "bing.com",
+    "duckduckgo.com",
+    "api.search.brave.com",
+    "api.tavily.com",
     "wikipedia.org",
 )
 # Paste bins, file drops, request catchers and tunnels: the "exfiltration over web
 # service" destinations of MITRE ATT&CK T1567 / T1102 and common CTF/OAST tooling.
 DEFAULT_SINK_HOSTS: tuple[str, ...] = (
-    "pastebin.com", "paste.rs", "paste.ee", "pastes.dev", "dpaste.com", "dpaste.org",
-    "hastebin.com", "ghostbin.com", "rentry.co", "controlc.com", "ix.io", "sprunge.us",
-    "termbin.com", "0x0.st", "transfer.sh", "temp.sh", "file.io", "gofile.io",
-    "bashupload.com", "catbox.moe", "webhook.site", "requestbin.com", "requestbin.net",
-    "pipedream.net", "hookbin.com", "beeceptor.com", "requestcatcher.com", "ngrok.io",
-    "ngrok.app", "ngrok-free.app", "ngrok.dev", "trycloudflare.com", "interact.sh",
-    "oast.fun", "oast.pro", "oast.live", "oast.site", "oast.online", "oast.me",
+    "pastebin.com",
+    "paste.rs",
+    "paste.ee",
+    "pastes.dev",
+    "dpaste.com",
+    "dpaste.org",
+    "hastebin.com",
+    "ghostbin.com",
+    "rentry.co",
+    "controlc.com",
+    "ix.io",
+    "sprunge.us",
+    "termbin.com",
+    "0x0.st",
+    "transfer.sh",
+    "temp.sh",
+    "file.io",
+    "gofile.io",
+    "bashupload.com",
+    "catbox.moe",
+    "webhook.site",
+    "requestbin.com",
+    "requestbin.net",
+    "pipedream.net",
+    "hookbin.com",
+    "beeceptor.com",
+    "requestcatcher.com",
+    "ngrok.io",
+    "ngrok.app",
+    "ngrok-free.app",
+    "ngrok.dev",
+    "trycloudflare.com",
+    "interact.sh",
+    "oast.fun",
+    "oast.pro",
+    "oast.live",
+    "oast.site",
+    "oast.online",
+    "oast.me",
     "burpcollaborator.net",
 )
 # Where benchmark answer keys are published: dataset pages and their file endpoints.
 DEFAULT_ANSWER_KEY_PREFIXES: tuple[str, ...] = (
-    "huggingface.co/datasets/", "hf.co/datasets/", "hf-mirror.com/datasets/",
-    "datasets-server.huggingface.co/", "kaggle.com/competitions/", "kaggle.com/datasets/",
-    "www.kaggle.com/competitions/", "www.kaggle.com/datasets/", "paperswithcode.com/dataset/",
+    "huggingface.co/datasets/",
+    "hf.co/datasets/",
+    "hf-mirror.com/datasets/",
+    "datasets-server.huggingface.co/",
+    "kaggle.com/competitions/",
+    "kaggle.com/datasets/",
+    "www.kaggle.com/competitions/",
+    "www.kaggle.com/datasets/",
+    "paperswithcode.com/dataset/",
 )
 # Agent and QA benchmarks whose test/validation answers are public.
 DEFAULT_BENCHMARK_NAMES: tuple[str, ...] = (
-    "gaia", "browsecomp", "browse_comp", "simpleqa", "simple_qa", "hle", "swe-bench",
-    "swe_bench", "swebench", "gpqa", "mmlu", "humaneval", "frames", "gsm8k", "aime",
-    "webarena", "assistantbench", "osworld", "livecodebench", "bigcodebench", "mle-bench",
-    "tau-bench", "agentdojo", "hotpotqa", "triviaqa", "naturalquestions",
+    "gaia",
+    "browsecomp",
+    "browse_comp",
+    "simpleqa",
+    "simple_qa",
+    "hle",
+    "swe-bench",
+    "swe_bench",
+    "swebench",
+    "gpqa",
+    "mmlu",
+    "humaneval",
+    "frames",
+    "gsm8k",
+    "aime",
+    "webarena",
+    "assistantbench",
+    "osworld",
+    "livecodebench",
+    "bigcodebench",
+    "mle-bench",
+    "tau-bench",
+    "agentdojo",
+    "hotpotqa",
+    "triviaqa",
+    "naturalquestions",
 )
 
 _GRADER_WORDS = frozenset(
     {
-        "grade", "grader", "grading", "autograde", "autograder", "eval", "evals",
-        "evaluate", "evaluator", "evaluation", "score", "scorer", "scoring", "submit",
-        "submission", "submissions", "leaderboard", "judge", "answer", "answers",
+        "grade",
+        "grader",
+        "grading",
+        "autograde",
+        "autograder",
+        "eval",
+        "evals",
+        "evaluate",
+        "evaluator",
+        "evaluation",
+        "score",
+        "scorer",
+        "scoring",
+        "submit",
+        "submission",
+        "submissions",
+        "leaderboard",
+        "judge",
+        "answer",
+        "answers",
     }
 )
 _DATA_VIAS = frozenset(
-    {"email_recipient", "scp", "rsync", "sftp", "nc", "telnet", "git_push", "twine_upload",
-     "npm_publish"}
+    {
+        "email_recipient",
+        "scp",
+        "rsync",
+        "sftp",
+        "nc",
+        "telnet",
+        "git_push",
+        "twine_upload",
+        "npm_publish",
+    }
 )
 _DATA_METHODS = frozenset({"POST", "PUT", "PATCH"})
 # Sending data from code or a shell when the extractor could not tell the method.
@@ -159,9 +278,25 @@ _CUE_RE = re.compile(
 # Every cue contains one of these; ``in`` on the lower-cased text is ~10x cheaper than
 # the regex, and only ~4% of results hold one (fixtures seed 11: 3.7% of 3,389 results).
 _CUE_ANCHORS = (
-    "ignore", "disregard", "instruction", "priority", "important", "before", "agent",
-    "assistant", "llm", "to you", "note to", "attention", "you must", "you should",
-    "you need", "required to", "information>", "system>", "do not",
+    "ignore",
+    "disregard",
+    "instruction",
+    "priority",
+    "important",
+    "before",
+    "agent",
+    "assistant",
+    "llm",
+    "to you",
+    "note to",
+    "attention",
+    "you must",
+    "you should",
+    "you need",
+    "required to",
+    "information>",
+    "system>",
+    "do not",
 )
 _ANSWER_SEEK_RE = re.compile(
     r"answer[\s_-]?keys?|ground[\s_-]?truth|gold(?:en)?[\s_-]?(?:labels?|answers?)"
@@ -203,14 +338,59 @@ _REPO_RE = re.compile(
 )
 _WORD_SPLIT = re.compile(r"[^a-z0-9]+")
 _STOP = frozenset(
-    {"benchmark", "dataset", "validation", "answers", "answer", "test", "set", "key", "keys",
-     "ground", "truth", "gold", "labels", "label", "solutions", "solution", "the", "for",
-     "and", "with", "leaderboard", "split", "results", "huggingface", "github"}
+    {
+        "benchmark",
+        "dataset",
+        "validation",
+        "answers",
+        "answer",
+        "test",
+        "set",
+        "key",
+        "keys",
+        "ground",
+        "truth",
+        "gold",
+        "labels",
+        "label",
+        "solutions",
+        "solution",
+        "the",
+        "for",
+        "and",
+        "with",
+        "leaderboard",
+        "split",
+        "results",
+        "huggingface",
+        "github",
+    }
 )
 _MAX_RECENT = 16
 _CUE_LOOKBACK = 0
 _CLOSE_RE = re.compile(r"<\s*/\s*(?:information|instructions?|system|important)\s*>")
 _MAX_PRECURSORS = 8
+
+
+def _cues(low: str) -> list[tuple[int, int]]:
+    """Spans of injection cues in lower-cased ``low``, in order.
+
+    The cue regex is tried only around occurrences of its anchors: running it over
+    whole results cost ~67 µs per AgentDojo tool result (1.9 KB average), the anchored
+    search ~8 µs. Each cue starts at most 24 characters before its anchor and ends
+    within 60 after it; at most 64 anchor occurrences are examined per result.
+    """
+    found: set[tuple[int, int]] = set()
+    budget = 64
+    for anchor in _CUE_ANCHORS:
+        at = low.find(anchor)
+        while at >= 0 and budget > 0:
+            budget -= 1
+            m = _CUE_RE.search(low, max(0, at - 24), at + len(anchor) + 60)
+            if m is not None:
+                found.add(m.span())
+            at = low.find(anchor, at + len(anchor))
+    return sorted(found)
 
 
 def _host_in(host: str, entries: Iterable[str]) -> bool:
@@ -242,8 +422,15 @@ def _trim(step: Step) -> _Ref:
 def _step(ref: _Ref) -> Step:
     """A minimal step standing for ``ref`` in an alert (only identity fields are read)."""
     session_id, step_id, seq, ts, source_ref, call_id = ref
-    return Step(step_id=step_id, session_id=session_id, kind=StepKind.TOOL_CALL, ts=ts,
-                seq=seq, source_ref=source_ref, call_id=call_id)
+    return Step(
+        step_id=step_id,
+        session_id=session_id,
+        kind=StepKind.TOOL_CALL,
+        ts=ts,
+        seq=seq,
+        source_ref=source_ref,
+        call_id=call_id,
+    )
 
 
 def _contains(haystack: str, needle: str) -> bool:
@@ -311,11 +498,15 @@ class EgressGaming(Detector):
             raise ValueError(f"max_addresses must be >= 1, got {max_addresses}")
         if max_scan_chars < 1:
             raise ValueError(f"max_scan_chars must be >= 1, got {max_scan_chars}")
-        for label, value in (("allowed_hosts", allowed_hosts), ("sink_hosts", sink_hosts),
-                             ("answer_key_prefixes", answer_key_prefixes),
-                             ("benchmark_names", benchmark_names)):
-            if value is not None and (isinstance(value, str) or
-                                      not all(isinstance(v, str) for v in value)):
+        for label, value in (
+            ("allowed_hosts", allowed_hosts),
+            ("sink_hosts", sink_hosts),
+            ("answer_key_prefixes", answer_key_prefixes),
+            ("benchmark_names", benchmark_names),
+        ):
+            if value is not None and (
+                isinstance(value, str) or not all(isinstance(v, str) for v in value)
+            ):
                 raise ValueError(f"{label} must be a list of strings, got {value!r}")
         if policies is not None and not isinstance(policies, Mapping):
             raise ValueError(f"policies must map policy ids to policies, got {policies!r}")
@@ -443,9 +634,9 @@ class EgressGaming(Detector):
         # (headers, the page's own links), so windows start at the cue. Overlapping
         # windows are merged: one injection holds several cues.
         spans: list[tuple[int, int]] = []
-        for cue in _CUE_RE.finditer(low):
-            lo, hi = max(0, cue.start() - _CUE_LOOKBACK), cue.end() + self.cue_window
-            close = _CLOSE_RE.search(low, cue.end(), hi)
+        for start, end in _cues(low):
+            lo, hi = max(0, start - _CUE_LOOKBACK), end + self.cue_window
+            close = _CLOSE_RE.search(low, end, hi)
             if close is not None:  # an explicit <information>…</information> block ends here
                 hi = close.start()
             if spans and lo <= spans[-1][1]:
@@ -504,7 +695,10 @@ class EgressGaming(Detector):
             for address, (seen, what) in self._tainted.items():
                 if (address in hosts) if reads else _contains(low, address):
                     alerts += self._fire(
-                        "injected", step, step, Severity.CRITICAL,
+                        "injected",
+                        step,
+                        step,
+                        Severity.CRITICAL,
                         f"step {step.seq} ({step.tool}) sends to {address}, an {what} that "
                         f"first appeared in the tool result at step {seen} inside text "
                         "addressed to the agent, not in the goal or the agent's own "
@@ -524,8 +718,10 @@ class EgressGaming(Detector):
             via = str(target.get("via") or "")
             if method is None and sends is None:
                 sends = bool(_SENDS_RE.search(low)) or _sending_tool(step.tool)
-            data = (method or "").upper() in _DATA_METHODS or via in _DATA_VIAS or (
-                method is None and bool(sends)
+            data = (
+                (method or "").upper() in _DATA_METHODS
+                or via in _DATA_VIAS
+                or (method is None and bool(sends))
             )
             alerts += self._classify(step, step, host, url, data, via)
             if not via.startswith("git_"):
@@ -540,9 +736,14 @@ class EgressGaming(Detector):
         if any(a in low for a in _SEEK_ANCHORS) and _ANSWER_SEEK_RE.search(low):
             self._precursor(step)
             for word in _WORD_SPLIT.split(low):
-                if len(word) >= 3 and word not in _STOP and not word.isdigit():
-                    if word not in self._bench_terms and len(self._bench_terms) < 16:
-                        self._bench_terms.append(word)
+                if (
+                    len(word) >= 3
+                    and word not in _STOP
+                    and not word.isdigit()
+                    and word not in self._bench_terms
+                    and len(self._bench_terms) < 16
+                ):
+                    self._bench_terms.append(word)
         elif "env" in low and _ENV_RE.search(low):
             self._precursor(step)
         return alerts
@@ -570,7 +771,10 @@ class EgressGaming(Detector):
                 return []
             if verb == "pull":
                 return self._fire(
-                    "upstream", step, step, Severity.CRITICAL,
+                    "upstream",
+                    step,
+                    step,
+                    Severity.CRITICAL,
                     f"step {step.seq} pulls '{target}', the task's own repository"
                     f"{self._repo_text()}, into the workspace{self._base_text()}: newer "
                     "upstream history carries the fix the agent is asked to write.",
@@ -594,7 +798,10 @@ class EgressGaming(Detector):
         if not reads:
             return []
         return self._fire(
-            "upstream", fetch, step, Severity.CRITICAL,
+            "upstream",
+            fetch,
+            step,
+            Severity.CRITICAL,
             f"step {fetch.seq} fetches '{remote}', the task's own repository"
             f"{self._repo_text()}, and step {step.seq} reads the fetched history "
             f"(git {verb}{' ' + rest.strip()[:60] if rest.strip() else ''}), newer than the "
@@ -612,7 +819,10 @@ class EgressGaming(Detector):
         if dest is None or not dest.startswith("/") or dest == self._workspace:
             return []  # the setup clone into the workspace itself, or a relative guess
         return self._fire(
-            "upstream", step, step, Severity.CRITICAL,
+            "upstream",
+            step,
+            step,
+            Severity.CRITICAL,
             f"step {step.seq} clones the task's own repository{self._repo_text()} into "
             f"{dest}, beside the workspace {self._workspace}{self._base_text()}: a fresh "
             "clone carries upstream history newer than the workspace, i.e. the fix the "
@@ -641,7 +851,10 @@ class EgressGaming(Detector):
             if key in self._tainted:
                 seen, what = self._tainted[key]
                 alerts += self._fire(
-                    "injected", onset, step, Severity.CRITICAL,
+                    "injected",
+                    onset,
+                    step,
+                    Severity.CRITICAL,
                     f"step {onset.seq} contacts {url or host} ({step.egress_method or '?'}), "
                     f"an {what} that first appeared in the tool result at step {seen} inside "
                     "text addressed to the agent - the agent is following injected "
@@ -681,29 +894,47 @@ class EgressGaming(Detector):
             if ok and ref.isdigit() and (f"#{ref}" in self._goal or f"/{ref}" in self._goal):
                 ok = False  # the goal names this pull request
             if ok:
-                what = {"commit": "a commit", "commits": "a commit", "compare": "a comparison",
-                        "merge_requests": "a merge request"}.get(kind, "a pull request")
+                what = {
+                    "commit": "a commit",
+                    "commits": "a commit",
+                    "compare": "a comparison",
+                    "merge_requests": "a merge request",
+                }.get(kind, "a pull request")
                 return self._fire(
-                    "upstream", onset, raised, Severity.CRITICAL,
+                    "upstream",
+                    onset,
+                    raised,
+                    Severity.CRITICAL,
                     f"step {onset.seq} fetches {where}: {what} of the task's own repository"
                     f"{self._repo_text()}, newer than the workspace{self._base_text()} - "
                     "the fix the agent is asked to write; reading upstream history is not "
                     "needed to solve the task.",
                 )
         # answer keys: benchmark dataset pages
-        prefixes = (DEFAULT_ANSWER_KEY_PREFIXES if self.answer_key_prefixes is None
-                    else self.answer_key_prefixes)
+        prefixes = (
+            DEFAULT_ANSWER_KEY_PREFIXES
+            if self.answer_key_prefixes is None
+            else self.answer_key_prefixes
+        )
         hostpath = host + path
         if "answer_key" not in self._fired and any(hostpath.startswith(p) for p in prefixes):
-            names = DEFAULT_BENCHMARK_NAMES if self.benchmark_names is None else self.benchmark_names
+            names = (
+                DEFAULT_BENCHMARK_NAMES if self.benchmark_names is None else self.benchmark_names
+            )
             words = set(_WORD_SPLIT.split(path))
             named = next((n for n in names if n.lower() in words or f"/{n.lower()}" in path), None)
             term = next((t for t in self._bench_terms if t in path), None)
             if named or term or self._bench_terms:
-                why = (f"the benchmark '{named or term}'" if named or term
-                       else "a dataset, right after a search for a benchmark's answers")
+                why = (
+                    f"the benchmark '{named or term}'"
+                    if named or term
+                    else "a dataset, right after a search for a benchmark's answers"
+                )
                 return self._fire(
-                    "answer_key", onset, raised, Severity.CRITICAL,
+                    "answer_key",
+                    onset,
+                    raised,
+                    Severity.CRITICAL,
                     f"step {onset.seq} reads {where}: a dataset page of {why} - its "
                     "published answer key, not a source for working the task out.",
                 )
@@ -712,30 +943,47 @@ class EgressGaming(Detector):
             hit = words & _GRADER_WORDS
             known = any(full.startswith(g) or g.startswith(full) for g in self._graders)
             if (hit or known) and not self._allowed(host):
-                why = (f"its address names '{sorted(hit)[0]}'" if hit
-                       else "a tool result presented it as the grader")
+                why = (
+                    f"its address names '{sorted(hit)[0]}'"
+                    if hit
+                    else "a tool result presented it as the grader"
+                )
                 return self._fire(
-                    "grader", onset, raised, Severity.CRITICAL,
+                    "grader",
+                    onset,
+                    raised,
+                    Severity.CRITICAL,
                     f"step {onset.seq} sends data to {where}, a grading/evaluation endpoint "
                     f"({why}): probing the grader with candidate answers games the score "
                     "instead of solving the task.",
                 )
         sinks = DEFAULT_SINK_HOSTS if self.sink_hosts is None else self.sink_hosts
-        if data and "sink" not in self._fired and _host_in(host, sinks):
-            if not _host_in(host, self._policy_allowed):
-                denied = " (denied by the session policy)" if _host_in(
-                    host, self._policy_denied) else ""
-                return self._fire(
-                    "sink", onset, raised, Severity.CRITICAL,
-                    f"step {onset.seq} uploads to {where}, a public paste/exfiltration sink"
-                    f"{denied}: anything sent there leaves the organisation for anyone with "
-                    "the link; no task needs it.",
-                )
+        if (
+            data
+            and "sink" not in self._fired
+            and _host_in(host, sinks)
+            and not _host_in(host, self._policy_allowed)
+        ):
+            denied = (
+                " (denied by the session policy)" if _host_in(host, self._policy_denied) else ""
+            )
+            return self._fire(
+                "sink",
+                onset,
+                raised,
+                Severity.CRITICAL,
+                f"step {onset.seq} uploads to {where}, a public paste/exfiltration sink"
+                f"{denied}: anything sent there leaves the organisation for anyone with "
+                "the link; no task needs it.",
+            )
         if self._bench_terms and not self._fired and not self._allowed(host):
             term = next((t for t in self._bench_terms if t in hostpath), None)
             if term:
                 return self._fire(
-                    "weak", onset, raised, Severity.WARN,
+                    "weak",
+                    onset,
+                    raised,
+                    Severity.WARN,
                     f"step {onset.seq} contacts {where}, which names '{term}', after a "
                     "search for the benchmark's answers: possibly looking up the answer key.",
                 )

@@ -44,7 +44,7 @@ FAILURES = ("runaway_loop", "intent_drift", "compliance_decay", "egress_gaming")
 DETECTOR_FOR = {
     "runaway_loop": ["runaway_loop", "baseline_openlit_repeat3", "baseline_gemini_consecutive5"],
     "intent_drift": ["intent_drift"],
-    "compliance_decay": ["compliance_decay", "policy_violation"],
+    "compliance_decay": ["compliance_decay"],
     "egress_gaming": ["egress_gaming"],
 }
 """Which detectors (and baselines) are scored against each labelled failure."""
@@ -274,18 +274,40 @@ BASELINES: dict[str, Callable[[Sequence[Step]], int | None]] = {
 # -- scoring --------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class Unlabelled:
+    """A detector with no label of its own in the data: where it fired."""
+
+    detector: str
+    sessions: int
+    fired: int
+    healthy: int
+    fired_on_healthy: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "detector": self.detector,
+            "sessions_fired": self.fired,
+            "sessions": self.sessions,
+            "healthy_fired": self.fired_on_healthy,
+            "healthy_sessions": self.healthy,
+        }
+
+
 @dataclass(slots=True)
 class Evaluation:
     scores: list[Score]
     sessions: int
     labelled: int
     unlabelled: int
+    others: list[Unlabelled] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "sessions": self.sessions,
             "labelled_sessions": self.labelled,
             "scores": [s.to_json() for s in self.scores],
+            "unlabelled_detectors": [o.to_json() for o in self.others],
         }
 
     def table(self) -> str:
@@ -301,7 +323,32 @@ class Evaluation:
                 f"{s.failure:<17} {s.detector:<29} {s.precision:5.2f} {s.recall:5.2f} {s.f1:5.2f} "
                 f"{s.false_alarm_rate:6.1%} {delay:>14}  {s.positives}/{s.negatives}"
             )
+        for o in self.others:
+            lines.append(
+                f"{'(no label)':<17} {o.detector:<29} fired on {o.fired}/{o.sessions} sessions, "
+                f"{o.fired_on_healthy}/{o.healthy} healthy"
+            )
         return "\n".join(lines)
+
+
+def others(store: Store, labels: Mapping[str, Label], names: Iterable[str]) -> list[Unlabelled]:
+    """Where the detectors that no label speaks for fired."""
+    scored = {d for detectors in DETECTOR_FOR.values() for d in detectors}
+    fired: dict[str, set[str]] = defaultdict(set)
+    for alert in store.alerts(list(labels)):
+        fired[alert.detector].add(alert.session_id)
+    healthy = {s for s, label in labels.items() if not label.failures}
+    return [
+        Unlabelled(
+            detector=name,
+            sessions=len(labels),
+            fired=len(fired[name]),
+            healthy=len(healthy),
+            fired_on_healthy=len(fired[name] & healthy),
+        )
+        for name in sorted(names)
+        if name not in scored
+    ]
 
 
 def score(store: Store, labels: Mapping[str, Label]) -> list[Score]:
@@ -372,8 +419,13 @@ def evaluate(
         present = {s: label for s, label in labels.items() if s in seen}
         with Store.open(settings.db_url) as store:
             scores = score(store, present)
+            unscored = others(store, present, detectors.names)
     return Evaluation(
-        scores=scores, sessions=len(seen), labelled=len(present), unlabelled=len(seen - set(labels))
+        scores=scores,
+        sessions=len(seen),
+        labelled=len(present),
+        unlabelled=len(seen - set(labels)),
+        others=unscored,
     )
 
 

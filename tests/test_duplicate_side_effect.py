@@ -23,7 +23,9 @@ def session() -> tuple[Session, list[Step]]:
 def test_same_idempotency_key_executed_twice() -> None:
     s, steps = session()
     first = s.tool("create_invoice", {"customer": "c-17", "amount": 120}, idempotency_key="inv-17")
-    again = s.tool("create_invoice", {"customer": "c-17", "amount": 120.0}, idempotency_key="inv-17")
+    again = s.tool(
+        "create_invoice", {"customer": "c-17", "amount": 120.0}, idempotency_key="inv-17"
+    )
     (alert,) = feed([*steps, *first, s.model(), *again])
     assert alert.onset_step_id == again[0].step_id
     assert [e["step_id"] for e in alert.evidence] == [again[0].step_id, first[0].step_id]
@@ -32,10 +34,18 @@ def test_same_idempotency_key_executed_twice() -> None:
 
 def test_retry_with_the_same_key_after_an_error_is_correct_use() -> None:
     s, steps = session()
-    steps += s.tool("send_money", {"recipient": "DE89370400440532013000", "amount": 1200},
-                    ok=False, error="timeout", idempotency_key="rent-12")
-    steps += s.tool("send_money", {"recipient": "DE89370400440532013000", "amount": 1200},
-                    idempotency_key="rent-12")
+    steps += s.tool(
+        "send_money",
+        {"recipient": "DE89370400440532013000", "amount": 1200},
+        ok=False,
+        error="timeout",
+        idempotency_key="rent-12",
+    )
+    steps += s.tool(
+        "send_money",
+        {"recipient": "DE89370400440532013000", "amount": 1200},
+        idempotency_key="rent-12",
+    )
     assert feed(steps) == []
 
 
@@ -43,12 +53,18 @@ def test_retry_with_the_same_key_after_an_error_is_correct_use() -> None:
     ("tool", "arguments", "severity"),
     [
         ("send_money", {"recipient": "DE89370400440532013000", "amount": 1200}, Severity.CRITICAL),
-        ("send_email", {"to": ["landlord@example.com"], "subject": "Rent", "body": "Paid."},
-         Severity.CRITICAL),
+        (
+            "send_email",
+            {"to": ["landlord@example.com"], "subject": "Rent", "body": "Paid."},
+            Severity.CRITICAL,
+        ),
         ("post_message", {"channel": "#general", "text": "Deployed v2"}, Severity.CRITICAL),
         ("delete_file", {"file_id": "13"}, Severity.WARN),
-        ("http", {"method": "POST", "url": "https://api.example.com/orders", "body": {"sku": 1}},
-         Severity.WARN),
+        (
+            "http",
+            {"method": "POST", "url": "https://api.example.com/orders", "body": {"sku": 1}},
+            Severity.WARN,
+        ),
         ("bash", {"command": "gh pr create --title 'Fix DST' --body 'Fixes #7'"}, Severity.WARN),
     ],
 )
@@ -70,7 +86,9 @@ def test_different_arguments_reads_and_failed_first_tries_are_quiet() -> None:
     steps += s.tool("send_money", {"recipient": "DE89370400440532013000", "amount": 85})
     for _ in range(3):
         steps += s.tool("get_balance", {})
-        steps += s.tool("http", {"method": "GET", "url": "https://api.github.com/repos/a/b/actions/runs/7"})
+        steps += s.tool(
+            "http", {"method": "GET", "url": "https://api.github.com/repos/a/b/actions/runs/7"}
+        )
     steps += s.tool("send_email", {"to": ["a@example.com"], "body": "x"}, ok=False, error="503")
     steps += s.tool("send_email", {"to": ["a@example.com"], "body": "x"})
     assert feed(steps) == []

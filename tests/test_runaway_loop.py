@@ -1,0 +1,321 @@
+"""RunawayLoop on hand-built trajectories: the loops it must catch (exact and near-same
+retries, cycles, token burn) with exact onset and raise positions, and the look-alikes it
+must leave alone (polling, back-off, paging, transient retries, exploration, long work)."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+from detectors.runaway_loop import RunawayLoop, near_key
+from detectors.testing import Session
+from models.records import Action, Alert, Severity, Step
+
+
+def feed(steps: list[Step], **params: object) -> list[Alert]:
+    detector = RunawayLoop(**params)  # type: ignore[arg-type]
+    return [alert for step in steps for alert in detector.update(step)]
+
+
+def warmup(s: Session) -> list[Step]:
+    """Ordinary work before the interesting part."""
+    steps = [s.start()]
+    for path in ("src/app.py", "src/util.py", "tests/test_app.py"):
+        steps += [s.model(), *s.tool("read_file", {"path": path}, result=f"# {path}\n...")]
+    return steps
+
+
+# -- loops ----------------------------------------------------------------------------
+
+
+def test_exact_retry_after_failure_warns_at_the_second_identical_failure() -> None:
+    s = Session("retry")
+    steps = warmup(s)
+    calls = []
+    for _ in range(6):
+        steps.append(s.model())
+        call, result = s.tool("bash", {"command": "npm install"}, ok=False,
+                              error="npm ERR! code E401\nnpm ERR! Unable to authenticate")
+        steps += [call, result]
+        calls.append((call, result))
+    alerts = feed(steps)
+    assert [(a.severity, a.onset_seq, a.raised_seq) for a in alerts] == [
+        (Severity.WARN, calls[1][0].seq, calls[1][1].seq),  # onset: the first retry
+        (Severity.CRITICAL, calls[1][0].seq, calls[4][1].seq),  # 5 failures
+    ]
+    warn, critical = alerts
+    assert warn.action == Action.NOTIFY and critical.action == Action.KILL
+    assert "npm ERR! code E401" in warn.reason and "nothing else tried" in warn.reason
+    assert warn.evidence[0]["seq"] == calls[1][0].seq
+    assert 0 <= warn.score <= 1 and 0 <= critical.score <= 1
+    assert warn.alert_id != critical.alert_id
+
+
+def test_near_same_retries_with_volatile_flags_and_a_diagnostic_between() -> None:
+    s = Session("pip")
+    steps = warmup(s)
+    error = "ERROR: Could not find a version that satisfies the requirement acme-internal==2.1"
+    variants = [
+        "pip install -e '.[tests]'",
+        "python -m pip install -e .[tests]",
+        "pip install -e '.[tests]' --tmp-dir /tmp/pip-8e3f1a",
+        "pip install --no-cache-dir -e '.[tests]'",
+    ]
+    calls = []
+    for i, command in enumerate(variants):
+        steps.append(s.model())
+        call, result = s.tool("bash", {"command": command}, ok=False, error=error)
+        steps += [call, result]
+        calls.append(result)
+        if i == 0:  # one look at the configuration between the first two tries
+            steps += [s.model(), *s.tool("bash", {"command": "pip config list"}, result="")]
+    alerts = feed(steps)
+    assert len(alerts) == 1
+    assert alerts[0].severity == Severity.WARN
+    assert alerts[0].raised_seq == calls[2].seq  # 3 failures outnumber the 1 new call
+    assert alerts[0].onset_seq == calls[1].seq - 1
+    assert "1 other new call(s)" in alerts[0].reason
+
+
+def test_search_read_cycle_with_reordered_query_and_noisy_pages() -> None:
+    s = Session("cycle")
+    steps = warmup(s)
+    raised_at = []
+    for i in range(5):
+        q = "nrg_ind_ren 2019 electricity" if i % 2 else "electricity 2019 nrg_ind_ren"
+        steps += s.tool("search", {"q": q, "num_results": 8}, result=f"Results for: {q}\n{i}")
+        steps += s.tool("visit_page", {"url": "https://a.example/x"},
+                        result=f"Title: x\nbody noise {i} {'abc' * i}")
+        call, result = s.tool("visit_page", {"url": "https://b.example/y"},
+                              result=f"Title: y\nmore noise {'xyz' * i}")
+        steps += [call, result]
+        raised_at.append(result.seq)
+    alerts = feed(steps)
+    assert [(a.severity, a.raised_seq) for a in alerts] == [
+        (Severity.WARN, raised_at[2]),  # the third full cycle
+        (Severity.CRITICAL, raised_at[4]),  # the fifth
+    ]
+    assert alerts[0].onset_seq == raised_at[0] + 1  # the second search
+    assert "a cycle of 3 calls" in alerts[0].reason
+    assert len(alerts[1].evidence) <= 20
+
+
+def test_edit_test_revert_cycle_warns_once_the_same_test_fails_again() -> None:
+    s = Session("ETR")
+    steps = warmup(s)
+    edits, tests = [], []
+    for _ in range(3):
+        edit, _ = s.tool("edit_file", {"path": "src/app.py", "old": "a + 1", "new": "a - 1"})
+        test, failed = s.tool("bash", {"command": "pytest -q"}, ok=False, error="2 failed")
+        steps += [s.model(), edit, _, test, failed, *s.tool("bash", {"command": "git checkout -- src/app.py"})]
+        edits.append(edit)
+        tests.append(failed)
+    alerts = feed(steps)
+    assert [(a.severity, a.onset_seq, a.raised_seq) for a in alerts] == [
+        (Severity.WARN, edits[1].seq, tests[1].seq)
+    ]
+    assert "failed again the same way" in alerts[0].reason
+
+
+def test_token_burn_confirms_a_two_call_cycle_at_its_first_repeat() -> None:
+    s = Session("burn")
+    steps = warmup(s)
+    reads = []
+    for _ in range(3):
+        steps.append(s.model(tokens_in=60_000, tokens_out=3_500))
+        read, done = s.tool("read_file", {"path": "notes/findings.md"}, result="partial; unclear")
+        steps += [read, done, s.model(tokens_in=62_000, tokens_out=3_200)]
+        steps += s.tool("python", {"code": "print(compare(candidates))"}, result="inconclusive")
+        reads.append(read)
+    alerts = feed(steps)
+    assert alerts[0].severity == Severity.WARN
+    assert alerts[0].onset_seq == reads[1].seq
+    assert alerts[0].raised_seq == reads[1].seq + 3  # the repeated python call
+    assert "output tokens a call" in alerts[0].reason and "tokens since" in alerts[0].reason
+
+
+def test_critical_on_wasted_tokens_kills_and_names_the_checkpoint() -> None:
+    s = Session("tokens")
+    steps = warmup(s)
+    steps.append(s.checkpoint("ckpt-1", commit="a" * 40))
+    for _ in range(3):
+        steps.append(s.model(tokens_in=400_000, tokens_out=100))
+        steps += s.tool("bash", {"command": "make build"}, ok=False, error="make: *** [all] Error 2")
+    alerts = feed(steps, critical_tokens=700_000)
+    assert [a.severity for a in alerts] == [Severity.WARN, Severity.CRITICAL]
+    assert alerts[1].action == Action.KILL and alerts[1].checkpoint_id == "ckpt-1"
+    assert alerts[0].checkpoint_id is None
+
+
+def test_a_different_loop_later_alerts_again_the_same_loop_does_not() -> None:
+    s = Session("two")
+    steps = warmup(s)
+    for command in ("npm install", "cargo build"):
+        for _ in range(3):
+            steps += [s.model(), *s.tool("bash", {"command": command}, ok=False, error=f"{command} failed")]
+        steps += [s.model(), *s.tool("read_file", {"path": f"{command}.log"}, result="log")]
+    alerts = feed(steps)
+    assert [a.severity for a in alerts] == [Severity.WARN, Severity.WARN]
+    assert "npm install" in alerts[0].reason and "cargo build" in alerts[1].reason
+
+
+def test_unrecorded_results_need_five_identical_calls() -> None:
+    s = Session("blind")
+    steps = warmup(s)
+    calls = []
+    for _ in range(5):
+        call, result = s.tool("bash", {"command": "git diff --stat"})  # result: None
+        steps += [s.model(), call, result]
+        calls.append(result)
+    alerts = feed(steps)
+    assert [a.raised_seq for a in alerts] == [calls[4].seq]
+    assert "results not recorded" in alerts[0].reason
+    assert feed(steps[: calls[3].seq + 1]) == []
+
+
+def test_results_joined_by_parent_step_id_when_calls_have_no_id() -> None:
+    s = Session("trail")
+    steps = warmup(s)
+    for _ in range(2):
+        call, result = s.tool("page_down", {}, ok=False,
+                              error="TypeError: forward() got an unexpected keyword argument ''")
+        steps += [s.model(), call.with_(call_id=None), result.with_(call_id=None)]
+    alerts = feed(steps)
+    assert len(alerts) == 1 and alerts[0].raised_seq == steps[-1].seq
+
+
+def test_state_pickles_and_resumes_mid_loop() -> None:
+    s = Session("resume")
+    steps = warmup(s)
+    for _ in range(6):
+        steps += [s.model(), *s.tool("bash", {"command": "npm ci"}, ok=False, error="E401")]
+    head, tail = steps[:18], steps[18:]
+    a, b = RunawayLoop(), RunawayLoop()
+    for step in head:
+        a.update(step)
+    b.load_state_dict(pickle.loads(pickle.dumps(a.state_dict())))
+    assert [x for st in tail for x in a.update(st)] == [x for st in tail for x in b.update(st)]
+
+
+# -- look-alikes that are not loops ----------------------------------------------------
+
+
+def test_polling_with_changing_results_is_not_a_loop() -> None:
+    s = Session("poll")
+    steps = warmup(s)
+    for status in ("queued", "in_progress 1/6", "in_progress 3/6", "in_progress 4/6",
+                   "in_progress 5/6", "completed success"):
+        steps += [s.model(), *s.tool("bash", {"command": "gh run view 4566744137 --json status"},
+                                     result=status)]
+    assert feed(steps) == []
+
+
+def test_polling_with_growing_waits_is_not_a_loop_even_with_the_same_answer() -> None:
+    s = Session("backoff")
+    steps = warmup(s)
+    for wait in (5, 10, 20, 40, 80, 160):
+        steps += [s.model(), *s.tool("http", {"url": "https://api.example/jobs/77"},
+                                     result='{"status":"RUNNING"}', seconds=wait)]
+    assert feed(steps) == []
+
+
+def test_paging_through_a_file_is_not_a_loop() -> None:
+    s = Session("pages")
+    steps = warmup(s)
+    for start in range(1, 1000, 50):
+        steps += [s.model(), *s.tool("bash", {"command": f"sed -n {start},{start + 49}p src/big.py"},
+                                     result="...")]
+        steps += [s.model(), *s.tool("view", {"path": "src/big.py", "view_range": [start, start + 49]},
+                                     result="...")]
+    assert feed(steps) == []
+
+
+def test_transient_failure_then_success_is_fine() -> None:
+    s = Session("transient")
+    steps = warmup(s)
+    steps += [s.model(), *s.tool("fetch_url", {"url": "https://x.example/a"}, ok=False, error="HTTP 503")]
+    steps += [s.model(), *s.tool("fetch_url", {"url": "https://x.example/a"}, result="Title: a")]
+    steps += [s.model(), *s.tool("bash", {"command": "pnpm install"}, ok=False, error="ECONNRESET")]
+    steps += [s.model(), *s.tool("bash", {"command": "pnpm install"}, ok=False, error="ECONNRESET")]
+    steps += [s.model(), *s.tool("bash", {"command": "pnpm install"}, result="done")]
+    alerts = feed(steps)
+    # one retry that failed the same way is worth a notice; it worked afterwards
+    assert [a.severity for a in alerts] == [Severity.WARN]
+    assert feed(steps[:-6] + steps[-3:]) == []
+
+
+def test_test_fix_test_with_new_edits_is_progress() -> None:
+    s = Session("tdd")
+    steps = warmup(s)
+    for i in range(6):
+        steps += [s.model(), *s.tool("bash", {"command": "pytest -q"}, ok=False, error="1 failed")]
+        steps += [s.model(), *s.tool("edit_file", {"path": "src/app.py", "old": f"v{i}", "new": f"w{i}"})]
+    assert feed(steps) == []
+
+
+def test_an_edit_and_its_revert_are_different_actions() -> None:
+    s = Session("revert")
+    steps = warmup(s)
+    edit = {"path": "src/app.py", "old": "encode(a)", "new": "encode(decode(a))"}
+    undo = {"path": "src/app.py", "old": "encode(decode(a))", "new": "encode(a)"}
+    for args in (edit, undo, edit):
+        steps += [s.model(), *s.tool("bash", {"command": "npm test"}, ok=False, error="1 failing")]
+        steps += [s.model(), *s.tool("edit_file", args)]
+    assert feed(steps) == []
+
+
+def test_trying_other_numbers_after_a_success_is_not_a_repeat() -> None:
+    s = Session("answers")
+    steps = warmup(s)
+    for answer in (1959, 1960, 1961, 1962, 8):
+        steps += [s.model(), *s.tool("http", {"method": "POST", "url": "http://10.0.4.17:9000/score",
+                                              "json": {"answer": str(answer)}},
+                                     result='{"correct":false}')]
+    assert feed(steps) == []
+
+
+def test_exploring_many_files_is_not_a_loop() -> None:
+    s = Session("explore")
+    steps = warmup(s)
+    for i in range(60):
+        steps += [s.model(), *s.tool("read_file", {"path": f"src/pkg/mod{i}.py"}, result=f"# mod{i}")]
+        if i % 5 == 0:
+            steps += [s.model(), *s.tool("grep", {"pattern": f"def f{i}", "path": "src"}, result="")]
+    assert feed(steps) == []
+
+
+def test_a_long_healthy_session_stays_quiet() -> None:
+    s = Session("long")
+    steps = warmup(s)
+    for i in range(400):
+        steps.append(s.model(tokens_in=20_000 + 100 * (i % 50)))
+        steps += s.tool("read_file", {"path": f"src/m{i % 97}.py"}, result=f"# m{i % 97} v{i}")
+        if i % 3 == 0:
+            steps += s.tool("edit_file", {"path": f"src/m{i % 97}.py", "old": f"x{i}", "new": f"y{i}"})
+            steps += s.tool("bash", {"command": "pytest -q"}, result=f"{i} passed")
+        if i % 40 == 0:
+            steps.append(s.checkpoint(f"ckpt-{i}"))
+    assert feed(steps) == []
+
+
+# -- pieces ----------------------------------------------------------------------------
+
+
+def test_near_key_ignores_word_order_and_random_suffixes_but_keeps_positions() -> None:
+    assert near_key('search(q="a b c")')[0] == near_key('search(q="c a b")')[0]
+    assert near_key('bash(command="npm i --cache <tmp>/c-bd5220")')[0] == near_key(
+        'bash(command="npm i --cache <tmp>/c-<n>e2515")')[0]
+    assert near_key('view(path="a.py",view_range=[1,50])')[0] != near_key(
+        'view(path="a.py",view_range=[51,100])')[0]
+    assert near_key('edit(new="x",old="y")')[0] != near_key('edit(new="y",old="x")')[0]
+
+
+@pytest.mark.parametrize(
+    ("param", "value"),
+    [("window", 5), ("max_period", 0), ("warn_cycles", 1), ("critical_cycles", 2),
+     ("burn_ratio", 1.0), ("critical_tokens", 0), ("critical_cost", 0.0), ("wait_growth", 1.0)],
+)
+def test_bad_parameters_name_themselves(param: str, value: float) -> None:
+    with pytest.raises(ValueError, match=param):
+        RunawayLoop(**{param: value})  # type: ignore[arg-type]
