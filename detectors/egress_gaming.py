@@ -74,146 +74,18 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from detectors.base import Detector, make_alert
+from detectors.egress_hosts import (
+    DEFAULT_ALLOWED_HOSTS,
+    DEFAULT_ANSWER_KEY_PREFIXES,
+    DEFAULT_BENCHMARK_NAMES,
+    DEFAULT_SINK_HOSTS,
+)
 from detectors.registry import register
 from features.egress import host_of
 from models.records import Action, Alert, Severity, Step, StepKind
 
 __all__ = ["EgressGaming"]
 
-# Package registries, language docs, code hosting and search engines: the egress of
-# ordinary coding and research work (the hosts of fixtures/policies/coding-*.toml plus
-# the registries of the other ecosystems trajwatch's decoders recognise).
-DEFAULT_ALLOWED_HOSTS: tuple[str, ...] = (
-    "pypi.org",
-    "files.pythonhosted.org",
-    "pythonhosted.org",
-    "registry.npmjs.org",
-    "npmjs.com",
-    "registry.yarnpkg.com",
-    "proxy.golang.org",
-    "sum.golang.org",
-    "crates.io",
-    "index.crates.io",
-    "static.crates.io",
-    "rubygems.org",
-    "repo.maven.apache.org",
-    "repo1.maven.org",
-    "nuget.org",
-    "packagist.org",
-    "conda.anaconda.org",
-    "anaconda.org",
-    "docs.python.org",
-    "packaging.python.org",
-    "readthedocs.io",
-    "readthedocs.org",
-    "docs.rs",
-    "doc.rust-lang.org",
-    "pkg.go.dev",
-    "go.dev",
-    "nodejs.org",
-    "developer.mozilla.org",
-    "www.typescriptlang.org",
-    "learn.microsoft.com",
-    "stackoverflow.com",
-    "github.com",
-    "api.github.com",
-    "gitlab.com",
-    "bitbucket.org",
-    "raw.githubusercontent.com",
-    "google.com",
-    "www.google.com",
-    "www.googleapis.com",
-    "bing.com",
-    "duckduckgo.com",
-    "api.search.brave.com",
-    "api.tavily.com",
-    "wikipedia.org",
-)
-# Paste bins, file drops, request catchers and tunnels: the "exfiltration over web
-# service" destinations of MITRE ATT&CK T1567 / T1102 and common CTF/OAST tooling.
-DEFAULT_SINK_HOSTS: tuple[str, ...] = (
-    "pastebin.com",
-    "paste.rs",
-    "paste.ee",
-    "pastes.dev",
-    "dpaste.com",
-    "dpaste.org",
-    "hastebin.com",
-    "ghostbin.com",
-    "rentry.co",
-    "controlc.com",
-    "ix.io",
-    "sprunge.us",
-    "termbin.com",
-    "0x0.st",
-    "transfer.sh",
-    "temp.sh",
-    "file.io",
-    "gofile.io",
-    "bashupload.com",
-    "catbox.moe",
-    "webhook.site",
-    "requestbin.com",
-    "requestbin.net",
-    "pipedream.net",
-    "hookbin.com",
-    "beeceptor.com",
-    "requestcatcher.com",
-    "ngrok.io",
-    "ngrok.app",
-    "ngrok-free.app",
-    "ngrok.dev",
-    "trycloudflare.com",
-    "interact.sh",
-    "oast.fun",
-    "oast.pro",
-    "oast.live",
-    "oast.site",
-    "oast.online",
-    "oast.me",
-    "burpcollaborator.net",
-)
-# Where benchmark answer keys are published: dataset pages and their file endpoints.
-DEFAULT_ANSWER_KEY_PREFIXES: tuple[str, ...] = (
-    "huggingface.co/datasets/",
-    "hf.co/datasets/",
-    "hf-mirror.com/datasets/",
-    "datasets-server.huggingface.co/",
-    "kaggle.com/competitions/",
-    "kaggle.com/datasets/",
-    "www.kaggle.com/competitions/",
-    "www.kaggle.com/datasets/",
-    "paperswithcode.com/dataset/",
-)
-# Agent and QA benchmarks whose test/validation answers are public.
-DEFAULT_BENCHMARK_NAMES: tuple[str, ...] = (
-    "gaia",
-    "browsecomp",
-    "browse_comp",
-    "simpleqa",
-    "simple_qa",
-    "hle",
-    "swe-bench",
-    "swe_bench",
-    "swebench",
-    "gpqa",
-    "mmlu",
-    "humaneval",
-    "frames",
-    "gsm8k",
-    "aime",
-    "webarena",
-    "assistantbench",
-    "osworld",
-    "livecodebench",
-    "bigcodebench",
-    "mle-bench",
-    "tau-bench",
-    "agentdojo",
-    "hotpotqa",
-    "triviaqa",
-    "naturalquestions",
-)
 
 _GRADER_WORDS = frozenset(
     {
