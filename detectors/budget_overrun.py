@@ -6,8 +6,9 @@ START step: ``tokens``, ``cost_usd``, ``tool_calls``, ``wall_seconds``); a resou
 session does not budget falls back to the detector's default (``None``: not watched).
 Usage is counted from the steps themselves:
 
-- tokens: ``tokens_in + tokens_out`` of every step that reports them (model calls);
-- cost: the sum of ``step.cost``;
+- tokens: ``tokens_in + tokens_out`` of the model calls (an agent span's aggregate on
+  another step would count them twice);
+- cost: the sum of ``step.cost``, but on START/END steps (where it would be a total);
 - tool calls: the number of TOOL_CALL steps;
 - wall seconds: event time (``step.ts``) since the START step (or the first step), so a
   replay raises the same alerts as the live run.
@@ -23,7 +24,8 @@ ROLLBACK: the work done so far is not suspect, only its cost.
 >>> s = Session("doc", budget={"tokens": 100_000, "tool_calls": 10})
 >>> steps = [s.start()]
 >>> for i in range(12):
-...     steps += [s.model(tokens_in=7_000, tokens_out=500), *s.tool("bash", {"command": f"make t{i}"})]
+...     steps.append(s.model(tokens_in=7_000, tokens_out=500))
+...     steps += s.tool("bash", {"command": f"make t{i}"})
 >>> detector = BudgetOverrun()
 >>> for step in steps:
 ...     for alert in detector.update(step):
@@ -53,8 +55,12 @@ _UNITS = {
     "tool_calls": ("tool calls", "{:,.0f}"),
     "wall_seconds": ("seconds", "{:,.0f}"),
 }
-_NAMES = {"tokens": "tokens", "cost_usd": "cost", "tool_calls": "tool calls",
-          "wall_seconds": "wall time"}
+_NAMES = {
+    "tokens": "tokens",
+    "cost_usd": "cost",
+    "tool_calls": "tool calls",
+    "wall_seconds": "wall time",
+}
 
 
 def _limit(value: Any) -> float | None:
@@ -122,10 +128,10 @@ class BudgetOverrun(Detector):
         if step.kind == StepKind.START:
             self._read_budget(step.detail)
         used = self._used
-        if step.tokens_in or step.tokens_out:
+        if step.kind == StepKind.MODEL_CALL:
             used["tokens"] += (step.tokens_in or 0) + (step.tokens_out or 0)
-        if step.cost:
-            used["cost_usd"] += step.cost
+        if step.cost and step.kind not in (StepKind.START, StepKind.END):
+            used["cost_usd"] += step.cost  # a START/END figure would be a session total
         if step.kind == StepKind.TOOL_CALL:
             used["tool_calls"] += 1
         used["wall_seconds"] = max(used["wall_seconds"], (step.ts - self._start_ts) / _SECOND)

@@ -4,51 +4,59 @@ What counts as a loop
 ---------------------
 Two kinds of evidence, both over the recent tool calls only (a bounded window):
 
-1. **Tandem cycles.** Every tool call gets a *near-duplicate key*: the bag of words of
-   its canonical action signature (``step.action``, volatile parts already
-   normalised), lower-cased, word order ignored, dropping the fragments that mix
-   letters and digits (``npm-cache-bd5220``, ``python3``) but keeping pure numbers,
-   which survived canonicalisation only where they are positions (line ranges,
-   offsets, pages) — so paging through a file is not a loop, while
+1. **Tandem cycles.** Every tool call gets a *near-duplicate key*: the words of its
+   canonical action signature (``step.action``, volatile parts already normalised),
+   each tagged with its argument (so an edit and its revert differ), lower-cased, word
+   order ignored, dropping fragments that mix letters and digits (``npm-cache-bd5220``)
+   but keeping pure numbers, which survived canonicalisation only as positions (line
+   ranges, offsets, pages) — so paging through a file is not a loop, while
    ``q="nrg_ind_ren 2019 electricity"`` and ``q="electricity 2019 nrg_ind_ren"`` are
    the same call. For each period ``p`` in ``1..max_period`` the detector keeps the
    length of the current run of calls equal to the call ``p`` before (A-B-C-A-B-C…).
-   Unlike a count of identical calls over the whole session (OpenLIT fires at the
-   third identical call anywhere; ``git diff --stat`` between edits trips it) or
-   Gemini CLI's *consecutive* identical calls (blind to A-B-A-B and to retries with a
-   changed flag), only uninterrupted repetition counts.
-2. **Retry after failure.** A failed call whose error (volatile parts removed) repeats
-   for near-same calls of the same tool (Jaccard of their word bags ≥ 0.5), with no new
-   work in between: fires at the second failure when nothing else was tried between
-   them, else when the repeats outnumber the new calls tried in between. A near-same
-   call that succeeds ends the chain (a transient failure, retried, is fine).
+   Unlike OpenLIT's count of identical calls anywhere in the session (``git diff
+   --stat`` between edits trips it) or Gemini CLI's *consecutive* identical calls
+   (blind to A-B-A-B and to retries with a changed flag), only uninterrupted
+   repetition counts.
+2. **Retry after failure.** Failures with the same error text (volatile parts removed)
+   of near-same calls of one tool (the arguments that differ share ≥ half their
+   words: ``npm install`` ~ ``rm -rf node_modules && npm install``): fires at the
+   second failure when nothing new was tried between them (TRAIL labels such a retry
+   Resource Abuse), else once the failures outnumber the new calls tried between them
+   by two (``pip config list`` between retries is a look, not a fix; an edit between
+   test runs that keep failing is work). A success of a call the chain tried ends it:
+   a transient failure, retried, is fine.
 
 Exemptions (progress)
 ---------------------
-- **Polling**: an *identical* call whose result head (first 96 characters, digits
-  kept) differs from its previous occurrence's, or whose wait since its previous
-  occurrence grew by ``wait_growth`` (``sleep 10``/``20``/``30``, back-off) resets the
-  run: the world is changing, or the agent is waiting for it to.
+- **Polling**: an identical call whose result changed, or whose wait since its
+  previous occurrence grew by ``wait_growth`` (``sleep 10``/``20``/``40``, back-off),
+  resets the run: the world is changing, or the agent is waiting for it to. Back to
+  back (period 1) any change of the result counts (digits dropped past the first line,
+  so clocks do not); inside a longer cycle only the first line does (a status, an exit
+  code, a page title), because re-fetched pages and search snippets change for reasons
+  that are not progress.
 - A failed call followed by a success of the same call resets the run.
-- Result *bodies* are not compared: re-fetched pages with changed ads or timestamps
-  are not progress, and repeated calls with no recorded result are judged by their
-  signatures alone.
+- After a success, a call that differs only in numbers is a new action (trying other
+  answers or pages), though canonical signatures hide numbers (noise in *retries*).
+- Calls whose results are not recorded cannot show progress or its absence: they
+  need Gemini CLI's 5 consecutive repeats (``warn_cycles + 2``).
 
 Severity
 --------
 - ``warn`` (NOTIFY) when a cycle has run ``warn_cycles`` times (default 3: the third
-  identical call, the OpenLIT count, but consecutive), or earlier — after one full
-  repeat of a cycle of ≥ 2 calls — when the repeat is confirmed wasteful: a call of
-  the cycle failed again with the same error, or the model calls inside the loop
-  spend ``burn_ratio`` × the session's usual output tokens (token burn).
-- ``critical`` (KILL) at ``critical_cycles`` cycles, or when the loop has spent
-  ``critical_tokens`` tokens or ``critical_cost`` dollars. Action: KILL, not ROLLBACK —
-  a loop wastes budget but its repeated steps rarely damage the workspace, and rolling
-  back would also discard the good work done between the checkpoint and the loop; the
-  last clean checkpoint before the onset is still attached for the operator.
-- Each severity fires once per loop (a loop is identified by its set of actions or its
-  error); a different loop later alerts again. The onset is the first repeat (the
-  second occurrence of the cycle's first action).
+  identical call, the OpenLIT count, but consecutive), or earlier — once all but the
+  last call of a cycle repeated exactly (≥ 2 calls) — when that is confirmed waste: a
+  call of the cycle failed again the same way, or the model calls since the cycle
+  began spend ``burn_ratio`` × the session's usual output tokens (token burn).
+- ``critical`` (KILL) at ``critical_cycles`` cycles (or failures), or when the tokens
+  (``critical_tokens``) or dollars (``critical_cost``) spent since the first repeat pass
+  a limit. Action: KILL, not ROLLBACK — a loop wastes budget but its repeated steps
+  rarely damage the workspace, and rolling back would also discard the good work done
+  between the checkpoint and the loop; the last clean checkpoint before the onset is
+  attached for the operator who wants it.
+- Each severity fires once per loop (a loop is identified by its set of actions and
+  its errors); a different loop later alerts again. The onset is the first repeat (the
+  second occurrence of the cycle's first action); escalation keeps it.
 
 State: the last ``window`` calls (small records), ``max_period`` run counters, a few
 retry chains and open calls, all bounded; per update O(max_period).
@@ -128,9 +136,10 @@ class _Call:
     words: frozenset[str]
     label: str
     novel: bool  # its key was not in the window before it
-    tokens: int  # session tokens (in + out) before this call
-    out_tokens: int  # session output tokens before this call
-    models: int  # model calls before this call
+    # session totals before the model call that chose this call (as of the last result)
+    tokens: int  # tokens in + out
+    out_tokens: int  # output tokens
+    models: int  # model calls
     cost: float
     status: str | None = None  # of its result, once seen
     head: int | None = None  # crc32 of the result's first line; None when no text
@@ -163,7 +172,8 @@ def near_key(action: str) -> tuple[int, frozenset[str]]:
     >>> near_key('search(q="nrg_ind_ren <n> electricity")') == near_key(
     ...     'search(q="electricity <n> nrg_ind_ren")')
     True
-    >>> near_key('bash(command="sed -n 1,50p a.py")') == near_key('bash(command="sed -n 51,100p a.py")')
+    >>> near_key('bash(command="sed -n 1,50p a.py")') == near_key(
+    ...     'bash(command="sed -n 51,100p a.py")')
     False
     """
     head, _, body = action.partition("(")
@@ -265,7 +275,7 @@ class RunawayLoop(Detector):
         max_period: int = 6,  # fixtures: loop cycles have 1–3 calls; TRAIL: 1
         warn_cycles: int = 3,  # OpenLIT's 3; fixtures seeds 7+11: healthy runs repeat ≤ 2.5 cycles
         critical_cycles: int = 5,  # fixtures seeds 7+11: loops run 5–12 cycles
-        burn_ratio: float = 4.0,  # fixtures seeds 7+11: token-burn loops spend 4–8× the usual
+        burn_ratio: float = 4.0,  # fixtures seeds 7+11: burn loops spend 16–25× usual
         critical_tokens: int = 1_000_000,  # ≈ $3 at $3/Mtok: stop the loop before it costs more
         critical_cost: float = 5.0,
         wait_growth: float = 1.5,  # fixtures: back-off polls wait 10→20→30 s, 5→10→20→40 s
@@ -310,6 +320,9 @@ class RunawayLoop(Detector):
         self._out_tokens = 0
         self._models = 0
         self._cost = 0.0
+        # the totals at the last tool result: a call's tokens include the model call
+        # that chose it
+        self._mark: tuple[int, int, int, float] = (0, 0, 0, 0.0)
         # loop identity → (severity raised: 1 warn, 2 critical; the loop's onset)
         self._fired: dict[int, tuple[int, _Call]] = {}
         self._checkpoints = Checkpoints()
@@ -356,10 +369,10 @@ class RunawayLoop(Detector):
             words=words if len(words) <= _MAX_WORDS else frozenset(sorted(words)[:_MAX_WORDS]),
             label=_label(step.tool, action),
             novel=novel,
-            tokens=self._tokens,
-            out_tokens=self._out_tokens,
-            models=self._models,
-            cost=self._cost,
+            tokens=self._mark[0],
+            out_tokens=self._mark[1],
+            models=self._mark[2],
+            cost=self._mark[3],
         )
         n = len(calls)
         for p in range(1, self.max_period + 1):
@@ -401,6 +414,7 @@ class RunawayLoop(Detector):
         return True
 
     def _on_result(self, step: Step) -> list[Alert]:
+        self._mark = (self._tokens, self._out_tokens, self._models, self._cost)
         call = None
         if step.call_id:
             call = self._open.get("c:" + step.call_id)
@@ -446,17 +460,21 @@ class RunawayLoop(Detector):
             prev = calls[i - p]
             if prev.exact != call.exact:
                 continue
-            if prev.status == "error" and call.status != "error":
-                self._runs[p] = 0
-            elif call.head is not None and prev.head is not None and (
-                call.head != prev.head or (p == 1 and call.body != prev.body)
-            ):
+            worked = prev.status == "error" and call.status != "error"
+            answered = (
+                call.head is not None
+                and prev.head is not None
+                and (call.head != prev.head or (p == 1 and call.body != prev.body))
+            )
+            if worked or answered:
                 self._runs[p] = 0
 
     # -- retry after failure ---------------------------------------------------------
 
     def _on_success(self, call: _Call) -> list[Alert]:
-        for error in [e for e, c in self._chains.items() if any(m.key == call.key for m in c.members)]:
+        for error in [
+            e for e, c in self._chains.items() if any(m.key == call.key for m in c.members)
+        ]:
             del self._chains[error]  # a call that had failed now worked: it was transient
         return []
 
@@ -549,7 +567,9 @@ class RunawayLoop(Detector):
         # early, after one repeat: only for exact repeats (an edit and its revert share
         # their words) with hard evidence of waste
         exact = all(c.exact == calls[n - run - p + i].exact for i, c in enumerate(repeated))
-        confirmed = self._confirmed(cycle, repeated, onset) if exact else ""
+        # all but the last call of the cycle repeated exactly (E-T-C-E-T: the same edit,
+        # the same test failing the same way), at least two calls
+        confirmed = self._confirmed(cycle, repeated) if exact and run >= p - 1 else ""
         if not confirmed and (not settled or run < p or cycles < needed):
             return []
         shown = ", ".join(f"`{c.label}`" for c in cycle[:_MAX_SHOWN])
@@ -567,16 +587,19 @@ class RunawayLoop(Detector):
         severity = self._severity(int(cycles), onset)
         return self._raise(step, keys, severity, onset, evidence, reason, int(cycles))
 
-    def _confirmed(self, cycle: list[_Call], repeated: list[_Call], onset: _Call) -> str:
-        """Why one repeat of the cycle is already waste, or '' when it may not be."""
+    def _confirmed(self, cycle: list[_Call], repeated: list[_Call]) -> str:
+        """Why one repeat of the cycle is already waste, or '' when it may not be.
+        Token burn compares the model calls since the cycle's first occurrence with
+        the session's mean before it."""
+        start = cycle[0]
         failed = {c.error for c in cycle if c.error}
         again = [c for c in repeated if c.error in failed]
         if again:
             return f"`{again[0].label}` failed again the same way"
-        models = self._models - onset.models
-        if models and onset.models:
-            usual = max(onset.out_tokens / onset.models, 1.0)
-            burnt = (self._out_tokens - onset.out_tokens) / models
+        models = self._models - start.models
+        if models and start.models:
+            usual = max(start.out_tokens / start.models, 1.0)
+            burnt = (self._out_tokens - start.out_tokens) / models
             if burnt >= self.burn_ratio * usual and burnt >= _MIN_BURN:
                 return (
                     f"the model spent {burnt:,.0f} output tokens a call inside it, "

@@ -42,6 +42,7 @@ __all__ = [
     "cosine",
     "goal_text",
     "hash_vector",
+    "links_in",
     "step_terms",
     "text_vector",
     "tokenize",
@@ -658,3 +659,29 @@ def goal_text(step: Step) -> str | None:
         if isinstance(message, str) and message.strip():
             return message
     return None
+
+
+def links_in(text: str | None, *, limit: int = 2_000) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The file paths and network hosts named in the first ``limit`` characters of
+    ``text`` (a tool result): what an on-task result puts within the task's reach
+    (a search's hits, a listing's files, a page's links). No words are tokenised, so
+    this stays cheap on large results.
+
+    >>> links_in("src/a.py:10: x | see https://docs.example.org/p and lib/b.rs")
+    (('src/a.py', 'lib/b.rs'), ('docs.example.org',))
+    """
+    if not text:
+        return (), ()
+    head = text[:limit]
+    hosts: dict[str, None] = {}
+    for m in _URL_RE.finditer(head):
+        host = host_of(m.group(0).rstrip(".,;:"))
+        if host:
+            hosts[host] = None
+        head = head.replace(m.group(0), " ")
+    paths: dict[str, None] = {}
+    for m in _PATH_RE.finditer(head):
+        p = m.group(0).removeprefix("./").rstrip("/")
+        if p and ("/" in p or "." in p):
+            paths[p] = None
+    return tuple(paths), tuple(hosts)
