@@ -3,6 +3,7 @@
 ``trajwatch replay PATH...``              recorded files through the pipeline into the store
 ``trajwatch eval PATH... --labels FILE``  detectors scored against labelled recordings
 ``trajwatch schema``                      the session-event JSON Schema
+``trajwatch defaults``                    every detector parameter and its default (TOML)
 ``trajwatch migrate``                     upgrade the store's schema to the current version
 """
 
@@ -15,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from detectors.registry import DetectorSet
-from ingest.config import detector_set, load_config
+from ingest.config import defaults_toml, detector_set, load_config
 from ingest.errors import TrajwatchError
 from ingest.evaluate import evaluate
 from ingest.replay import ReplaySummary, replay
@@ -52,6 +53,7 @@ def _parser() -> argparse.ArgumentParser:
         "--config", type=Path, help="TOML config (default: ./trajwatch.toml if present)"
     )
     sub.add_parser("schema", help="print the session-event JSON Schema")
+    sub.add_parser("defaults", help="print every detector parameter and its default, as TOML")
     mp = sub.add_parser("migrate", help="upgrade the store's schema")
     mp.add_argument("--db", help="store URL")
     return parser
@@ -62,6 +64,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "schema":
             print(json.dumps(schema(), indent=2))
+            return 0
+        if args.command == "defaults":
+            print(defaults_toml(), end="")
             return 0
         if args.command == "migrate":
             settings = Settings.from_env(db_url=args.db)

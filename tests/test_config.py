@@ -87,3 +87,11 @@ def test_the_repository_config_loads_the_fixture_policies() -> None:
     policies = load_policies(load_config(root / "trajwatch.toml"))
     assert "coding-strict-v1" in policies
     assert policies["coding-strict-v1"]["forbidden_commands"]
+
+
+def test_the_documented_defaults_are_the_constructors_defaults() -> None:
+    from ingest.config import defaults_toml
+
+    root = Path(__file__).resolve().parents[1]
+    documented = (root / "detectors" / "defaults.toml").read_text()
+    assert documented == defaults_toml(), "run: trajwatch defaults > detectors/defaults.toml"
