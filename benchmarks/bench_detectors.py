@@ -46,8 +46,10 @@ def main() -> None:
     config = load_config(ROOT / "trajwatch.toml")
     detectors = detector_set(config)
     files = event_logs()
-    print(f"machine: {platform.platform()}, {platform.machine()}, {os.cpu_count()} cpus, "
-          f"Python {platform.python_version()}")
+    print(
+        f"machine: {platform.platform()}, {platform.machine()}, {os.cpu_count()} cpus, "
+        f"Python {platform.python_version()}"
+    )
     print(f"detectors: {', '.join(detectors.names)}")
 
     runs = []
@@ -63,8 +65,10 @@ def main() -> None:
                 sessions = [s.session_id for s in store.sessions()]
                 streams = [store.steps(s) for s in sessions]
     seconds = statistics.median(runs)
-    print(f"replay, every detector on: {len(files)} session logs, {steps_stored} steps, "
-          f"median {seconds:.2f} s of {args.repeat} → {steps_stored / seconds:,.0f} steps/s")
+    print(
+        f"replay, every detector on: {len(files)} session logs, {steps_stored} steps, "
+        f"median {seconds:.2f} s of {args.repeat} → {steps_stored / seconds:,.0f} steps/s"
+    )
 
     total = sum(map(len, streams))
     print(f"detectors only, {total} steps of {len(streams)} sessions:")
@@ -97,9 +101,11 @@ def main() -> None:
         for detector in live:
             detector.update(step)
     long_size = len(pickle.dumps([d.state_dict() for d in live]))
-    print(f"state per session (all detectors, pickled): median {statistics.median(sizes):,.0f} B, "
-          f"max {max(sizes):,} B over {len(sizes)} fixture sessions; "
-          f"{long_size:,} B after a ~20,000-step session")
+    print(
+        f"state per session (all detectors, pickled): median {statistics.median(sizes):,.0f} B, "
+        f"max {max(sizes):,} B over {len(sizes)} fixture sessions; "
+        f"{long_size:,} B after a ~20,000-step session"
+    )
 
 
 if __name__ == "__main__":

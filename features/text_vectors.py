@@ -661,27 +661,41 @@ def goal_text(step: Step) -> str | None:
     return None
 
 
+_LINK_SPLIT_RE = re.compile(r"[\s|,;()\[\]<>\"'`{}=]+")
+_LINK_PATH_RE = re.compile(
+    r"/?(?:[\w@+~.-]+/)+[\w@+.-]*|[\w@+-][\w@+.-]*\.[A-Za-z][A-Za-z0-9]{0,7}"
+)
+_LINK_STRIP = ".:!?*#"
+
+
 def links_in(text: str | None, *, limit: int = 2_000) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The file paths and network hosts named in the first ``limit`` characters of
     ``text`` (a tool result): what an on-task result puts within the task's reach
-    (a search's hits, a listing's files, a page's links). No words are tokenised, so
-    this stays cheap on large results.
+    (a search's hits, a listing's files, a page's links, ``www.example.com`` written
+    without a scheme). One split and a match per token, no word tokenising, so it
+    stays cheap on large results.
 
-    >>> links_in("src/a.py:10: x | see https://docs.example.org/p and lib/b.rs")
-    (('src/a.py', 'lib/b.rs'), ('docs.example.org',))
+    >>> links_in("src/a.py:10: x | see https://docs.example.org/p and lib/b.rs, www.example.com")
+    (('src/a.py', 'lib/b.rs'), ('docs.example.org', 'www.example.com'))
     """
     if not text:
         return (), ()
-    head = text[:limit]
     hosts: dict[str, None] = {}
-    for m in _URL_RE.finditer(head):
-        host = host_of(m.group(0).rstrip(".,;:"))
-        if host:
-            hosts[host] = None
-        head = head.replace(m.group(0), " ")
     paths: dict[str, None] = {}
-    for m in _PATH_RE.finditer(head):
-        p = m.group(0).removeprefix("./").rstrip("/")
-        if p and ("/" in p or "." in p):
-            paths[p] = None
+    for token in _LINK_SPLIT_RE.split(text[:limit]):
+        if len(token) < 3 or ("/" not in token and "." not in token):
+            continue
+        if "://" in token:
+            host = host_of(token.rstrip(_LINK_STRIP))
+            if host:
+                hosts[host] = None
+            continue
+        if token.startswith("www."):
+            hosts[token.rstrip(_LINK_STRIP).lower()] = None
+            continue
+        m = _LINK_PATH_RE.match(token.removeprefix("./"))
+        if m:
+            path = m.group(0).rstrip("/").rstrip(_LINK_STRIP)
+            if path and any(c.isalpha() for c in path) and not path.startswith("//"):
+                paths[path] = None
     return tuple(paths), tuple(hosts)
