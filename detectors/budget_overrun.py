@@ -137,13 +137,19 @@ class BudgetOverrun(Detector):
         used["wall_seconds"] = max(used["wall_seconds"], (step.ts - self._start_ts) / _SECOND)
         if not self._limits:
             return []
-        crossed: dict[Severity, list[str]] = {Severity.WARN: [], Severity.CRITICAL: []}
+        crossed: dict[Severity, list[str]] | None = None
         for resource, limit in self._limits.items():
             share = used[resource] / limit
+            if share < self.warn_fraction:
+                continue  # below both lines (warn_fraction < 1): the common case, skip early
+            if crossed is None:
+                crossed = {Severity.WARN: [], Severity.CRITICAL: []}
             for severity, line in ((Severity.CRITICAL, 1.0), (Severity.WARN, self.warn_fraction)):
                 if share >= line and (resource, str(severity)) not in self._fired:
                     self._fired.add((resource, str(severity)))
                     crossed[severity].append(resource)
+        if crossed is None:
+            return []
         alerts = []
         for severity in (Severity.WARN, Severity.CRITICAL):
             if crossed[severity]:

@@ -85,6 +85,7 @@ import re
 import zlib
 from collections import deque
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import ClassVar
 
 from detectors.base import MAX_EVIDENCE, Checkpoints, Detector, make_alert
@@ -193,6 +194,11 @@ def near_key(action: str) -> tuple[int, frozenset[str]]:
     return zlib.crc32("\x1f".join(sorted(bag)).encode("utf-8", "surrogatepass")), bag
 
 
+# Pure functions of the (immutable) action text, memoised: a loop is by definition the
+# same action again, and near_key plus _label cost ~25 µs a call. Bounded.
+_near_key = lru_cache(maxsize=1024)(near_key)
+
+
 def _text_sig(text: str) -> str:
     return _VOLATILE_TEXT_RE.sub("#", " ".join(text.split()))
 
@@ -223,6 +229,7 @@ def _cycle_key(cycle: list[_Call]) -> int:
     return _crc("\x1f".join(str(k) for k in sorted({c.key for c in cycle})))
 
 
+@lru_cache(maxsize=1024)
 def _label(tool: str | None, action: str) -> str:
     """A short name of a call for reasons: the tool and its longest string argument."""
     values = _QUOTED_RE.findall(action)
@@ -354,7 +361,7 @@ class RunawayLoop(Detector):
         calls = self._calls
         # the previous call's result never came: judge its cycle now
         alerts = self._check_cycle(step) if calls and not calls[-1].checked else []
-        key, words = near_key(action)
+        key, words = _near_key(action)
         novel = key not in self._seen
         self._novel += novel
         call = _Call(

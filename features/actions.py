@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 from features.canonical import canonical_action, canonical_json
 from features.egress import egress_targets
+from features.frozen import freeze, thaw
 from features.redact import redact_value
+
+MEMO_MAX_CHARS = 4096
+"""Arguments with more text than this are normalised uncached (edits and file writes
+rarely repeat exactly, and the memo should stay small: 1024 entries × 4 KB at most)."""
 
 
 def tool_call_fields(tool: str | None, arguments: Any) -> dict[str, Any]:
@@ -16,6 +22,27 @@ def tool_call_fields(tool: str | None, arguments: Any) -> dict[str, Any]:
     Redaction comes first, so neither the stored arguments nor the action
     signature nor the egress URLs can carry a credential.
     """
+    # Normalising costs ~50 µs a call (redaction, egress and canonical-action regexes)
+    # and is a pure function of (tool, arguments); loops, polling and retries repeat the
+    # same call (932 distinct argument sets among the fixtures' 2,254 calls). So it is
+    # memoised on an exact frozen copy of the arguments (features.frozen), bounded in
+    # entries and size. The keys are the *unredacted* arguments: like the arguments being
+    # decoded, they stay in this process's memory only (never stored, logged or pickled).
+    key = freeze(arguments, max_chars=MEMO_MAX_CHARS)
+    fields = _fields(tool, arguments) if key is None else _memo_fields(tool, key)
+    # a fresh dict each time: callers add to ``detail``
+    detail = fields["detail"]
+    if "egress" in detail:
+        detail = {**detail, "egress": [dict(e) for e in detail["egress"]]}
+    return {**fields, "detail": dict(detail)}
+
+
+@lru_cache(maxsize=1024)
+def _memo_fields(tool: str | None, key: tuple[Any, ...]) -> dict[str, Any]:
+    return _fields(tool, thaw(key))
+
+
+def _fields(tool: str | None, arguments: Any) -> dict[str, Any]:
     safe = redact_value(arguments)
     targets = egress_targets(tool, safe)
     first = targets[0] if targets else None

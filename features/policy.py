@@ -71,8 +71,10 @@ import re
 import shlex
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
+from features.frozen import freeze, thaw
 from models.records import Step, StepKind
 
 __all__ = [
@@ -429,9 +431,17 @@ def tool_view(step: Step, approval_tools: re.Pattern[str] | None = None) -> Tool
     """
     if step.kind != StepKind.TOOL_CALL:
         return None
-    tool = step.tool or ""
-    args = _parse_arguments(step.arguments)
-    approval = bool(tool) and bool((approval_tools or _DEFAULT_APPROVAL_RE).search(tool))
+    return _tool_view(step.tool or "", step.arguments, approval_tools or _DEFAULT_APPROVAL_RE)
+
+
+@lru_cache(maxsize=256)
+def _tool_view(tool: str, arguments: str | None, approval_tools: re.Pattern[str]) -> ToolView:
+    # A pure function of immutable text, cached: compliance_decay, policy_violation and
+    # premature_completion each view every tool call (~30 µs each, mostly shlex and the
+    # write regexes), and loops repeat the same call. Bounded; the key is the stored
+    # canonical argument text, so a hit is exactly the same call.
+    args = _parse_arguments(arguments)
+    approval = bool(tool) and bool(approval_tools.search(tool))
     commands: list[str] = []
     if isinstance(args, Mapping):
         for key, value in args.items():
@@ -1027,6 +1037,21 @@ def compile_policies(policies: Mapping[str, Mapping[str, Any]] | None) -> dict[s
         return {}
     if not isinstance(policies, Mapping):
         raise ValueError(f"policies must map policy ids to tables, got {type(policies).__name__}")
+    key = freeze(policies)
+    if key is None:
+        return {pid: Policy.from_mapping(pid, raw) for pid, raw in policies.items()}
+    return dict(_compile_frozen(key))
+
+
+# The policy detectors are cloned per session and each clone compiles its policies
+# (~1.2 ms for the shipped config: dozens of regexes and globs), which cost ~20 µs a step
+# on a replay of short sessions. A ``Policy`` is frozen and a pure function of the raw
+# mapping, so the compiled ones are shared between equal configs. The key is an exact,
+# type-tagged frozen copy of plain TOML data (anything else is compiled uncached), so
+# equal keys mean equal inputs; failures are not cached, they raise each time.
+@lru_cache(maxsize=16)
+def _compile_frozen(key: tuple[Any, ...]) -> dict[str, Policy]:
+    policies = thaw(key)
     return {pid: Policy.from_mapping(pid, raw) for pid, raw in policies.items()}
 
 

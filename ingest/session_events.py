@@ -70,16 +70,36 @@ def parse_ts(value: Any) -> int:
     raise DecodeError(f"ts must be an RFC 3339 string or Unix seconds, got {value!r}")
 
 
+def _compile(draft7: dict[str, Any]) -> Callable[[Any], Any]:
+    compiled: Callable[[Any], Any] = fastjsonschema.compile(
+        draft7, formats={"date-time": lambda _: True}
+    )
+    return compiled
+
+
 @cache
 def _fast_validator() -> Callable[[Any], Any]:
     # fastjsonschema compiles the same schema to Python (~20 µs an event against
     # ~500 µs for jsonschema's interpreter); the schema only uses draft-07 keywords.
     # ``ts`` formats are checked by parse_ts, which must read them anyway.
+    return _compile({**schema(), "$schema": "http://json-schema.org/draft-07/schema#"})
+
+
+@cache
+def _fast_validators_by_type() -> dict[str, Callable[[Any], Any]]:
+    """Per event type, the schema with only that type's ``allOf`` branch.
+
+    Every ``allOf`` entry is ``if type == T then …``; for an event of type T the other
+    entries' ``if`` fails, so they cannot reject it: the one-branch schema accepts
+    exactly what the whole one does. It is ~5x faster, because the compiled code
+    evaluates each failing ``if`` by raising and catching an exception (nine per event)."""
     draft7 = {**schema(), "$schema": "http://json-schema.org/draft-07/schema#"}
-    compiled: Callable[[Any], Any] = fastjsonschema.compile(
-        draft7, formats={"date-time": lambda _: True}
-    )
-    return compiled
+    by_type = {}
+    for branch in draft7["allOf"]:
+        kind = branch["if"]["properties"]["type"]["const"]
+        assert branch["if"] == {"properties": {"type": {"const": kind}}}, branch["if"]
+        by_type[kind] = _compile({**draft7, "allOf": [branch]})
+    return by_type
 
 
 def validation_error(event: Any) -> str | None:
@@ -87,8 +107,10 @@ def validation_error(event: Any) -> str | None:
 
     The compiled validator decides; jsonschema, slower, explains a rejection
     (``best_match`` names the most relevant failing field)."""
+    kind = event.get("type") if isinstance(event, dict) else None
+    validate = _fast_validators_by_type().get(kind) if isinstance(kind, str) else None
     try:
-        _fast_validator()(event)
+        (validate or _fast_validator())(event)
     except fastjsonschema.JsonSchemaException as exc:
         fast_reason = str(exc)
     else:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import operator
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -111,12 +112,30 @@ class Step:
     inferred (compaction); approved (approval); claimed_done (end)."""
 
     def with_(self, **changes: Any) -> Step:
-        """A copy with ``changes`` applied (dataclasses.replace, named for brevity)."""
-        return dataclasses.replace(self, **changes)
+        """A copy with ``changes`` applied (as dataclasses.replace, named for brevity).
+
+        Copied field by field rather than through ``__init__``: the pipeline copies every
+        step once or twice, and ``replace`` on these 35 fields costs ~9 µs against ~5.
+        Step has no ``__post_init__`` and every field is an init field, so it is the same.
+        """
+        unknown = changes.keys() - _STEP_FIELD_SET
+        if unknown:
+            raise TypeError(f"Step has no field {sorted(unknown)[0]!r}")
+        twin = _new_step(Step)
+        for name, value in zip(_STEP_FIELD_NAMES, _get_step_fields(self), strict=True):
+            _set(twin, name, changes.get(name, value))
+        return twin
 
     def ref(self) -> dict[str, Any]:
         """The step reference alerts use as evidence: what a person looks up."""
         return {"seq": self.seq, "step_id": self.step_id, "source_ref": self.source_ref}
+
+
+_STEP_FIELD_NAMES = tuple(f.name for f in dataclasses.fields(Step))
+_STEP_FIELD_SET = frozenset(_STEP_FIELD_NAMES)
+_get_step_fields = operator.attrgetter(*_STEP_FIELD_NAMES)
+_new_step = object.__new__
+_set = object.__setattr__
 
 
 def alert_id(detector: str, session_id: str, onset_step_id: str, severity: str = "") -> str:

@@ -31,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import operator
 import time
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -328,10 +329,38 @@ class StoreUnit:
             self._insert(_sessions).on_conflict_do_nothing(index_elements=["session_id"]),
             [{"session_id": session_id} for session_id in session_ids],
         )
-        rows = [_step_row(step) for step in steps]
-        return self._insert_many(
-            self._insert(_steps).on_conflict_do_nothing(index_elements=["step_id"]), rows
+        # The steps go through the driver's own executemany: SQLAlchemy's per-row
+        # parameter processing cost ~20 µs a row, more than SQLite's insert itself.
+        # The statement is still compiled by SQLAlchemy for the dialect (paramstyle,
+        # ON CONFLICT); the values are what its bind processors would send (only
+        # ``detail`` has one: the engine's JSON serializer, the same _json_dumps).
+        sql, positional = self._raw_steps_insert()
+        if positional:
+            params: list[Any] = [_step_values(step) for step in steps]
+        else:
+            params = [dict(zip(_STEP_FIELDS, _step_values(step), strict=True)) for step in steps]
+        result = self._connection.exec_driver_sql(
+            sql, params, execution_options={"preserve_rowcount": True}
         )
+        if result.rowcount < 0:
+            raise RuntimeError(f"{self._dialect} driver did not report the rows inserted")
+        return result.rowcount
+
+    def _raw_steps_insert(self) -> tuple[str, bool]:
+        """The steps INSERT … ON CONFLICT DO NOTHING as driver SQL, and whether its
+        parameters are positional; compiled once per dialect."""
+        cached = _RAW_STEPS_INSERT.get(self._dialect)
+        if cached is None:
+            statement = self._insert(_steps).on_conflict_do_nothing(index_elements=["step_id"])
+            compiled = statement.compile(
+                dialect=self._connection.dialect, column_keys=list(_STEP_FIELDS)
+            )
+            positional = bool(compiled.positional)
+            order = tuple(compiled.positiontup or ()) if positional else tuple(compiled.params)
+            if order != _STEP_FIELDS:
+                raise RuntimeError(f"steps INSERT binds {order}, expected {_STEP_FIELDS}")
+            cached = _RAW_STEPS_INSERT[self._dialect] = (str(compiled), positional)
+        return cached
 
     def add_alerts(self, alerts: Sequence[Alert]) -> list[Alert]:
         """Store ``alerts``, skipping any whose ``alert_id`` is already stored; returns the
@@ -464,11 +493,18 @@ class StoreUnit:
         return self._insert_many(statement, rows)
 
 
-def _step_row(step: Step) -> dict[str, Any]:
-    row = {name: getattr(step, name) for name in _STEP_FIELDS}
-    row["kind"] = str(step.kind)
-    row["detail"] = dict(step.detail)
-    return row
+_RAW_STEPS_INSERT: dict[str, tuple[str, bool]] = {}
+_get_step_values = operator.attrgetter(*_STEP_FIELDS)
+_KIND_INDEX = _STEP_FIELDS.index("kind")
+_DETAIL_INDEX = _STEP_FIELDS.index("detail")
+
+
+def _step_values(step: Step) -> tuple[Any, ...]:
+    """A step's column values in ``_STEP_FIELDS`` order, as the driver takes them."""
+    values = list(_get_step_values(step))
+    values[_KIND_INDEX] = str(step.kind)
+    values[_DETAIL_INDEX] = _json_dumps(dict(step.detail))
+    return tuple(values)
 
 
 def _alert_row(alert: Alert) -> dict[str, Any]:
