@@ -31,6 +31,7 @@ from detectors.base import Detector
 from detectors.registry import DetectorSet
 from features.compaction import CompactionInference
 from features.ordering import Reorderer
+from features.trajectory import TrajectoryFeatures
 from ingest.draft import Draft
 from ingest.otlp_json import decode_otlp_json
 from ingest.otlp_proto import Decoded, decode_otlp_proto
@@ -53,6 +54,7 @@ class _Session:
     last_ts: int
     compaction: CompactionInference
     detectors: list[Detector]
+    features: TrajectoryFeatures = field(default_factory=TrajectoryFeatures)
     state: bytes | None = None
 
     def cursor(self) -> SessionCursor:
@@ -316,10 +318,14 @@ class Pipeline:
         late = step.ts < session.last_ts
         if late:
             self.stats.late_steps += 1
+        detail = step.detail
+        features = session.features.observe(step, seq=session.next_seq)
+        if features or late:
+            detail = {**detail, **features, **({"late": True} if late else {})}
         placed = step.with_(
             seq=session.next_seq,
             model_session=session.model_session,
-            detail={**step.detail, "late": True} if late else step.detail,
+            detail=detail,
             **identity,
         )
         session.next_seq += 1

@@ -83,6 +83,10 @@ def test_events_become_ordered_steps_with_inferred_compaction(store: Store) -> N
     after = steps[compaction.seq + 1]
     assert after.kind == StepKind.MODEL_CALL and after.model_session == 1
     assert all(s.model_session == 0 for s in steps[: compaction.seq])
+    calls = [s for s in steps if s.kind == StepKind.TOOL_CALL]
+    # Every tool call gets its action cluster and the sub-goal graph's progress.
+    assert len({s.detail["cluster"] for s in calls}) == 1  # six runs of the same test file
+    assert all(0.0 <= s.detail["progress"] <= 1.0 for s in calls)
     (info,) = store.sessions(["s1"])
     assert info.goal == "Fix the flaky test in tests/test_io.py"
     assert info.policy_id == "coding-default" and info.claimed_done is True

@@ -1,0 +1,59 @@
+"""Per-session trajectory features assigned online to every tool call.
+
+:class:`TrajectoryFeatures` combines :class:`~features.clusters.ActionClusters` (what
+*kind* of action this is) and :class:`~features.subgoals.SubgoalGraph` (segments of
+related actions, transitions between them, and how much of the recent work was new).
+The pipeline calls :meth:`TrajectoryFeatures.observe` on each placed step and records
+the result in the step's ``detail`` (``cluster``, ``progress``), so detectors, the
+explorer and the tuning notebooks see the same figures live and in replay. Memory is
+bounded by the two parts' caps; no I/O, no clock.
+
+>>> from detectors.testing import Session
+>>> s, f = Session(), TrajectoryFeatures()
+>>> for path in ["src/a.py", "src/b.py", "src/a.py", "src/a.py"]:
+...     call, _ = s.tool("read_file", {"path": path})
+...     print(f.observe(call))
+{'cluster': 0, 'progress': 1.0}
+{'cluster': 0, 'progress': 1.0}
+{'cluster': 0, 'progress': 0.667}
+{'cluster': 0, 'progress': 0.5}
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from features.clusters import ActionClusters
+from features.subgoals import SubgoalGraph
+from features.text_vectors import step_terms, text_vector
+from models.records import Step, StepKind
+
+__all__ = ["TrajectoryFeatures"]
+
+
+class TrajectoryFeatures:
+    """Action cluster and sub-goal progress of every tool call of one session."""
+
+    def __init__(
+        self,
+        *,
+        threshold: float = 0.45,
+        max_clusters: int = 24,
+        max_nodes: int = 32,
+        window: int = 10,
+    ) -> None:
+        self.threshold = threshold
+        self.max_clusters = max_clusters
+        self.max_nodes = max_nodes
+        self.window = window
+        self.clusters = ActionClusters(threshold=threshold, max_clusters=max_clusters)
+        self.subgoals = SubgoalGraph(max_nodes=max_nodes, window=window)
+
+    def observe(self, step: Step, *, seq: int | None = None) -> dict[str, Any]:
+        """The features of ``step`` (empty for anything but a tool call); ``seq`` is its
+        position when the step itself is not sequenced yet."""
+        if step.kind != StepKind.TOOL_CALL:
+            return {}
+        cluster = self.clusters.learn_one(text_vector(f"{step.tool or ''} {step.action or ''}"))
+        self.subgoals.update(cluster, step_terms(step).paths, seq=step.seq if seq is None else seq)
+        return {"cluster": cluster, "progress": round(self.subgoals.progress, 3)}
