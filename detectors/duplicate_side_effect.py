@@ -46,6 +46,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from detectors.base import Detector, make_alert
 from detectors.registry import register
@@ -152,6 +153,27 @@ def _is_mutation(tool: str | None, arguments: str) -> bool:
     )
 
 
+# Both are pure functions of the call's text and cost ~10 µs together (a dozen regexes);
+# a duplicate is by definition the same call again, and loops and retries repeat calls
+# (932 distinct among the fixtures' 2,254). So they are memoised, bounded in entries and
+# in size: longer arguments (file writes, edits) rarely repeat and are read uncached.
+_MEMO_MAX_CHARS = 4096
+_memo_effect_class = lru_cache(maxsize=1024)(_effect_class)
+_memo_is_mutation = lru_cache(maxsize=1024)(_is_mutation)
+
+
+def _call_effect_class(tool: str | None, arguments: str) -> str | None:
+    if len(arguments) > _MEMO_MAX_CHARS:
+        return _effect_class(tool, arguments)
+    return _memo_effect_class(tool, arguments)
+
+
+def _call_is_mutation(tool: str | None, arguments: str) -> bool:
+    if len(arguments) > _MEMO_MAX_CHARS:
+        return _is_mutation(tool, arguments)
+    return _memo_is_mutation(tool, arguments)
+
+
 @register
 class DuplicateSideEffect(Detector):
     """Flags a side-effecting tool call executed again after it succeeded.
@@ -203,10 +225,10 @@ class DuplicateSideEffect(Detector):
 
     def _on_call(self, step: Step) -> list[Alert]:
         arguments = step.arguments or ""
-        cls = _effect_class(step.tool, arguments)
+        cls = _call_effect_class(step.tool, arguments)
         key = step.idempotency_key
         if cls is None and not key:
-            if _is_mutation(step.tool, arguments):
+            if _call_is_mutation(step.tool, arguments):
                 self._epoch += 1
             return []
         digest = hashlib.blake2b(f"{step.tool}\x1f{arguments}".encode(), digest_size=8).hexdigest()
@@ -232,7 +254,7 @@ class DuplicateSideEffect(Detector):
         self._pending[step.step_id] = (digest, key)
         while len(self._pending) > 16:  # results arrive right after their call
             del self._pending[next(iter(self._pending))]
-        if _is_mutation(step.tool, arguments):
+        if _call_is_mutation(step.tool, arguments):
             self._epoch += 1
         return alerts
 

@@ -28,10 +28,12 @@ import re
 import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 from urllib.parse import urlsplit
 
 from features.egress import host_of
+from features.frozen import freeze, thaw
 from models.records import Step, StepKind
 
 __all__ = [
@@ -588,11 +590,57 @@ def step_terms(step: Step, *, with_result: bool = False, result_chars: int = 1_0
     >>> t = step_terms(call); t.repos, t.hosts, t.paths
     (('github.com/o/r',), ('github.com',), ('/tmp/r',))
     """
-    strings: list[str] = list(_strings(_parsed_arguments(step.arguments)))
-    if step.text and step.kind != StepKind.TOOL_RESULT:
-        strings.append(step.text[:_MAX_STRING])
-    if with_result and step.result:
-        strings.append(step.result[:result_chars])
+    # ~20 µs a step, and a pure function of a few fields: the trajectory features and
+    # intent_drift both read every tool call, and loops and retries repeat the same call
+    # (899 distinct argument/text pairs among the fixtures' 2,254 calls). So it is
+    # memoised on exactly what it reads (the egress targets as an exact frozen copy,
+    # features.frozen), bounded in entries and size; StepTerms is frozen, so sharing it
+    # is safe. Anything bigger or not plain data is computed uncached.
+    text = step.text[:_MAX_STRING] if step.text and step.kind != StepKind.TOOL_RESULT else None
+    result = step.result[:result_chars] if with_result and step.result else None
+    egress = step.detail.get("egress", ()) if isinstance(step.detail, Mapping) else ()
+    arguments = step.arguments
+    size = len(arguments or "") + len(text or "") + len(result or "")
+    key = (
+        freeze(egress, max_chars=_TERMS_MEMO_MAX_CHARS)
+        if size <= _TERMS_MEMO_MAX_CHARS and (arguments is None or type(arguments) is str)
+        else None
+    )
+    if key is None:
+        return _step_terms(arguments, text, result, egress, step.egress_host)
+    return _memo_step_terms(arguments, text, result, key, step.egress_host)
+
+
+_TERMS_MEMO_MAX_CHARS = 8_192
+"""Steps with more text than this (arguments, text, result prefix; egress targets) are
+read uncached, so the memo stays small: 1024 entries × 8 KB at most."""
+
+
+@lru_cache(maxsize=1024)
+def _memo_step_terms(
+    arguments: str | None,
+    text: str | None,
+    result: str | None,
+    egress_key: tuple[Any, ...],
+    egress_host: str | None,
+) -> StepTerms:
+    return _step_terms(arguments, text, result, thaw(egress_key), egress_host)
+
+
+def _step_terms(
+    arguments: str | None,
+    text: str | None,
+    result: str | None,
+    egress: Any,
+    egress_host: str | None,
+) -> StepTerms:
+    """:func:`step_terms` of the fields it reads: ``text`` and ``result`` already cut
+    (None when not read), ``egress`` the ``detail["egress"]`` targets."""
+    strings: list[str] = list(_strings(_parsed_arguments(arguments)))
+    if text:
+        strings.append(text)
+    if result:
+        strings.append(result)
     paths: dict[str, None] = {}
     hosts: dict[str, None] = {}
     repos: dict[str, None] = {}
@@ -619,7 +667,7 @@ def step_terms(step: Step, *, with_result: bool = False, result_chars: int = 1_0
             if p and p not in ("/", "~/", "../") and not p.startswith("//"):
                 paths[p.rstrip("/") or p] = None
         words += tokenize(rest, drop=_DROP)
-    for target in step.detail.get("egress", ()) if isinstance(step.detail, Mapping) else ():
+    for target in egress:
         if not isinstance(target, Mapping) or not target.get("host"):
             continue
         host = str(target["host"])
@@ -632,8 +680,8 @@ def step_terms(step: Step, *, with_result: bool = False, result_chars: int = 1_0
             repo = repo_of(str(target_url))
             if repo:
                 repos[repo] = None
-    if step.egress_host and step.egress_host not in package:
-        hosts[step.egress_host] = None
+    if egress_host and egress_host not in package:
+        hosts[egress_host] = None
     for host in package:
         hosts.pop(host, None)
     return StepTerms(

@@ -240,6 +240,9 @@ class Pipeline:
             if draft.step.kind == StepKind.MODEL_CALL
         }
         stored = unit.existing_step_ids(wanted) if ids else set()
+        # The stored cursors of every session this release opens, in one query.
+        opening = [s for s in dict.fromkeys(s for _, s in resolved) if s not in self._sessions]
+        cursors = unit.session_cursors(opening) if opening else {}
         seen: set[str] = set()
         steps: list[Step] = []
         alerts: list[Alert] = []
@@ -252,12 +255,12 @@ class Pipeline:
                 if step_id in stored and draft.step.kind in (StepKind.START, StepKind.END):
                     # Too late for the detectors, but the session record learns the
                     # facts only this source had (policy, budget, claimed_done).
-                    session = self._session(session_id, unit)
+                    session = self._session(session_id, cursors)
                     session.info = _updated_info(session.info, draft.step)
                     touched[session_id] = None
                 continue
             seen.add(step_id)
-            session = self._session(session_id, unit)
+            session = self._session(session_id, cursors)
             touched[session_id] = None
             self.stats.sessions.add(session_id)
             for final in self._sequence(session, draft, step_id):
@@ -333,12 +336,14 @@ class Pipeline:
         session.info = _updated_info(session.info, placed)
         return placed
 
-    def _session(self, session_id: str, unit: StoreUnit) -> _Session:
+    def _session(self, session_id: str, cursors: Mapping[str, SessionCursor]) -> _Session:
+        """The live session ``session_id``; opened from its stored cursor (``cursors``,
+        loaded by the caller for every session it may open) when it is not live."""
         session = self._sessions.get(session_id)
         if session is not None:
             self._sessions.move_to_end(session_id)
             return session
-        cursor = unit.session_cursor(session_id) or SessionCursor(session_id=session_id)
+        cursor = cursors.get(session_id) or SessionCursor(session_id=session_id)
         compaction = CompactionInference(
             drop=self.settings.compaction_drop, min_tokens=self.settings.compaction_min_tokens
         )

@@ -38,7 +38,17 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection, Engine, Executable, Table, create_engine, event, func, select
+from sqlalchemy import (
+    Connection,
+    Engine,
+    Executable,
+    Table,
+    bindparam,
+    create_engine,
+    event,
+    func,
+    select,
+)
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.engine.interfaces import DBAPIConnection
@@ -426,27 +436,52 @@ class StoreUnit:
         if "budget" in known:
             known["budget"] = dict(known["budget"])
         cursor_values = {name: getattr(cursor, name) for name in _CURSOR_COLUMNS}
-        insert = self._insert(_sessions).values(
-            {
-                "session_id": info.session_id,
-                "budget": {},
-                **known,
-                **cursor_values,
-                "updated_seq": 1,
-            }
+        statement = self._upsert_session_statement(tuple(known))
+        self._connection.execute(
+            statement, {"session_id": info.session_id, "budget": {}, **known, **cursor_values}
         )
-        statement = insert.on_conflict_do_update(
-            index_elements=["session_id"],
-            set_={
-                **{name: insert.excluded[name] for name in (*known, *cursor_values)},
-                "updated_seq": _sessions.c.updated_seq + 1,
-            },
-        )
-        self._connection.execute(statement)
+
+    def _upsert_session_statement(self, known: tuple[str, ...]) -> Executable:
+        """The session upsert for this set of known info fields, built once per dialect
+        (at most one per subset of the info fields).
+
+        Building the INSERT … ON CONFLICT DO UPDATE cost ~0.3 ms per session per commit;
+        the statement depends only on which fields are set, not on their values, which
+        are bound at execution (so SQLAlchemy's compiled cache also hits).
+        """
+        key = (self._dialect, known)
+        cached = _UPSERT_SESSION.get(key)
+        if cached is None:
+            columns = ("session_id", "budget", *known, *_CURSOR_COLUMNS)
+            insert = self._insert(_sessions).values(
+                {
+                    **{
+                        name: bindparam(name, type_=_sessions.c[name].type)
+                        for name in dict.fromkeys(columns)
+                    },
+                    "updated_seq": 1,
+                }
+            )
+            cached = _UPSERT_SESSION[key] = insert.on_conflict_do_update(
+                index_elements=["session_id"],
+                set_={
+                    **{name: insert.excluded[name] for name in (*known, *_CURSOR_COLUMNS)},
+                    "updated_seq": _sessions.c.updated_seq + 1,
+                },
+            )
+        return cached
 
     def session_cursor(self, session_id: str) -> SessionCursor | None:
         """The cursor of ``session_id`` as this transaction sees it; None if unknown."""
         return _session_cursor(self._connection, session_id)
+
+    def session_cursors(self, session_ids: Sequence[str]) -> dict[str, SessionCursor]:
+        """The cursors of the known sessions among ``session_ids``, as this transaction
+        sees them, by session id: one query per :data:`IN_CHUNK` ids instead of one a
+        session (each cost ~0.4 ms; a release often opens dozens of sessions)."""
+        query = select(_sessions.c.session_id, *(_sessions.c[name] for name in _CURSOR_COLUMNS))
+        rows = _select_in(self._connection, query, _sessions.c.session_id, session_ids)
+        return {row["session_id"]: SessionCursor(**row) for row in rows}
 
     def set_offset(self, source: str, partition: str, position: int) -> None:
         """Record that ``(source, partition)`` is consumed up to ``position``. Overwrites:
@@ -494,6 +529,7 @@ class StoreUnit:
 
 
 _RAW_STEPS_INSERT: dict[str, tuple[str, bool]] = {}
+_UPSERT_SESSION: dict[tuple[str, tuple[str, ...]], Executable] = {}
 _get_step_values = operator.attrgetter(*_STEP_FIELDS)
 _KIND_INDEX = _STEP_FIELDS.index("kind")
 _DETAIL_INDEX = _STEP_FIELDS.index("detail")

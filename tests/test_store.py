@@ -338,6 +338,19 @@ def test_upsert_session_refuses_mismatched_ids(store: Store) -> None:
         unit.upsert_session(SessionInfo(session_id=SESSION), SessionCursor(session_id=OTHER))
 
 
+def test_session_cursors_loads_the_known_ones_in_one_call(store: Store) -> None:
+    cursor = SessionCursor(session_id=SESSION, next_seq=7, model_session=1, last_ts=T0, state=b"s")
+    with store.unit() as unit:
+        assert unit.session_cursors([SESSION, OTHER]) == {}
+        unit.upsert_session(SessionInfo(session_id=SESSION), cursor)
+        unit.upsert_session(SessionInfo(session_id=OTHER), SessionCursor(session_id=OTHER))
+        assert unit.session_cursors([SESSION, "unknown", SESSION]) == {SESSION: cursor}
+        assert unit.session_cursors([OTHER, SESSION]) == {
+            SESSION: cursor,
+            OTHER: SessionCursor(session_id=OTHER),
+        }
+
+
 def test_sessions_lists_known_sessions_by_id(store: Store) -> None:
     with store.unit() as unit:
         unit.add_steps([tool_call(0, OTHER), tool_call(0)])
