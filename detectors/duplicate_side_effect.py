@@ -24,6 +24,14 @@ POST/PUT/PATCH/DELETE method. Payments and sends are critical (the duplicate rea
 someone else); the rest warn. Both recommend ``notify``: the harm is done by the time
 the duplicate is seen, a person has to reverse it.
 
+One finding per replayed call: the first replay raises the alert (onset = that first
+replay); later replays of the same call (same arguments or key, carried across retries
+after errors) raise nothing more, unless the severity escalates: a warn-class call
+replayed ``critical_replays`` times (default 3, the fourth execution) is critical.
+Each severity fires at most once per call and session. Alerts are immutable once
+raised, so the escalation alert carries the later replays as evidence (the first
+execution, the first replay, then each replay up to the escalating one; at most 20).
+
 Memory: the ledger keeps the ``window`` most recent side-effecting calls (default 64)
 and the ``window`` most recent idempotency keys, least-recently-used first out; a
 duplicate of a call older than that is not seen. Runtime retries replay a call within
@@ -39,16 +47,25 @@ contract test's 8 KiB bound for state that must not grow.
 >>> d = DuplicateSideEffect()
 >>> [(a.onset_seq, str(a.severity)) for st in steps for a in d.update(st)]
 [(5, 'critical')]
+
+A deletion replayed four times: a warning at the first replay, critical at the third,
+both with the first replay as onset.
+
+>>> s = Session("del", goal="Tidy the shared drive")
+>>> steps = [s.start(), *[st for _ in range(5) for st in s.tool("delete_file", {"id": "7"})]]
+>>> d = DuplicateSideEffect()
+>>> [(a.raised_seq, a.onset_seq, str(a.severity)) for st in steps for a in d.update(st)]
+[(3, 3, 'warn'), (7, 3, 'critical')]
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from detectors.base import Detector, make_alert
+from detectors.base import MAX_EVIDENCE, Detector, make_alert
 from detectors.registry import register
 from models.records import Action, Alert, Severity, Step, StepKind
 
@@ -114,6 +131,26 @@ _WHAT = {
 }
 
 
+@dataclass(frozen=True, slots=True)
+class _Ref:
+    """A call kept for evidence."""
+
+    seq: int
+    step_id: str
+    source_ref: str
+    ts: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Finding:
+    """One replayed call: what was reported. Frozen and replaced, never mutated, so the
+    two ledgers may hold the same one and a state round-trip cannot split it."""
+
+    refs: tuple[_Ref, ...]  # first execution, first replay, later replays (<= MAX_EVIDENCE)
+    replays: int
+    level: int  # severity raised so far: 0 none, 1 warn, 2 critical
+
+
 @dataclass(slots=True)
 class _Entry:
     """One remembered side-effecting call: identity for evidence, outcome, context."""
@@ -125,6 +162,7 @@ class _Entry:
     cls: str
     epoch: int
     status: str | None = None  # None until its result arrives
+    finding: _Finding | None = None  # once the call has been replayed
 
 
 def _effect_class(tool: str | None, arguments: str) -> str | None:
@@ -179,22 +217,30 @@ class DuplicateSideEffect(Detector):
     """Flags a side-effecting tool call executed again after it succeeded.
 
     Contract: ``update`` consumes one session's steps in order; it returns one alert
-    for each duplicate call (onset = the duplicate, evidence = the first execution,
-    its result and the duplicate). Bounded: ``window`` entries per ledger. No I/O, no
-    clock.
+    per replayed call (onset = the first replay, evidence = the replay and the first
+    execution), and one more, critical, if a warn-class call is replayed
+    ``critical_replays`` times (same onset, evidence = every replay so far, ≤ 20).
+    Bounded: ``window`` entries per ledger. No I/O, no clock.
 
     Parameters
     ----------
     window:
         How many recent side-effecting calls and idempotency keys are remembered.
+    critical_replays:
+        Replays of one warn-class call (a push, a deletion, a POST) that make it
+        critical: runtime retries replay a call once or twice, an effect executed four
+        times is an agent looping on it.
     """
 
     name = "duplicate_side_effect"
 
-    def __init__(self, *, window: int = 64) -> None:
+    def __init__(self, *, window: int = 64, critical_replays: int = 3) -> None:
         if not isinstance(window, int) or window < 1:
             raise ValueError(f"window must be an int >= 1, got {window!r}")
+        if not isinstance(critical_replays, int) or critical_replays < 1:
+            raise ValueError(f"critical_replays must be an int >= 1, got {critical_replays!r}")
         self.window = window
+        self.critical_replays = critical_replays
         self._reset()
 
     def _reset(self) -> None:
@@ -236,17 +282,29 @@ class DuplicateSideEffect(Detector):
             step.seq, step.step_id, step.source_ref, step.ts, cls or "effect", self._epoch
         )
         alerts: list[Alert] = []
-        earlier = self._keys.get(key) if key else None
-        if earlier is not None and earlier.status != "error":
-            alerts.append(self._alert(step, earlier, f"idempotency key {key!r}"))
-        elif cls is not None:
-            earlier = self._calls.get(digest)
-            if (
-                earlier is not None
-                and earlier.status not in (None, "error")
-                and not (cls == "state" and earlier.epoch != self._epoch)
-            ):
-                alerts.append(self._alert(step, earlier, "identical arguments"))
+        match: _Entry | None = None
+        same = ""
+        by_key = self._keys.get(key) if key else None
+        by_call = self._calls.get(digest) if cls is not None else None
+        if by_key is not None and by_key.status != "error":
+            match, same = by_key, f"idempotency key {key!r}"
+        elif (
+            by_call is not None
+            and by_call.status not in (None, "error")
+            and not (cls == "state" and by_call.epoch != self._epoch)
+        ):
+            match, same = by_call, "identical arguments"
+        # the finding follows the call across retries after errors; new state (an edit
+        # before a push) makes new work, and a new finding
+        prior = by_key if by_key is not None else by_call
+        finding = None
+        if prior is not None and not (prior.cls == "state" and prior.epoch != self._epoch):
+            finding = prior.finding
+        if match is not None:
+            finding, alert = self._replayed(step, match, finding, same)
+            if alert is not None:
+                alerts.append(alert)
+        entry.finding = finding
         if cls is not None:
             self._put(self._calls, digest, entry)
         if key:
@@ -258,29 +316,66 @@ class DuplicateSideEffect(Detector):
             self._epoch += 1
         return alerts
 
-    def _alert(self, step: Step, earlier: _Entry, same: str) -> Alert:
-        cls, seq, status = earlier.cls, earlier.seq, earlier.status
-        first = Step(
-            step_id=earlier.step_id,
-            session_id=step.session_id,
-            kind=StepKind.TOOL_CALL,
-            ts=earlier.ts,
-            seq=seq,
-            source_ref=earlier.source_ref,
-        )
-        severity = _SEVERITY.get(cls, Severity.WARN)
+    def _replayed(
+        self, step: Step, earlier: _Entry, finding: _Finding | None, same: str
+    ) -> tuple[_Finding, Alert | None]:
+        """Count a replay of ``earlier``'s call; the alert it raises, if any: the first
+        replay, or the one that makes the finding critical."""
+        ref = _Ref(step.seq, step.step_id, step.source_ref, step.ts)
+        if finding is None:
+            first = _Ref(earlier.seq, earlier.step_id, earlier.source_ref, earlier.ts)
+            finding = _Finding(refs=(first, ref), replays=1, level=0)
+        elif finding.level < 2:  # once critical, nothing more to report: stop collecting
+            refs = (*finding.refs, ref) if len(finding.refs) < MAX_EVIDENCE else finding.refs
+            finding = replace(finding, refs=refs, replays=finding.replays + 1)
+        else:
+            finding = replace(finding, replays=finding.replays + 1)
+        severity = _SEVERITY.get(earlier.cls, Severity.WARN)
+        if finding.replays >= self.critical_replays:
+            severity = Severity.CRITICAL
+        level = 2 if severity == Severity.CRITICAL else 1
+        if level <= finding.level:
+            return finding, None
+        finding = replace(finding, level=level)
+        return finding, self._alert(step, earlier, finding, severity, same)
+
+    def _alert(
+        self, step: Step, earlier: _Entry, finding: _Finding, severity: Severity, same: str
+    ) -> Alert:
+        first, onset, *later = finding.refs
+
+        def as_step(ref: _Ref) -> Step:
+            return Step(
+                step_id=ref.step_id,
+                session_id=step.session_id,
+                kind=StepKind.TOOL_CALL,
+                ts=ref.ts,
+                seq=ref.seq,
+                source_ref=ref.source_ref,
+            )
+
+        what = _WHAT.get(earlier.cls, _WHAT["effect"])
+        if finding.replays == 1:
+            reason = (
+                f"step {step.seq} repeats {step.tool}, {what}, with the same {same} as "
+                f"step {first.seq}, which already "
+                f"{'succeeded' if earlier.status == 'ok' else 'ran without an error'}: "
+                "a replayed side effect (retry of a call that had taken effect)."
+            )
+        else:
+            reason = (
+                f"step {step.seq} repeats {step.tool}, {what}, with the same {same} as "
+                f"step {first.seq}: replayed {finding.replays} times since step {onset.seq} "
+                f"(critical from {self.critical_replays}): the side effect is being executed "
+                "again and again."
+            )
         return make_alert(
             self.name,
-            onset=step,
+            onset=as_step(onset),
             raised=step,
-            evidence=[step, first],
+            evidence=[as_step(first), *(as_step(r) for r in later), step],
             score=1.0 if severity == Severity.CRITICAL else 0.6,
             severity=severity,
-            reason=(
-                f"step {step.seq} repeats {step.tool}, {_WHAT.get(cls, _WHAT['effect'])}, "
-                f"with the same {same} as step {seq}, which already "
-                f"{'succeeded' if status == 'ok' else 'ran without an error'}: "
-                "a replayed side effect (retry of a call that had taken effect)."
-            ),
+            reason=reason,
             action=Action.NOTIFY,
         )

@@ -47,7 +47,11 @@ Severity
   identical call, the OpenLIT count, but consecutive), or earlier — once all but the
   last call of a cycle repeated exactly (≥ 2 calls) — when that is confirmed waste: a
   call of the cycle failed again the same way, or the model calls since the cycle
-  began spend ``burn_ratio`` × the session's usual output tokens (token burn).
+  began spend ``burn_ratio`` × the session's usual output tokens (token burn), or a
+  call that failed is issued again after the calls before it in the cycle repeated
+  with the same results (the same edit re-applied after its revert, then the same
+  failing test: warned at the test's call, not its failure; fixtures seeds 11/13/17,
+  validated on 41/43: edit/test/revert delay 4 → 3 steps, no new alert elsewhere).
 - ``critical`` (KILL) at ``critical_cycles`` cycles (or failures), or when the tokens
   (``critical_tokens``) or dollars (``critical_cost``) spent since the first repeat pass
   a limit. Action: KILL, not ROLLBACK — a loop wastes budget but its repeated steps
@@ -603,6 +607,21 @@ class RunawayLoop(Detector):
         again = [c for c in repeated if c.error in failed]
         if again:
             return f"`{again[0].label}` failed again the same way"
+        # a replay of what failed: the calls before the failed one repeated with the
+        # same results (the same edit re-applied after its revert), and the failed call
+        # is issued again, its result not in yet
+        *done, pending = repeated
+        before = cycle[len(done) % len(cycle)]
+        if (
+            len(cycle) >= 2
+            and pending.status is None
+            and before.error
+            and all(c.body is not None and c.body == cycle[i].body for i, c in enumerate(done))
+        ):
+            return (
+                f"`{pending.label}` is run again after it failed, with the same calls "
+                "before it giving the same results"
+            )
         models = self._models - start.models
         if models and start.models:
             usual = max(start.out_tokens / start.models, 1.0)

@@ -120,3 +120,54 @@ def test_window_bounds_memory() -> None:
 def test_bad_window() -> None:
     with pytest.raises(ValueError):
         DuplicateSideEffect(window=0)
+
+
+def test_a_payment_sent_again_and_again_is_one_finding() -> None:
+    # AgentDojo gpt-4o repeat_user_prompt, banking user_task_3: the same payment 14 times
+    s, steps = session()
+    pay = {"recipient": "GB29NWBK60161331926819", "amount": 10.0, "subject": "Dinner"}
+    sends = [s.tool("send_money", pay) for _ in range(14)]
+    alerts = feed([*steps, *(st for call in sends for st in call)])
+    (alert,) = alerts  # critical from the first replay: nothing left to escalate
+    assert alert.severity == Severity.CRITICAL and alert.onset_step_id == sends[1][0].step_id
+    assert [e["step_id"] for e in alert.evidence] == [sends[1][0].step_id, sends[0][0].step_id]
+
+
+def test_a_warn_class_replay_escalates_once_with_the_later_replays_as_evidence() -> None:
+    s, steps = session()
+    calls = [s.tool("delete_file", {"file_id": "13"}) for _ in range(7)]
+    for call in calls:
+        steps += [*call, s.model()]
+    warn, critical = feed(steps)
+    assert (warn.severity, critical.severity) == (Severity.WARN, Severity.CRITICAL)
+    assert warn.onset_step_id == critical.onset_step_id == calls[1][0].step_id
+    assert warn.raised_seq == calls[1][0].seq and critical.raised_seq == calls[3][0].seq
+    assert warn.alert_id != critical.alert_id
+    assert [e["step_id"] for e in critical.evidence] == [calls[i][0].step_id for i in (1, 0, 2, 3)]
+    assert "replayed 3 times since step" in critical.reason
+    assert feed(steps, critical_replays=5)[1].raised_seq == calls[5][0].seq
+
+
+def test_the_finding_follows_the_call_across_a_retry_after_an_error() -> None:
+    s, steps = session()
+    args = {"channel": "#ops", "text": "Deploy done"}
+    steps += s.tool("post_message", args)
+    steps += s.tool("post_message", args)  # replay: critical
+    steps += s.tool("post_message", args, ok=False, error="rate limited")
+    steps += s.tool("post_message", args)  # a retry after an error: fine
+    steps += s.tool("post_message", args)  # the same finding again: no new alert
+    assert len(feed(steps)) == 1
+
+
+def test_a_push_of_new_state_is_a_new_finding() -> None:
+    s, steps = session()
+    for _ in range(2):
+        steps += s.tool("bash", {"command": "git push origin fix/dst"})
+        steps += s.tool("bash", {"command": "git push origin fix/dst"})
+        steps += s.tool("bash", {"command": "git commit -am 'more'"})
+    assert [a.severity for a in feed(steps)] == [Severity.WARN, Severity.WARN]
+
+
+def test_bad_critical_replays() -> None:
+    with pytest.raises(ValueError):
+        DuplicateSideEffect(critical_replays=0)

@@ -133,6 +133,46 @@ def test_edit_test_revert_cycle_warns_once_the_same_test_fails_again() -> None:
     assert "failed again the same way" in alerts[0].reason
 
 
+def etr_steps(edit_results: list[str]) -> tuple[list[Step], list[Step], list[Step]]:
+    """Edit, failing test, revert, once per edit result; the edit's result as given."""
+    s = Session("ETR2")
+    steps = warmup(s)
+    edits, tests = [], []
+    for result in edit_results:
+        steps.append(s.model())
+        edit = s.tool(
+            "edit_file", {"path": "src/app.py", "old": "a + 1", "new": "a - 1"}, result=result
+        )
+        steps += [*edit, s.model()]
+        test = s.tool("bash", {"command": "pytest -q"}, ok=False, error="2 failed")
+        steps += [*test, s.model(), *s.tool("bash", {"command": "git checkout -- src/app.py"})]
+        edits.append(edit[0])
+        tests.append(test[0])
+    return steps, edits, tests
+
+
+def test_rerunning_a_failed_test_after_the_same_edit_with_the_same_result_warns_at_once() -> None:
+    # the same edit re-applied after its revert, giving the same result: running the
+    # test that failed again is the loop, before its (predictable) failure comes back
+    steps, edits, tests = etr_steps(["Edited src/app.py: 1 replacement"] * 3)
+    (warn,) = feed(steps)
+    assert (warn.severity, warn.onset_seq, warn.raised_seq) == (
+        Severity.WARN,
+        edits[1].seq,
+        tests[1].seq,  # the call, not its result
+    )
+    assert "is run again after it failed" in warn.reason
+
+
+def test_rerunning_a_failed_test_after_an_edit_with_a_new_result_waits_for_the_failure() -> None:
+    results = ["Edited src/app.py: 1 replacement", "Edited src/app.py: 2 replacements"]
+    steps, _, tests = etr_steps([*results, results[1]])
+    (warn,) = feed(steps)
+    # the edit's new result is progress: only the test failing again the same way warns
+    assert warn.raised_seq > tests[1].seq + 1 and warn.onset_seq == tests[1].seq
+    assert "failed again the same way" in warn.reason and "run again" not in warn.reason
+
+
 def test_token_burn_confirms_a_two_call_cycle_at_its_first_repeat() -> None:
     s = Session("burn")
     steps = warmup(s)
