@@ -16,6 +16,7 @@ import copy
 import inspect
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from functools import cache
 from typing import Any, ClassVar, Self
 
@@ -70,12 +71,37 @@ def _param_names(cls: type[Detector]) -> tuple[str, ...]:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class StepRef:
+    """What an alert needs of a step — its identity and place — without its payload.
+
+    Detectors that must remember steps (for evidence and onsets) keep these, not
+    whole steps: bounded state stays small, and :func:`make_alert` takes either.
+    """
+
+    session_id: str
+    step_id: str
+    seq: int
+    ts: int
+    source_ref: str
+
+    @classmethod
+    def of(cls, step: Step | StepRef) -> StepRef:
+        if isinstance(step, StepRef):
+            return step
+        return cls(step.session_id, step.step_id, step.seq, step.ts, step.source_ref)
+
+    def ref(self) -> dict[str, Any]:
+        """The evidence reference, as :meth:`Step.ref` gives it."""
+        return {"seq": self.seq, "step_id": self.step_id, "source_ref": self.source_ref}
+
+
 def make_alert(
     detector: str,
     *,
-    onset: Step,
-    raised: Step,
-    evidence: Sequence[Step],
+    onset: Step | StepRef,
+    raised: Step | StepRef,
+    evidence: Sequence[Step | StepRef],
     score: float,
     severity: Severity,
     reason: str,

@@ -51,7 +51,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from detectors.base import Checkpoints, Detector, make_alert
+from detectors.base import Checkpoints, Detector, StepRef, make_alert
 from detectors.registry import register
 from features.policy import (
     BUDGET,
@@ -67,20 +67,6 @@ from models.records import Action, Alert, Severity, Step, StepKind
 
 MAX_KEPT = 19
 """Violating steps kept per model session (plus the compaction: 20 evidence refs)."""
-
-StepRef = tuple[str, int, str, int]
-"""(step_id, seq, source_ref, ts): what an alert needs of a step, without its payload."""
-
-
-def _ref(step: Step) -> StepRef:
-    return (step.step_id, step.seq, step.source_ref, step.ts)
-
-
-def _stub(session_id: str, ref: StepRef, kind: StepKind = StepKind.TOOL_CALL) -> Step:
-    step_id, seq, source_ref, ts = ref
-    return Step(
-        step_id=step_id, session_id=session_id, kind=kind, ts=ts, seq=seq, source_ref=source_ref
-    )
 
 
 class PolicyDetector(Detector):
@@ -157,7 +143,7 @@ class PolicyDetector(Detector):
             self._violating = []
             self._compaction = None
         if step.kind == StepKind.COMPACTION:
-            self._compaction = (_ref(step), _describe_compaction(step))
+            self._compaction = (StepRef.of(step), _describe_compaction(step))
         violations, honoured = policy.observe(step, self._pstate)
         finding = self._ledger.record(
             step,
@@ -171,9 +157,9 @@ class PolicyDetector(Detector):
             finding is not None
             and any(v.kind != BUDGET for v in finding.violations)
             and len(self._violating) < MAX_KEPT
-            and (not self._violating or self._violating[-1][1] != step.seq)
+            and (not self._violating or self._violating[-1].seq != step.seq)
         ):
-            self._violating.append(_ref(step))
+            self._violating.append(StepRef.of(step))
         return finding, compacted
 
 
@@ -232,16 +218,15 @@ class ComplianceDecay(PolicyDetector):
         return [self._alert(step, finding)]
 
     def _alert(self, step: Step, finding: Finding) -> Alert:
-        sid = step.session_id
-        onset = _stub(sid, self._violating[0])
+        onset = self._violating[0]
         led = self._ledger
         evidence = [onset]
         if self._compaction is not None:
-            evidence.append(_stub(sid, self._compaction[0], StepKind.COMPACTION))
-            where = f"the compaction at step {self._compaction[0][1]} ({self._compaction[1]})"
+            evidence.append(self._compaction[0])
+            where = f"the compaction at step {self._compaction[0].seq} ({self._compaction[1]})"
         else:  # the compaction step itself was not seen (sparse input)
             where = f"the compaction before model session {led.model_session}"
-        evidence += [_stub(sid, r) for r in self._violating[1:]]
+        evidence += self._violating[1:]
         counts = (
             f"{_plural(led.after_bad, 'violation')} in {_plural(led.after_actions, 'action')} "
             f"after vs {led.before_bad} in {led.before_actions} before "

@@ -65,7 +65,7 @@ import re
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from detectors.base import MAX_EVIDENCE, Detector, make_alert
+from detectors.base import MAX_EVIDENCE, Detector, StepRef, make_alert
 from detectors.registry import register
 from models.records import Action, Alert, Severity, Step, StepKind
 
@@ -132,21 +132,11 @@ _WHAT = {
 
 
 @dataclass(frozen=True, slots=True)
-class _Ref:
-    """A call kept for evidence."""
-
-    seq: int
-    step_id: str
-    source_ref: str
-    ts: int
-
-
-@dataclass(frozen=True, slots=True)
 class _Finding:
     """One replayed call: what was reported. Frozen and replaced, never mutated, so the
     two ledgers may hold the same one and a state round-trip cannot split it."""
 
-    refs: tuple[_Ref, ...]  # first execution, first replay, later replays (<= MAX_EVIDENCE)
+    refs: tuple[StepRef, ...]  # first execution, first replay, later replays (<= MAX_EVIDENCE)
     replays: int
     level: int  # severity raised so far: 0 none, 1 warn, 2 critical
 
@@ -321,9 +311,11 @@ class DuplicateSideEffect(Detector):
     ) -> tuple[_Finding, Alert | None]:
         """Count a replay of ``earlier``'s call; the alert it raises, if any: the first
         replay, or the one that makes the finding critical."""
-        ref = _Ref(step.seq, step.step_id, step.source_ref, step.ts)
+        ref = StepRef.of(step)
         if finding is None:
-            first = _Ref(earlier.seq, earlier.step_id, earlier.source_ref, earlier.ts)
+            first = StepRef(
+                step.session_id, earlier.step_id, earlier.seq, earlier.ts, earlier.source_ref
+            )
             finding = _Finding(refs=(first, ref), replays=1, level=0)
         elif finding.level < 2:  # once critical, nothing more to report: stop collecting
             refs = (*finding.refs, ref) if len(finding.refs) < MAX_EVIDENCE else finding.refs
@@ -344,16 +336,6 @@ class DuplicateSideEffect(Detector):
     ) -> Alert:
         first, onset, *later = finding.refs
 
-        def as_step(ref: _Ref) -> Step:
-            return Step(
-                step_id=ref.step_id,
-                session_id=step.session_id,
-                kind=StepKind.TOOL_CALL,
-                ts=ref.ts,
-                seq=ref.seq,
-                source_ref=ref.source_ref,
-            )
-
         what = _WHAT.get(earlier.cls, _WHAT["effect"])
         if finding.replays == 1:
             reason = (
@@ -371,9 +353,9 @@ class DuplicateSideEffect(Detector):
             )
         return make_alert(
             self.name,
-            onset=as_step(onset),
+            onset=onset,
             raised=step,
-            evidence=[as_step(first), *(as_step(r) for r in later), step],
+            evidence=[first, *later, step],
             score=1.0 if severity == Severity.CRITICAL else 0.6,
             severity=severity,
             reason=reason,

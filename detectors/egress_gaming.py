@@ -73,7 +73,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from detectors.base import Detector, make_alert
+from detectors.base import Detector, StepRef, make_alert
 from detectors.egress_hosts import (
     DEFAULT_ALLOWED_HOSTS,
     DEFAULT_ANSWER_KEY_PREFIXES,
@@ -282,29 +282,6 @@ def _repo_id(text: str) -> tuple[str, str] | None:
     return m.group("owner").lower(), m.group("name").lower().removesuffix(".git")
 
 
-_Ref = tuple[str, str, int, int, str, str | None]
-"""A step as evidence needs it: (session, step id, seq, ts, source_ref, call id)."""
-
-
-def _trim(step: Step) -> _Ref:
-    """The step without its bulky text: what evidence needs, small enough to keep."""
-    return (step.session_id, step.step_id, step.seq, step.ts, step.source_ref, step.call_id)
-
-
-def _step(ref: _Ref) -> Step:
-    """A minimal step standing for ``ref`` in an alert (only identity fields are read)."""
-    session_id, step_id, seq, ts, source_ref, call_id = ref
-    return Step(
-        step_id=step_id,
-        session_id=session_id,
-        kind=StepKind.TOOL_CALL,
-        ts=ts,
-        seq=seq,
-        source_ref=source_ref,
-        call_id=call_id,
-    )
-
-
 def _contains(haystack: str, needle: str) -> bool:
     """``needle`` occurs in ``haystack`` as a whole address (not inside a longer name)."""
     start = haystack.find(needle)
@@ -401,13 +378,14 @@ class EgressGaming(Detector):
         self._policy_allowed: tuple[str, ...] = ()
         self._policy_denied: tuple[str, ...] = ()
         self._remotes: dict[str, tuple[str, str] | None] = {}
-        self._fetch: tuple[_Ref, str] | None = None  # pending upstream fetch, remote name
+        self._fetch: tuple[StepRef, str] | None = None  # pending upstream fetch, remote name
         self._shas: dict[str, None] = {}  # workspace history seen before the fetch (LRU)
         self._tainted: dict[str, tuple[int, str]] = {}  # address -> (seq, kind)
         self._agent: dict[str, None] = {}  # addresses the agent itself named (LRU)
         self._graders: dict[str, None] = {}  # URLs results presented as graders
-        self._calls: dict[str, tuple[_Ref, str]] = {}  # recent calls: id -> (trimmed, git verbs)
-        self._precursors: list[_Ref] = []
+        # recent calls: step id -> (reference, git verbs, call id)
+        self._calls: dict[str, tuple[StepRef, str, str | None]] = {}
+        self._precursors: list[StepRef] = []
         self._bench_terms: list[str] = []
         self._fired: list[str] = []
 
@@ -424,8 +402,8 @@ class EgressGaming(Detector):
         return _host_in(host, base) or _host_in(host, self._policy_allowed)
 
     def _precursor(self, step: Step) -> None:
-        if all(p[1] != step.step_id for p in self._precursors):
-            self._precursors.append(_trim(step))
+        if all(p.step_id != step.step_id for p in self._precursors):
+            self._precursors.append(StepRef.of(step))
             del self._precursors[:-_MAX_PRECURSORS]
 
     # -- update --------------------------------------------------------------
@@ -518,10 +496,10 @@ class EgressGaming(Detector):
         for lo, hi in spans[:16]:
             self._taint(text[lo:hi], step)
 
-    def _by_call_id(self, call_id: str | None) -> tuple[_Ref, str] | None:
+    def _by_call_id(self, call_id: str | None) -> tuple[StepRef, str] | None:
         if call_id:
-            for call, verbs in self._calls.values():
-                if call[5] == call_id:
+            for call, verbs, known_id in self._calls.values():
+                if known_id == call_id:
                     return call, verbs
         return None
 
@@ -554,7 +532,11 @@ class EgressGaming(Detector):
         git = _GIT_RE.findall(args) if "git" in low else []
         verbs = " ".join(v for v, _ in git)
         if step.step_id:
-            self._calls[step.step_id] = (_trim(step), verbs + (" -v" if "remote -v" in low else ""))
+            self._calls[step.step_id] = (
+                StepRef.of(step),
+                verbs + (" -v" if "remote -v" in low else ""),
+                step.call_id,
+            )
             while len(self._calls) > _MAX_RECENT:
                 del self._calls[next(iter(self._calls))]
         alerts: list[Alert] = []
@@ -652,13 +634,13 @@ class EgressGaming(Detector):
                     "upstream history carries the fix the agent is asked to write.",
                 )
             if self._fetch is None:
-                self._fetch = (_trim(step), target)
+                self._fetch = (StepRef.of(step), target)
             return []
         if verb == "clone":
             return self._on_clone(step, words)
         if self._fetch is None:
             return []
-        fetch, remote = _step(self._fetch[0]), self._fetch[1]
+        fetch, remote = self._fetch
         refs = (f"{remote}/", "fetch_head", "--all", "--remotes", "--branches=*")
         low = rest.lower()
         reads = any(r in low for r in refs) or verb in ("cherry-pick", "am", "format-patch")
@@ -714,7 +696,7 @@ class EgressGaming(Detector):
         if not host:
             return []
         parent = self._calls.get(step.parent_step_id or "")
-        onset = _step(parent[0]) if parent else step
+        onset: Step | StepRef = parent[0] if parent else step
         url = step.egress_url
         data = (step.egress_method or "").upper() in _DATA_METHODS
         alerts = self._classify(onset, step, host, url, data, "span")
@@ -737,13 +719,13 @@ class EgressGaming(Detector):
             path = urlsplit(url).path.lower()
             repo = _repo_id(path.split(".git/")[0].strip("/")) if ".git/" in path else None
             if repo and self._is_repo(*repo):
-                self._fetch = (_trim(onset), "FETCH_HEAD")
+                self._fetch = (StepRef.of(onset), "FETCH_HEAD")
         return alerts
 
     # -- classification shared by calls and spans ----------------------------
 
     def _classify(
-        self, onset: Step, raised: Step, host: str, url: str | None, data: bool, via: str
+        self, onset: Step | StepRef, raised: Step, host: str, url: str | None, data: bool, via: str
     ) -> list[Alert]:
         full = (url or host).lower()
         if self._in_goal(full) or self._in_goal(host):
@@ -862,7 +844,7 @@ class EgressGaming(Detector):
         return []
 
     def _fire(
-        self, category: str, onset: Step, raised: Step, severity: Severity, reason: str
+        self, category: str, onset: Step | StepRef, raised: Step, severity: Severity, reason: str
     ) -> list[Alert]:
         if category in self._fired:
             return []
@@ -873,7 +855,7 @@ class EgressGaming(Detector):
                 self.name,
                 onset=onset,
                 raised=raised,
-                evidence=[onset, *map(_step, self._precursors), raised],
+                evidence=[onset, *self._precursors, raised],
                 score=1.0 if critical else 0.5,
                 severity=severity,
                 reason=reason,

@@ -92,7 +92,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import ClassVar
 
-from detectors.base import MAX_EVIDENCE, Checkpoints, Detector, make_alert
+from detectors.base import MAX_EVIDENCE, Checkpoints, Detector, StepRef, make_alert
 from detectors.registry import register
 from models.records import Action, Alert, Severity, Step, StepKind
 
@@ -677,9 +677,9 @@ class RunawayLoop(Detector):
         return [
             make_alert(
                 self.name,
-                onset=self._step_of(onset),
+                onset=self._ref_of(onset),
                 raised=step,
-                evidence=[self._step_of(c) for c in evidence if c is not onset],
+                evidence=[self._ref_of(c) for c in evidence if c is not onset],
                 score=min(1.0, (0.9 if critical else 0.5) + 0.02 * cycles),
                 severity=severity,
                 reason=reason,
@@ -688,13 +688,5 @@ class RunawayLoop(Detector):
             )
         ]
 
-    def _step_of(self, call: _Call) -> Step:
-        return Step(
-            step_id=call.step_id,
-            session_id=self._session_id,
-            kind=StepKind.TOOL_CALL,
-            ts=call.ts,
-            seq=call.seq,
-            tool=call.tool,
-            source_ref=call.source_ref,
-        )
+    def _ref_of(self, call: _Call) -> StepRef:
+        return StepRef(self._session_id, call.step_id, call.seq, call.ts, call.source_ref)
