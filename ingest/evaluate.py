@@ -24,6 +24,7 @@ arguments ≥ 3 times in a session" and Gemini CLI's "5 identical consecutive ca
 from __future__ import annotations
 
 import csv
+import functools
 import statistics
 import tempfile
 from collections import defaultdict
@@ -129,7 +130,7 @@ class Score:
 # -- labels -------------------------------------------------------------------------
 
 
-def load_labels(path: Path, recordings: Sequence[Path]) -> dict[str, Label]:
+def load_labels(path: Path) -> dict[str, Label]:
     with path.open(newline="") as fh:
         rows = list(csv.DictReader(fh))
     columns = set(rows[0]) if rows else set()
@@ -183,14 +184,21 @@ def _trail_labels(rows: Iterable[Mapping[str, str]], folder: Path) -> dict[str, 
     return labels
 
 
+@functools.lru_cache(maxsize=8)
+def _span_starts(trace_file: Path) -> dict[str, int]:
+    """Span id → start time of one TRAIL trace, decoded once for all its labels."""
+    starts: dict[str, int] = {}
+    for record in read_file(trace_file, "eval"):
+        for span in decode_trail(record.payload, source="eval").spans:
+            starts[span.span_id] = span.start_ns
+    return starts
+
+
 def _trail_onset(trace_file: Path, span_ids: list[str]) -> Callable[[Sequence[Step]], int | None]:
     def locate(steps: Sequence[Step]) -> int | None:
         if not span_ids:
             return None
-        starts: dict[str, int] = {}
-        for record in read_file(trace_file, "eval"):
-            for span in decode_trail(record.payload, source="eval").spans:
-                starts[span.span_id] = span.start_ns
+        starts = _span_starts(trace_file)
         times = [starts[s] for s in span_ids if s in starts]
         if not times:
             return None
@@ -410,7 +418,7 @@ def evaluate(
 ) -> Evaluation:
     """Replay ``paths`` with ``detectors`` into ``settings.db_url`` (a temporary SQLite
     file when it is the default) and score the alerts against ``labels_file``."""
-    labels = load_labels(labels_file, paths)
+    labels = load_labels(labels_file)
     with tempfile.TemporaryDirectory(prefix="trajwatch-eval-") as tmp:
         if settings.db_url == Settings().db_url:
             settings = Settings(**{**_fields(settings), "db_url": f"sqlite:///{tmp}/eval.db"})
