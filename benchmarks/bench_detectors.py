@@ -3,7 +3,9 @@ cost, and detector state per active session.
 
 1. ``replay``: the committed session logs (``fixtures/recorded/*.events.jsonl*``) through
    ``trajwatch replay`` into a fresh SQLite file with every registered detector on;
-   steps/s = stored steps / wall time, median of ``--repeat`` runs (one core).
+   steps/s = stored steps / wall time (store opening included, imports not), median of
+   ``--repeat`` runs, each in a fresh process so no memo is warm from an earlier run
+   (one core). Also without detectors, to show what the rest of the pipeline costs.
 2. ``detectors only``: the stored steps of those sessions fed to fresh detectors, per
    detector and all together (no decoding, no store): steps/s and µs per update.
 3. ``state``: pickled ``state_dict()`` of all detectors of a session after its last
@@ -20,6 +22,7 @@ import os
 import pickle
 import platform
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -29,6 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
+from detectors.registry import DetectorSet  # noqa: E402
 from ingest.config import detector_set, load_config  # noqa: E402
 from ingest.replay import replay  # noqa: E402
 from ingest.settings import Settings  # noqa: E402
@@ -39,10 +43,24 @@ def event_logs() -> list[Path]:
     return sorted((ROOT / "fixtures" / "recorded").glob("*.events.jsonl*"))
 
 
+def child_replay(url: str, *, detectors_on: bool) -> None:
+    """One timed replay in this (fresh) process; prints its wall time in seconds."""
+    config = load_config(ROOT / "trajwatch.toml")
+    detectors = detector_set(config) if detectors_on else DetectorSet([])
+    start = time.perf_counter()
+    replay(event_logs(), settings=Settings(db_url=url), detectors=detectors)
+    print(time.perf_counter() - start)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--child-replay", metavar="DB_URL", help=argparse.SUPPRESS)
+    parser.add_argument("--no-detectors", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child_replay:
+        child_replay(args.child_replay, detectors_on=not args.no_detectors)
+        return
     config = load_config(ROOT / "trajwatch.toml")
     detectors = detector_set(config)
     files = event_logs()
@@ -52,23 +70,29 @@ def main() -> None:
     )
     print(f"detectors: {', '.join(detectors.names)}")
 
-    runs = []
-    steps_stored = 0
+    runs = {"every detector on": [], "no detectors": []}
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(args.repeat):
-            url = f"sqlite:///{tmp}/r{i}.db"
-            start = time.perf_counter()
-            replay(files, settings=Settings(db_url=url), detectors=detectors)
-            runs.append(time.perf_counter() - start)
-            with Store.open(url) as store:
-                steps_stored = store.count("steps")
-                sessions = [s.session_id for s in store.sessions()]
-                streams = [store.steps(s) for s in sessions]
-    seconds = statistics.median(runs)
-    print(
-        f"replay, every detector on: {len(files)} session logs, {steps_stored} steps, "
-        f"median {seconds:.2f} s of {args.repeat} → {steps_stored / seconds:,.0f} steps/s"
-    )
+            for label, flag in (("every detector on", []), ("no detectors", ["--no-detectors"])):
+                url = f"sqlite:///{tmp}/r{i}{len(flag)}.db"
+                out = subprocess.run(
+                    [sys.executable, __file__, "--child-replay", url, *flag],
+                    check=True,
+                    capture_output=True,
+                    text=True,
+                ).stdout
+                runs[label].append(float(out.split()[-1]))
+        with Store.open(url) as store:
+            steps_stored = store.count("steps")
+            sessions = [s.session_id for s in store.sessions()]
+            streams = [store.steps(s) for s in sessions]
+    for label, seconds_list in runs.items():
+        seconds = statistics.median(seconds_list)
+        print(
+            f"replay, {label}: {len(files)} session logs, {steps_stored} steps, "
+            f"median {seconds:.2f} s of {args.repeat} fresh processes → "
+            f"{steps_stored / seconds:,.0f} steps/s, {seconds / steps_stored * 1e6:.0f} µs/step"
+        )
 
     total = sum(map(len, streams))
     print(f"detectors only, {total} steps of {len(streams)} sessions:")

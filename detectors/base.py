@@ -42,8 +42,13 @@ class Detector(ABC):
         return {name: getattr(self, name) for name in _param_names(type(self))}
 
     def clone(self) -> Self:
-        """A fresh detector with the same parameters and no state."""
-        return type(self)(**copy.deepcopy(self.get_params()))
+        """A fresh detector with the same parameters and no state.
+
+        The parameters are shared, not copied: every session's detectors are clones
+        of one configured prototype, and a deep copy of the policies they carry cost
+        ~0.2 ms per detector per new session. Parameters are read-only by contract
+        (``update`` never changes them; the contract test checks it)."""
+        return type(self)(**self.get_params())
 
     def state_dict(self) -> dict[str, Any]:
         """The state (everything ``_reset`` builds), as picklable plain data."""

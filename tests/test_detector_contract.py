@@ -4,14 +4,17 @@ sparse steps, bounded state, determinism."""
 
 from __future__ import annotations
 
+import copy
 import pickle
 import random
+from pathlib import Path
 
 import pytest
 
 from detectors.base import Detector
 from detectors.registry import REGISTRY, load_builtin
 from detectors.testing import Session
+from ingest.config import detector_set, load_config
 from models.records import Alert, Step
 
 load_builtin()
@@ -90,6 +93,21 @@ def test_clone_starts_fresh(detector: Detector) -> None:
     clone = detector.clone()
     assert pickle.dumps(clone.state_dict()) == pickle.dumps(fresh)
     assert clone.get_params() == detector.get_params()
+
+
+def test_updates_leave_the_shared_parameters_alone() -> None:
+    # Clones share their prototype's parameters (policies included): a detector that
+    # changed one would leak state from one session into every other.
+    root = Path(__file__).resolve().parents[1]
+    configured = detector_set(load_config(root / "trajwatch.toml"))
+    for prototype in configured.prototypes:
+        before = copy.deepcopy(prototype.get_params())
+        clone = prototype.clone()
+        feed(clone, long_session(300, seed=11))
+        assert clone.get_params() == before, prototype.name
+        assert all(
+            clone.get_params()[name] is value for name, value in prototype.get_params().items()
+        )
 
 
 def test_state_round_trips_and_gives_identical_later_alerts(detector: Detector) -> None:
