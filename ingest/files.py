@@ -19,8 +19,8 @@ transparently, whatever the name says, by their magic bytes):
 A *recording* is the unit of ordering (a pipeline partition): a debug bundle, or
 the files of one folder that share a stem (``run-7.events.jsonl``,
 ``run-7.otlp.binpb``: the same run seen through the session log and through
-spans). A recording's files are put in one event-time order, so steps that
-only one of them reports (egress spans) fall in their place.
+spans). Replay merges a recording's files in the order the live service would have
+received them (``ingest.replay``).
 
 A folder that is not a bundle is walked recursively in sorted order; files of
 other kinds (README, labels, policies) are skipped and counted.
@@ -31,10 +31,12 @@ from __future__ import annotations
 import csv
 import gzip
 import io
+import itertools
 import json
 import lzma
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from operator import itemgetter
 from pathlib import Path
 from typing import IO, Any, BinaryIO, cast
 
@@ -120,18 +122,16 @@ def iter_paths(paths: list[Path], stats: ReadStats) -> Iterator[tuple[Path, str]
             yield path, recording_of(path)
 
 
-def read_records(paths: list[Path], stats: ReadStats | None = None) -> Iterator[RawRecord]:
-    """Every record of every file under ``paths``; raises InputError for a missing path."""
+def read_recordings(
+    paths: list[Path], stats: ReadStats | None = None
+) -> Iterator[tuple[str, list[Iterator[RawRecord]]]]:
+    """Each recording under ``paths`` (its name, which is its partition) with the records
+    of each of its files, file by file; raises InputError for a missing path."""
     stats = stats if stats is not None else ReadStats()
-    current: str | None = None
-    for path, partition in iter_paths(paths, stats):
-        if current is not None and partition != current:
-            yield RawRecord("end_of_recording", None, current, current)
-        current = partition
-        stats.files += 1
-        yield from read_file(path, partition)
-    if current is not None:
-        yield RawRecord("end_of_recording", None, current, current)
+    for partition, group in itertools.groupby(iter_paths(paths, stats), key=itemgetter(1)):
+        files = [read_file(path, partition) for path, _ in group]
+        stats.files += len(files)
+        yield partition, files
 
 
 def read_file(path: Path, partition: str) -> Iterator[RawRecord]:

@@ -91,16 +91,12 @@ class Pipeline:
         *,
         settings: Settings | None = None,
         detectors: DetectorSet | None = None,
-        hold_partitions: bool = False,
     ) -> None:
-        """``hold_partitions``: release nothing before a partition ends (replay of a
-        recording, which is then put wholly in event-time order) instead of by the
-        event-time watermark (live input)."""
         self.store = store
         self.settings = settings or Settings()
         self.detectors = detectors or DetectorSet([])
         self.stats = Stats()
-        self._lateness_ns = None if hold_partitions else self.settings.lateness_ms * 1_000_000
+        self._lateness_ns = self.settings.lateness_ms * 1_000_000
         self._partitions: dict[str, Reorderer[Draft]] = {}
         self._traces = TraceIndex(max_traces=self.settings.max_traces)
         self._sessions: OrderedDict[str, _Session] = OrderedDict()

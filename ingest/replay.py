@@ -1,29 +1,38 @@
-"""``trajwatch replay``: recorded files through the live pipeline.
+"""``trajwatch replay``: recorded files through the live pipeline, as live delivered them.
 
-The same :class:`~ingest.pipeline.Pipeline` as the live service, with each
-recording (a debug bundle, or the files of one run that share a stem) as one
-partition, put wholly in event-time order when it ends. The live service orders
-within ``lateness_ms`` of event time instead; the two agree whenever live input
-arrived within that lateness, which is the contract "replay raises the alerts the
-live service raised" rests on. Replaying the
-same files again stores nothing twice: every step, alert and dead letter has a
-stable id.
+The same :class:`~ingest.pipeline.Pipeline` as the live service, with the same
+``lateness_ms`` watermark, and each recording (a debug bundle, or the files of one run
+that share a stem) as one partition. A recording's records are fed in the order the
+live service would have received them: a session log appends each event at its time,
+an exporter sends a span batch once its spans have ended (the root ``invoke_agent``
+span, and with it the session's start, comes last). So the files of a recording are
+merged by that delivery time, each file keeping its own order, and a replay raises
+exactly the alerts the live service raised on the same input — including what live
+cannot know yet (a goal that arrives with the root span). A document with no delivery
+order (a TRAIL trace, an AgentDojo run) is delivered whole, and its steps put in
+event-time order. Replaying the same files again stores nothing twice: every step,
+alert and dead letter has a stable id.
 """
 
 from __future__ import annotations
 
 import contextlib
+import heapq
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
 from detectors.registry import DetectorSet
 from ingest.agentdojo import record_drafts
 from ingest.errors import DecodeError
-from ingest.files import RawRecord, ReadStats, read_records
+from ingest.files import RawRecord, ReadStats, read_recordings
+from ingest.otlp_json import decode_otlp_json
+from ingest.otlp_proto import Decoded, decode_otlp_proto
 from ingest.pipeline import Pipeline
+from ingest.session_events import parse_ts
 from ingest.settings import Settings
 from ingest.trail import decode_trail
 from models.records import Alert, DeadLetter
@@ -86,10 +95,61 @@ def feed_record(pipeline: Pipeline, record: RawRecord) -> None:
     elif kind == "tool_calls_row":
         for event in tool_call_row_events(record.payload):
             pipeline.feed_event(event, **where)
-    elif kind == "end_of_recording":
-        pipeline.end_partition(record.partition)
     else:
         pipeline.add_dead_letters([_dead(record, record.reason or "unreadable record")])
+
+
+_Feed = Callable[[Pipeline], None]
+
+
+def _delivered(records: Iterator[RawRecord], settings: Settings) -> Iterator[tuple[int, _Feed]]:
+    """One file's records with the event time the live service would have received
+    each at, in file order; a record with no time of its own (a document, an invalid
+    line) counts as delivered with the record before it."""
+    at = 0
+    for record in records:
+        when, feed = _delivery(record, settings)
+        at = at if when is None else when
+        yield at, feed
+
+
+def _delivery(record: RawRecord, settings: Settings) -> tuple[int | None, _Feed]:
+    """When ``record`` reached the live service, and how to feed it to a pipeline.
+
+    Span batches are decoded here, once: a batch leaves the exporter when its last span
+    has ended. A session event is appended at its ``ts``."""
+    kind = record.format
+    if kind in ("otlp_json", "otlp_proto"):
+        decode = decode_otlp_json if kind == "otlp_json" else decode_otlp_proto
+        decoded: Decoded = decode(
+            record.payload,
+            source=SOURCE,
+            location=record.location,
+            max_attribute_bytes=settings.max_attribute_bytes,
+        )
+        sent = max((span.end_ns for span in decoded.spans), default=None)
+        return sent, lambda pipeline: pipeline.feed_decoded(decoded, partition=record.partition)
+    if kind in ("event", "tool_calls_row"):
+        ts = record.payload.get("ts") if isinstance(record.payload, dict) else None
+        return _event_time(ts), lambda pipeline: feed_record(pipeline, record)
+    if kind in ("trail", "agentdojo"):
+
+        def whole(pipeline: Pipeline) -> None:
+            feed_record(pipeline, record)
+            pipeline.end_partition(record.partition)
+
+        return None, whole
+    return None, lambda pipeline: feed_record(pipeline, record)
+
+
+def _event_time(ts: object) -> int | None:
+    if isinstance(ts, str):
+        with contextlib.suppress(ValueError):
+            ts = float(ts)  # a tool_calls.csv row's Unix seconds
+    try:
+        return parse_ts(ts)
+    except DecodeError:
+        return None  # the decoder will dead-letter it, with the reason
 
 
 def _dead(record: RawRecord, reason: str) -> DeadLetter:
@@ -146,18 +206,20 @@ def replay(
     """Replay ``paths`` into the store at ``settings.db_url``; returns what was seen."""
     store = Store.open(settings.db_url)
     try:
-        pipeline = Pipeline(store, settings=settings, detectors=detectors, hold_partitions=True)
+        pipeline = Pipeline(store, settings=settings, detectors=detectors)
         stats = ReadStats()
         since_commit = 0
-        for record in read_records(paths, stats):
-            feed_record(pipeline, record)
-            since_commit += 1
-            if record.format == "end_of_recording":
-                if progress is not None:
-                    progress(1)
-                if since_commit >= settings.commit_every:
-                    pipeline.commit()
-                    since_commit = 0
+        for partition, files in read_recordings(paths, stats):
+            timed = [_delivered(records, pipeline.settings) for records in files]
+            for _, feed in heapq.merge(*timed, key=itemgetter(0)):
+                feed(pipeline)
+                since_commit += 1
+            pipeline.end_partition(partition)
+            if progress is not None:
+                progress(1)
+            if since_commit >= settings.commit_every:
+                pipeline.commit()
+                since_commit = 0
         pipeline.close()
         sessions = sorted(pipeline.stats.sessions)
         return ReplaySummary(
