@@ -68,6 +68,11 @@ from models.records import Action, Alert, Severity, Step, StepKind
 MAX_KEPT = 19
 """Violating steps kept per model session (plus the compaction: 20 evidence refs)."""
 
+# Bound once: looking a member up on the enum class costs more than the comparison.
+_CHECKPOINT = StepKind.CHECKPOINT
+_COMPACTION = StepKind.COMPACTION
+_TOOL_CALL = StepKind.TOOL_CALL
+
 
 class PolicyDetector(Detector):
     """What ``compliance_decay`` and ``policy_violation`` share: the policy parameters,
@@ -137,14 +142,18 @@ class PolicyDetector(Detector):
         if self._policy_id is None:
             return None, False
         policy = self._compiled[self._policy_id]
-        self._checkpoints.update(step)
+        kind = step.kind
+        if kind == _CHECKPOINT:  # the only kind Checkpoints keeps; skip the call otherwise
+            self._checkpoints.update(step)
         compacted = self._ledger.roll(step.model_session)
         if compacted:
             self._violating = []
             self._compaction = None
-        if step.kind == StepKind.COMPACTION:
+        if kind == _COMPACTION:
             self._compaction = (StepRef.of(step), _describe_compaction(step))
         violations, honoured = policy.observe(step, self._pstate)
+        if not (violations or honoured or kind == _TOOL_CALL):
+            return None, compacted  # nothing for the ledger to count (most steps)
         finding = self._ledger.record(
             step,
             violations,

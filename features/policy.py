@@ -69,10 +69,11 @@ import json
 import math
 import re
 import shlex
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from types import MappingProxyType
+from typing import Any, NamedTuple, TypeVar
 
 from features.frozen import freeze, thaw
 from models.records import Step, StepKind
@@ -131,6 +132,13 @@ APPROVAL = "require_approval_for"
 REQUIRE_BEFORE = "require_before"
 BUDGET = "budget"
 _POSITIVE = frozenset({APPROVAL, REQUIRE_BEFORE})
+
+_START = StepKind.START
+_MODEL_CALL = StepKind.MODEL_CALL
+_TOOL_CALL = StepKind.TOOL_CALL
+_TOOL_RESULT = StepKind.TOOL_RESULT
+_EGRESS = StepKind.EGRESS
+_APPROVAL = StepKind.APPROVAL
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,6 +261,18 @@ _SHELL_WRITE_SCREEN = re.compile(
 )
 _SEGMENT_SPLIT = re.compile(r"&&|\|\||[;\n|&]")
 _REDIRECT_RE = re.compile(r"(?<![<>&0-9])(?:[0-9]|&)?>>?\|?\s*(?!&)([^\s;&|<>()]+)")
+# What makes shlex.split differ from str.split: quotes, backslashes, and blanks other
+# than shlex's own four (str.split also splits on \v, \f, \x1c-\x1f, NBSP, ...).
+_NEEDS_SHLEX = re.compile(r"['\"\\]|[^\S \t\r\n]")
+# A segment writes only if one of its words (as shlex or str.split reads it) is a writing
+# program: its first (after `sudo`/`env`/assignments), or the second after `git`. Such a
+# word is made of the program's letters with only quotes and backslashes removed, so
+# with those removed the segment holds the name as a whole word (maybe after a `/`).
+# No such name: no tokenising needed (shlex costs ~5 µs a segment).
+_WRITER_WORD = re.compile(
+    r"(?:^|[\s/])(?:sed|rm|rmdir|unlink|mv|cp|tee|touch|mkdir|truncate|install|ln|dd)(?=\s|$)"
+)
+_UNQUOTE = str.maketrans("", "", "'\"\\")
 _ALL_ARGS_WRITE = frozenset({"rm", "rmdir", "unlink", "touch", "mkdir", "truncate", "tee", "mv"})
 _LAST_ARG_WRITE = frozenset({"cp", "install", "ln"})
 _SCRATCH_RE = re.compile(r"^(/dev/|/tmp/|/var/tmp/|/proc/)|\.log$|(^|/)\.git/")
@@ -323,19 +343,33 @@ def _parse_arguments(raw: str | None) -> Any:
         return raw  # not JSON: the runtime sent plain text
 
 
-def _strings(value: Any, skip: frozenset[str] = frozenset()) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, Mapping):
+def _strings(value: Any, skip: frozenset[str] = frozenset()) -> list[str]:
+    """The strings in ``value`` (parsed arguments), in order; a list of strings counts as
+    one, joined by spaces. ``skip`` names keys of the top-level mapping to leave out."""
+    out: list[str] = []
+    _collect_strings(value, skip, out)
+    return out
+
+
+_NO_SKIP: frozenset[str] = frozenset()
+
+
+def _collect_strings(value: Any, skip: frozenset[str], out: list[str]) -> None:
+    t = type(value)  # exact JSON types first: the ABC checks below cost more
+    if t is str:
+        out.append(value)
+    elif t is dict or (t is not list and isinstance(value, Mapping)):
         for k, v in value.items():
             if k not in skip:
-                yield from _strings(v)
-    elif isinstance(value, list | tuple):
+                _collect_strings(v, _NO_SKIP, out)
+    elif t is list or isinstance(value, list | tuple):
         if value and all(isinstance(v, str) for v in value):
-            yield " ".join(value)
+            out.append(" ".join(value))
         else:
             for v in value:
-                yield from _strings(v, skip)
+                _collect_strings(v, skip, out)
+    elif isinstance(value, str):
+        out.append(value)
 
 
 def _command_of(value: Any) -> str | None:
@@ -358,14 +392,17 @@ def _shell_writes(command: str) -> list[str]:
     commands (see the module's Decisions). Best effort: no expansion, no subshells."""
     if not _SHELL_WRITE_SCREEN.search(command):
         return []
-    out = [m.group(1) for m in _REDIRECT_RE.finditer(command)]
+    out = [m.group(1) for m in _REDIRECT_RE.finditer(command)] if ">" in command else []
     for segment in _SEGMENT_SPLIT.split(command):
         seg = segment.strip()
-        if not seg:
+        if not seg or not _WRITER_WORD.search(seg.translate(_UNQUOTE)):
             continue
-        try:
-            words = shlex.split(seg, comments=False)
-        except ValueError:
+        if _NEEDS_SHLEX.search(seg):
+            try:
+                words = shlex.split(seg, comments=False)
+            except ValueError:
+                words = seg.split()
+        else:  # no quotes, escapes or odd blanks: shlex would split on the blanks alone
             words = seg.split()
         while words and (
             ("=" in words[0] and not words[0].startswith("-"))
@@ -429,64 +466,79 @@ def tool_view(step: Step, approval_tools: re.Pattern[str] | None = None) -> Tool
     >>> v.commands, v.writes, v.is_check
     (('sed -i s/a/b/ src/x.py && pytest -q',), ('src/x.py',), True)
     """
-    if step.kind != StepKind.TOOL_CALL:
+    if step.kind != _TOOL_CALL:
         return None
-    return _tool_view(step.tool or "", step.arguments, approval_tools or _DEFAULT_APPROVAL_RE)
+    return _view_of(step.tool or "", step.arguments, approval_tools or _DEFAULT_APPROVAL_RE)
+
+
+def _view_of(tool: str, arguments: str | None, approval_tools: re.Pattern[str]) -> ToolView:
+    # A tool asking a human quotes the command it asks about; it does not run it, so its
+    # view is its name alone. Only that test depends on the approval regexes (each policy
+    # has its own), so the parsed view below is shared by every caller of one call.
+    if tool and approval_tools.search(tool):
+        return ToolView(tool, tool, (), (), unknown_write=False, approval_request=True)
+    return _tool_view(tool, arguments)
 
 
 @lru_cache(maxsize=256)
-def _tool_view(tool: str, arguments: str | None, approval_tools: re.Pattern[str]) -> ToolView:
-    # A pure function of immutable text, cached: compliance_decay, policy_violation and
-    # premature_completion each view every tool call (~30 µs each, mostly shlex and the
-    # write regexes), and loops repeat the same call. Bounded; the key is the stored
-    # canonical argument text, so a hit is exactly the same call.
+def _tool_view(tool: str, arguments: str | None) -> ToolView:
+    """The view of a call that is not an approval request.
+
+    A pure function of immutable text, cached: compliance_decay, policy_violation and
+    premature_completion each view every tool call (~10 µs, mostly shlex and the write
+    regexes), and loops repeat the same call. Bounded; the key is the stored canonical
+    argument text, so a hit is exactly the same call."""
     args = _parse_arguments(arguments)
-    approval = bool(tool) and bool(approval_tools.search(tool))
+    shell_tool, write_tool = _tool_traits(tool)
+    is_map = type(args) is dict or isinstance(args, Mapping)
     commands: list[str] = []
-    if isinstance(args, Mapping):
+    code: list[str] = []  # Python source in the arguments, read for open(..., "w") & co.
+    if is_map:
         for key, value in args.items():
-            if key.lower() in _COMMAND_KEYS:
+            k = key.lower()
+            if k in _COMMAND_KEYS:
                 cmd = _command_of(value)
                 if cmd:
                     commands.append(cmd)
-        if not commands and _SHELL_TOOL_RE.search(tool):
+            if k in _CODE_KEYS and isinstance(value, str):
+                code.append(value)
+        if not commands and shell_tool:
             commands.extend(c for c in (_command_of(v) for v in args.values()) if c)
-    elif isinstance(args, str | list) and _SHELL_TOOL_RE.search(tool):
+    elif isinstance(args, str | list) and shell_tool:
         cmd = _command_of(args)
         if cmd:
             commands.append(cmd)
     writes: list[str] = []
     unknown = False
-    if approval:
-        commands = []  # the request quotes the command; it does not run it
-    else:
-        for cmd in commands:
-            writes.extend(_shell_writes(cmd))
-        if isinstance(args, Mapping):
-            for key, value in args.items():
-                if key.lower() in _CODE_KEYS and isinstance(value, str):
-                    for m in _PY_WRITE_RE.finditer(value):
-                        writes.append(next(g for g in m.group("p1", "p2", "p3", "p4") if g))
-        if not commands and _WRITE_TOOL_RE.search(tool):
-            tw, unknown = _tool_writes(tool, args)
-            writes.extend(tw)
+    for cmd in commands:
+        writes.extend(_shell_writes(cmd))
+    for value in code:
+        for m in _PY_WRITE_RE.finditer(value):
+            writes.append(next(g for g in m.group("p1", "p2", "p3", "p4") if g))
+    if not commands and write_tool:
+        tw, unknown = _tool_writes(tool, args)
+        writes.extend(tw)
     # Command text: the commands for shell tools; else the tool name and its argument
     # strings, minus file content for writing tools (docs *mentioning* a command are fine).
     if commands:
         text = "\n".join(commands)
-    elif approval:
-        text = tool
     else:
-        skip = _CONTENT_KEYS if (writes or unknown) else frozenset()
+        skip = _CONTENT_KEYS if (writes or unknown) else _NO_SKIP
         text = " ".join([tool, *_strings(args, skip)])
     return ToolView(
-        tool=tool,
-        text=text,
-        commands=tuple(commands),
-        writes=tuple(dict.fromkeys(writes)),
-        unknown_write=unknown,
-        approval_request=approval,
+        tool,
+        text,
+        tuple(commands),
+        tuple(dict.fromkeys(writes)) if writes else (),
+        unknown,
+        False,
     )
+
+
+@lru_cache(maxsize=1024)
+def _tool_traits(tool: str) -> tuple[bool, bool]:
+    """(shell tool, writing tool) by name; agents use a handful of tool names."""
+    return bool(_SHELL_TOOL_RE.search(tool)), bool(_WRITE_TOOL_RE.search(tool))
 
 
 _DEFAULT_APPROVAL_RE = re.compile("|".join(DEFAULT_APPROVAL_TOOLS), re.IGNORECASE)
@@ -559,6 +611,26 @@ def _compile_globs(globs: Sequence[str]) -> re.Pattern[str] | None:
         body = _glob_regex(g.rstrip("/") if g not in ("/",) else g)
         parts.append(body if g.startswith(("/", "~")) else f"(?:.*/)?{body}")
     return re.compile("(?:" + "|".join(parts) + ")")
+
+
+_DEFAULT_FLAGS = re.compile("").flags
+_GROUP_REFERENCE = re.compile(r"\\[1-9]|\(\?P=|\(\?\(")
+
+
+def _any_of(patterns: Sequence[re.Pattern[str]]) -> re.Pattern[str] | None:
+    """One regex that finds a match wherever one of ``patterns`` would (a screen: when
+    it finds nothing, none of them does). None when there is nothing to screen or the
+    patterns cannot be joined as they are: global flags of their own, or references to
+    groups by number or name, which would point elsewhere in the joined pattern."""
+    if not patterns:
+        return None
+    for p in patterns:
+        if p.flags != _DEFAULT_FLAGS or _GROUP_REFERENCE.search(p.pattern):
+            return None
+    try:
+        return re.compile("|".join(f"(?:{p.pattern})" for p in patterns))
+    except re.error:  # e.g. the same group name in two patterns
+        return None
 
 
 def _is_loopback(host: str) -> bool:
@@ -642,6 +714,42 @@ class Policy:
     budget: Budget = field(default_factory=Budget)
     _write_re: re.Pattern[str] | None = None
     _write_res: tuple[re.Pattern[str], ...] = ()
+    # Derived in __post_init__, not compared: the budget limits set (index in BUDGET_KEYS,
+    # key, limit), one regex screening all text rules at once (see _any_of), the names of
+    # the approval rules, and memos of what this policy says about a tool call and a host
+    # (see _call_rules, _host_verdict).
+    _limits: tuple[tuple[int, str, float], ...] = field(
+        default=(), init=False, compare=False, repr=False
+    )
+    _text_screen: re.Pattern[str] | None = field(
+        default=None, init=False, compare=False, repr=False
+    )
+    _approval_rules: tuple[str, ...] = field(default=(), init=False, compare=False, repr=False)
+    _calls: _Memo[tuple[str, str | None, str | None], _CallRules] = field(
+        default_factory=lambda: _Memo(), init=False, compare=False, repr=False
+    )
+    _hosts: _Memo[str, tuple[str | None, bool] | None] = field(
+        default_factory=lambda: _Memo(), init=False, compare=False, repr=False
+    )
+
+    def __post_init__(self) -> None:
+        limits = tuple(
+            (i, k, v)
+            for i, k in enumerate(BUDGET_KEYS)
+            if (v := getattr(self.budget, k)) is not None
+        )
+        object.__setattr__(self, "_limits", limits)
+        text_rules = (
+            *self.forbidden_commands,
+            *(r for rule in self.require_before for r in (rule.requires, rule.action)),
+            *self.require_approval_for,
+        )
+        object.__setattr__(self, "_text_screen", _any_of(text_rules))
+        object.__setattr__(
+            self,
+            "_approval_rules",
+            tuple(f"require_approval_for `{p.pattern}`" for p in self.require_approval_for),
+        )
 
     @classmethod
     def from_mapping(cls, policy_id: str, mapping: Mapping[str, Any]) -> Policy:
@@ -747,19 +855,26 @@ class Policy:
         """:meth:`check` plus the scopes (:attr:`Violation.scope`) this step *honoured*:
         their precondition arose here and the rule held."""
         kind = step.kind
-        if kind == StepKind.TOOL_CALL:
+        # Most frequent kinds first; the kinds are bound to module names because looking
+        # an enum member up on its class costs more than the comparison.
+        if kind == _TOOL_CALL:
             return self._tool_call(step, history)
-        if kind == StepKind.TOOL_RESULT:
-            self._tool_result(step, history)
+        if kind == _MODEL_CALL:
+            history.tokens += (step.tokens_in or 0) + (step.tokens_out or 0)
+            history.cost += step.cost or 0.0
+            return self._budget(step, history), []
+        if kind == _TOOL_RESULT:
+            if history.pending:
+                self._tool_result(step, history)
             return [], []
-        if kind == StepKind.APPROVAL:
+        if kind == _APPROVAL:
             self._approval(step, history)
             return [], []
-        if kind == StepKind.EGRESS:
+        if kind == _EGRESS:
             # An MCP `tools/call` span reaches the tool *server* the operator configured,
             # not a destination the agent chose; that destination is in the call's
             # arguments, checked at the tool call.
-            if isinstance(step.detail, Mapping) and step.detail.get("mcp_method"):
+            if _detail(step).get("mcp_method"):
                 return [], []
             if step.egress_host and not (
                 step.parent_step_id == history.last_call_step_id
@@ -767,90 +882,26 @@ class Policy:
             ):
                 return self._egress(step, (step.egress_host,), history)
             return [], []
-        if kind == StepKind.MODEL_CALL:
-            history.tokens += (step.tokens_in or 0) + (step.tokens_out or 0)
-            history.cost += step.cost or 0.0
-            return self._budget(step, history), []
-        if kind == StepKind.START:
+        if kind == _START:
             history.start_ts = step.ts
-            ws = step.detail.get("workspace") if isinstance(step.detail, Mapping) else None
+            ws = _detail(step).get("workspace")
             history.workspace = ws if isinstance(ws, str) and ws else None
         return [], []
 
     def _tool_call(self, step: Step, h: PolicyState) -> tuple[list[Violation], list[str]]:
-        view = tool_view(step, self.approval_tools)
-        assert view is not None
-        out: list[Violation] = []
-        honoured: list[str] = []
-        seq = step.seq
         h.tool_calls += 1
         h.ensure(self)
-        if view.approval_request:
-            h.approval_request = (step.arguments or "")[:500]
-            return out, honoured
-        tool_lower = view.tool.lower()
-        # forbidden tools
-        if self.forbidden_tools:
-            hit = next(
-                (t for t in self.forbidden_tools if fnmatch.fnmatchcase(tool_lower, t)), None
-            )
-            if hit:
-                out.append(
-                    Violation(
-                        f"forbidden_tools `{hit}`", FORBIDDEN_TOOL, seq, f"called {view.tool}"
-                    )
-                )
-            elif view.tool:
-                honoured.append(FORBIDDEN_TOOL)
-        # forbidden commands
-        text = view.text
-        if self.forbidden_commands and (view.commands or text.strip()):
-            before = len(out)
-            for pat in self.forbidden_commands:
-                m = pat.search(text)
-                if m:
-                    out.append(
-                        Violation(
-                            f"forbidden_commands `{pat.pattern}`",
-                            FORBIDDEN_COMMAND,
-                            seq,
-                            f"ran `{_clip(m.group(0))}` in `{_clip(text, 120)}`",
-                        )
-                    )
-            if len(out) == before and view.commands:
-                honoured.append(FORBIDDEN_COMMAND)
-        # writes
-        edited = False
-        if view.writes or view.unknown_write:
-            before = len(out)
-            for raw in view.writes:
-                path = normalise_path(raw, h.workspace)
-                if self._write_re is not None and self._write_re.fullmatch(path):
-                    glob = next(
-                        (
-                            g
-                            for g, r in zip(
-                                self.forbidden_write_paths, self._write_res, strict=True
-                            )
-                            if r.fullmatch(path)
-                        ),
-                        "?",
-                    )
-                    out.append(
-                        Violation(
-                            f"forbidden_write_paths `{glob}`",
-                            FORBIDDEN_WRITE,
-                            seq,
-                            f"wrote {raw} (glob {glob})",
-                        )
-                    )
-                if not is_scratch(path):
-                    edited = True
-            if view.unknown_write:
-                edited = True
-            if len(out) == before and self.forbidden_write_paths and view.writes:
-                honoured.append(FORBIDDEN_WRITE)
-        if edited:
+        tool, arguments = step.tool or "", step.arguments
+        rules = self._calls.get((tool, arguments, h.workspace))
+        if rules is None:
+            rules = self._rules_of(tool, arguments, h.workspace)
+        if rules.view.approval_request:
+            h.approval_request = (arguments or "")[:500]
+            return [], []
+        seq = step.seq
+        out = [Violation(rule, kind, seq, detail) for rule, kind, detail in rules.violations]
+        honoured = list(rules.honoured)
+        if rules.edited:
             h.last_edit_seq = seq
         # egress named in the arguments (HTTP spans of this call are then not re-counted)
         hosts = _hosts_of(step)
@@ -861,14 +912,12 @@ class Policy:
             out.extend(v)
             honoured.extend(hon)
         # require_before: a `requires` run in this call counts (pending its result)
-        for i, rule in enumerate(self.require_before):
-            if rule.requires.search(text):
-                h.req_seq[i] = seq
-                h.pending.append((step.call_id, seq, i))
-                del h.pending[:-8]
-        for i, rule in enumerate(self.require_before):
-            if not rule.action.search(text):
-                continue
+        for i in rules.requires:
+            h.req_seq[i] = seq
+            h.pending.append((step.call_id, seq, i))
+            del h.pending[:-8]
+        for i in rules.actions:
+            rule = self.require_before[i]
             ran = h.req_seq[i]
             if rule.since == "edit":
                 if h.last_edit_seq < 0:
@@ -890,24 +939,121 @@ class Policy:
                 )
             else:
                 what = f"no `{rule.requires.pattern}` run before it"
-            out.append(Violation(rule.rule, REQUIRE_BEFORE, seq, f"`{_clip(text, 80)}` but {what}"))
+            out.append(
+                Violation(
+                    rule.rule, REQUIRE_BEFORE, seq, f"`{_clip(rules.view.text, 80)}` but {what}"
+                )
+            )
         # approvals
-        for i, pat in enumerate(self.require_approval_for):
-            if pat.search(text):
-                if h.approvals[i]:
-                    honoured.append(f"require_approval_for `{pat.pattern}`")
-                else:
-                    out.append(
-                        Violation(
-                            f"require_approval_for `{pat.pattern}`",
-                            APPROVAL,
-                            seq,
-                            f"`{_clip(text, 80)}` without an approval",
-                        )
+        for i in rules.approvals:
+            rule_name = self._approval_rules[i]
+            if h.approvals[i]:
+                honoured.append(rule_name)
+            else:
+                out.append(
+                    Violation(
+                        rule_name,
+                        APPROVAL,
+                        seq,
+                        f"`{_clip(rules.view.text, 80)}` without an approval",
                     )
-                h.approvals[i] = False
+                )
+            h.approvals[i] = False
         out.extend(self._budget(step, h))
         return out, honoured
+
+    def _rules_of(self, tool: str, arguments: str | None, workspace: str | None) -> _CallRules:
+        # Both policy detectors check every call against the same (shared, compiled)
+        # policy, and loops repeat calls: what the rules say about a call depends only on
+        # this policy and the three strings of the key, so it is worked out once.
+        # (_tool_call looks the memo up itself first: this is the hot path.)
+        key = (tool, arguments, workspace)
+        rules = self._calls.get(key)
+        if rules is None:
+            rules = self._calls.put(key, self._call_rules(tool, arguments, workspace))
+        return rules
+
+    def _call_rules(self, tool: str, arguments: str | None, workspace: str | None) -> _CallRules:
+        """What this policy says about one tool call whatever the session did before it:
+        the prohibitions it breaks (in the order reported) or honours, whether it edits,
+        and which history-dependent rules (require_before, approvals) it triggers."""
+        view = _view_of(tool, arguments, self.approval_tools)
+        if view.approval_request:
+            return _CallRules(view, (), (), False, (), (), ())
+        out: list[tuple[str, str, str]] = []
+        honoured: list[str] = []
+        # forbidden tools
+        if self.forbidden_tools:
+            tool_lower = view.tool.lower()
+            hit = next(
+                (t for t in self.forbidden_tools if fnmatch.fnmatchcase(tool_lower, t)), None
+            )
+            if hit:
+                out.append((f"forbidden_tools `{hit}`", FORBIDDEN_TOOL, f"called {view.tool}"))
+            elif view.tool:
+                honoured.append(FORBIDDEN_TOOL)
+        text = view.text
+        # One search tells whether any text rule can match (most calls match none).
+        screened_out = self._text_screen is not None and not self._text_screen.search(text)
+        # forbidden commands
+        if screened_out:
+            if self.forbidden_commands and view.commands:
+                honoured.append(FORBIDDEN_COMMAND)
+        elif self.forbidden_commands and (view.commands or text.strip()):
+            before = len(out)
+            for pat in self.forbidden_commands:
+                m = pat.search(text)
+                if m:
+                    out.append(
+                        (
+                            f"forbidden_commands `{pat.pattern}`",
+                            FORBIDDEN_COMMAND,
+                            f"ran `{_clip(m.group(0))}` in `{_clip(text, 120)}`",
+                        )
+                    )
+            if len(out) == before and view.commands:
+                honoured.append(FORBIDDEN_COMMAND)
+        # writes
+        edited = False
+        if view.writes or view.unknown_write:
+            before = len(out)
+            for raw in view.writes:
+                path = normalise_path(raw, workspace)
+                if self._write_re is not None and self._write_re.fullmatch(path):
+                    glob = next(
+                        (
+                            g
+                            for g, r in zip(
+                                self.forbidden_write_paths, self._write_res, strict=True
+                            )
+                            if r.fullmatch(path)
+                        ),
+                        "?",
+                    )
+                    out.append(
+                        (
+                            f"forbidden_write_paths `{glob}`",
+                            FORBIDDEN_WRITE,
+                            f"wrote {raw} (glob {glob})",
+                        )
+                    )
+                if not is_scratch(path):
+                    edited = True
+            if view.unknown_write:
+                edited = True
+            if len(out) == before and self.forbidden_write_paths and view.writes:
+                honoured.append(FORBIDDEN_WRITE)
+        requires: tuple[int, ...] = ()
+        actions: tuple[int, ...] = ()
+        if self.require_before and not screened_out:
+            rb = self.require_before
+            requires = tuple(i for i, r in enumerate(rb) if r.requires.search(text))
+            actions = tuple(i for i, r in enumerate(rb) if r.action.search(text))
+        approvals: tuple[int, ...] = ()
+        if self.require_approval_for and not screened_out:
+            ra = self.require_approval_for
+            approvals = tuple(i for i, p in enumerate(ra) if p.search(text))
+        return _CallRules(view, tuple(out), tuple(honoured), edited, requires, actions, approvals)
 
     def _tool_result(self, step: Step, h: PolicyState) -> None:
         if not h.pending:
@@ -925,8 +1071,7 @@ class Policy:
 
     def _approval(self, step: Step, h: PolicyState) -> None:
         h.ensure(self)
-        detail = step.detail if isinstance(step.detail, Mapping) else {}
-        approved = detail.get("approved")
+        approved = _detail(step).get("approved")
         if approved is None:
             approved = step.status == "ok"
         request = h.approval_request or ""
@@ -941,16 +1086,19 @@ class Policy:
         out = []
         clean = False
         for host in hosts:
-            if self.allow_loopback_egress and _is_loopback(host):
-                continue
-            denied = _host_matches(host, self.denied_egress_hosts, subdomains=True)
+            verdict = self._hosts.get(host)
+            if verdict is None and host not in self._hosts:
+                verdict = self._hosts.put(host, self._host_verdict(host))
+            if verdict is None:
+                continue  # loopback
+            denied, allowed = verdict
             if denied:
                 out.append(
                     Violation(
                         f"denied_egress_hosts `{denied}`", EGRESS, step.seq, f"contacted {host}"
                     )
                 )
-            elif not _host_matches(host, self.allowed_egress_hosts, subdomains=False):
+            elif not allowed:
                 out.append(
                     Violation(
                         "allowed_egress_hosts",
@@ -963,28 +1111,82 @@ class Policy:
                 clean = True
         return out, [EGRESS] if clean and not out else []
 
+    def _host_verdict(self, host: str) -> tuple[str | None, bool] | None:
+        """(the denying pattern, allowed) for ``host``; None when it is exempt loopback."""
+        if self.allow_loopback_egress and _is_loopback(host):
+            return None
+        denied = _host_matches(host, self.denied_egress_hosts, subdomains=True)
+        if denied:
+            return denied, False
+        return None, _host_matches(host, self.allowed_egress_hosts, subdomains=False) is not None
+
     def _budget(self, step: Step, h: PolicyState) -> list[Violation]:
-        b = self.budget
-        out = []
-        used = {
-            "tokens": h.tokens,
-            "cost_usd": h.cost,
-            "tool_calls": float(h.tool_calls),
-            "wall_seconds": (step.ts - h.start_ts) / 1e9 if h.start_ts is not None else 0.0,
-        }
-        for key in BUDGET_KEYS:
-            limit = getattr(b, key)
-            if limit is not None and key not in h.budget_hit and used[key] > limit:
-                h.budget_hit.append(key)
+        out: list[Violation] = []
+        hit = h.budget_hit
+        if len(hit) >= len(self._limits):
+            return out  # no budget, or every limit already reported (each is, once)
+        used = (  # in BUDGET_KEYS order
+            h.tokens,
+            h.cost,
+            float(h.tool_calls),
+            (step.ts - h.start_ts) / 1e9 if h.start_ts is not None else 0.0,
+        )
+        for i, key, limit in self._limits:
+            if used[i] > limit and key not in hit:
+                hit.append(key)
                 out.append(
                     Violation(
                         f"budget.{key}",
                         BUDGET,
                         step.seq,
-                        f"{key} {used[key]:,.0f} over the budget of {limit:,.0f}",
+                        f"{key} {used[i]:,.0f} over the budget of {limit:,.0f}",
                     )
                 )
         return out
+
+
+class _CallRules(NamedTuple):
+    """What a policy says about one tool call before looking at the session's history
+    (see :meth:`Policy._call_rules`): violations as (rule, kind, detail), honoured scopes,
+    and the indices of the require_before/approval rules whose regexes match. A named
+    tuple rather than a frozen dataclass: one is built per distinct call, and this is
+    a third of the cost."""
+
+    view: ToolView
+    violations: tuple[tuple[str, str, str], ...]
+    honoured: tuple[str, ...]
+    edited: bool
+    requires: tuple[int, ...]
+    actions: tuple[int, ...]
+    approvals: tuple[int, ...]
+
+
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
+
+class _Memo(dict[_K, _V]):
+    """A bounded memo of a pure function, kept on the frozen object it belongs to.
+
+    Not state: it is emptied when full (a simple bound that stays correct under threads,
+    since one dict operation is atomic), left out of comparisons, and pickles empty.
+    A ``dict`` itself, so a lookup is ``dict.get``.
+    """
+
+    __slots__ = ("maxsize",)
+
+    def __init__(self, maxsize: int = 256) -> None:
+        super().__init__()
+        self.maxsize = maxsize
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.maxsize,))
+
+    def put(self, key: _K, value: _V) -> _V:
+        if len(self) >= self.maxsize:
+            self.clear()
+        self[key] = value
+        return value
 
 
 def _clip(text: str, n: int = 60) -> str:
@@ -992,8 +1194,17 @@ def _clip(text: str, n: int = 60) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
+def _detail(step: Step) -> Mapping[str, Any]:
+    """``step.detail``, or an empty mapping when a source put something else there."""
+    d = step.detail
+    return d if type(d) is dict or isinstance(d, Mapping) else _EMPTY
+
+
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
 def _hosts_of(step: Step) -> tuple[str, ...]:
-    egress = step.detail.get("egress") if isinstance(step.detail, Mapping) else None
+    egress = _detail(step).get("egress")
     if isinstance(egress, list):
         hosts = [e.get("host") for e in egress if isinstance(e, Mapping)]
         return tuple(dict.fromkeys(h for h in hosts if isinstance(h, str) and h))
@@ -1156,13 +1367,15 @@ class ComplianceLedger:
         min_rate_violations: int,
     ) -> Finding | None:
         """Count one step (call :meth:`roll` first); a :class:`Finding` if it violated."""
-        if step.kind == StepKind.TOOL_CALL:
+        behavioural = tuple(v for v in violations if v.kind != BUDGET) if violations else ()
+        if step.kind == _TOOL_CALL:
             self.after_actions += 1
-            if any(v.kind != BUDGET for v in violations):
+            if behavioural:
                 self.after_bad += 1
-        for scope in honoured:
-            self.honoured_after[scope] = self.honoured_after.get(scope, 0) + 1
-        behavioural = tuple(v for v in violations if v.kind != BUDGET)
+        if honoured:
+            after = self.honoured_after
+            for scope in honoured:
+                after[scope] = after.get(scope, 0) + 1
         if not violations:
             return None
         if self.model_session == 0 or not behavioural:

@@ -4,6 +4,8 @@ what each rule catches and lets through."""
 from __future__ import annotations
 
 import pickle
+import random
+import re
 import tomllib
 from pathlib import Path
 
@@ -11,6 +13,7 @@ import pytest
 from scipy.stats import fisher_exact
 
 from detectors.testing import Session
+from features import policy as policy_module
 from features.policy import (
     Policy,
     PolicyState,
@@ -275,3 +278,78 @@ def test_fisher_matches_scipy(table: tuple[int, int, int, int]) -> None:
     a, an, b, bn = table
     expected = fisher_exact([[a, an - a], [b, bn - b]], alternative="greater").pvalue
     assert _fisher_greater(a, an, b, bn) == pytest.approx(expected, rel=1e-9, abs=1e-12)
+
+
+# -- the speed-ups must not change what is found ------------------------------------
+
+
+def test_text_screen_joins_only_patterns_that_mean_the_same_joined() -> None:
+    assert policy_module._any_of([re.compile(r"git\s+push\s+(-f|--force)")]) is not None
+    for unjoinable in (
+        [r"(\w+) \1"],
+        [r"(?P<w>x)(?P=w)"],
+        [r"(?i)sudo"],
+        [r"(?P<a>x)", r"(?P<a>y)"],
+    ):
+        assert policy_module._any_of([re.compile(p) for p in unjoinable]) is None
+    # unscreened rules are still checked one by one
+    p = Policy.from_mapping("p", {"forbidden_commands": [r"\b(\w+) \1\b", r"(?i)SUDO"]})
+    s = Session()
+    steps = [s.start()]
+    for command in ("echo hi", "rm rm x", "sudo ls"):
+        steps += s.tool("bash", {"command": command})
+    assert [r for _, _, r in run(p, steps)] == [
+        "forbidden_commands `\\b(\\w+) \\1\\b`",
+        "forbidden_commands `(?i)SUDO`",
+    ]
+
+
+def _quoted_commands(n: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    words = ["rm", "mv", "cp", "tee", "sed", "dd", "git", "sudo", "env", "-i", "-rf", "of=/o"]
+    words += ["a.txt", "/bin/rm", "X=1", "add", "format", "echo", "r", "m", "d"]
+    glue = ["", "'", '"', "\\", "''", "/", "="]
+    seps = [" ", "\t", " && ", "; ", " | ", "\n", " > ", " 2>> ", "\xa0", "\x0b"]
+    out = []
+    for _ in range(n):
+        parts = []
+        for _ in range(rng.randint(1, 8)):
+            w = rng.choice(words)
+            i = rng.randint(0, len(w))
+            parts += [w[:i] + rng.choice(glue) + w[i:], rng.choice(seps)]
+        out.append("".join(parts))
+    return out
+
+
+def test_shell_write_screen_skips_only_segments_that_cannot_write(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    commands = [
+        "r''m -f a.txt",
+        '"/bin/rm" x',
+        "git commit -m 'rm a' && git 'rm' b",
+        "sudo FOO=1 t\\ee out.log",
+        "echo 'unterminated rm x",
+        "sed -i s/a/b/ f.py",
+        "dd if=a of=b",
+        *_quoted_commands(3_000, seed=5),
+    ]
+    screened = [policy_module._shell_writes(c) for c in commands]
+    monkeypatch.setattr(policy_module, "_WRITER_WORD", re.compile(""))  # tokenise all
+    assert screened == [policy_module._shell_writes(c) for c in commands]
+    assert sum(map(bool, screened)) > 1_000
+
+
+def test_policy_memos_are_not_state() -> None:
+    p = load("coding-strict-v1")
+    s = Session(policy_id="coding-strict-v1")
+    steps = [s.start()]
+    for _ in range(2):
+        steps += s.tool("bash", {"command": "git push origin main"})
+        steps += s.tool("web_fetch", {"url": "https://pastebin.com/raw/x"})
+    first, again = run(p, steps), run(p, steps)  # again: every call from the memo
+    assert first == again and len(first) > 2
+    assert len(p._calls) > 0
+    copy = pickle.loads(pickle.dumps(p))
+    assert copy == p == load("coding-strict-v1") and len(copy._calls) == 0
+    assert run(copy, steps) == first
