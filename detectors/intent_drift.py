@@ -244,6 +244,11 @@ class IntentDrift(Detector):
     - ``topic_share``: share of an action's words the goal/scope must hold to be on topic.
     - ``result_chars``: characters of a tool result read for links and provenance.
     - ``neutral_hosts``: registry/docs domains that are never drift.
+    - ``unanchored_factor``: while no goal is known, both weights are multiplied by it.
+      A span exporter without content capture sends the goal with the root span, when
+      the run ends; until then the scope is only what the opening calls touched.
+      OTLP-only delivery of seeds 7/11/13: 1.5 and 2.0 give F1 .90/.94/.94 with 0 FA
+      (1.0: .74/.80/.73, FA 4-8%); 1.5 has the shorter p90 delay (9 against 16).
     """
 
     name = "intent_drift"
@@ -261,6 +266,7 @@ class IntentDrift(Detector):
         # 0.5: F1 .97 on 17
         result_chars: int = 2_000,  # seeds 7/11/13/17: 1000 gives the same scores
         neutral_hosts: tuple[str, ...] = DEFAULT_NEUTRAL_HOSTS,
+        unanchored_factor: float = 1.5,
     ) -> None:
         if alarm_weight <= 0:
             raise ValueError(f"alarm_weight must be > 0, got {alarm_weight}")
@@ -276,6 +282,8 @@ class IntentDrift(Detector):
             raise ValueError(f"min_words must be >= 1, got {min_words}")
         if not 0.0 < topic_share <= 1.0:
             raise ValueError(f"topic_share must be in (0, 1], got {topic_share}")
+        if unanchored_factor < 1.0:
+            raise ValueError(f"unanchored_factor must be >= 1, got {unanchored_factor}")
         if result_chars < 100:
             raise ValueError(f"result_chars must be >= 100, got {result_chars}")
         self.alarm_weight = alarm_weight
@@ -286,6 +294,7 @@ class IntentDrift(Detector):
         self.result_chars = result_chars
         self.topic_share = topic_share
         self.neutral_hosts = neutral_hosts
+        self.unanchored_factor = unanchored_factor
         self._reset()
 
     # -- state -----------------------------------------------------------------------
@@ -763,13 +772,15 @@ class IntentDrift(Detector):
         self._critical = False
 
     def _maybe_alert(self, step: Step) -> list[Alert]:
-        if self._calls <= self.warmup_calls or self._ep_weight < self.alarm_weight:
+        # With no goal known, the scope is only what the first calls touched: ask more.
+        factor = 1.0 if self._goal_words else self.unanchored_factor
+        if self._calls <= self.warmup_calls or self._ep_weight < self.alarm_weight * factor:
             return []
         severity = None
         if not self._warned:
             severity = Severity.WARN
             self._warned = True
-        if not self._critical and self._ep_weight >= self.critical_weight:
+        if not self._critical and self._ep_weight >= self.critical_weight * factor:
             severity = Severity.CRITICAL
             self._critical = self._warned = True
         if severity is None:

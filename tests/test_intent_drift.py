@@ -400,11 +400,9 @@ def test_edits_through_absolute_paths_are_judged_by_their_change() -> None:
     assert "src/billing/" in alerts[0].reason
 
 
-def test_opening_calls_seed_the_scope_when_the_goal_comes_late() -> None:
-    """An OpenTelemetry trace whose root span carries the goal delivers it last. Before
-    any tool result, only the task can have led the agent: its opening search is the
-    task's, and research that follows it stays quiet; a tangent still fires."""
-    s = Session("late", goal="What is the length in km of the Helsinki tram network?")
+def _research_with_a_tangent(s: Session) -> tuple[list[Step], int]:
+    """On-task research, then a tangent of two actions led by a page's "see also";
+    returns the steps and the tangent's onset."""
     steps: list[Step] = [s.model(text="Plan: find the Helsinki tram network length.")]
     steps += s.tool(
         "web_search",
@@ -423,13 +421,41 @@ def test_opening_calls_seed_the_scope_when_the_goal_comes_late() -> None:
         result="HSL facts. See also: Cassini Grand Finale mission "
         "(https://science.example.gov/cassini-grand-finale)",
     )
-    onset = len(steps)
+    onset = steps[-1].seq + 1
     steps += s.tool(
         "web_search",
         {"query": "Cassini Grand Finale mission"},
         result="1. https://science.example.gov/cassini-grand-finale",
     )
     steps += s.tool("fetch_url", {"url": "https://science.example.gov/cassini-grand-finale"})
-    steps.append(s.start())  # the root span, at last
+    return steps, onset
+
+
+def test_opening_calls_seed_the_scope_when_the_goal_comes_late() -> None:
+    """An OpenTelemetry trace whose root span carries the goal delivers it last. Before
+    any tool result, only the task can have led the agent: its opening search is the
+    task's, and research that follows it stays quiet; a tangent still fires, but with
+    no goal known (the scope is only the opening calls' ground) it takes more actions."""
+    goal = "What is the length in km of the Helsinki tram network?"
+    anchored = Session("anchored", goal=goal)
+    start = anchored.start()
+    steps, onset = _research_with_a_tangent(anchored)
+    alerts = feed([start, *steps])
+    assert [(a.onset_seq, a.raised_seq) for a in alerts][:1] == [(onset, steps[-2].seq)]
+
+    late = Session("late", goal=goal)
+    steps, onset = _research_with_a_tangent(late)
+    assert feed(steps) == []  # two off-task actions are not enough without the goal
+    steps += late.tool(
+        "web_search",
+        {"query": "Cassini Grand Finale Saturn rings dive images"},
+        result="1. https://science.example.gov/cassini-grand-finale/images",
+    )
+    steps += late.tool(
+        "fetch_url", {"url": "https://science.example.gov/cassini-grand-finale/images"}
+    )
+    assert feed(steps) == []
+    steps += late.tool("fetch_url", {"url": "https://photojournal.example.gov/cassini/rings"})
+    steps.append(late.start())  # the root span, at last
     alerts = feed(steps)
     assert [a.onset_seq for a in alerts][:1] == [onset]
