@@ -712,7 +712,11 @@ def goal_text(step: Step) -> str | None:
     return None
 
 
-_LINK_SPLIT_RE = re.compile(r"[\s|,;()\[\]<>\"'`{}=]+")
+# Tokens are the runs between whitespace and these: str.translate + str.split does it
+# in C, ~3x faster than a regex split (str.split and re's \s both split on
+# Py_UNICODE_ISSPACE, so the tokens are those of re.split(r"[\s|,;()\[\]<>\"'`{}=]+")).
+_LINK_PUNCTUATION = "|,;()[]<>\"'`{}="
+_LINK_BLANKS = str.maketrans(dict.fromkeys(_LINK_PUNCTUATION, " "))
 _LINK_PATH_RE = re.compile(
     r"/?(?:[\w@+~.-]+/)+[\w@+.-]*|[\w@+-][\w@+.-]*\.[A-Za-z][A-Za-z0-9]{0,7}"
 )
@@ -759,7 +763,7 @@ def result_links(
     hosts: dict[str, None] = {}
     paths: dict[str, None] = {}
     urls: dict[str, None] = {}
-    for token in _LINK_SPLIT_RE.split(text[:limit]):
+    for token in text[:limit].translate(_LINK_BLANKS).split():
         if len(token) < 3 or ("/" not in token and "." not in token):
             continue
         if "://" in token:

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import pickle
+import re
 import subprocess
 import sys
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from detectors.testing import Session
 from features.clusters import ActionClusters
 from features.subgoals import SubgoalGraph
-from features.text_vectors import cosine, step_terms, text_vector, tokenize
+from features.text_vectors import _LINK_BLANKS, cosine, step_terms, text_vector, tokenize
 
 
 def test_tokenize_splits_identifiers() -> None:
@@ -65,3 +69,14 @@ def test_subgoal_graph_is_capped_and_measures_progress() -> None:
     for _ in range(4):
         g.update(19, ["f19.py"], seq=30)
     assert g.progress == 0.0
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.text(alphabet=st.characters(codec="utf-8") | st.sampled_from(list("|,;()[]<>\"'`{}= /.")))
+)
+def test_link_tokens_are_the_regex_split_tokens(text: str) -> None:
+    # result_links splits with str.translate + str.split (fast); the tokens must be
+    # exactly the regex split's on any text, Unicode blanks included.
+    expected = [t for t in re.split(r"[\s|,;()\[\]<>\"'`{}=]+", text) if t]
+    assert text.translate(_LINK_BLANKS).split() == expected
