@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from features.canonical import canonical_action, canonical_json
+from features.canonical import canonical_action_and_json
 from features.egress import egress_targets
 from features.frozen import freeze, thaw
 from features.redact import redact_value
@@ -51,10 +51,11 @@ def _fields(tool: str | None, arguments: Any) -> dict[str, Any]:
         detail["egress"] = [
             {"host": t.host, "url": t.url, "method": t.method, "via": t.via} for t in targets
         ]
+    action, arguments_json = canonical_action_and_json(tool, safe)
     return {
         "tool": tool,
-        "action": canonical_action(tool, safe),
-        "arguments": canonical_json(safe) if safe is not None else None,
+        "action": action,
+        "arguments": arguments_json if safe is not None else None,
         "egress_host": first.host if first else None,
         "egress_url": first.url if first else None,
         "egress_method": first.method if first else None,

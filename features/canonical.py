@@ -48,7 +48,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["canonical_action", "canonical_json"]
+__all__ = ["canonical_action", "canonical_action_and_json", "canonical_json"]
 
 _MAX_DEPTH = 64
 _LONG = 160
@@ -210,7 +210,7 @@ def canonical_json(arguments: object) -> str:
     >>> canonical_json('{"b": 1, "a": {"z": "ü", "y": "{\\\\"k\\\\": 2}"}}')
     '{"a":{"y":{"k":2},"z":"ü"},"b":1}'
     """
-    return json.dumps(_top(arguments), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _dumps(_top(arguments))
 
 
 def _render(value: Any, keep_numbers: bool) -> str:
@@ -245,8 +245,26 @@ def canonical_action(tool: str | None, arguments: object) -> str:
     >>> canonical_action("view", {"path": "a.py", "view_range": [10, 40]})
     'view(path="a.py",view_range=[10,40])'
     """
-    name = " ".join((tool or "?").split())
+    return _action(tool, _top(arguments))
+
+
+def canonical_action_and_json(tool: str | None, arguments: object) -> tuple[str, str]:
+    """``(canonical_action(tool, arguments), canonical_json(arguments))``, decoding the
+    arguments (and the JSON strings inside them) once for both.
+
+    >>> canonical_action_and_json("view", '{"path": "a.py", "view_range": [10, 40]}')
+    ('view(path="a.py",view_range=[10,40])', '{"path":"a.py","view_range":[10,40]}')
+    """
     value = _top(arguments)
+    return _action(tool, value), _dumps(value)
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _action(tool: str | None, value: Any) -> str:
+    name = " ".join((tool or "?").split())
     if isinstance(value, dict):
         body = _render(value, False)[1:-1]
     elif value is None:

@@ -250,3 +250,116 @@ def test_redact_properties(text: str) -> None:
 )
 def test_redact_value_never_raises(obj: object) -> None:
     assert redact_value(redact_value(obj)) == redact_value(obj)
+
+
+# -- the prefilter: triggers, the one-scan candidate check, trigger-anchored matching ------
+
+_FORMAT_SECRETS = [
+    AWS_KEY,
+    GHP,
+    GH_PAT,
+    SLACK,
+    OPENAI,
+    OPENAI_OLD,
+    ANTHROPIC,
+    STRIPE,
+    WHSEC,
+    JWT,
+    GOOGLE,
+    NPM,
+    PYPI,
+    HF,
+    RSA_PEM,
+    PGP,
+    RSA_PEM[:60],
+    RSA_PEM.replace("\n", "\\n"),
+    "hooks.slack.com/services/T000/B000/" + B62[:24],
+    "https://discord.com/api/webhooks/123456/" + B62,
+    "private_key_id" + '": "' + "0123456789abcdef" * 2 + "01234567",
+    "AccountKey=" + AZURE,
+    "SharedAccessKey=" + AZURE,
+    "https://x.blob.core.windows.net/c?sv=1&sig=" + B62[:20],
+    "X-Amz-Signature=" + B62[:30],
+    "postgres://app:" + PASSWORD + "@db:5432/x",
+    "Authorization: Bearer " + BEARER,
+    "AUTHORIZATION=Basic " + BEARER,
+    "bearer " + BEARER,
+    "curl -u admin:" + PASSWORD + " https://x",
+    "curl --user=admin:" + PASSWORD,
+    "DB_PASSWORD=" + PASSWORD,
+    'PGPASSWORD: "' + PASSWORD + '"',
+    "client_Secret = '" + PASSWORD + "'",
+    "X-Api-Key: " + BEARER,
+    '{\\"token\\": \\"' + PASSWORD + '\\"}',
+    "--password " + PASSWORD,
+    "--api-token=" + PASSWORD,
+    "Credential=" + PASSWORD,
+]
+_NOISE = st.text(
+    alphabet=st.sampled_from([*"aAkKsSeEyYtTpP-_:=/@.\"' \n\\|&;", "\u0130", "\u212a", "ß", "é"]),
+    max_size=30,
+)
+_embedded = st.builds(
+    lambda a, s, b: a + s + b,
+    _NOISE,
+    st.sampled_from(_FORMAT_SECRETS) | text_like,
+    _NOISE,
+)
+
+
+def _full_pass(text: str) -> str:
+    """A redaction pass without any prefilter: every rule's ``re.sub`` on the whole text."""
+    from features.redact import _RULES
+
+    for rule in _RULES:
+        text = rule.pattern.sub(rule.replace, text)
+    return text
+
+
+def _full_redact(text: str) -> str:
+    from features.redact import _MAX_PASSES
+
+    for _ in range(_MAX_PASSES):
+        redacted = _full_pass(text)
+        if redacted == text:
+            break
+        text = redacted
+    return text
+
+
+@pytest.mark.parametrize("secret", _FORMAT_SECRETS)
+def test_format_secrets_pass_the_prefilter(secret: str) -> None:
+    from features.redact import _CANDIDATE_RE, _lower
+
+    assert _CANDIDATE_RE.search(_lower(secret)) is not None
+    assert redact(secret) == _full_redact(secret) != secret
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.one_of(_embedded, text_like, st.text(max_size=120)))
+def test_prefilter_never_skips_what_the_full_patterns_catch(text: str) -> None:
+    from features.redact import _CANDIDATE_RE, _RULES, _lower
+
+    low = _lower(text)
+    for rule in _RULES:
+        for m in rule.pattern.finditer(text):
+            # every match holds one of its rule's triggers, and the one scan sees one
+            assert any(t in _lower(m.group(0)) for t in rule.triggers), (rule.name, m)
+            assert _CANDIDATE_RE.search(low) is not None
+            if rule.anchored:
+                assert any(low.startswith(t, m.start()) for t in rule.triggers), rule.name
+    assert redact(text) == _full_redact(text)
+
+
+def test_trigger_anchored_matching_is_re_sub() -> None:
+    from features.redact import _RULES, _lower, _sub_at_triggers
+
+    text = (
+        "token=a PASSWORD=b password_reset=x key: k1 KEY=k2 auth='z' Secret=s secrets=no "
+        "api_key=api_key credential:'c' tokentoken=t pwd=${P} passpass=p2 "
+    ) * 3
+    for rule in _RULES:
+        if rule.anchored:
+            assert _sub_at_triggers(rule, text, _lower(text)) == rule.pattern.sub(
+                rule.replace, text
+            )
