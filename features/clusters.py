@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from features.text_vectors import SparseVector, add_into, cosine
+from features.text_vectors import SparseVector, add_into
 
 __all__ = ["ActionClusters"]
 
@@ -50,13 +50,31 @@ class ActionClusters:
         self.last_used_: dict[int, int] = {}
         self.next_id_ = 0
         self.n_ = 0
+        self._norms: dict[int, float] = {}  # a cache of the centroids' norms, not state
 
     def predict_one(self, vec: Mapping[int, float]) -> tuple[int | None, float]:
         """The nearest cluster and its cosine similarity; ``(None, 0.0)`` when none is
         similar enough (the vector would found a new cluster)."""
         best, best_sim = None, 0.0
+        norms = self._norms
+        vec_norm = _norm(vec) if vec else 0.0
         for cid, centroid in self.centroids_.items():
-            sim = cosine(vec, centroid)
+            # features.text_vectors.cosine, with the norms computed once: the vector's
+            # for all centroids, each centroid's until it changes. Same operations in
+            # the same order, so the same floats.
+            if not vec or not centroid:
+                continue
+            small, large = (centroid, vec) if len(vec) > len(centroid) else (vec, centroid)
+            dot = sum(v * large.get(k, 0.0) for k, v in small.items())
+            if dot == 0.0:
+                continue
+            centroid_norm = norms.get(cid)
+            if centroid_norm is None:
+                centroid_norm = norms[cid] = _norm(centroid)
+            if small is vec:
+                sim = min(1.0, dot / (vec_norm * centroid_norm))
+            else:
+                sim = min(1.0, dot / (centroid_norm * vec_norm))
             if sim > best_sim or (sim == best_sim and best is not None and cid < best):
                 best, best_sim = cid, sim
         if best is None or best_sim < self.threshold:
@@ -74,11 +92,13 @@ class ActionClusters:
             if len(self.centroids_) >= self.max_clusters:
                 oldest = min(self.last_used_, key=lambda k: (self.last_used_[k], k))
                 del self.centroids_[oldest], self.sizes_[oldest], self.last_used_[oldest]
+                self._norms.pop(oldest, None)
             cid = self.next_id_
             self.next_id_ += 1
             self.centroids_[cid] = {}
             self.sizes_[cid] = 0
         add_into(self.centroids_[cid], vec, max_size=self.max_terms)
+        self._norms.pop(cid, None)
         self.sizes_[cid] += 1
         self.last_used_[cid] = self.n_
         return cid
@@ -86,3 +106,7 @@ class ActionClusters:
     def state(self) -> dict[str, Any]:
         """The learned attributes as plain data (for checkpointing)."""
         return {k: v for k, v in vars(self).items() if k.endswith("_")}
+
+
+def _norm(vec: Mapping[int, float]) -> float:
+    return float(sum(v * v for v in vec.values()) ** 0.5)

@@ -29,7 +29,6 @@ True
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
 import operator
 import time
@@ -99,7 +98,8 @@ _CURSOR_COLUMNS = ("next_seq", "model_session", "last_ts", "state")
 _T = TypeVar("_T")
 
 # Compact JSON, and unicode kept as is (the default escapes every non-ASCII character).
-_json_dumps = functools.partial(json.dumps, separators=(",", ":"), ensure_ascii=False)
+# One encoder, built once: json.dumps with arguments builds a new one per call (~1 µs).
+_json_dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
