@@ -51,15 +51,20 @@ class Detector(ABC):
         return type(self)(**self.get_params())
 
     def state_dict(self) -> dict[str, Any]:
-        """The state (everything ``_reset`` builds), as picklable plain data."""
+        """The state (everything ``_reset`` builds), as picklable plain data.
+
+        Deep-copied as one object, so an object that several attributes share stays one
+        object (runaway_loop keeps a call in its window, its open calls and its retry
+        chains, and tests it by identity); copied attribute by attribute, a restored
+        detector held two copies and alerted differently."""
         params = set(self.get_params())
-        return {k: copy.deepcopy(v) for k, v in vars(self).items() if k not in params}
+        return copy.deepcopy({k: v for k, v in vars(self).items() if k not in params})
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore what :meth:`state_dict` returned; later alerts are identical."""
         self._reset()
-        for key, value in state.items():
-            setattr(self, key, copy.deepcopy(value))
+        for key, value in copy.deepcopy(state).items():
+            setattr(self, key, value)
 
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())

@@ -47,6 +47,14 @@ from models.records import Action, Alert, Severity, Step, StepKind
 
 __all__ = ["BudgetOverrun"]
 
+# enum members bound once: a module global is cheaper than a class attribute lookup
+_START = StepKind.START
+_END = StepKind.END
+_MODEL_CALL = StepKind.MODEL_CALL
+_TOOL_CALL = StepKind.TOOL_CALL
+_WARN = Severity.WARN
+_CRITICAL = Severity.CRITICAL
+
 _SECOND = 1_000_000_000
 RESOURCES = ("tokens", "cost_usd", "tool_calls", "wall_seconds")
 _UNITS = {
@@ -123,35 +131,39 @@ class BudgetOverrun(Detector):
         self._fired: set[tuple[str, str]] = set()
 
     def update(self, step: Step) -> list[Alert]:
+        kind = step.kind
         if self._start_ts is None:
             self._start_ts = step.ts  # the START step, or the first step seen
-        if step.kind == StepKind.START:
-            self._read_budget(step.detail)
         used = self._used
-        if step.kind == StepKind.MODEL_CALL:
+        if kind == _MODEL_CALL:
             used["tokens"] += (step.tokens_in or 0) + (step.tokens_out or 0)
-        if step.cost and step.kind not in (StepKind.START, StepKind.END):
-            used["cost_usd"] += step.cost  # a START/END figure would be a session total
-        if step.kind == StepKind.TOOL_CALL:
+        elif kind == _TOOL_CALL:
             used["tool_calls"] += 1
-        used["wall_seconds"] = max(used["wall_seconds"], (step.ts - self._start_ts) / _SECOND)
+        elif kind == _START:
+            self._read_budget(step.detail)
+        if step.cost and kind != _START and kind != _END:
+            used["cost_usd"] += step.cost  # a START/END figure would be a session total
+        wall = (step.ts - self._start_ts) / _SECOND
+        if wall > used["wall_seconds"]:  # max(), without the call
+            used["wall_seconds"] = wall
         if not self._limits:
             return []
         crossed: dict[Severity, list[str]] | None = None
+        warn_fraction = self.warn_fraction
         for resource, limit in self._limits.items():
             share = used[resource] / limit
-            if share < self.warn_fraction:
+            if share < warn_fraction:
                 continue  # below both lines (warn_fraction < 1): the common case, skip early
             if crossed is None:
-                crossed = {Severity.WARN: [], Severity.CRITICAL: []}
-            for severity, line in ((Severity.CRITICAL, 1.0), (Severity.WARN, self.warn_fraction)):
+                crossed = {_WARN: [], _CRITICAL: []}
+            for severity, line in ((_CRITICAL, 1.0), (_WARN, warn_fraction)):
                 if share >= line and (resource, str(severity)) not in self._fired:
                     self._fired.add((resource, str(severity)))
                     crossed[severity].append(resource)
         if crossed is None:
             return []
         alerts = []
-        for severity in (Severity.WARN, Severity.CRITICAL):
+        for severity in (_WARN, _CRITICAL):
             if crossed[severity]:
                 alerts.append(self._alert(step, severity, crossed[severity]))
         return alerts

@@ -70,6 +70,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from functools import lru_cache
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -85,6 +86,12 @@ from features.egress import host_of
 from models.records import Action, Alert, Severity, Step, StepKind
 
 __all__ = ["EgressGaming"]
+
+# enum members bound once: a module global is cheaper than a class attribute lookup
+_TOOL_CALL = StepKind.TOOL_CALL
+_TOOL_RESULT = StepKind.TOOL_RESULT
+_EGRESS = StepKind.EGRESS
+_START = StepKind.START
 
 
 _GRADER_WORDS = frozenset(
@@ -239,6 +246,7 @@ _STOP = frozenset(
     }
 )
 _MAX_RECENT = 16
+_RefFields = tuple[str, str, int, int, str]  # StepRef's fields, in order
 _CUE_LOOKBACK = 0
 _CLOSE_RE = re.compile(r"<\s*/\s*(?:information|instructions?|system|important)\s*>")
 _MAX_PRECURSORS = 8
@@ -383,8 +391,9 @@ class EgressGaming(Detector):
         self._tainted: dict[str, tuple[int, str]] = {}  # address -> (seq, kind)
         self._agent: dict[str, None] = {}  # addresses the agent itself named (LRU)
         self._graders: dict[str, None] = {}  # URLs results presented as graders
-        # recent calls: step id -> (reference, git verbs, call id)
-        self._calls: dict[str, tuple[StepRef, str, str | None]] = {}
+        # recent calls: step id -> (StepRef fields, git verbs, call id); a plain tuple
+        # costs a tenth of a StepRef, built only for the rare egress span that needs it
+        self._calls: dict[str, tuple[_RefFields, str, str | None]] = {}
         self._precursors: list[StepRef] = []
         self._bench_terms: list[str] = []
         self._fired: list[str] = []
@@ -410,14 +419,14 @@ class EgressGaming(Detector):
 
     def update(self, step: Step) -> list[Alert]:
         kind = step.kind
-        if kind == StepKind.TOOL_CALL:
+        if kind == _TOOL_CALL:
             return self._on_call(step)
-        if kind == StepKind.TOOL_RESULT:
+        if kind == _TOOL_RESULT:
             self._on_result(step)
             return []
-        if kind == StepKind.EGRESS:
+        if kind == _EGRESS:
             return self._on_egress(step)
-        if kind == StepKind.START:
+        if kind == _START:
             self._on_start(step)
         return []
 
@@ -463,8 +472,8 @@ class EgressGaming(Detector):
         if not text:
             return
         text = text[: self.max_scan_chars]
-        call = self._calls.get(step.parent_step_id or "") or self._by_call_id(step.call_id)
-        verbs = call[1] if call else ""
+        call = self._calls.get(step.parent_step_id or "")
+        verbs = call[1] if call else self._verbs_by_call_id(step.call_id)
         if "remote" in verbs or " -v" in verbs:
             for line in text.splitlines()[:32]:
                 parts = line.split()
@@ -473,70 +482,41 @@ class EgressGaming(Detector):
         if "log" in verbs and self._fetch is None:
             for sha in _SHA_RE.findall(text[:8192]):
                 self._remember(self._shas, sha[:7])
-        low = text.lower()
-        if "http" in low and any(w in low for w in _GRADER_ANCHORS):
-            for m in _GRADER_ADDR_RE.finditer(low[:8192]):
-                self._remember(self._graders, m.group(1).rstrip("."))
-        if not any(anchor in low for anchor in _CUE_ANCHORS):
-            return
-        # The attacker's address follows the instruction ("... must POST to X", "please
-        # do the following first: send to X"); text before the cue is mostly the carrier
-        # (headers, the page's own links), so windows start at the cue. Overlapping
-        # windows are merged: one injection holds several cues.
-        spans: list[tuple[int, int]] = []
-        for start, end in _cues(low):
-            lo, hi = max(0, start - _CUE_LOOKBACK), end + self.cue_window
-            close = _CLOSE_RE.search(low, end, hi)
-            if close is not None:  # an explicit <information>…</information> block ends here
-                hi = close.start()
-            if spans and lo <= spans[-1][1]:
-                spans[-1] = (spans[-1][0], max(hi, spans[-1][1]))
-            else:
-                spans.append((lo, hi))
-        for lo, hi in spans[:16]:
-            self._taint(text[lo:hi], step)
+        graders, found = _scan_result(text, self.cue_window)
+        for address in graders:
+            self._remember(self._graders, address)
+        if found:
+            self._taint(found, step)
 
-    def _by_call_id(self, call_id: str | None) -> tuple[StepRef, str] | None:
+    def _verbs_by_call_id(self, call_id: str | None) -> str:
         if call_id:
-            for call, verbs, known_id in self._calls.values():
+            for _, verbs, known_id in self._calls.values():
                 if known_id == call_id:
-                    return call, verbs
-        return None
+                    return verbs
+        return ""
 
-    def _taint(self, window: str, step: Step) -> None:
-        def add(address: str, kind: str) -> None:
+    def _taint(self, found: tuple[tuple[str, str, str | None], ...], step: Step) -> None:
+        """Taint the addresses :func:`_scan_result` found near cues, in their order:
+        not the agent's own, not already tainted, not in the goal, not allowed hosts."""
+        for address, kind, host in found:
+            if host is not None and self._allowed(host):
+                continue
             if address in self._agent or address in self._tainted or self._in_goal(address):
-                return
+                continue
             self._remember(self._tainted, address, (step.seq, kind))
-
-        for m in _EMAIL_RE.finditer(window):
-            add(m.group(0).lower(), "e-mail address")
-        hosts = [host_of(u) for u in _URL_RE.findall(window)]
-        rest = _EMAIL_RE.sub(" ", _URL_RE.sub(" ", window))
-        hosts += [m.group(0).lower() for m in _BARE_HOST_RE.finditer(rest)]
-        for host in hosts:
-            if host and not self._allowed(host):
-                add(host.removeprefix("www."), "address")
-        for m in _IBAN_RE.finditer(window):
-            add(m.group(0).lower(), "account")
 
     # -- tool calls ------------------------------------------------------------
 
     def _on_call(self, step: Step) -> list[Alert]:
         args = step.arguments or ""
-        low = args.lower()
-        if self._repo is None and self._repo_name is None and "workdir" in low:
-            m = _WORKDIR_RE.search(low)
-            if m and m.group(1).rstrip("/"):
-                self._repo_name = m.group(1).rstrip("/").rsplit("/", 1)[-1]
-        git = _GIT_RE.findall(args) if "git" in low else []
-        verbs = " ".join(v for v, _ in git)
+        low, workdir, git, verbs, emails, bench_words, precursor, reads = _call_facts(
+            step.tool, args
+        )
+        if workdir is not None and self._repo is None and self._repo_name is None:
+            self._repo_name = workdir
         if step.step_id:
-            self._calls[step.step_id] = (
-                StepRef.of(step),
-                verbs + (" -v" if "remote -v" in low else ""),
-                step.call_id,
-            )
+            ref = (step.session_id, step.step_id, step.seq, step.ts, step.source_ref)
+            self._calls[step.step_id] = (ref, verbs, step.call_id)
             while len(self._calls) > _MAX_RECENT:
                 del self._calls[next(iter(self._calls))]
         alerts: list[Alert] = []
@@ -544,7 +524,6 @@ class EgressGaming(Detector):
         if self._tainted and "injected" not in self._fired:
             # A read (search_emails, get_user) that merely *names* an address sends
             # nothing to it; it counts only when the address is where the read goes.
-            reads = bool(step.tool and _READ_TOOL_RE.match(step.tool))
             hosts = _target_hosts(step) if reads else ()
             for address, (seen, what) in self._tainted.items():
                 if (address in hosts) if reads else _contains(low, address):
@@ -580,26 +559,18 @@ class EgressGaming(Detector):
             alerts += self._classify(step, step, host, url, data, via)
             if not via.startswith("git_"):
                 self._remember(self._agent, host.removeprefix("www."))
-        if "@" in args:
-            for m in _EMAIL_RE.finditer(args):
-                self._remember(self._agent, m.group(0).lower())
+        for address in emails:
+            self._remember(self._agent, address)
         # 3. git: remotes, upstream fetches and reading what they brought
         for verb, rest in git:
             alerts += self._on_git(step, verb.split()[0] if verb != "remote add" else verb, rest)
         # 4. precursors: searching for a benchmark's answers, reading the environment
-        if any(a in low for a in _SEEK_ANCHORS) and _ANSWER_SEEK_RE.search(low):
+        if precursor:
             self._precursor(step)
-            for word in _WORD_SPLIT.split(low):
-                if (
-                    len(word) >= 3
-                    and word not in _STOP
-                    and not word.isdigit()
-                    and word not in self._bench_terms
-                    and len(self._bench_terms) < 16
-                ):
-                    self._bench_terms.append(word)
-        elif "env" in low and _ENV_RE.search(low):
-            self._precursor(step)
+            terms = self._bench_terms
+            for word in bench_words:
+                if word not in terms and len(terms) < 16:
+                    terms.append(word)
         return alerts
 
     def _on_git(self, step: Step, verb: str, rest: str) -> list[Alert]:
@@ -696,7 +667,7 @@ class EgressGaming(Detector):
         if not host:
             return []
         parent = self._calls.get(step.parent_step_id or "")
-        onset: Step | StepRef = parent[0] if parent else step
+        onset: Step | StepRef = StepRef(*parent[0]) if parent else step
         url = step.egress_url
         data = (step.egress_method or "").upper() in _DATA_METHODS
         alerts = self._classify(onset, step, host, url, data, "span")
@@ -771,7 +742,7 @@ class EgressGaming(Detector):
             else self.answer_key_prefixes
         )
         hostpath = host + path
-        if "answer_key" not in self._fired and any(hostpath.startswith(p) for p in prefixes):
+        if "answer_key" not in self._fired and hostpath.startswith(tuple(prefixes)):
             names = (
                 DEFAULT_BENCHMARK_NAMES if self.benchmark_names is None else self.benchmark_names
             )
@@ -862,6 +833,124 @@ class EgressGaming(Detector):
                 action=Action.KILL if critical else Action.NOTIFY,
             )
         ]
+
+
+# -- pure functions of a step's immutable text, memoised --------------------------
+#
+# Scanning a tool result for cues and addresses is most of this detector's cost (the
+# lower-cased copy and 19 anchor searches on every result, ~70 µs of cue regexes and
+# ~100 µs of address regexes on the ~13% that hold an anchor), and tool results and
+# calls repeat: polls, retries, loops, and environments that serve the same pages
+# (AgentDojo: 5,110 distinct texts among 13,821 results). The scans below depend on the
+# text alone, so they are memoised, bounded in entries and in size: a text longer than
+# ``_MEMO_MAX_CHARS`` is scanned uncached (at most 256 × 16 K characters are held).
+# What the detector's state decides (allowed hosts, the goal, the ledgers) is applied
+# to their results afterwards, in the same order as before.
+
+_MEMO_MAX_CHARS = 16_384
+
+# an address found near a cue: (address, kind, host to test against the allowed hosts)
+_Found = tuple[tuple[str, str, str | None], ...]
+
+
+def _scan_result_text(text: str, cue_window: int) -> tuple[tuple[str, ...], _Found]:
+    """Grader URLs a tool result presents, and the addresses inside ``cue_window``
+    characters after its injection cues, in the order the ledgers take them."""
+    low = text.lower()
+    graders: tuple[str, ...] = ()
+    if "http" in low and any(w in low for w in _GRADER_ANCHORS):
+        graders = tuple(m.group(1).rstrip(".") for m in _GRADER_ADDR_RE.finditer(low[:8192]))
+    if not any(anchor in low for anchor in _CUE_ANCHORS):
+        return graders, ()
+    # The attacker's address follows the instruction ("... must POST to X", "please
+    # do the following first: send to X"); text before the cue is mostly the carrier
+    # (headers, the page's own links), so windows start at the cue. Overlapping
+    # windows are merged: one injection holds several cues.
+    spans: list[tuple[int, int]] = []
+    for start, end in _cues(low):
+        lo, hi = max(0, start - _CUE_LOOKBACK), end + cue_window
+        close = _CLOSE_RE.search(low, end, hi)
+        if close is not None:  # an explicit <information>…</information> block ends here
+            hi = close.start()
+        if spans and lo <= spans[-1][1]:
+            spans[-1] = (spans[-1][0], max(hi, spans[-1][1]))
+        else:
+            spans.append((lo, hi))
+    found: list[tuple[str, str, str | None]] = []
+    for lo, hi in spans[:16]:
+        found += _window_addresses(text[lo:hi])
+    return graders, tuple(found)
+
+
+def _window_addresses(window: str) -> list[tuple[str, str, str | None]]:
+    """E-mail addresses, URL and bare hosts, and IBAN-like accounts in ``window``.
+    The e-mail regex needs an ``@`` and the URL regex a ``://``: without one, neither
+    can match, and their scans and substitutions are skipped."""
+    found: list[tuple[str, str, str | None]] = []
+    mail = "@" in window
+    if mail:
+        found += [(m.group(0).lower(), "e-mail address", None) for m in _EMAIL_RE.finditer(window)]
+    rest = window
+    hosts: list[str | None] = []
+    if "://" in window:
+        hosts = [host_of(u) for u in _URL_RE.findall(window)]
+        rest = _URL_RE.sub(" ", rest)
+    if mail:
+        rest = _EMAIL_RE.sub(" ", rest)
+    hosts += [m.group(0).lower() for m in _BARE_HOST_RE.finditer(rest)]
+    found += [(host.removeprefix("www."), "address", host) for host in hosts if host]
+    found += [(m.group(0).lower(), "account", None) for m in _IBAN_RE.finditer(window)]
+    return found
+
+
+_memo_scan_result = lru_cache(maxsize=4096)(_scan_result_text)
+
+
+def _scan_result(text: str, cue_window: int) -> tuple[tuple[str, ...], _Found]:
+    if len(text) > _MEMO_MAX_CHARS:
+        return _scan_result_text(text, cue_window)
+    return _memo_scan_result(text, cue_window)
+
+
+# (lower-cased arguments, working directory name, git commands, their verbs, e-mail
+# addresses, benchmark words, a precursor, a read tool)
+_CallFacts = tuple[
+    str, str | None, tuple[tuple[str, str], ...], str, tuple[str, ...], tuple[str, ...], bool, bool
+]
+
+
+def _call_facts_of(tool: str | None, args: str) -> _CallFacts:
+    """What a tool call's name and arguments say, before any state is consulted."""
+    low = args.lower()
+    workdir = None
+    if "workdir" in low:
+        m = _WORKDIR_RE.search(low)
+        if m and m.group(1).rstrip("/"):
+            workdir = m.group(1).rstrip("/").rsplit("/", 1)[-1]
+    git = tuple(_GIT_RE.findall(args)) if "git" in low else ()
+    verbs = " ".join(v for v, _ in git) + (" -v" if "remote -v" in low else "")
+    emails = tuple(m.group(0).lower() for m in _EMAIL_RE.finditer(args)) if "@" in args else ()
+    words: tuple[str, ...] = ()
+    # searching for a benchmark's answers (its words name the benchmark), or reading
+    # the environment
+    if any(a in low for a in _SEEK_ANCHORS) and _ANSWER_SEEK_RE.search(low):
+        precursor = True
+        words = tuple(
+            w for w in _WORD_SPLIT.split(low) if len(w) >= 3 and w not in _STOP and not w.isdigit()
+        )
+    else:
+        precursor = "env" in low and _ENV_RE.search(low) is not None
+    reads = bool(tool and _READ_TOOL_RE.match(tool))
+    return low, workdir, git, verbs, emails, words, precursor, reads
+
+
+_memo_call_facts = lru_cache(maxsize=512)(_call_facts_of)
+
+
+def _call_facts(tool: str | None, args: str) -> _CallFacts:
+    if len(args) > _MEMO_MAX_CHARS // 4:  # long writes and edits rarely repeat
+        return _call_facts_of(tool, args)
+    return _memo_call_facts(tool, args)
 
 
 _SENDING_TOOL_RE = re.compile(

@@ -31,11 +31,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from functools import lru_cache
 
 from detectors.base import Detector, make_alert
 from detectors.registry import register
-from features.policy import is_scratch, tool_view
+from features.policy import ToolView, is_scratch, tool_view
 from models.records import Action, Alert, Severity, Step, StepKind
+
+# enum members bound once: a module global is cheaper than a class attribute lookup
+_TOOL_CALL = StepKind.TOOL_CALL
+_TOOL_RESULT = StepKind.TOOL_RESULT
+_START = StepKind.START
+_END = StepKind.END
 
 _UNVERIFIABLE_RE = re.compile(
     r"(?i)(\.(md|markdown|rst|txt|adoc|org|csv|tsv|log)$)"
@@ -85,17 +92,17 @@ class PrematureCompletion(Detector):
 
     def update(self, step: Step) -> list[Alert]:
         kind = step.kind
-        if kind == StepKind.TOOL_CALL:
+        if kind == _TOOL_CALL:
             self._tool_call(step)
-        elif kind == StepKind.TOOL_RESULT:
+        elif kind == _TOOL_RESULT:
             if self._check_call_id is not None and step.call_id == self._check_call_id:
                 self._check_call_id = None
                 self._check_failed = _failure(step)
-        elif kind == StepKind.START:
+        elif kind == _START:
             detail = step.detail if isinstance(step.detail, Mapping) else {}
             ws = detail.get("workspace")
             self._workspace = ws if isinstance(ws, str) and ws else None
-        elif kind == StepKind.END and not self._done:
+        elif kind == _END and not self._done:
             self._done = True
             return self._end(step)
         return []
@@ -108,14 +115,14 @@ class PrematureCompletion(Detector):
             path = raw
             if self._workspace and path.startswith(self._workspace.rstrip("/") + "/"):
                 path = path[len(self._workspace.rstrip("/")) + 1 :]
-            if not is_scratch(path) and not _UNVERIFIABLE_RE.search(path):
+            if _verifiable(path):
                 self._last_edit = _ref(step, raw)
                 self._edits_since_check += 1
                 break
-        if view.is_check:
+        what = _check_name(view)
+        if what is not None:
             # A call that edits and then checks (`sed -i … && pytest`) verified its edit.
-            what = view.commands[0] if view.commands else view.tool
-            self._last_check = _ref(step, " ".join(what.split())[:80])
+            self._last_check = _ref(step, what)
             self._check_call_id = step.call_id
             self._check_failed = None
             self._edits_since_check = 0
@@ -171,6 +178,23 @@ class PrematureCompletion(Detector):
                 action=Action.NOTIFY,
             )
         ]
+
+
+# Pure functions of immutable values, memoised (bounded): loops and retries repeat calls,
+# and ``ToolView.is_check`` runs a regex per command segment each time it is read.
+@lru_cache(maxsize=256)
+def _check_name(view: ToolView) -> str | None:
+    """How reasons name the check a call runs (its command), or None if it runs none."""
+    if not view.is_check:
+        return None
+    what = view.commands[0] if view.commands else view.tool
+    return " ".join(what.split())[:80]
+
+
+@lru_cache(maxsize=1024)
+def _verifiable(path: str) -> bool:
+    """An edit of ``path`` (workspace prefix removed) is one a check can verify."""
+    return not is_scratch(path) and not _UNVERIFIABLE_RE.search(path)
 
 
 def _failure(result: Step) -> str | None:

@@ -99,13 +99,25 @@ from models.records import Action, Alert, Severity, Step, StepKind
 __all__ = ["RunawayLoop"]
 
 _SECOND = 1_000_000_000
-_NO_DIGITS = str.maketrans("", "", "0123456789")
+_DIGIT_BYTES = b"0123456789"
+# enum members bound once: a module global is cheaper than a class attribute lookup
+_MODEL_CALL = StepKind.MODEL_CALL
+_TOOL_CALL = StepKind.TOOL_CALL
+_TOOL_RESULT = StepKind.TOOL_RESULT
+_CHECKPOINT = StepKind.CHECKPOINT
+_CRITICAL = Severity.CRITICAL
+_WARN = Severity.WARN
 _MAX_WORDS = 48  # words kept per call for near-same tests (the key uses them all)
-_DIGIT_RE = re.compile(r"\d")
 _DIGITS_RE = re.compile(r"\d+")
 # ``key=`` of a canonical signature | canonical_action's digest of a long value | a word
-_TOKEN_RE = re.compile(r"([A-Za-z_][\w.]*)=|…#([0-9a-f]+)|([A-Za-z0-9_]+)")
-_QUOTED_RE = re.compile(r'"((?:[^"\\]|\\.)*)"')
+# without digits | a word with digits. The last two split one maximal ``[A-Za-z0-9_]+``
+# run by whether it holds a digit (the possessive ``++`` cannot give letters back to
+# make the lookahead pass), so the loop needs no per-word digit search.
+_TOKEN_RE = re.compile(r"([A-Za-z_][\w.]*)=|…#([0-9a-f]+)|([A-Za-z_]++)(?![0-9])|([A-Za-z0-9_]+)")
+# a double-quoted string with backslash escapes, the loop unrolled (same matches, ~3×
+# faster than ``"((?:[^"\\]|\\.)*)"``: a character class repeats in C, an alternation
+# is tried per character)
+_QUOTED_RE = re.compile(r'"([^"\\]*(?:\\.[^"\\]*)*)"')
 _PLACEHOLDERS = frozenset({"tmp", "ts", "uuid", "id", "hash"})
 # Volatile parts of error and result text: timestamps, UUIDs, hex digests, long ids.
 # Short numbers stay: "2 test(s) failed" is not "1 test(s) failed".
@@ -185,22 +197,20 @@ def near_key(action: str) -> tuple[int, frozenset[str]]:
     words = {head.strip().lower()}
     arg = ""
     # one pass: a ``key=`` switches the argument, a word is tagged with it
-    for key, digest, word in _TOKEN_RE.findall(body):
+    for key, digest, word, mixed in _TOKEN_RE.findall(body):
         if key:
             arg = key
         elif digest:
             words.add(f"{arg}:#{digest}")  # a long value: its digest tells two edits apart
-        elif len(word) > 1 and (word.isdigit() or not _DIGIT_RE.search(word)):
-            word = word.lower()
-            if word not in _PLACEHOLDERS:
-                words.add(f"{arg}:{word}")
+        elif word:
+            if len(word) > 1:
+                word = word.lower()
+                if word not in _PLACEHOLDERS:
+                    words.add(f"{arg}:{word}")
+        elif len(mixed) > 1 and mixed.isdigit():  # a number, not a random suffix
+            words.add(f"{arg}:{mixed}")
     bag = frozenset(words)
     return zlib.crc32("\x1f".join(sorted(bag)).encode("utf-8", "surrogatepass")), bag
-
-
-# Pure functions of the (immutable) action text, memoised: a loop is by definition the
-# same action again, and near_key plus _label cost ~25 µs a call. Bounded.
-_near_key = lru_cache(maxsize=1024)(near_key)
 
 
 def _text_sig(text: str) -> str:
@@ -209,6 +219,52 @@ def _text_sig(text: str) -> str:
 
 def _crc(text: str) -> int:
     return zlib.crc32(text.encode("utf-8", "surrogatepass"))
+
+
+# Pure functions of a call's immutable text, memoised (bounded): a loop is by definition
+# the same action again. ``_action_facts`` is everything a call's action gives (near_key
+# plus _label cost ~25 µs uncached), ``_numbers`` the digest of its raw arguments'
+# numbers (a findall and sort over the arguments); arguments longer than
+# ``_MEMO_MAX_CHARS`` (file writes, edits) rarely repeat and are read uncached.
+_MEMO_MAX_CHARS = 4096
+
+
+@lru_cache(maxsize=1024)
+def _action_facts(tool: str | None, action: str) -> tuple[int, frozenset[str], int, str]:
+    """(near key, word bag capped at ``_MAX_WORDS``, crc of the signature, label)."""
+    key, words = near_key(action)
+    if len(words) > _MAX_WORDS:
+        words = frozenset(sorted(words)[:_MAX_WORDS])
+    return key, words, _crc(action), _label(tool, action)
+
+
+def _numbers_crc(arguments: str) -> int:
+    return _crc(",".join(sorted(_DIGITS_RE.findall(arguments))))
+
+
+_memo_numbers_crc = lru_cache(maxsize=1024)(_numbers_crc)
+
+
+def _numbers(arguments: str | None) -> int:
+    if not arguments:
+        return 0  # crc32 of the empty string
+    if len(arguments) > _MEMO_MAX_CHARS:
+        return _numbers_crc(arguments)
+    return _memo_numbers_crc(arguments)
+
+
+@lru_cache(maxsize=1024)
+def _head_crc(line: str) -> int:
+    """crc of a result's first line (at most ``_HEAD`` characters), volatile parts
+    removed: statuses and exit codes repeat, so this is memoised too."""
+    return _crc(_text_sig(line))
+
+
+def _body_crc(text: str) -> int:
+    """crc of ``text`` with its ASCII digits removed. Deleting the digit bytes after
+    encoding is the same as deleting the digits before (UTF-8 multi-byte sequences have
+    no byte below 0x80), and ``bytes.translate`` is ~10× cheaper than ``str.translate``."""
+    return zlib.crc32(text.encode("utf-8", "surrogatepass").translate(None, _DIGIT_BYTES))
 
 
 def _near(a: _Call, b: _Call) -> bool:
@@ -344,17 +400,18 @@ class RunawayLoop(Detector):
         if not self._session_id:
             self._session_id = step.session_id
         kind = step.kind
-        if kind == StepKind.MODEL_CALL:
-            self._tokens += (step.tokens_in or 0) + (step.tokens_out or 0)
-            self._out_tokens += step.tokens_out or 0
+        if kind == _MODEL_CALL:
+            out = step.tokens_out or 0
+            self._tokens += (step.tokens_in or 0) + out
+            self._out_tokens += out
             self._models += 1
             self._cost += step.cost or 0.0
             return []
-        if kind == StepKind.TOOL_CALL:
+        if kind == _TOOL_CALL:
             return self._on_call(step)
-        if kind == StepKind.TOOL_RESULT:
+        if kind == _TOOL_RESULT:
             return self._on_result(step)
-        if kind == StepKind.CHECKPOINT:
+        if kind == _CHECKPOINT:
             self._checkpoints.update(step)
         return []
 
@@ -365,46 +422,58 @@ class RunawayLoop(Detector):
         calls = self._calls
         # the previous call's result never came: judge its cycle now
         alerts = self._check_cycle(step) if calls and not calls[-1].checked else []
-        key, words = _near_key(action)
-        novel = key not in self._seen
+        key, words, exact, label = _action_facts(step.tool, action)
+        seen = self._seen
+        novel = key not in seen
         self._novel += novel
+        tokens, out_tokens, models, cost = self._mark
+        # positional, in field order: a third of the cost of 15 keywords, once per call
         call = _Call(
-            seq=step.seq,
-            step_id=step.step_id,
-            source_ref=step.source_ref,
-            ts=step.ts,
-            tool=step.tool or "?",
-            key=key,
-            exact=_crc(action),
-            numbers=_crc(",".join(sorted(_DIGITS_RE.findall(step.arguments or "")))),
-            words=words if len(words) <= _MAX_WORDS else frozenset(sorted(words)[:_MAX_WORDS]),
-            label=_label(step.tool, action),
-            novel=novel,
-            tokens=self._mark[0],
-            out_tokens=self._mark[1],
-            models=self._mark[2],
-            cost=self._mark[3],
+            step.seq,
+            step.step_id,
+            step.source_ref,
+            step.ts,
+            step.tool or "?",
+            key,
+            exact,
+            _numbers(step.arguments),
+            words,
+            label,
+            novel,
+            tokens,
+            out_tokens,
+            models,
+            cost,
         )
         n = len(calls)
-        for p in range(1, self.max_period + 1):
-            if p <= n and self._repeats(call, n, p):
-                self._runs[p] += 1
-            else:
-                self._runs[p] = 0
+        runs = self._runs
+        if novel:
+            # no call in the window has its key, so it repeats none of the last
+            # max_period calls (window > max_period): every run ends
+            for p in range(1, len(runs)):
+                runs[p] = 0
+        else:
+            for p in range(1, len(runs)):
+                if p <= n and calls[n - p].key == key and self._repeats(call, n, p):
+                    runs[p] += 1
+                else:
+                    runs[p] = 0
         if n == calls.maxlen:
             old = calls[0].key
-            self._seen[old] -= 1
-            if not self._seen[old]:
-                del self._seen[old]
+            seen[old] -= 1
+            if not seen[old]:
+                del seen[old]
         calls.append(call)
-        self._seen[key] = self._seen.get(key, 0) + 1
+        seen[key] = seen.get(key, 0) + 1
         # a result names its call by call id, or only by parent step id (TRAIL spans)
         self._open["s:" + step.step_id] = call
         if step.call_id:
             self._open["c:" + step.call_id] = call
         while len(self._open) > _MAX_OPEN:
             del self._open[next(iter(self._open))]
-        return alerts + self._check_cycle(step, settled=False)
+        if any(runs):  # else no call repeats and the cycle rules have nothing to judge
+            alerts += self._check_cycle(step, settled=False)
+        return alerts
 
     def _repeats(self, call: _Call, n: int, p: int) -> bool:
         """Whether ``call`` repeats the call ``p`` before it, with no sign of progress."""
@@ -440,15 +509,24 @@ class RunawayLoop(Detector):
         failed = step.status == "error"
         text = step.error if failed and step.error else step.result
         if text:
-            text = text.lstrip()
-            call.head = _crc(_text_sig(text[:_HEAD].partition("\n")[0]))
+            # text.lstrip()[:_BODY] without copying a long result whole: a prefix holding
+            # a non-space character strips the same; only all-space prefixes need more
+            start = text[: 2 * _BODY].lstrip()
+            if len(start) < _BODY and len(text) > 2 * _BODY:
+                start = text.lstrip()
+            call.head = _head_crc(start[:_HEAD].partition("\n")[0])
             # digits dropped, not the regex (~10 µs per KB): clocks and ids in a body
             # must not pass for progress; the first line keeps a poll's counters
-            call.body = _crc(text[:_BODY].translate(_NO_DIGITS))
-        self._progress(call)
+            call.body = _body_crc(start[:_BODY])
+        if any(self._runs):  # only a running repeat can show progress
+            self._progress(call)
+        # the error signature and text ignore leading space: the unstripped text will do
         alerts = self._on_failure(step, call, text or "") if failed else self._on_success(call)
         if self._calls and self._calls[-1] is call:
-            alerts += self._check_cycle(step)
+            if any(self._runs):
+                alerts += self._check_cycle(step)
+            else:
+                call.checked = True  # what _check_cycle marks, with nothing to judge
         return alerts
 
     def _progress(self, call: _Call) -> None:
@@ -483,6 +561,8 @@ class RunawayLoop(Detector):
     # -- retry after failure ---------------------------------------------------------
 
     def _on_success(self, call: _Call) -> list[Alert]:
+        if not self._chains:
+            return []
         for error in [
             e for e, c in self._chains.items() if any(m.key == call.key for m in c.members)
         ]:
@@ -561,12 +641,23 @@ class RunawayLoop(Detector):
         calls = self._calls
         if settled:
             calls[-1].checked = True
+        if not any(self._runs):
+            return []  # no call repeats: the common case
         best = self._best_period(least=2)
         if best is None:
             return []
         p, run = best
         n = len(calls)
         cycles = 1 + run / p
+        # what the rules below need, in O(1) before any list is built: an early
+        # confirmation needs run >= p - 1 and exact repeats, the count rule a settled,
+        # whole cycle repeated warn_cycles times (``needed`` is at least that)
+        counts = settled and run >= p and cycles >= self.warn_cycles
+        if run < p - 1 or not (
+            counts
+            or all(calls[n - run + i].exact == calls[n - run - p + i].exact for i in range(run))
+        ):
+            return []
         cycle = [calls[n - run - p + j] for j in range(p)]
         repeated = [calls[j] for j in range(n - run, n)]
         onset = repeated[0]
@@ -643,8 +734,8 @@ class RunawayLoop(Detector):
             or spent >= self.critical_tokens
             or cost >= self.critical_cost
         ):
-            return Severity.CRITICAL
-        return Severity.WARN
+            return _CRITICAL
+        return _WARN
 
     def _spend(self, onset: _Call) -> str:
         spent = self._tokens - onset.tokens
@@ -662,7 +753,7 @@ class RunawayLoop(Detector):
         reason: str,
         cycles: int,
     ) -> list[Alert]:
-        level = 2 if severity == Severity.CRITICAL else 1
+        level = 2 if severity == _CRITICAL else 1
         known = [self._fired[k] for k in keys if k in self._fired]
         if any(f[0] >= level for f in known):
             return []

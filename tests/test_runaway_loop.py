@@ -262,6 +262,23 @@ def test_state_pickles_and_resumes_mid_loop() -> None:
     assert [x for st in tail for x in a.update(st)] == [x for st in tail for x in b.update(st)]
 
 
+@pytest.mark.parametrize(
+    "results", [["Edited src/app.py: 1 replacement"] * 4, [f"Edited ({i})" for i in range(4)]]
+)
+def test_state_restored_at_any_step_gives_the_same_alerts(results: list[str]) -> None:
+    # a call is shared by the window, the open calls, the chains and the fired loops:
+    # a checkpoint taken while a call awaits its result must keep it one object
+    steps, _, _ = etr_steps(results)
+    want = feed(steps)
+    assert want
+    for cut in range(1, len(steps)):
+        live = RunawayLoop()
+        head = [a for st in steps[:cut] for a in live.update(st)]
+        restored = RunawayLoop()
+        restored.load_state_dict(pickle.loads(pickle.dumps(live.state_dict())))
+        assert head + [a for st in steps[cut:] for a in restored.update(st)] == want, cut
+
+
 # -- look-alikes that are not loops ----------------------------------------------------
 
 
