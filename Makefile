@@ -30,13 +30,19 @@ bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/bench_detectors.py
 
 # The README's evaluation tables. HELDOUT_SEED was never used for tuning: the
-# held-apart split is generated here, not committed.
+# held-apart split is generated here, not committed. It is scored twice: as recorded
+# (session log and spans), and as spans only (a plain OTLP deployment, whose root
+# span - the session's start and goal - arrives when the run ends).
 HELDOUT_SEED ?= 20261129
+HELDOUT := build/heldout-$(HELDOUT_SEED)
 CORPUS ?= ../shared/corpus
 eval: $(VENV)/.installed
 	$(BIN)/python fixtures/generate.py --seed $(HELDOUT_SEED) --runs-per-scenario 4 \
-		--out build/heldout --policies-dir build/heldout-policies
-	$(BIN)/trajwatch eval build/heldout --labels build/heldout/labels.csv
+		--out $(HELDOUT) --policies-dir $(HELDOUT)-policies
+	$(BIN)/trajwatch eval $(HELDOUT) --labels $(HELDOUT)/labels.csv
+	rm -rf $(HELDOUT)-spans && mkdir -p $(HELDOUT)-spans
+	cp $(HELDOUT)/*.otlp.binpb* $(HELDOUT)/labels.csv $(HELDOUT)-spans/
+	$(BIN)/trajwatch eval $(HELDOUT)-spans --labels $(HELDOUT)/labels.csv
 	$(BIN)/trajwatch eval $(CORPUS)/trail/traces/gaia --labels $(CORPUS)/trail/labels_index.csv
 	$(BIN)/trajwatch eval $(CORPUS)/agentdojo/runs --labels $(CORPUS)/agentdojo/labels_index.csv
 
