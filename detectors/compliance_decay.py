@@ -5,9 +5,9 @@ instructions that were in it ("ask before pushing", "run the tests before commit
 may not survive the summary. The sign is behavioural: a rule the agent kept before the
 compaction is broken after it, or its violation rate jumps. Each step is checked
 against the session's policy (:mod:`features.policy`); a
-:class:`~features.policy.ComplianceLedger` keeps, per model session (the stretches
-between compactions, ``step.model_session``), how many tool calls there were, how many
-broke a rule, and which rules were *honoured* (their precondition arose and held).
+:class:`~features.compliance_ledger.ComplianceLedger` keeps, per model session (the
+stretches between compactions, ``step.model_session``), how many tool calls there were,
+how many broke a rule, and which rules were *honoured* (their precondition arose and held).
 
 It fires, once per model session after a compaction, when
 
@@ -53,16 +53,9 @@ from typing import Any
 
 from detectors.base import Checkpoints, Detector, StepRef, make_alert
 from detectors.registry import register
-from features.policy import (
-    BUDGET,
-    ComplianceLedger,
-    Finding,
-    Policy,
-    PolicyState,
-    Violation,
-    compile_policies,
-    resolve_policy_id,
-)
+from features.compliance_ledger import ComplianceLedger, Finding
+from features.policy import BUDGET, Policy, PolicyState, Violation
+from features.policy_catalog import compile_policies, resolve_policy_id
 from models.records import Action, Alert, Severity, Step, StepKind
 
 MAX_KEPT = 19

@@ -4,8 +4,8 @@ Checks every step against the session's policy (:mod:`features.policy`) and repo
 broken rule once per model session: before any compaction, or after one for a rule the
 agent never exercised before it (so there is no evidence of decay). What
 ``compliance_decay`` reports is left out, decided by the same
-:class:`~features.policy.ComplianceLedger` with the same parameters: a violation of a
-rule honoured before the latest compaction, or any violation once the
+:class:`~features.compliance_ledger.ComplianceLedger` with the same parameters: a
+violation of a rule honoured before the latest compaction, or any violation once the
 post-compaction rate is significantly higher. So a violation after a compaction is
 reported here first when it is the first of its kind, and by ``compliance_decay`` when
 it shows decay; never both for the same finding.

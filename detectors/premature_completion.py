@@ -4,7 +4,7 @@ At the session's END (``detail["claimed_done"]`` true, or ``end_status`` success
 fires when
 
 - the last check failed: a test/lint/type-check/build run (recognised generically by
-  command words, :func:`features.policy.is_check_command`, or a tool named like
+  command words, :func:`features.tool_view.is_check_command`, or a tool named like
   ``run_tests``/``lint``/``build``) whose result was an error, with no passing check
   after it; or
 - nothing verified the last edit: a source file was edited after the last check (or
@@ -35,7 +35,7 @@ from functools import lru_cache
 
 from detectors.base import Detector, make_alert
 from detectors.registry import register
-from features.policy import ToolView, is_scratch, tool_view
+from features.tool_view import ToolView, is_scratch, tool_view
 from models.records import Action, Alert, Severity, Step, StepKind
 
 # enum members bound once: a module global is cheaper than a class attribute lookup

@@ -12,7 +12,7 @@ import pytest
 
 from features import actions
 from features.frozen import freeze, thaw
-from features.policy import compile_policies
+from features.policy_catalog import compile_policies
 from ingest import session_events
 from models.records import Step, StepKind
 

@@ -1,27 +1,18 @@
-"""The policy format (features/policy.py): loading the fixture drafts, validation, and
-what each rule catches and lets through."""
+"""Checking steps against a policy (features/policy.py): what each rule catches and lets
+through, and that the speed-ups (joined screen, memos) change nothing."""
 
 from __future__ import annotations
 
 import pickle
-import random
 import re
 import tomllib
 from pathlib import Path
 
 import pytest
-from scipy.stats import fisher_exact
 
 from detectors.testing import Session
-from features import policy as policy_module
-from features.policy import (
-    Policy,
-    PolicyState,
-    _fisher_greater,
-    compile_policies,
-    is_check_command,
-    tool_view,
-)
+from features.policy import Policy, PolicyState
+from features.policy_format import joined_screen
 from models.records import Step
 
 POLICIES = Path(__file__).resolve().parents[1] / "fixtures" / "policies"
@@ -35,40 +26,6 @@ def load(name: str) -> Policy:
 def run(policy: Policy, steps: list[Step]) -> list[tuple[int, str, str]]:
     state = PolicyState()
     return [(v.step_seq, v.kind, v.rule) for s in steps for v in policy.check(s, state)]
-
-
-@pytest.mark.parametrize("path", sorted(POLICIES.glob("*.toml")), ids=lambda p: p.stem)
-def test_fixture_drafts_load(path: Path) -> None:
-    with path.open("rb") as f:
-        raw = tomllib.load(f)
-    policy = Policy.from_mapping(path.stem, raw)
-    assert policy.policy_id == path.stem
-    assert len(policy.forbidden_commands) == len(raw["forbidden_commands"])
-
-
-@pytest.mark.parametrize(
-    ("mapping", "key"),
-    [
-        ({"forbiden_commands": []}, "forbiden_commands"),
-        ({"forbidden_commands": ["(unclosed"]}, "forbidden_commands[0]"),
-        ({"forbidden_commands": "rm -rf /"}, "forbidden_commands"),
-        ({"require_before": [{"action": "git commit"}]}, "require_before[0].requires"),
-        ({"require_before": [{"action": "a", "requires": "b", "since": "x"}]}, "since"),
-        ({"require_before": [{"action": "a", "requires": "b", "extra": 1}]}, "extra"),
-        ({"budget": {"tokens": -5}}, "budget.tokens"),
-        ({"budget": {"dollars": 5}}, "budget.dollars"),
-        ({"policy_id": "other"}, "policy_id"),
-        ({"allow_loopback_egress": "yes"}, "allow_loopback_egress"),
-    ],
-)
-def test_bad_policies_name_the_key(mapping: dict, key: str) -> None:
-    with pytest.raises(ValueError, match=key.replace("[", r"\[").replace("]", r"\]")):
-        Policy.from_mapping("p", mapping)
-
-
-def test_compile_policies_fails_on_the_first_bad_one() -> None:
-    with pytest.raises(ValueError, match="'bad'"):
-        compile_policies({"ok": {}, "bad": {"forbidden_tools": [3]}})
 
 
 def test_approval_needed_since_the_last_guarded_action() -> None:
@@ -243,55 +200,18 @@ def test_state_is_small_and_picklable() -> None:
     assert pickle.loads(pickle.dumps(p)).policy_id == "coding-strict-v1"
 
 
-@pytest.mark.parametrize(
-    ("command", "expected"),
-    [
-        ("pytest -q", True),
-        ("cd web && npm run test:unit", True),
-        ("go test ./...", True),
-        ("cargo nextest run", True),
-        ("uv run mypy src", True),
-        ("make check", True),
-        ("rg -n test src", False),
-        ("cat tests/test_x.py", False),
-        ("git commit -m test", False),
-    ],
-)
-def test_check_commands(command: str, expected: bool) -> None:
-    assert is_check_command(command) is expected
-
-
-def test_tool_view_unwraps_argv_and_skips_approval_requests() -> None:
-    s = Session()
-    call, _ = s.tool("shell", {"command": ["bash", "-lc", "git push origin x"], "workdir": "/w"})
-    view = tool_view(call)
-    assert view is not None and view.commands == ("git push origin x",)
-    ask, _ = s.tool("request_user_approval", {"command": "git push origin x"})
-    view = tool_view(ask)
-    assert view is not None and view.approval_request and view.commands == ()
-
-
-@pytest.mark.parametrize(
-    "table", [(0, 5, 0, 80), (2, 5, 0, 80), (3, 40, 1, 180), (1, 1, 0, 2), (4, 10, 6, 12)]
-)
-def test_fisher_matches_scipy(table: tuple[int, int, int, int]) -> None:
-    a, an, b, bn = table
-    expected = fisher_exact([[a, an - a], [b, bn - b]], alternative="greater").pvalue
-    assert _fisher_greater(a, an, b, bn) == pytest.approx(expected, rel=1e-9, abs=1e-12)
-
-
 # -- the speed-ups must not change what is found ------------------------------------
 
 
 def test_text_screen_joins_only_patterns_that_mean_the_same_joined() -> None:
-    assert policy_module._any_of([re.compile(r"git\s+push\s+(-f|--force)")]) is not None
+    assert joined_screen([re.compile(r"git\s+push\s+(-f|--force)")]) is not None
     for unjoinable in (
         [r"(\w+) \1"],
         [r"(?P<w>x)(?P=w)"],
         [r"(?i)sudo"],
         [r"(?P<a>x)", r"(?P<a>y)"],
     ):
-        assert policy_module._any_of([re.compile(p) for p in unjoinable]) is None
+        assert joined_screen([re.compile(p) for p in unjoinable]) is None
     # unscreened rules are still checked one by one
     p = Policy.from_mapping("p", {"forbidden_commands": [r"\b(\w+) \1\b", r"(?i)SUDO"]})
     s = Session()
@@ -302,42 +222,6 @@ def test_text_screen_joins_only_patterns_that_mean_the_same_joined() -> None:
         "forbidden_commands `\\b(\\w+) \\1\\b`",
         "forbidden_commands `(?i)SUDO`",
     ]
-
-
-def _quoted_commands(n: int, seed: int) -> list[str]:
-    rng = random.Random(seed)
-    words = ["rm", "mv", "cp", "tee", "sed", "dd", "git", "sudo", "env", "-i", "-rf", "of=/o"]
-    words += ["a.txt", "/bin/rm", "X=1", "add", "format", "echo", "r", "m", "d"]
-    glue = ["", "'", '"', "\\", "''", "/", "="]
-    seps = [" ", "\t", " && ", "; ", " | ", "\n", " > ", " 2>> ", "\xa0", "\x0b"]
-    out = []
-    for _ in range(n):
-        parts = []
-        for _ in range(rng.randint(1, 8)):
-            w = rng.choice(words)
-            i = rng.randint(0, len(w))
-            parts += [w[:i] + rng.choice(glue) + w[i:], rng.choice(seps)]
-        out.append("".join(parts))
-    return out
-
-
-def test_shell_write_screen_skips_only_segments_that_cannot_write(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    commands = [
-        "r''m -f a.txt",
-        '"/bin/rm" x',
-        "git commit -m 'rm a' && git 'rm' b",
-        "sudo FOO=1 t\\ee out.log",
-        "echo 'unterminated rm x",
-        "sed -i s/a/b/ f.py",
-        "dd if=a of=b",
-        *_quoted_commands(3_000, seed=5),
-    ]
-    screened = [policy_module._shell_writes(c) for c in commands]
-    monkeypatch.setattr(policy_module, "_WRITER_WORD", re.compile(""))  # tokenise all
-    assert screened == [policy_module._shell_writes(c) for c in commands]
-    assert sum(map(bool, screened)) > 1_000
 
 
 def test_policy_memos_are_not_state() -> None:
