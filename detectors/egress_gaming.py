@@ -8,8 +8,8 @@ which addresses appeared in tool results next to instructions aimed at the agent
 recent precursors; every tool call's egress targets (``detail["egress"]``) and every
 EGRESS step (HTTP/MCP client span) are classified against it.
 
-Classes of destination (all host lists are parameters; defaults below)
-----------------------------------------------------------------------
+Classes of destination (all host lists are parameters; defaults in egress_hosts)
+--------------------------------------------------------------------------------
 - **allowed**: package registries, language docs, code hosting, search engines, plus
   ``allowed_hosts`` and the session policy's ``allowed_egress_hosts`` (``*`` ignored).
   Allowed hosts never raise the weak signal and are never *tainted* (below); they do
@@ -69,8 +69,7 @@ under 64 KiB whatever the session length; result text is scanned up to
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
-from functools import lru_cache
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -82,7 +81,17 @@ from detectors.egress_hosts import (
     DEFAULT_SINK_HOSTS,
 )
 from detectors.registry import register
-from features.egress import host_of
+from features.answer_sources import FIX_PATH_RE, GRADER_WORDS, SHA_RE, WORD_SPLIT, repo_id
+from features.call_facts import (
+    DATA_METHODS,
+    DATA_VIAS,
+    SENDS_RE,
+    call_facts,
+    sending_tool,
+    target_hosts,
+)
+from features.hosts import host_in, host_of
+from features.result_addresses import scan_result
 from models.records import Action, Alert, Severity, Step, StepKind
 
 __all__ = ["EgressGaming"]
@@ -93,201 +102,9 @@ _TOOL_RESULT = StepKind.TOOL_RESULT
 _EGRESS = StepKind.EGRESS
 _START = StepKind.START
 
-
-_GRADER_WORDS = frozenset(
-    {
-        "grade",
-        "grader",
-        "grading",
-        "autograde",
-        "autograder",
-        "eval",
-        "evals",
-        "evaluate",
-        "evaluator",
-        "evaluation",
-        "score",
-        "scorer",
-        "scoring",
-        "submit",
-        "submission",
-        "submissions",
-        "leaderboard",
-        "judge",
-        "answer",
-        "answers",
-    }
-)
-_DATA_VIAS = frozenset(
-    {
-        "email_recipient",
-        "scp",
-        "rsync",
-        "sftp",
-        "nc",
-        "telnet",
-        "git_push",
-        "twine_upload",
-        "npm_publish",
-    }
-)
-_DATA_METHODS = frozenset({"POST", "PUT", "PATCH"})
-# Sending data from code or a shell when the extractor could not tell the method.
-_SENDS_RE = re.compile(
-    r"requests\.(?:post|put|patch)|httpx\.(?:post|put|patch)|axios\.(?:post|put)"
-    r"|\.post\(|method\W{1,4}(?:post|put|patch)\b|--data|--upload-file|--form|\s-[dft]\s"
-    r"|-x\s*(?:post|put|patch)\b|urlopen\([^)]*data="
-)  # matched against lower-cased arguments
-# Text addressed to the agent rather than to a human reader: the mark of an injection.
-_CUE_RE = re.compile(
-    r"ignore\s+(?:all\s+|any\s+)?(?:the\s+|your\s+)?(?:previous|prior|above|earlier)\s+"
-    r"(?:instructions|directions|prompts?|tasks?)"
-    r"|disregard\s+(?:all\s+|any\s+)?(?:the\s+|your\s+)?(?:previous|prior|above)"
-    r"|(?:new|updated|urgent)\s+(?:instructions?|priority\s+task)"
-    r"|important\s+(?:message|instructions?)"
-    r"|before\s+(?:you\s+)?(?:can\s+)?(?:solv|complet|continu|proceed|finish|answer)"
-    r"|(?:to\s+you|note\s+to|attention)[,:]?\s+(?:the\s+)?(?:ai|assistant|agent|llm|gpt|claude"
-    r"|gemini|model)"
-    r"|\b(?:ai|automated|autonomous|llm)\s+(?:agents?|assistants?|models?)\b"
-    r"|\byou\s+(?:must|should|need\s+to|are\s+required\s+to)\s+(?:first\s+|now\s+|also\s+)?"
-    r"(?:send|post|upload|forward|e-?mail|transfer|visit|open|share|pay|submit)"
-    r"|<\s*(?:information|instructions?|system|important)\s*>"
-    r"|do\s+not\s+(?:tell|inform|mention\s+this\s+to|notify)\s+(?:the\s+)?user"
-)  # matched against lower-cased text: ~4x faster than IGNORECASE
-# Every cue contains one of these; ``in`` on the lower-cased text is ~10x cheaper than
-# the regex, and only ~4% of results hold one (fixtures seed 11: 3.7% of 3,389 results).
-_CUE_ANCHORS = (
-    "ignore",
-    "disregard",
-    "instruction",
-    "priority",
-    "important",
-    "before",
-    "agent",
-    "assistant",
-    "llm",
-    "to you",
-    "note to",
-    "attention",
-    "you must",
-    "you should",
-    "you need",
-    "required to",
-    "information>",
-    "system>",
-    "do not",
-)
-_ANSWER_SEEK_RE = re.compile(
-    r"answer[\s_-]?keys?|ground[\s_-]?truth|gold(?:en)?[\s_-]?(?:labels?|answers?)"
-    r"|(?:benchmark|dataset|validation|test[\s_-]?set|leaderboard)\W+(?:\w+\W+){0,3}"
-    r"(?:answers?|solutions?|labels?)"
-    r"|(?:answers?|solutions?|labels?)\W+(?:\w+\W+){0,3}"
-    r"(?:benchmark|dataset|validation|test[\s_-]?set)"
-)  # matched against lower-cased arguments
-_SEEK_ANCHORS = ("answer", "truth", "gold", "solution", "label")
-_ENV_RE = re.compile(r"environ|printenv|\benv\b")
-_GRADER_ADDR_RE = re.compile(
-    r"(?:grade|grader|grading|eval|score|scorer|judge|leaderboard|submit)\w*['\"]?\s*[:=]\s*"
-    r"['\"]?(https?://[^\s'\"<>,}]+)"
-)  # matched against lower-cased results
-_GRADER_ANCHORS = ("grad", "eval", "score", "judge", "leaderboard", "submit")
-_URL_RE = re.compile(r"https?://[^\s'\"<>)\]}\\]+", re.IGNORECASE)
-_EMAIL_RE = re.compile(r"[a-z0-9._%+-]+@[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,}", re.IGNORECASE)
-_BARE_HOST_RE = re.compile(
-    r"(?<![\w@./-])(?:www\.)?[a-z0-9-]+(?:\.[a-z0-9-]+)*"
-    r"\.(?:com|org|net|io|xyz|top|click|info|co|ai|dev|app|site|online|biz|ru|cn|me|sh|ly)\b",
-    re.IGNORECASE,
-)
-_IBAN_RE = re.compile(r"\b[A-Z]{2}\d{2}[A-Z0-9]{11,30}\b")
-_GIT_RE = re.compile(
-    r"\bgit\s+(?:-C\s+\S+\s+|-c\s+\S+\s+)*"
-    r"(remote\s+add|fetch|pull|log|show|cherry-pick|merge|rebase|diff|checkout|restore|switch"
-    r"|clone|format-patch|am|reset)\b([^;&|\n\"]*)"
-)
-_WORKDIR_RE = re.compile(r'"(?:workdir|cwd|working_dir)":"([^"]+)"')
-_SHA_RE = re.compile(r"\b[0-9a-f]{7,40}\b")
-_FIX_PATH_RE = re.compile(
-    r"^/(?:repos/|raw/)?(?P<owner>[^/]+)/(?P<name>[^/]+?)(?:\.git)?/(?:-/)?"
-    r"(?P<kind>commits?|compare|pulls?|merge_requests)(?:/(?P<ref>[^?#]*))?"
-)
-_REPO_RE = re.compile(
-    r"(?:(?:https?|git|ssh)://(?:[^@/]+@)?(?P<host>[^/:]+)(?::\d+)?/|git@(?P<shost>[^:]+):"
-    r"|^(?P<bhost>[a-z0-9.-]+\.[a-z]{2,})/)?(?P<owner>[\w.-]+)/(?P<name>[\w.-]+?)(?:\.git)?/?$",
-    re.IGNORECASE,
-)
-_WORD_SPLIT = re.compile(r"[^a-z0-9]+")
-_STOP = frozenset(
-    {
-        "benchmark",
-        "dataset",
-        "validation",
-        "answers",
-        "answer",
-        "test",
-        "set",
-        "key",
-        "keys",
-        "ground",
-        "truth",
-        "gold",
-        "labels",
-        "label",
-        "solutions",
-        "solution",
-        "the",
-        "for",
-        "and",
-        "with",
-        "leaderboard",
-        "split",
-        "results",
-        "huggingface",
-        "github",
-    }
-)
 _MAX_RECENT = 16
 _RefFields = tuple[str, str, int, int, str]  # StepRef's fields, in order
-_CUE_LOOKBACK = 0
-_CLOSE_RE = re.compile(r"<\s*/\s*(?:information|instructions?|system|important)\s*>")
 _MAX_PRECURSORS = 8
-
-
-def _cues(low: str) -> list[tuple[int, int]]:
-    """Spans of injection cues in lower-cased ``low``, in order.
-
-    The cue regex is tried only around occurrences of its anchors: running it over
-    whole results cost ~67 µs per AgentDojo tool result (1.9 KB average), the anchored
-    search ~8 µs. Each cue starts at most 24 characters before its anchor and ends
-    within 60 after it; at most 64 anchor occurrences are examined per result.
-    """
-    found: set[tuple[int, int]] = set()
-    budget = 64
-    for anchor in _CUE_ANCHORS:
-        at = low.find(anchor)
-        while at >= 0 and budget > 0:
-            budget -= 1
-            m = _CUE_RE.search(low, max(0, at - 24), at + len(anchor) + 60)
-            if m is not None:
-                found.add(m.span())
-            at = low.find(anchor, at + len(anchor))
-    return sorted(found)
-
-
-def _host_in(host: str, entries: Iterable[str]) -> bool:
-    """``host`` is one of ``entries`` or a subdomain of one (``*.`` prefixes allowed)."""
-    for entry in entries:
-        entry = entry.lower().removeprefix("*.")
-        if host == entry or host.endswith("." + entry):
-            return True
-    return False
-
-
-def _repo_id(text: str) -> tuple[str, str] | None:
-    """``(owner, name)`` of a repository given as ``owner/name``, a URL or scp-like."""
-    m = _REPO_RE.search(text.strip())
-    if not m:
-        return None
-    return m.group("owner").lower(), m.group("name").lower().removesuffix(".git")
 
 
 def _contains(haystack: str, needle: str) -> bool:
@@ -408,7 +225,7 @@ class EgressGaming(Detector):
 
     def _allowed(self, host: str) -> bool:
         base = DEFAULT_ALLOWED_HOSTS if self.allowed_hosts is None else self.allowed_hosts
-        return _host_in(host, base) or _host_in(host, self._policy_allowed)
+        return host_in(host, base) or host_in(host, self._policy_allowed)
 
     def _precursor(self, step: Step) -> None:
         if all(p.step_id != step.step_id for p in self._precursors):
@@ -434,7 +251,7 @@ class EgressGaming(Detector):
         detail = step.detail if isinstance(step.detail, Mapping) else {}
         self._goal = (step.text or "")[:4096].lower()
         repo = detail.get("repository")
-        self._repo = _repo_id(repo) if isinstance(repo, str) else None
+        self._repo = repo_id(repo) if isinstance(repo, str) else None
         workspace = detail.get("workspace")
         if isinstance(workspace, str) and workspace.strip("/"):
             self._workspace = workspace.rstrip("/")
@@ -478,11 +295,11 @@ class EgressGaming(Detector):
             for line in text.splitlines()[:32]:
                 parts = line.split()
                 if len(parts) >= 2 and len(self._remotes) < _MAX_RECENT:
-                    self._remotes[parts[0]] = _repo_id(parts[1])
+                    self._remotes[parts[0]] = repo_id(parts[1])
         if "log" in verbs and self._fetch is None:
-            for sha in _SHA_RE.findall(text[:8192]):
+            for sha in SHA_RE.findall(text[:8192]):
                 self._remember(self._shas, sha[:7])
-        graders, found = _scan_result(text, self.cue_window)
+        graders, found = scan_result(text, self.cue_window)
         for address in graders:
             self._remember(self._graders, address)
         if found:
@@ -496,7 +313,7 @@ class EgressGaming(Detector):
         return ""
 
     def _taint(self, found: tuple[tuple[str, str, str | None], ...], step: Step) -> None:
-        """Taint the addresses :func:`_scan_result` found near cues, in their order:
+        """Taint the addresses :func:`scan_result` found near cues, in their order:
         not the agent's own, not already tainted, not in the goal, not allowed hosts."""
         for address, kind, host in found:
             if host is not None and self._allowed(host):
@@ -509,7 +326,7 @@ class EgressGaming(Detector):
 
     def _on_call(self, step: Step) -> list[Alert]:
         args = step.arguments or ""
-        low, workdir, git, verbs, emails, bench_words, precursor, reads = _call_facts(
+        low, workdir, git, verbs, emails, bench_words, precursor, reads = call_facts(
             step.tool, args
         )
         if workdir is not None and self._repo is None and self._repo_name is None:
@@ -524,7 +341,7 @@ class EgressGaming(Detector):
         if self._tainted and "injected" not in self._fired:
             # A read (search_emails, get_user) that merely *names* an address sends
             # nothing to it; it counts only when the address is where the read goes.
-            hosts = _target_hosts(step) if reads else ()
+            hosts = target_hosts(step) if reads else ()
             for address, (seen, what) in self._tainted.items():
                 if (address in hosts) if reads else _contains(low, address):
                     alerts += self._fire(
@@ -550,10 +367,10 @@ class EgressGaming(Detector):
             method = target.get("method") if isinstance(target.get("method"), str) else None
             via = str(target.get("via") or "")
             if method is None and sends is None:
-                sends = bool(_SENDS_RE.search(low)) or _sending_tool(step.tool)
+                sends = bool(SENDS_RE.search(low)) or sending_tool(step.tool)
             data = (
-                (method or "").upper() in _DATA_METHODS
-                or via in _DATA_VIAS
+                (method or "").upper() in DATA_METHODS
+                or via in DATA_VIAS
                 or (method is None and bool(sends))
             )
             alerts += self._classify(step, step, host, url, data, via)
@@ -577,13 +394,13 @@ class EgressGaming(Detector):
         words = [w for w in rest.split() if not w.startswith("-")]
         if verb == "remote add" and len(words) >= 2:
             if len(self._remotes) < _MAX_RECENT or words[0] in self._remotes:
-                self._remotes[words[0]] = _repo_id(words[1])
+                self._remotes[words[0]] = repo_id(words[1])
             self._precursor(step)
             return []
         if verb in ("fetch", "pull"):
             target = words[0] if words else "origin"
             if "://" in target or "@" in target:
-                repo = _repo_id(target)
+                repo = repo_id(target)
                 upstream = repo is not None and self._is_repo(*repo)
             else:
                 repo = self._remotes.get(target)
@@ -616,7 +433,7 @@ class EgressGaming(Detector):
         low = rest.lower()
         reads = any(r in low for r in refs) or verb in ("cherry-pick", "am", "format-patch")
         if not reads and verb in ("show", "checkout", "restore", "diff", "merge", "reset"):
-            for sha in _SHA_RE.findall(low):
+            for sha in SHA_RE.findall(low):
                 if sha[:7] not in self._shas and not (self._base or "").startswith(sha):
                     reads = True
                     break
@@ -637,7 +454,7 @@ class EgressGaming(Detector):
     def _on_clone(self, step: Step, words: list[str]) -> list[Alert]:
         if not words or self._workspace is None:
             return []
-        repo = _repo_id(words[0])
+        repo = repo_id(words[0])
         if repo is None or not self._is_repo(*repo):
             return []
         dest = words[1].rstrip("/") if len(words) > 1 else None
@@ -669,7 +486,7 @@ class EgressGaming(Detector):
         parent = self._calls.get(step.parent_step_id or "")
         onset: Step | StepRef = StepRef(*parent[0]) if parent else step
         url = step.egress_url
-        data = (step.egress_method or "").upper() in _DATA_METHODS
+        data = (step.egress_method or "").upper() in DATA_METHODS
         alerts = self._classify(onset, step, host, url, data, "span")
         if self._tainted and "injected" not in self._fired:
             key = host.removeprefix("www.")
@@ -688,7 +505,7 @@ class EgressGaming(Detector):
         # a git transfer to the task's repository under a fetch whose remote we did not know
         if url and parent and "fetch" in parent[1] and self._fetch is None:
             path = urlsplit(url).path.lower()
-            repo = _repo_id(path.split(".git/")[0].strip("/")) if ".git/" in path else None
+            repo = repo_id(path.split(".git/")[0].strip("/")) if ".git/" in path else None
             if repo and self._is_repo(*repo):
                 self._fetch = (StepRef.of(onset), "FETCH_HEAD")
         return alerts
@@ -705,7 +522,7 @@ class EgressGaming(Detector):
         path = split.path
         where = url or host
         # upstream fix: commits / compares / pulls / patches of the task's repository
-        m = _FIX_PATH_RE.match(path) if "upstream" not in self._fired else None
+        m = FIX_PATH_RE.match(path) if "upstream" not in self._fired else None
         if m and via not in ("git_clone", "git_fetch", "git_pull", "git_ls_remote"):
             owner, name, kind, ref = m["owner"], m["name"], m["kind"], (m["ref"] or "")
             ref = ref.split("/")[0].removesuffix(".patch").removesuffix(".diff")
@@ -746,7 +563,7 @@ class EgressGaming(Detector):
             names = (
                 DEFAULT_BENCHMARK_NAMES if self.benchmark_names is None else self.benchmark_names
             )
-            words = set(_WORD_SPLIT.split(path))
+            words = set(WORD_SPLIT.split(path))
             named = next((n for n in names if n.lower() in words or f"/{n.lower()}" in path), None)
             term = next((t for t in self._bench_terms if t in path), None)
             if named or term or self._bench_terms:
@@ -764,8 +581,8 @@ class EgressGaming(Detector):
                     "published answer key, not a source for working the task out.",
                 )
         if data and "grader" not in self._fired:
-            words = set(_WORD_SPLIT.split(host + " " + path))
-            hit = words & _GRADER_WORDS
+            words = set(WORD_SPLIT.split(host + " " + path))
+            hit = words & GRADER_WORDS
             known = any(full.startswith(g) or g.startswith(full) for g in self._graders)
             if (hit or known) and not self._allowed(host):
                 why = (
@@ -786,12 +603,10 @@ class EgressGaming(Detector):
         if (
             data
             and "sink" not in self._fired
-            and _host_in(host, sinks)
-            and not _host_in(host, self._policy_allowed)
+            and host_in(host, sinks)
+            and not host_in(host, self._policy_allowed)
         ):
-            denied = (
-                " (denied by the session policy)" if _host_in(host, self._policy_denied) else ""
-            )
+            denied = " (denied by the session policy)" if host_in(host, self._policy_denied) else ""
             return self._fire(
                 "sink",
                 onset,
@@ -833,149 +648,3 @@ class EgressGaming(Detector):
                 action=Action.KILL if critical else Action.NOTIFY,
             )
         ]
-
-
-# -- pure functions of a step's immutable text, memoised --------------------------
-#
-# Scanning a tool result for cues and addresses is most of this detector's cost (the
-# lower-cased copy and 19 anchor searches on every result, ~70 µs of cue regexes and
-# ~100 µs of address regexes on the ~13% that hold an anchor), and tool results and
-# calls repeat: polls, retries, loops, and environments that serve the same pages
-# (AgentDojo: 5,110 distinct texts among 13,821 results). The scans below depend on the
-# text alone, so they are memoised, bounded in entries and in size: a text longer than
-# ``_MEMO_MAX_CHARS`` is scanned uncached (at most 256 × 16 K characters are held).
-# What the detector's state decides (allowed hosts, the goal, the ledgers) is applied
-# to their results afterwards, in the same order as before.
-
-_MEMO_MAX_CHARS = 16_384
-
-# an address found near a cue: (address, kind, host to test against the allowed hosts)
-_Found = tuple[tuple[str, str, str | None], ...]
-
-
-def _scan_result_text(text: str, cue_window: int) -> tuple[tuple[str, ...], _Found]:
-    """Grader URLs a tool result presents, and the addresses inside ``cue_window``
-    characters after its injection cues, in the order the ledgers take them."""
-    low = text.lower()
-    graders: tuple[str, ...] = ()
-    if "http" in low and any(w in low for w in _GRADER_ANCHORS):
-        graders = tuple(m.group(1).rstrip(".") for m in _GRADER_ADDR_RE.finditer(low[:8192]))
-    if not any(anchor in low for anchor in _CUE_ANCHORS):
-        return graders, ()
-    # The attacker's address follows the instruction ("... must POST to X", "please
-    # do the following first: send to X"); text before the cue is mostly the carrier
-    # (headers, the page's own links), so windows start at the cue. Overlapping
-    # windows are merged: one injection holds several cues.
-    spans: list[tuple[int, int]] = []
-    for start, end in _cues(low):
-        lo, hi = max(0, start - _CUE_LOOKBACK), end + cue_window
-        close = _CLOSE_RE.search(low, end, hi)
-        if close is not None:  # an explicit <information>…</information> block ends here
-            hi = close.start()
-        if spans and lo <= spans[-1][1]:
-            spans[-1] = (spans[-1][0], max(hi, spans[-1][1]))
-        else:
-            spans.append((lo, hi))
-    found: list[tuple[str, str, str | None]] = []
-    for lo, hi in spans[:16]:
-        found += _window_addresses(text[lo:hi])
-    return graders, tuple(found)
-
-
-def _window_addresses(window: str) -> list[tuple[str, str, str | None]]:
-    """E-mail addresses, URL and bare hosts, and IBAN-like accounts in ``window``.
-    The e-mail regex needs an ``@`` and the URL regex a ``://``: without one, neither
-    can match, and their scans and substitutions are skipped."""
-    found: list[tuple[str, str, str | None]] = []
-    mail = "@" in window
-    if mail:
-        found += [(m.group(0).lower(), "e-mail address", None) for m in _EMAIL_RE.finditer(window)]
-    rest = window
-    hosts: list[str | None] = []
-    if "://" in window:
-        hosts = [host_of(u) for u in _URL_RE.findall(window)]
-        rest = _URL_RE.sub(" ", rest)
-    if mail:
-        rest = _EMAIL_RE.sub(" ", rest)
-    hosts += [m.group(0).lower() for m in _BARE_HOST_RE.finditer(rest)]
-    found += [(host.removeprefix("www."), "address", host) for host in hosts if host]
-    found += [(m.group(0).lower(), "account", None) for m in _IBAN_RE.finditer(window)]
-    return found
-
-
-_memo_scan_result = lru_cache(maxsize=4096)(_scan_result_text)
-
-
-def _scan_result(text: str, cue_window: int) -> tuple[tuple[str, ...], _Found]:
-    if len(text) > _MEMO_MAX_CHARS:
-        return _scan_result_text(text, cue_window)
-    return _memo_scan_result(text, cue_window)
-
-
-# (lower-cased arguments, working directory name, git commands, their verbs, e-mail
-# addresses, benchmark words, a precursor, a read tool)
-_CallFacts = tuple[
-    str, str | None, tuple[tuple[str, str], ...], str, tuple[str, ...], tuple[str, ...], bool, bool
-]
-
-
-def _call_facts_of(tool: str | None, args: str) -> _CallFacts:
-    """What a tool call's name and arguments say, before any state is consulted."""
-    low = args.lower()
-    workdir = None
-    if "workdir" in low:
-        m = _WORKDIR_RE.search(low)
-        if m and m.group(1).rstrip("/"):
-            workdir = m.group(1).rstrip("/").rsplit("/", 1)[-1]
-    git = tuple(_GIT_RE.findall(args)) if "git" in low else ()
-    verbs = " ".join(v for v, _ in git) + (" -v" if "remote -v" in low else "")
-    emails = tuple(m.group(0).lower() for m in _EMAIL_RE.finditer(args)) if "@" in args else ()
-    words: tuple[str, ...] = ()
-    # searching for a benchmark's answers (its words name the benchmark), or reading
-    # the environment
-    if any(a in low for a in _SEEK_ANCHORS) and _ANSWER_SEEK_RE.search(low):
-        precursor = True
-        words = tuple(
-            w for w in _WORD_SPLIT.split(low) if len(w) >= 3 and w not in _STOP and not w.isdigit()
-        )
-    else:
-        precursor = "env" in low and _ENV_RE.search(low) is not None
-    reads = bool(tool and _READ_TOOL_RE.match(tool))
-    return low, workdir, git, verbs, emails, words, precursor, reads
-
-
-_memo_call_facts = lru_cache(maxsize=512)(_call_facts_of)
-
-
-def _call_facts(tool: str | None, args: str) -> _CallFacts:
-    if len(args) > _MEMO_MAX_CHARS // 4:  # long writes and edits rarely repeat
-        return _call_facts_of(tool, args)
-    return _memo_call_facts(tool, args)
-
-
-_SENDING_TOOL_RE = re.compile(
-    r"send|post|upload|share|submit|e?mail|pay|transfer|publish|invite|forward|webhook",
-    re.IGNORECASE,
-)
-
-
-_READ_TOOL_RE = re.compile(
-    r"(?:get|read|search|list|find|query|lookup|view|show|check|browse|visit|open|fetch)"
-    r"(?!.*(?:send|post|upload|share|pay|transfer|invite|forward|create|update|delete))",
-    re.IGNORECASE,
-)
-
-
-def _target_hosts(step: Step) -> set[str]:
-    """The hosts (without ``www.``) a tool call's arguments send traffic to."""
-    raw = step.detail.get("egress") if isinstance(step.detail, Mapping) else None
-    return {
-        str(t["host"]).removeprefix("www.")
-        for t in (raw if isinstance(raw, list) else ())
-        if isinstance(t, Mapping) and isinstance(t.get("host"), str)
-    }
-
-
-def _sending_tool(tool: str | None) -> bool:
-    """Tools whose name says they send data (``send_email``, ``post_webpage``, …)."""
-    return bool(tool and _SENDING_TOOL_RE.search(tool))

@@ -133,7 +133,7 @@ class Session:
         parent: Step | None = None,
         status: int = 200,
     ) -> Step:
-        from features.egress import host_of
+        from features.hosts import host_of
 
         return self._step(
             StepKind.EGRESS,

@@ -32,8 +32,8 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import urlsplit
 
-from features.egress import host_of
 from features.frozen import freeze, thaw
+from features.hosts import host_of
 from models.records import Step, StepKind
 
 __all__ = [

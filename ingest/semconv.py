@@ -38,7 +38,7 @@ from typing import Any
 
 from features.actions import tool_call_fields
 from features.canonical import canonical_json
-from features.egress import host_of
+from features.hosts import host_of
 from features.redact import redact
 from features.text import excerpt
 from ingest.draft import Draft, compaction_key

@@ -6,7 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from features.egress import EgressTarget, egress_targets, host_of
+from features.egress import egress_targets
+from features.egress_target import EgressTarget
+from features.hosts import host_of
 
 
 def found(tool: str | None, arguments: object) -> list[tuple[str, str | None, str | None, str]]:
@@ -297,9 +299,9 @@ def test_host_of_never_raises(text: str, bare: bool) -> None:
 def test_fast_tokenizer_agrees_with_shlex_on_quote_free_commands(command: str) -> None:
     import shlex
 
-    from features.egress import _tokenize
+    from features.shell_words import tokenize
 
     lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|()<>\n")
     lexer.whitespace = " \t\r"
     lexer.whitespace_split = True
-    assert _tokenize(command) == list(lexer)
+    assert tokenize(command) == list(lexer)

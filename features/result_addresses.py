@@ -1,0 +1,170 @@
+"""Addresses a tool result puts before the agent: graders it presents, and addresses
+inside text aimed at the agent (the mark of an injection).
+
+Contract: :func:`scan_result` is a pure, memoised function of a result's text and the
+cue window. It gives the grader URLs the text presents (``GRADER_URL=…``) and the
+e-mail addresses, hosts and IBAN-like accounts found within ``cue_window`` characters
+after injection cues ("ignore previous instructions", "AI agents must …",
+``<INFORMATION>``), in text order; what a session allows or already knows is the
+caller's to apply.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from features.hosts import host_of
+
+__all__ = ["EMAIL_RE", "scan_result"]
+
+# Text addressed to the agent rather than to a human reader: the mark of an injection.
+_CUE_RE = re.compile(
+    r"ignore\s+(?:all\s+|any\s+)?(?:the\s+|your\s+)?(?:previous|prior|above|earlier)\s+"
+    r"(?:instructions|directions|prompts?|tasks?)"
+    r"|disregard\s+(?:all\s+|any\s+)?(?:the\s+|your\s+)?(?:previous|prior|above)"
+    r"|(?:new|updated|urgent)\s+(?:instructions?|priority\s+task)"
+    r"|important\s+(?:message|instructions?)"
+    r"|before\s+(?:you\s+)?(?:can\s+)?(?:solv|complet|continu|proceed|finish|answer)"
+    r"|(?:to\s+you|note\s+to|attention)[,:]?\s+(?:the\s+)?(?:ai|assistant|agent|llm|gpt|claude"
+    r"|gemini|model)"
+    r"|\b(?:ai|automated|autonomous|llm)\s+(?:agents?|assistants?|models?)\b"
+    r"|\byou\s+(?:must|should|need\s+to|are\s+required\s+to)\s+(?:first\s+|now\s+|also\s+)?"
+    r"(?:send|post|upload|forward|e-?mail|transfer|visit|open|share|pay|submit)"
+    r"|<\s*(?:information|instructions?|system|important)\s*>"
+    r"|do\s+not\s+(?:tell|inform|mention\s+this\s+to|notify)\s+(?:the\s+)?user"
+)  # matched against lower-cased text: ~4x faster than IGNORECASE
+# Every cue contains one of these; ``in`` on the lower-cased text is ~10x cheaper than
+# the regex, and only ~4% of results hold one (fixtures seed 11: 3.7% of 3,389 results).
+_CUE_ANCHORS = (
+    "ignore",
+    "disregard",
+    "instruction",
+    "priority",
+    "important",
+    "before",
+    "agent",
+    "assistant",
+    "llm",
+    "to you",
+    "note to",
+    "attention",
+    "you must",
+    "you should",
+    "you need",
+    "required to",
+    "information>",
+    "system>",
+    "do not",
+)
+_GRADER_ADDR_RE = re.compile(
+    r"(?:grade|grader|grading|eval|score|scorer|judge|leaderboard|submit)\w*['\"]?\s*[:=]\s*"
+    r"['\"]?(https?://[^\s'\"<>,}]+)"
+)  # matched against lower-cased results
+_GRADER_ANCHORS = ("grad", "eval", "score", "judge", "leaderboard", "submit")
+_URL_RE = re.compile(r"https?://[^\s'\"<>)\]}\\]+", re.IGNORECASE)
+EMAIL_RE = re.compile(r"[a-z0-9._%+-]+@[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,}", re.IGNORECASE)
+_BARE_HOST_RE = re.compile(
+    r"(?<![\w@./-])(?:www\.)?[a-z0-9-]+(?:\.[a-z0-9-]+)*"
+    r"\.(?:com|org|net|io|xyz|top|click|info|co|ai|dev|app|site|online|biz|ru|cn|me|sh|ly)\b",
+    re.IGNORECASE,
+)
+_IBAN_RE = re.compile(r"\b[A-Z]{2}\d{2}[A-Z0-9]{11,30}\b")
+_CUE_LOOKBACK = 0
+_CLOSE_RE = re.compile(r"<\s*/\s*(?:information|instructions?|system|important)\s*>")
+
+
+def _cues(low: str) -> list[tuple[int, int]]:
+    """Spans of injection cues in lower-cased ``low``, in order.
+
+    The cue regex is tried only around occurrences of its anchors: running it over
+    whole results cost ~67 µs per AgentDojo tool result (1.9 KB average), the anchored
+    search ~8 µs. Each cue starts at most 24 characters before its anchor and ends
+    within 60 after it; at most 64 anchor occurrences are examined per result.
+    """
+    found: set[tuple[int, int]] = set()
+    budget = 64
+    for anchor in _CUE_ANCHORS:
+        at = low.find(anchor)
+        while at >= 0 and budget > 0:
+            budget -= 1
+            m = _CUE_RE.search(low, max(0, at - 24), at + len(anchor) + 60)
+            if m is not None:
+                found.add(m.span())
+            at = low.find(anchor, at + len(anchor))
+    return sorted(found)
+
+
+# Scanning a tool result for cues and addresses is most of egress_gaming's cost (the
+# lower-cased copy and 19 anchor searches on every result, ~70 µs of cue regexes and
+# ~100 µs of address regexes on the ~13% that hold an anchor), and tool results
+# repeat: polls, retries, loops, and environments that serve the same pages
+# (AgentDojo: 5,110 distinct texts among 13,821 results). The scan depends on the
+# text alone, so it is memoised, bounded in entries and in size: a text longer than
+# ``_MEMO_MAX_CHARS`` is scanned uncached (at most 256 × 16 K characters are held).
+# What the detector's state decides (allowed hosts, the goal, the ledgers) is applied
+# to its results afterwards.
+
+_MEMO_MAX_CHARS = 16_384
+
+# an address found near a cue: (address, kind, host to test against the allowed hosts)
+_Found = tuple[tuple[str, str, str | None], ...]
+
+
+def _scan_result_text(text: str, cue_window: int) -> tuple[tuple[str, ...], _Found]:
+    """Grader URLs a tool result presents, and the addresses inside ``cue_window``
+    characters after its injection cues, in the order the ledgers take them."""
+    low = text.lower()
+    graders: tuple[str, ...] = ()
+    if "http" in low and any(w in low for w in _GRADER_ANCHORS):
+        graders = tuple(m.group(1).rstrip(".") for m in _GRADER_ADDR_RE.finditer(low[:8192]))
+    if not any(anchor in low for anchor in _CUE_ANCHORS):
+        return graders, ()
+    # The attacker's address follows the instruction ("... must POST to X", "please
+    # do the following first: send to X"); text before the cue is mostly the carrier
+    # (headers, the page's own links), so windows start at the cue. Overlapping
+    # windows are merged: one injection holds several cues.
+    spans: list[tuple[int, int]] = []
+    for start, end in _cues(low):
+        lo, hi = max(0, start - _CUE_LOOKBACK), end + cue_window
+        close = _CLOSE_RE.search(low, end, hi)
+        if close is not None:  # an explicit <information>…</information> block ends here
+            hi = close.start()
+        if spans and lo <= spans[-1][1]:
+            spans[-1] = (spans[-1][0], max(hi, spans[-1][1]))
+        else:
+            spans.append((lo, hi))
+    found: list[tuple[str, str, str | None]] = []
+    for lo, hi in spans[:16]:
+        found += _window_addresses(text[lo:hi])
+    return graders, tuple(found)
+
+
+def _window_addresses(window: str) -> list[tuple[str, str, str | None]]:
+    """E-mail addresses, URL and bare hosts, and IBAN-like accounts in ``window``.
+    The e-mail regex needs an ``@`` and the URL regex a ``://``: without one, neither
+    can match, and their scans and substitutions are skipped."""
+    found: list[tuple[str, str, str | None]] = []
+    mail = "@" in window
+    if mail:
+        found += [(m.group(0).lower(), "e-mail address", None) for m in EMAIL_RE.finditer(window)]
+    rest = window
+    hosts: list[str | None] = []
+    if "://" in window:
+        hosts = [host_of(u) for u in _URL_RE.findall(window)]
+        rest = _URL_RE.sub(" ", rest)
+    if mail:
+        rest = EMAIL_RE.sub(" ", rest)
+    hosts += [m.group(0).lower() for m in _BARE_HOST_RE.finditer(rest)]
+    found += [(host.removeprefix("www."), "address", host) for host in hosts if host]
+    found += [(m.group(0).lower(), "account", None) for m in _IBAN_RE.finditer(window)]
+    return found
+
+
+_memo_scan_result = lru_cache(maxsize=4096)(_scan_result_text)
+
+
+def scan_result(text: str, cue_window: int) -> tuple[tuple[str, ...], _Found]:
+    if len(text) > _MEMO_MAX_CHARS:
+        return _scan_result_text(text, cue_window)
+    return _memo_scan_result(text, cue_window)
