@@ -48,7 +48,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["canonical_action", "canonical_action_and_json", "canonical_json"]
+__all__ = ["arguments_value", "canonical_action", "canonical_action_and_json", "canonical_json"]
 
 _MAX_DEPTH = 64
 _LONG = 160
@@ -197,6 +197,21 @@ def _top(arguments: object) -> Any:
     if isinstance(arguments, str):
         arguments = _parse_json_text(arguments, arrays=True)
     return _plain(arguments)
+
+
+def arguments_value(text: str | None) -> Any:
+    """A step's stored ``arguments`` text read back: the JSON value, or the text itself
+    when it is not JSON (the runtime sent plain text); None when there is none.
+
+    >>> arguments_value('{"path":"a.py"}'), arguments_value("ls -la"), arguments_value("")
+    ({'path': 'a.py'}, 'ls -la', None)
+    """
+    if not text:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
 
 
 def canonical_json(arguments: object) -> str:

@@ -22,7 +22,6 @@ Public API
 
 from __future__ import annotations
 
-import json
 import posixpath
 import re
 import zlib
@@ -32,6 +31,7 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import urlsplit
 
+from features.canonical import arguments_value
 from features.frozen import freeze, thaw
 from features.hosts import host_of
 from models.records import Step, StepKind
@@ -531,15 +531,6 @@ def _strings(value: Any, depth: int = 0) -> Iterator[str]:
             yield from _strings(v, depth + 1)
 
 
-def _parsed_arguments(arguments: str | None) -> Any:
-    if not arguments:
-        return None
-    try:
-        return json.loads(arguments)
-    except ValueError:
-        return arguments
-
-
 def repo_of(url: str) -> str | None:
     """``host/owner/name`` of a repository URL, or None when the URL names no repository.
 
@@ -636,7 +627,7 @@ def _step_terms(
 ) -> StepTerms:
     """:func:`step_terms` of the fields it reads: ``text`` and ``result`` already cut
     (None when not read), ``egress`` the ``detail["egress"]`` targets."""
-    strings: list[str] = list(_strings(_parsed_arguments(arguments)))
+    strings: list[str] = list(_strings(arguments_value(arguments)))
     if text:
         strings.append(text)
     if result:

@@ -21,7 +21,6 @@ Decisions
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 from collections.abc import Mapping
@@ -29,6 +28,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from features.canonical import arguments_value
 from models.records import Step, StepKind
 
 __all__ = [
@@ -203,15 +203,6 @@ def is_check_command(command: str) -> bool:
     return any(_CHECK_SEGMENT_RE.match(seg) for seg in _SEGMENT_SPLIT.split(command))
 
 
-def _parse_arguments(raw: str | None) -> Any:
-    if not raw:
-        return None
-    try:
-        return json.loads(raw)
-    except ValueError:
-        return raw  # not JSON: the runtime sent plain text
-
-
 def _strings(value: Any, skip: frozenset[str] = frozenset()) -> list[str]:
     """The strings in ``value`` (parsed arguments), in order; a list of strings counts as
     one, joined by spaces. ``skip`` names keys of the top-level mapping to leave out."""
@@ -362,7 +353,7 @@ def _tool_view(tool: str, arguments: str | None) -> ToolView:
     premature_completion each view every tool call (~10 µs, mostly shlex and the write
     regexes), and loops repeat the same call. Bounded; the key is the stored canonical
     argument text, so a hit is exactly the same call."""
-    args = _parse_arguments(arguments)
+    args = arguments_value(arguments)
     shell_tool, write_tool = _tool_traits(tool)
     is_map = type(args) is dict or isinstance(args, Mapping)
     commands: list[str] = []
