@@ -28,9 +28,9 @@ Two kinds of evidence, both over the recent tool calls only (a bounded window):
 
 Exemptions (progress)
 ---------------------
-- **Polling**: an identical call whose result changed, or whose wait since its
-  previous occurrence grew by ``wait_growth`` (``sleep 10``/``20``/``40``, back-off),
-  resets the run: the world is changing, or the agent is waiting for it to. Back to
+- **Polling**: an identical call whose result changed, or, repeated back to back,
+  whose wait since its previous occurrence grew by ``wait_growth`` (back-off), resets
+  the run: the world is changing, or the agent is waiting for it to. Back to
   back (period 1) any change of the result counts (digits dropped past the first line,
   so clocks do not); inside a longer cycle only the first line does (a status, an exit
   code, a page title), because re-fetched pages and search snippets change for reasons
@@ -329,8 +329,10 @@ class RunawayLoop(Detector):
     critical_cost
         Dollars (``step.cost``) spent since the first repeat that raise ``critical``.
     wait_growth
-        A repeat whose wait since the previous occurrence is this many times the
-        previous wait (and ≥ 5 s longer) is polling with back-off, not a loop.
+        A call repeated back to back whose wait since its previous occurrence is this
+        many times the previous wait (and ≥ 5 s longer) is polling with back-off, not a
+        loop. Inside a longer cycle the gap is not a wait: applied there (before), the
+        chance growth of a cycle's duration hid 2 of the 180 loops of seeds 7-43.
     """
 
     name: ClassVar[str] = "runaway_loop"
@@ -485,12 +487,16 @@ class RunawayLoop(Detector):
             # canonical signatures hide numbers (they are noise in *retries*); after a
             # success, a call with other numbers tries something new (answers, pages)
             return False
-        if n >= 2 * p:
-            before = calls[n - 2 * p]
-            if before.key == call.key:  # polling with back-off: the wait grew
-                gap, prev_gap = call.ts - prev.ts, prev.ts - before.ts
-                if gap >= self.wait_growth * prev_gap and gap - prev_gap >= 5 * _SECOND:
-                    return False
+        if n >= 2 and calls[n - 1].key == call.key and calls[n - 2].key == call.key:
+            # Polling with back-off: the wait between back-to-back repeats grew. Only
+            # back to back is the gap the agent's wait: inside a longer cycle it is the
+            # other calls' and the model's time, which varies by chance (14 s, then
+            # 21 s), and a deliberate wait there is a call of its own (``sleep 20``),
+            # whose changed numbers already make it a new action.
+            last, before = calls[n - 1], calls[n - 2]
+            gap, prev_gap = call.ts - last.ts, last.ts - before.ts
+            if gap >= self.wait_growth * prev_gap and gap - prev_gap >= 5 * _SECOND:
+                return False
         return True
 
     def _on_result(self, step: Step) -> list[Alert]:

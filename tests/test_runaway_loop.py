@@ -316,6 +316,34 @@ def test_polling_with_growing_waits_is_not_a_loop_even_with_the_same_answer() ->
     assert feed(steps) == []
 
 
+def test_a_cycle_whose_duration_grows_by_chance_is_still_a_loop() -> None:
+    # Search, read, read over the same sources: each cycle takes the model's and the
+    # tools' time, which varies (6 s, 12 s, 21 s, ...). That is not an agent waiting
+    # longer: back-off is a call repeated back to back, or a sleep call of its own.
+    s = Session("slower")
+    steps = warmup(s)
+    searches = []
+    hits = "1. https://en.wikipedia.org/wiki/1992_speed_skating 2. https://olympics.example/1992"
+    for seconds in (1.0, 3.0, 6.0, 9.0, 12.0):
+        steps.append(s.model())
+        call, done = s.tool(
+            "web_search",
+            {"query": "fastest 1000m speed skater 1992 olympics"},
+            result=hits,
+            seconds=seconds,
+        )
+        steps += [call, done]
+        searches.append(call)
+        for url in hits.split()[1::2]:
+            steps += [
+                s.model(),
+                *s.tool("fetch_url", {"url": url}, result="Results table ...", seconds=seconds),
+            ]
+    alerts = feed(steps)
+    # onset: the first repeat of the cycle, as for any loop
+    assert [(a.severity, a.onset_seq) for a in alerts][:1] == [(Severity.WARN, searches[1].seq)]
+
+
 def test_paging_through_a_file_is_not_a_loop() -> None:
     s = Session("pages")
     steps = warmup(s)
