@@ -27,6 +27,7 @@ from typing import Any
 
 from detectors.registry import DetectorSet
 from ingest.agentdojo import record_drafts
+from ingest.draft import Draft
 from ingest.errors import DecodeError
 from ingest.files import RawRecord, ReadStats, read_recordings
 from ingest.otlp_json import decode_otlp_json
@@ -63,43 +64,17 @@ class ReplaySummary:
         }
 
 
-def feed_record(pipeline: Pipeline, record: RawRecord) -> None:
-    """Route one raw record to the pipeline's decoder for its format."""
-    kind = record.format
-    where = dict(source=SOURCE, location=record.location, partition=record.partition)
-    if kind == "otlp_json":
-        pipeline.feed_otlp_json(record.payload, **where)
-    elif kind == "otlp_proto":
-        pipeline.feed_otlp_proto(record.payload, **where)
-    elif kind == "event":
-        pipeline.feed_event(record.payload, **where)
-    elif kind == "trail":
-        decoded = decode_trail(
-            record.payload,
-            source=SOURCE,
-            location=record.location,
-            max_attribute_bytes=pipeline.settings.max_attribute_bytes,
-        )
-        pipeline.feed_decoded(decoded, partition=record.partition)
-    elif kind == "agentdojo":
-        try:
-            drafts = record_drafts(
-                record.payload["record"], session_id=record.payload["session_id"]
-            )
-        except DecodeError as exc:
-            pipeline.add_dead_letters([_dead(record, exc.reason)])
-        else:
-            pipeline.add_drafts(drafts, partition=record.partition)
-    elif kind == "skip":
-        pass
-    elif kind == "tool_calls_row":
-        for event in tool_call_row_events(record.payload):
-            pipeline.feed_event(event, **where)
-    else:
-        pipeline.add_dead_letters([_dead(record, record.reason or "unreadable record")])
-
-
 _Feed = Callable[[Pipeline], None]
+_SPAN_DECODERS: dict[str, Callable[..., Decoded]] = {
+    "otlp_json": decode_otlp_json,
+    "otlp_proto": decode_otlp_proto,
+    "trail": decode_trail,
+}
+
+
+def feed_record(pipeline: Pipeline, record: RawRecord) -> None:
+    """Feed one raw record to the pipeline, through the decoder for its format."""
+    _delivery(record, pipeline.settings)[1](pipeline)
 
 
 def _delivered(records: Iterator[RawRecord], settings: Settings) -> Iterator[tuple[int, _Feed]]:
@@ -117,29 +92,51 @@ def _delivery(record: RawRecord, settings: Settings) -> tuple[int | None, _Feed]
     """When ``record`` reached the live service, and how to feed it to a pipeline.
 
     Span batches are decoded here, once: a batch leaves the exporter when its last span
-    has ended. A session event is appended at its ``ts``."""
+    has ended. A session event is appended at its ``ts``. A document with no delivery
+    order (a TRAIL trace, an AgentDojo run) ends its partition: its steps are released
+    in event-time order."""
     kind = record.format
-    if kind in ("otlp_json", "otlp_proto"):
-        decode = decode_otlp_json if kind == "otlp_json" else decode_otlp_proto
-        decoded: Decoded = decode(
-            record.payload,
-            source=SOURCE,
-            location=record.location,
-            max_attribute_bytes=settings.max_attribute_bytes,
-        )
+    where = dict(source=SOURCE, location=record.location)
+    partition = record.partition
+    if kind in ("otlp_json", "otlp_proto", "trail"):
+        decode: Callable[..., Decoded] = _SPAN_DECODERS[kind]
+        decoded = decode(record.payload, max_attribute_bytes=settings.max_attribute_bytes, **where)
+        if kind == "trail":
+            return None, lambda pipeline: _whole(pipeline, decoded, partition)
         sent = max((span.end_ns for span in decoded.spans), default=None)
-        return sent, lambda pipeline: pipeline.feed_decoded(decoded, partition=record.partition)
+        return sent, lambda pipeline: pipeline.feed_decoded(decoded, partition=partition)
     if kind in ("event", "tool_calls_row"):
-        ts = record.payload.get("ts") if isinstance(record.payload, dict) else None
-        return _event_time(ts), lambda pipeline: feed_record(pipeline, record)
-    if kind in ("trail", "agentdojo"):
+        payload = record.payload
+        events = tool_call_row_events(payload) if kind == "tool_calls_row" else [payload]
+        ts = payload.get("ts") if isinstance(payload, dict) else None
 
-        def whole(pipeline: Pipeline) -> None:
-            feed_record(pipeline, record)
-            pipeline.end_partition(record.partition)
+        def feed_events(pipeline: Pipeline) -> None:
+            for event in events:
+                pipeline.feed_event(event, partition=partition, **where)
 
-        return None, whole
-    return None, lambda pipeline: feed_record(pipeline, record)
+        return _event_time(ts), feed_events
+    if kind == "agentdojo":
+        try:
+            drafts = record_drafts(
+                record.payload["record"], session_id=record.payload["session_id"]
+            )
+        except DecodeError as exc:
+            dead = _dead(record, exc.reason)
+            return None, lambda pipeline: pipeline.add_dead_letters([dead])
+        return None, lambda pipeline: _whole(pipeline, drafts, partition)
+    if kind == "skip":
+        return None, lambda pipeline: None
+    dead = _dead(record, record.reason or "unreadable record")
+    return None, lambda pipeline: pipeline.add_dead_letters([dead])
+
+
+def _whole(pipeline: Pipeline, content: Decoded | list[Draft], partition: str) -> None:
+    """Deliver a document at once and release its steps in event-time order."""
+    if isinstance(content, Decoded):
+        pipeline.feed_decoded(content, partition=partition)
+    else:
+        pipeline.add_drafts(content, partition=partition)
+    pipeline.end_partition(partition)
 
 
 def _event_time(ts: object) -> int | None:
