@@ -322,7 +322,13 @@ def _base(span: SpanRecord, session_attribute: str | None) -> dict[str, Any]:
 
 
 def _step(span: SpanRecord, kind: StepKind, ts: int, **fields: Any) -> Step:
-    agent = _first_str(span.attributes, ("gen_ai.agent.name",))
+    # A workflow's name is its agent name: the GenAI conventions (v0.1.0 of their own
+    # repository) replaced gen_ai.workflow.name with gen_ai.agent.name; older
+    # instrumentations still send the first, OpenLLMetry its traceloop.* spelling.
+    agent = _first_str(
+        span.attributes,
+        ("gen_ai.agent.name", "gen_ai.workflow.name", "traceloop.workflow.name"),
+    )
     if agent is None:
         agent = _first_str(span.resource, ("service.name",))
     return Step(

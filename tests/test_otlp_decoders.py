@@ -166,3 +166,35 @@ def test_semantic_mapping_of_sdk_spans() -> None:
     assert by_kind["egress"].parent_span_id == call.span_id
     start = by_kind["start"]
     assert start.step.text == "Fix the failing test" and start.session_hint == "sess-1"
+
+
+def test_a_workflow_name_is_the_steps_agent_for_policy_attachment() -> None:
+    # Policies attach to plain-OTLP sessions by agent name ([policies.agents]); a
+    # workflow's name counts as one (the GenAI conventions folded gen_ai.workflow.name
+    # into gen_ai.agent.name; OpenLLMetry sends traceloop.workflow.name).
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(resource=Resource.create({"service.name": "svc"}))
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("t")
+    named = {
+        "a": {"gen_ai.agent.name": "coder", "gen_ai.workflow.name": "nightly-fix"},
+        "b": {"gen_ai.workflow.name": "nightly-fix"},
+        "c": {"traceloop.workflow.name": "triage"},
+        "d": {},
+    }
+    for call_id, attributes in named.items():
+        span = tracer.start_span(
+            "execute_tool bash",
+            start_time=T0,
+            attributes={
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": "bash",
+                "gen_ai.tool.call.id": call_id,
+                **attributes,
+            },
+        )
+        span.end(end_time=T0 + 1_000)
+    request = encode_spans(exporter.get_finished_spans())
+    drafts = spans_to_drafts(decode_otlp_proto(request.SerializeToString(), source="t").spans)
+    agents = {d.step.call_id: d.step.agent for d in drafts if d.step.kind == "tool_call"}
+    assert agents == {"a": "coder", "b": "nightly-fix", "c": "triage", "d": "svc"}
