@@ -9,7 +9,7 @@ enabled = false                 # leave a detector out
 [policies]
 paths = ["fixtures/policies"]   # policy files (*.toml) or folders of them
 default = "coding-default-v2"   # for sessions that name no policy
-[policies.agents]               # agent name → policy id, for plain-OTLP sessions
+[policies.agents]               # agent or workflow name → policy id, for plain-OTLP sessions
 codewright = "coding-strict-v1"
 ```
 
