@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from features.text_vectors import SparseVector, add_into
+from features.text_vectors import SparseVector, add_into, cosine, norm
 
 __all__ = ["ActionClusters"]
 
@@ -57,24 +57,13 @@ class ActionClusters:
         similar enough (the vector would found a new cluster)."""
         best, best_sim = None, 0.0
         norms = self._norms
-        vec_norm = _norm(vec) if vec else 0.0
+        vec_norm = norm(vec) if vec else 0.0
         for cid, centroid in self.centroids_.items():
-            # features.text_vectors.cosine, with the norms computed once: the vector's
-            # for all centroids, each centroid's until it changes. Same operations in
-            # the same order, so the same floats.
-            if not vec or not centroid:
-                continue
-            small, large = (centroid, vec) if len(vec) > len(centroid) else (vec, centroid)
-            dot = sum(v * large.get(k, 0.0) for k, v in small.items())
-            if dot == 0.0:
-                continue
+            # the vector's norm once for all centroids, each centroid's until it changes
             centroid_norm = norms.get(cid)
             if centroid_norm is None:
-                centroid_norm = norms[cid] = _norm(centroid)
-            if small is vec:
-                sim = min(1.0, dot / (vec_norm * centroid_norm))
-            else:
-                sim = min(1.0, dot / (centroid_norm * vec_norm))
+                centroid_norm = norms[cid] = norm(centroid)
+            sim = cosine(vec, centroid, a_norm=vec_norm, b_norm=centroid_norm)
             if sim > best_sim or (sim == best_sim and best is not None and cid < best):
                 best, best_sim = cid, sim
         if best is None or best_sim < self.threshold:
@@ -106,7 +95,3 @@ class ActionClusters:
     def state(self) -> dict[str, Any]:
         """The learned attributes as plain data (for checkpointing)."""
         return {k: v for k, v in vars(self).items() if k.endswith("_")}
-
-
-def _norm(vec: Mapping[int, float]) -> float:
-    return float(sum(v * v for v in vec.values()) ** 0.5)

@@ -46,6 +46,7 @@ __all__ = [
     "hash_vector",
     "instructs_agent",
     "links_in",
+    "norm",
     "page_key",
     "result_links",
     "step_terms",
@@ -447,8 +448,22 @@ def text_vector(text: str | None, *, n_features: int = 4096, char_ngrams: int = 
     return hash_vector(tokenize(text), n_features=n_features, char_ngrams=char_ngrams)
 
 
-def cosine(a: Mapping[int, float], b: Mapping[int, float]) -> float:
+def norm(vec: Mapping[int, float]) -> float:
+    """The L2 norm of a sparse vector."""
+    return float(sum(v * v for v in vec.values()) ** 0.5)
+
+
+def cosine(
+    a: Mapping[int, float],
+    b: Mapping[int, float],
+    *,
+    a_norm: float | None = None,
+    b_norm: float | None = None,
+) -> float:
     """Cosine similarity of two sparse vectors; 0.0 when either is empty.
+
+    ``a_norm``/``b_norm``: the vectors' :func:`norm` when the caller has them (one
+    vector compared with many, a centroid that has not changed); computed otherwise.
 
     >>> round(cosine(text_vector("parse ISO dates"), text_vector("date parsing of ISO strings")), 2)
     0.58
@@ -456,12 +471,12 @@ def cosine(a: Mapping[int, float], b: Mapping[int, float]) -> float:
     if not a or not b:
         return 0.0
     if len(a) > len(b):
-        a, b = b, a
+        a, b, a_norm, b_norm = b, a, b_norm, a_norm
     dot = sum(v * b.get(k, 0.0) for k, v in a.items())
     if dot == 0.0:
         return 0.0
-    na = sum(v * v for v in a.values()) ** 0.5
-    nb = sum(v * v for v in b.values()) ** 0.5
+    na = norm(a) if a_norm is None else a_norm
+    nb = norm(b) if b_norm is None else b_norm
     return min(1.0, dot / (na * nb))
 
 
