@@ -6,9 +6,8 @@ re-delivered late. A :class:`Reorderer` holds items until the watermark
 them sorted by ``(event time, arrival)``. Live and replay use the same
 lateness, so they release the same items in the same order; an item that
 arrives behind the watermark is released at once (the caller flags it late).
-Memory is bounded by what arrives within one lateness window. With
-``lateness_ns=None`` nothing is released before :meth:`Reorderer.flush`: replay
-uses that to put a whole recording in event-time order.
+Memory is bounded by what arrives within one lateness window; :meth:`Reorderer.flush`
+releases the rest at the end of a partition's input.
 """
 
 from __future__ import annotations
@@ -38,8 +37,8 @@ class Reorderer(Generic[T]):
     ['c']
     """
 
-    def __init__(self, *, lateness_ns: int | None) -> None:
-        if lateness_ns is not None and lateness_ns < 0:
+    def __init__(self, *, lateness_ns: int) -> None:
+        if lateness_ns < 0:
             raise ValueError(f"lateness_ns must be >= 0, got {lateness_ns}")
         self.lateness_ns = lateness_ns
         self._heap: list[_Entry[T]] = []
@@ -52,7 +51,7 @@ class Reorderer(Generic[T]):
     @property
     def watermark(self) -> int | None:
         """Items at or before this event time will be released by the next pop."""
-        if self.max_ts is None or self.lateness_ns is None:
+        if self.max_ts is None:
             return None
         return self.max_ts - self.lateness_ns
 
