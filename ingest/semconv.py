@@ -4,10 +4,12 @@ What a span means is read from, in order: ``gen_ai.operation.name`` (current
 GenAI conventions), ``openinference.span.kind`` (OpenInference), the span kind
 plus HTTP/MCP attributes (egress), and the span name's GenAI prefix (``chat``,
 ``execute_tool``, ``invoke_agent``) for instrumentations that set little else.
-Deprecated attribute names still sent by older instrumentations are read
-beside the current ones (``gen_ai.system``, ``gen_ai.usage.prompt_tokens``,
-``http.url``, ``net.peer.name``, …). Attribute values may be JSON strings or
-structured OTLP arrays/kvlists; both are accepted.
+Spans of instrumentations with a dialect of their own (OpenLLMetry, LangSmith, the
+Vercel AI SDK, pydantic-ai's early spans) are first restated in the GenAI conventions
+by :mod:`ingest.dialects`. Deprecated attribute names still sent by older
+instrumentations are read beside the current ones (``gen_ai.system``,
+``gen_ai.usage.prompt_tokens``, ``http.url``, ``net.peer.name``, …). Attribute values
+may be JSON strings or structured OTLP arrays/kvlists; both are accepted.
 
 Mapping:
 
@@ -32,7 +34,6 @@ optional attributes ``trajwatch.compaction.tokens_before``,
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -41,17 +42,33 @@ from features.canonical import canonical_json
 from features.hosts import host_of
 from features.redact import redact
 from features.text import excerpt
+from ingest.attributes import (
+    AGENT_OPERATIONS,
+    MODEL_OPERATIONS,
+    OTHER_OPERATIONS,
+    TOOL_OPERATIONS,
+    first,
+    first_int,
+    first_str,
+    json_value,
+)
+from ingest.dialects import to_genai
 from ingest.draft import Draft, compaction_key
 from ingest.spans import SPAN_KIND_CLIENT, STATUS_ERROR, SpanRecord
 from models.records import Step, StepKind
 
 COMPACTION_EVENT = "trajwatch.compaction"
 
-MODEL_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
-TOOL_OPERATIONS = frozenset({"execute_tool"})
-AGENT_OPERATIONS = frozenset({"invoke_agent", "invoke_workflow"})
-
-SESSION_ATTRIBUTES = ("gen_ai.conversation.id", "session.id")
+SESSION_ATTRIBUTES = (
+    "gen_ai.conversation.id",
+    "session.id",
+    # the session spelling of the dialects ingest.dialects restates
+    "langsmith.metadata.session_id",
+    "langsmith.metadata.thread_id",
+    "langsmith.metadata.conversation_id",
+    "ai.telemetry.metadata.sessionId",
+    "traceloop.association.properties.session_id",
+)
 
 
 def spans_to_drafts(
@@ -66,7 +83,7 @@ def spans_to_drafts(
     ``session_attribute`` is an extra attribute that names the session, read after
     ``gen_ai.conversation.id`` and ``session.id``.
     """
-    batch = list(spans)
+    batch = [to_genai(span) for span in spans]
     by_id = {s.span_id: s for s in batch}
     drafts: list[Draft] = []
     for span in batch:
@@ -91,6 +108,8 @@ def operation_of(span: SpanRecord) -> str:
             return "tool"
         if op in AGENT_OPERATIONS:
             return "agent"
+        if op in OTHER_OPERATIONS:
+            return "other"
     oi = attrs.get("openinference.span.kind")
     if isinstance(oi, str):
         oi = oi.upper()
@@ -109,7 +128,7 @@ def operation_of(span: SpanRecord) -> str:
         return "tool"
     if head in AGENT_OPERATIONS:
         return "agent"
-    if "gen_ai.system" in attrs and _first_int(attrs, _INPUT_TOKENS) is not None:
+    if "gen_ai.system" in attrs and first_int(attrs, _INPUT_TOKENS) is not None:
         return "model"  # pre-operation-name GenAI instrumentations
     return "other"
 
@@ -132,47 +151,6 @@ _METHOD = ("http.request.method", "http.method")
 _HTTP_STATUS = ("http.response.status_code", "http.status_code")
 _REQUEST_BYTES = ("http.request.body.size", "http.request_content_length")
 _RESPONSE_BYTES = ("http.response.body.size", "http.response_content_length")
-
-
-def _first(attrs: Mapping[str, Any], names: Iterable[str]) -> Any:
-    for name in names:
-        value = attrs.get(name)
-        if value is not None and value != "":
-            return value
-    return None
-
-
-def _first_str(attrs: Mapping[str, Any], names: Iterable[str]) -> str | None:
-    value = _first(attrs, names)
-    return value if isinstance(value, str) else (None if value is None else str(value))
-
-
-def _first_int(attrs: Mapping[str, Any], names: Iterable[str]) -> int | None:
-    value = _first(attrs, names)
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str):
-        try:
-            return int(value.strip())
-        except ValueError:
-            return None
-    return None
-
-
-def _json_value(value: Any) -> Any:
-    """A JSON string attribute parsed, a structured one as it is."""
-    if isinstance(value, str):
-        stripped = value.lstrip()
-        if stripped[:1] in ("{", "["):
-            try:
-                return json.loads(stripped)
-            except ValueError:
-                return value
-    return value
 
 
 def _is_egress(attrs: Mapping[str, Any]) -> bool:
@@ -205,7 +183,7 @@ def _message_text(message: Any) -> str | None:
 
 
 def _messages(value: Any) -> list[Any]:
-    value = _json_value(value)
+    value = json_value(value)
     if isinstance(value, Mapping) and isinstance(value.get("messages"), list):
         return list(value["messages"])
     if isinstance(value, list):
@@ -234,7 +212,7 @@ def _first_user_text(attrs: Mapping[str, Any]) -> str | None:
 
 def _output_text(attrs: Mapping[str, Any]) -> str | None:
     for name in ("gen_ai.output.messages", "gen_ai.completion"):
-        value = _json_value(attrs.get(name))
+        value = json_value(attrs.get(name))
         if isinstance(value, list):
             texts = [_message_text(m) for m in value]
             joined = "\n".join(t for t in texts if t)
@@ -245,7 +223,7 @@ def _output_text(attrs: Mapping[str, Any]) -> str | None:
     content = attrs.get("llm.output_messages.0.message.content")
     if isinstance(content, str) and content:
         return content
-    value = _json_value(attrs.get("output.value"))
+    value = json_value(attrs.get("output.value"))
     if isinstance(value, Mapping):
         return _message_text(value)
     return value if isinstance(value, str) and value else None
@@ -255,21 +233,21 @@ def _goal_text(attrs: Mapping[str, Any]) -> str | None:
     text = _first_user_text(attrs)
     if text:
         return text
-    value = _json_value(attrs.get("input.value"))
+    value = json_value(attrs.get("input.value"))
     if isinstance(value, Mapping):
         for key in ("task", "goal", "input", "query", "question", "prompt"):
             if isinstance(value.get(key), str):
                 return str(value[key])
     if isinstance(value, str) and value:
         return value
-    return _first_str(attrs, ("gen_ai.agent.description",))
+    return first_str(attrs, ("gen_ai.agent.description",))
 
 
 def _tool_arguments(attrs: Mapping[str, Any]) -> Any:
-    raw = _first(
+    raw = first(
         attrs, ("gen_ai.tool.call.arguments", "tool_call.function.arguments", "input.value")
     )
-    value = _json_value(raw)
+    value = json_value(raw)
     # OpenInference's smolagents instrumentor wraps calls as
     # {"args": [...], "kwargs": {...}, "sanitize_inputs_outputs": ...}: unwrap it
     # so the same call looks the same whichever instrumentor recorded it.
@@ -285,7 +263,7 @@ def _tool_arguments(attrs: Mapping[str, Any]) -> Any:
 
 
 def _result_text(attrs: Mapping[str, Any]) -> str | None:
-    value = _first(attrs, ("gen_ai.tool.call.result", "output.value"))
+    value = first(attrs, ("gen_ai.tool.call.result", "output.value"))
     if value is None:
         return None
     return value if isinstance(value, str) else canonical_json(value)
@@ -300,12 +278,12 @@ def _error_text(span: SpanRecord) -> str | None:
             kind = event.attributes.get("exception.type")
             if message or kind:
                 return f"{kind}: {message}" if kind and message else str(message or kind)
-    return span.status_message or _first_str(span.attributes, ("error.type",)) or "error"
+    return span.status_message or first_str(span.attributes, ("error.type",)) or "error"
 
 
 def session_hint(span: SpanRecord, session_attribute: str | None) -> str | None:
     names = (*SESSION_ATTRIBUTES, session_attribute) if session_attribute else SESSION_ATTRIBUTES
-    value = _first_str(span.attributes, names)
+    value = first_str(span.attributes, names)
     return value or None
 
 
@@ -325,12 +303,12 @@ def _step(span: SpanRecord, kind: StepKind, ts: int, **fields: Any) -> Step:
     # A workflow's name is its agent name: the GenAI conventions (v0.1.0 of their own
     # repository) replaced gen_ai.workflow.name with gen_ai.agent.name; older
     # instrumentations still send the first, OpenLLMetry its traceloop.* spelling.
-    agent = _first_str(
+    agent = first_str(
         span.attributes,
         ("gen_ai.agent.name", "gen_ai.workflow.name", "traceloop.workflow.name"),
     )
     if agent is None:
-        agent = _first_str(span.resource, ("service.name",))
+        agent = first_str(span.resource, ("service.name",))
     return Step(
         step_id="",
         session_id="",
@@ -351,7 +329,11 @@ def _span_drafts(
     ref = f"{span.trace_id}:{span.span_id}"
     drafts: list[Draft] = []
     if role == "model":
-        drafts.append(_model_draft(span, base, ref, _agent_context(span, by_id)))
+        parent = by_id.get(span.parent_span_id or "")
+        if parent is None or operation_of(parent) != "model":
+            drafts.append(_model_draft(span, base, ref, _agent_context(span, by_id)))
+        # else: the provider SDK's span under a framework's span of the same call
+        # (LangChain's ChatOpenAI.chat over openai.chat): one model call, counted once
     elif role == "tool":
         drafts.extend(_tool_drafts(span, base, ref))
     elif role == "agent":
@@ -391,13 +373,13 @@ def _agent_context(span: SpanRecord, by_id: Mapping[str, SpanRecord]) -> str:
 
 def _model_draft(span: SpanRecord, base: dict[str, Any], ref: str, context: str) -> Draft:
     attrs = span.attributes
-    reasons = _json_value(attrs.get("gen_ai.response.finish_reasons"))
+    reasons = json_value(attrs.get("gen_ai.response.finish_reasons"))
     finish = reasons[0] if isinstance(reasons, list) and reasons else reasons
-    response_id = _first_str(attrs, ("gen_ai.response.id",))
+    response_id = first_str(attrs, ("gen_ai.response.id",))
     output = _output_text(attrs)
     user = _first_user_text(attrs)
     detail: dict[str, Any] = {}
-    provider = _first_str(
+    provider = first_str(
         attrs, ("gen_ai.provider.name", "gen_ai.system", "llm.provider", "llm.system")
     )
     if provider:
@@ -409,12 +391,10 @@ def _model_draft(span: SpanRecord, base: dict[str, Any], ref: str, context: str)
         StepKind.MODEL_CALL,
         span.start_ns,
         end_ts=span.end_ns,
-        model=_first_str(
-            attrs, ("gen_ai.response.model", "gen_ai.request.model", "llm.model_name")
-        ),
+        model=first_str(attrs, ("gen_ai.response.model", "gen_ai.request.model", "llm.model_name")),
         finish_reason=finish if isinstance(finish, str) else None,
-        tokens_in=_first_int(attrs, _INPUT_TOKENS),
-        tokens_out=_first_int(attrs, _OUTPUT_TOKENS),
+        tokens_in=first_int(attrs, _INPUT_TOKENS),
+        tokens_out=first_int(attrs, _OUTPUT_TOKENS),
         text=excerpt(output) if output else None,
         status="error" if span.status_code == STATUS_ERROR else "ok",
         error=excerpt(_error_text(span) or "") or None,
@@ -426,10 +406,10 @@ def _model_draft(span: SpanRecord, base: dict[str, Any], ref: str, context: str)
 
 def _tool_drafts(span: SpanRecord, base: dict[str, Any], ref: str) -> list[Draft]:
     attrs = span.attributes
-    tool = _first_str(attrs, ("gen_ai.tool.name", "tool.name", "tool_call.function.name"))
+    tool = first_str(attrs, ("gen_ai.tool.name", "tool.name", "tool_call.function.name"))
     if tool is None:
         tool = span.name.removeprefix("execute_tool ").strip() or None
-    call_id = _first_str(attrs, ("gen_ai.tool.call.id", "tool_call.id"))
+    call_id = first_str(attrs, ("gen_ai.tool.call.id", "tool_call.id"))
     fields = tool_call_fields(tool, _tool_arguments(attrs))
     call = _step(
         span, StepKind.TOOL_CALL, span.start_ns, end_ts=span.end_ns, call_id=call_id, **fields
@@ -473,7 +453,7 @@ def _agent_drafts(
     goal = _goal_text(attrs)
     outermost = _is_outermost_agent(span, by_id)
     detail: dict[str, Any] = {"subagent": not outermost}
-    instructions = _first_str(attrs, ("gen_ai.system_instructions",))
+    instructions = first_str(attrs, ("gen_ai.system_instructions",))
     if instructions:
         detail["system_instructions"] = excerpt(instructions, 4096)
     start = _step(
@@ -507,23 +487,23 @@ def _agent_drafts(
 
 def _egress_draft(span: SpanRecord, base: dict[str, Any], ref: str) -> Draft:
     attrs = span.attributes
-    url = _first_str(attrs, _URL)
-    host = _first_str(attrs, _HOST)
+    url = first_str(attrs, _URL)
+    host = first_str(attrs, _HOST)
     if host is None and url:
         host = host_of(url)
-    method = _first_str(attrs, _METHOD)
-    mcp = _first_str(attrs, ("mcp.method.name",))
+    method = first_str(attrs, _METHOD)
+    mcp = first_str(attrs, ("mcp.method.name",))
     detail: dict[str, Any] = {}
     for key, names in (("request_bytes", _REQUEST_BYTES), ("response_bytes", _RESPONSE_BYTES)):
-        size = _first_int(attrs, names)
+        size = first_int(attrs, names)
         if size is not None:
             detail[key] = size
     if mcp:
         detail["mcp_method"] = mcp
-        tool = _first_str(attrs, ("gen_ai.tool.name",))
+        tool = first_str(attrs, ("gen_ai.tool.name",))
         if tool:
             detail["mcp_tool"] = tool
-    port = _first_int(attrs, ("server.port", "net.peer.port"))
+    port = first_int(attrs, ("server.port", "net.peer.port"))
     if port is not None:
         detail["port"] = port
     safe_url = redact(url) if url else None
@@ -535,7 +515,7 @@ def _egress_draft(span: SpanRecord, base: dict[str, Any], ref: str) -> Draft:
         egress_host=host.lower() if host else None,
         egress_url=safe_url,
         egress_method=(method or mcp or None),
-        http_status=_first_int(attrs, _HTTP_STATUS),
+        http_status=first_int(attrs, _HTTP_STATUS),
         action=f"egress {method or mcp or '?'} {host.lower() if host else '?'}",
         status="error" if span.status_code == STATUS_ERROR else "ok",
         detail=detail,
@@ -546,9 +526,9 @@ def _egress_draft(span: SpanRecord, base: dict[str, Any], ref: str) -> Draft:
 def _compaction_draft(
     span: SpanRecord, ts: int, attrs: Mapping[str, Any], base: dict[str, Any], ref: str
 ) -> Draft:
-    before = _first_int(attrs, ("trajwatch.compaction.tokens_before",))
-    after = _first_int(attrs, ("trajwatch.compaction.tokens_after",))
-    summary = _first_str(attrs, ("trajwatch.compaction.summary",))
+    before = first_int(attrs, ("trajwatch.compaction.tokens_before",))
+    after = first_int(attrs, ("trajwatch.compaction.tokens_after",))
+    summary = first_str(attrs, ("trajwatch.compaction.summary",))
     step = _step(
         span,
         StepKind.COMPACTION,

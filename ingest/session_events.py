@@ -26,6 +26,7 @@ from jsonschema.exceptions import best_match
 from features.actions import tool_call_fields
 from features.canonical import canonical_json
 from features.text import excerpt
+from ingest.attributes import json_value
 from ingest.draft import Draft, compaction_key
 from ingest.errors import DecodeError
 from models.records import DeadLetter, Step, StepKind
@@ -356,7 +357,7 @@ def _start_detail(event: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _tool_call(event: Mapping[str, Any], common: dict[str, Any]) -> Step:
-    fields = tool_call_fields(event["tool"], _parse_arguments(event.get("arguments")))
+    fields = tool_call_fields(event["tool"], json_value(event.get("arguments")))
     if "side_effect" in event:
         fields["detail"]["side_effect"] = event["side_effect"]
     return Step(
@@ -366,12 +367,3 @@ def _tool_call(event: Mapping[str, Any], common: dict[str, Any]) -> Step:
         **fields,
         **common,
     )
-
-
-def _parse_arguments(value: Any) -> Any:
-    if isinstance(value, str) and value.lstrip()[:1] in ("{", "["):
-        try:
-            return json.loads(value)
-        except ValueError:
-            return value
-    return value

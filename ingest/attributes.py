@@ -1,0 +1,91 @@
+"""The GenAI conventions' operation names, and readers of attribute values as
+instrumentations send them: the first of several names that is set, as text or an
+integer, and JSON carried in a string.
+
+Shared by :mod:`ingest.semconv` (spans → steps), :mod:`ingest.dialects` (other
+instrumentations' spellings) and :mod:`ingest.session_events` (event fields). Pure.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+__all__ = [
+    "AGENT_OPERATIONS",
+    "GENAI_OPERATIONS",
+    "MODEL_OPERATIONS",
+    "OTHER_OPERATIONS",
+    "TOOL_OPERATIONS",
+    "first",
+    "first_int",
+    "first_str",
+    "json_value",
+]
+
+MODEL_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
+TOOL_OPERATIONS = frozenset({"execute_tool"})
+AGENT_OPERATIONS = frozenset({"invoke_agent", "invoke_workflow"})
+OTHER_OPERATIONS = frozenset({"embeddings", "create_agent"})
+"""GenAI operations that are no step, whatever else the span carries (an embedding call
+has token counts, but it is not a model call of the agent's)."""
+GENAI_OPERATIONS = MODEL_OPERATIONS | TOOL_OPERATIONS | AGENT_OPERATIONS | OTHER_OPERATIONS
+"""Every ``gen_ai.operation.name`` the mapping knows."""
+
+
+def first(attrs: Mapping[str, Any], names: Iterable[str]) -> Any:
+    """The value of the first of ``names`` that is set and not empty, else None.
+
+    >>> first({"a": "", "b": 0, "c": 1}, ("a", "b", "c"))
+    0
+    """
+    for name in names:
+        value = attrs.get(name)
+        if value is not None and value != "":
+            return value
+    return None
+
+
+def first_str(attrs: Mapping[str, Any], names: Iterable[str]) -> str | None:
+    """:func:`first` as text (a number is written out)."""
+    value = first(attrs, names)
+    return value if isinstance(value, str) else (None if value is None else str(value))
+
+
+def first_int(attrs: Mapping[str, Any], names: Iterable[str]) -> int | None:
+    """:func:`first` as an integer: ints, integral floats and numeric strings; else None.
+
+    >>> [first_int({"t": v}, ("t",)) for v in ("42", 1.5, True)]
+    [42, None, None]
+    """
+    value = first(attrs, names)
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str):
+        try:
+            return int(value.strip())
+        except ValueError:
+            return None
+    return None
+
+
+def json_value(value: Any) -> Any:
+    """A string holding a JSON object or array, decoded; anything else (structured
+    values, plain text, invalid JSON) as it is.
+
+    >>> json_value('{"a": [1]}'), json_value("ls -la"), json_value("[oops")
+    ({'a': [1]}, 'ls -la', '[oops')
+    """
+    if isinstance(value, str):
+        stripped = value.lstrip()
+        if stripped[:1] in ("{", "["):
+            try:
+                return json.loads(stripped)
+            except ValueError:
+                return value
+    return value

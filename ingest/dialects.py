@@ -1,0 +1,486 @@
+"""Spans of instrumentations that speak their own dialect, restated in the GenAI conventions.
+
+Many agents are traced by libraries that predate, or only partly follow, the
+OpenTelemetry GenAI conventions. :func:`to_genai` returns a span whose attributes say
+the same thing in those conventions (``gen_ai.operation.name``, ``gen_ai.tool.name``,
+``gen_ai.tool.call.arguments``/``result``/``id``, ``gen_ai.input.messages``,
+``gen_ai.output.messages``, ``gen_ai.usage.*``), so
+:mod:`ingest.semconv` has one mapping to keep. Attributes the span already carries win:
+a dialect only fills what is missing (the operation name is replaced only where the
+dialect's own value is not a GenAI operation, as LangSmith's ``chain``). A span with no
+dialect marker is returned as it is, after one set intersection.
+
+Dialects, each as its library writes it (the attribute names come from the libraries'
+sources; tests/test_dialects.py builds spans of each shape with the OpenTelemetry SDK):
+
+- **OpenLLMetry / Traceloop** (LangChain, LangGraph, CrewAI, the Traceloop SDK's
+  decorators): ``traceloop.span.kind`` ``tool`` | ``agent`` | ``workflow`` | ``task``,
+  ``traceloop.entity.name``/``input``/``output`` (JSON: a LangChain tool's input is
+  ``{"input_str", "inputs", "tags", "metadata", "kwargs"}``, its output
+  ``{"output": <a serialised ToolMessage or the return value>, "kwargs"}``; a decorated
+  function's input ``{"args", "kwargs"}``); ``llm.request.type``; messages flattened as
+  ``gen_ai.prompt.{i}.role``/``content`` and ``gen_ai.completion.{i}.content``/
+  ``finish_reason``. A ``workflow`` is the agent run only at the root of its trace
+  (LangChain makes every chain with no traced parent one); ``task`` spans are chains.
+- **LangSmith** OTel export: ``langsmith.span.kind`` ``tool`` | ``llm`` | ``chain`` |
+  ``prompt`` | …, run inputs/outputs as JSON in ``gen_ai.prompt``/``gen_ai.completion``
+  (a tool run's ``{"input": …}``/``{"output": …}``).
+- **Vercel AI SDK** telemetry: ``ai.operationId`` ``ai.generateText`` | ``ai.streamText``
+  | ``…Object`` (the agent run: ``ai.prompt`` holds ``{system, prompt, messages}``),
+  ``….doGenerate``/``….doStream`` (a model call: ``ai.prompt.messages``,
+  ``ai.response.text``/``finishReason``/``id``/``model``, ``ai.usage.promptTokens`` or
+  ``inputTokens``), ``ai.toolCall`` (``ai.toolCall.name``/``id``/``args`` or ``input``/
+  ``result`` or ``output``).
+- **pydantic-ai** before its GenAI-named spans (instrumentation versions 1-2) and
+  Logfire: ``running tool`` spans with ``tool_arguments``/``tool_response``,
+  ``agent run`` spans with ``agent_name``, and at every version the run's messages in
+  ``pydantic_ai.all_messages``; the OpenAI Agents SDK through Logfire: ``Function: …``
+  spans with ``name``/``input``/``output``.
+
+The session attributes of these dialects (LangSmith's thread metadata, the AI SDK's
+``ai.telemetry.metadata.sessionId``, OpenLLMetry's association property) are read by
+:data:`ingest.semconv.SESSION_ATTRIBUTES`, on the spans as they arrive.
+
+A tool result that the library reports as a LangChain ``ToolMessage`` with
+``status: "error"`` marks the span failed: LangGraph's ``ToolNode`` catches a tool's
+exception and answers with such a message on a span whose status stays OK.
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from ingest.attributes import GENAI_OPERATIONS, first, json_value
+from ingest.spans import STATUS_ERROR, SpanRecord
+
+__all__ = ["to_genai"]
+
+_MARKERS = frozenset(
+    {
+        "traceloop.span.kind",
+        "llm.request.type",
+        "langsmith.span.kind",
+        "ai.operationId",
+        "tool_arguments",
+        "pydantic_ai.all_messages",
+        "gen_ai.prompt.0.role",
+        "gen_ai.prompt.0.content",
+        "gen_ai.completion.0.role",
+        "gen_ai.completion.0.content",
+    }
+)
+_MARKED_NAMES = frozenset({"running tool", "agent run"})
+
+_MAX_MESSAGES = 256
+"""Flattened messages read per span (``gen_ai.prompt.{i}.*``): a bound, not a limit met."""
+
+
+def to_genai(span: SpanRecord) -> SpanRecord:
+    """``span`` with its dialect's attributes restated in the GenAI conventions (the same
+    object when it speaks none).
+
+    >>> from ingest.spans import SpanRecord
+    >>> span = SpanRecord(trace_id="t", span_id="s", parent_span_id="p", name="search.tool",
+    ...     kind=1, start_ns=0, end_ns=1, attributes={"traceloop.span.kind": "tool",
+    ...     "traceloop.entity.name": "search",
+    ...     "traceloop.entity.input": '{"input_str": "{\\'q\\': \\'x\\'}", "inputs": null}',
+    ...     "traceloop.entity.output": '{"output": "3 hits"}'})
+    >>> {k: v for k, v in to_genai(span).attributes.items() if k.startswith("gen_ai")}
+    {'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': 'search', \
+'gen_ai.tool.call.arguments': {'q': 'x'}, 'gen_ai.tool.call.result': '3 hits'}
+    """
+    attrs = span.attributes
+    name = span.name
+    if (
+        _MARKERS.isdisjoint(attrs)
+        and name not in _MARKED_NAMES
+        and not name.startswith("Function: ")
+    ):
+        return span
+    out: dict[str, Any] = {}
+    failed = False
+    failed |= _openllmetry(span, attrs, out)
+    failed |= _langsmith(span, attrs, out)
+    _vercel(span, attrs, out)
+    _pydantic_ai(span, attrs, out)
+    _flattened_messages(attrs, out)
+    if not out and not failed:
+        return span
+    merged = {**attrs, **out}
+    if failed and span.status_code != STATUS_ERROR:
+        error = merged.get("gen_ai.tool.call.result")
+        return dataclasses.replace(
+            span,
+            attributes=merged,
+            status_code=STATUS_ERROR,
+            status_message=error if isinstance(error, str) else "tool error",
+        )
+    return dataclasses.replace(span, attributes=merged)
+
+
+# -- the dialects ------------------------------------------------------------------------
+
+
+def _openllmetry(span: SpanRecord, attrs: Mapping[str, Any], out: dict[str, Any]) -> bool:
+    kind = attrs.get("traceloop.span.kind")
+    failed = False
+    if kind == "tool":
+        _operation(out, attrs, "execute_tool")
+        tool = _text(attrs.get("traceloop.entity.name")) or span.name.removesuffix(".tool")
+        _put(out, attrs, "gen_ai.tool.name", tool)
+        _put(out, attrs, "gen_ai.tool.call.arguments", _tool_input(attrs))
+        output = json_value(attrs.get("traceloop.entity.output"))
+        if isinstance(output, Mapping) and "output" in output:
+            output = output["output"]
+        result, call_id, failed = _tool_output(output)
+        _put(out, attrs, "gen_ai.tool.call.result", result)
+        _put(out, attrs, "gen_ai.tool.call.id", call_id)
+    elif kind == "agent" or (kind == "workflow" and span.parent_span_id is None):
+        _operation(out, attrs, "invoke_agent" if kind == "agent" else "invoke_workflow")
+        if kind == "agent":
+            _put(out, attrs, "gen_ai.agent.name", _text(attrs.get("traceloop.entity.name")))
+        entered = json_value(attrs.get("traceloop.entity.input"))
+        if isinstance(entered, Mapping) and "inputs" in entered:
+            entered = entered["inputs"]
+        _put_goal(out, attrs, _user_text(entered))
+    request = attrs.get("llm.request.type")
+    if request == "chat" or request == "completion":
+        _operation(out, attrs, "chat" if request == "chat" else "text_completion")
+    elif request == "embedding" or request == "rerank":
+        _operation(out, attrs, "embeddings")
+    return failed
+
+
+def _tool_input(attrs: Mapping[str, Any]) -> Any:
+    """A traced tool's arguments: LangChain's ``inputs`` (or ``input_str``, the Python
+    ``str()`` of them), a decorated function's ``{"args", "kwargs"}`` as it is."""
+    entered = json_value(attrs.get("traceloop.entity.input"))
+    if not isinstance(entered, Mapping):
+        return entered
+    inputs = entered.get("inputs")
+    if isinstance(inputs, Mapping) and inputs:
+        return dict(inputs)
+    if "input_str" in entered:
+        return _python_literal(entered["input_str"])
+    return entered
+
+
+def _langsmith(span: SpanRecord, attrs: Mapping[str, Any], out: dict[str, Any]) -> bool:
+    kind = attrs.get("langsmith.span.kind")
+    if kind is None:
+        return False
+    inputs = json_value(attrs.get("gen_ai.prompt"))
+    outputs = json_value(attrs.get("gen_ai.completion"))
+    if kind == "tool":
+        _operation(out, attrs, "execute_tool")
+        _put(out, attrs, "gen_ai.tool.name", span.name)
+        if isinstance(inputs, Mapping) and "input" in inputs:
+            inputs = inputs["input"]
+        _put(out, attrs, "gen_ai.tool.call.arguments", _python_literal(inputs))
+        if isinstance(outputs, Mapping) and "output" in outputs:
+            outputs = outputs["output"]
+        result, call_id, failed = _tool_output(outputs)
+        _put(out, attrs, "gen_ai.tool.call.result", result)
+        _put(out, attrs, "gen_ai.tool.call.id", call_id)
+        return failed
+    if kind == "llm":
+        messages = _chat_messages(inputs.get("messages") if isinstance(inputs, Mapping) else None)
+        _put(out, attrs, "gen_ai.input.messages", messages or None)
+        _put_output(out, attrs, _generation_text(outputs))
+    elif kind == "chain" and span.parent_span_id is None:
+        _operation(out, attrs, "invoke_workflow")
+        _put_goal(out, attrs, _user_text(inputs))
+    elif kind == "prompt":
+        # LangSmith names a prompt-template run's operation ``chat``: it calls no model
+        out["gen_ai.operation.name"] = "prompt"
+    return False
+
+
+def _vercel(span: SpanRecord, attrs: Mapping[str, Any], out: dict[str, Any]) -> None:
+    operation = attrs.get("ai.operationId")
+    if not isinstance(operation, str):
+        return
+    if operation == "ai.toolCall":
+        _operation(out, attrs, "execute_tool")
+        _put(out, attrs, "gen_ai.tool.name", _text(attrs.get("ai.toolCall.name")))
+        _put(out, attrs, "gen_ai.tool.call.id", _text(attrs.get("ai.toolCall.id")))
+        for mine, theirs in (("arguments", "args"), ("result", "result")):
+            value = attrs.get(f"ai.toolCall.{theirs}")
+            if value is None:  # the v5 pre-releases' names
+                value = attrs.get(f"ai.toolCall.{'input' if theirs == 'args' else 'output'}")
+            _put(out, attrs, f"gen_ai.tool.call.{mine}", value)
+    elif operation.endswith((".doGenerate", ".doStream")):
+        _operation(out, attrs, "chat")
+        messages = _chat_messages(json_value(attrs.get("ai.prompt.messages")))
+        _put(out, attrs, "gen_ai.input.messages", messages or None)
+        _put_output(out, attrs, _text(first(attrs, ("ai.response.text", "ai.result.text"))))
+        finish = _text(first(attrs, ("ai.response.finishReason", "ai.finishReason")))
+        _put(out, attrs, "gen_ai.response.finish_reasons", [finish] if finish else None)
+        _put(out, attrs, "gen_ai.response.id", _text(attrs.get("ai.response.id")))
+        model = first(attrs, ("ai.response.model", "ai.model.id"))
+        _put(out, attrs, "gen_ai.response.model", _text(model))
+        _put(out, attrs, "gen_ai.provider.name", _text(attrs.get("ai.model.provider")))
+        tokens_in = first(attrs, ("ai.usage.inputTokens", "ai.usage.promptTokens"))
+        tokens_out = first(attrs, ("ai.usage.outputTokens", "ai.usage.completionTokens"))
+        _put(out, attrs, "gen_ai.usage.input_tokens", tokens_in)
+        _put(out, attrs, "gen_ai.usage.output_tokens", tokens_out)
+    elif operation in ("ai.generateText", "ai.streamText", "ai.generateObject", "ai.streamObject"):
+        _operation(out, attrs, "invoke_agent")
+        _put(out, attrs, "gen_ai.agent.name", _text(attrs.get("ai.telemetry.functionId")))
+        prompt = json_value(attrs.get("ai.prompt"))
+        if isinstance(prompt, Mapping):
+            _put(out, attrs, "gen_ai.system_instructions", _text(prompt.get("system")))
+            goal = prompt.get("prompt")
+            if not isinstance(goal, str) or not goal:
+                goal = _user_text({"messages": prompt.get("messages")})
+            _put_goal(out, attrs, goal)
+
+
+def _pydantic_ai(span: SpanRecord, attrs: Mapping[str, Any], out: dict[str, Any]) -> None:
+    if span.name == "running tool" or "tool_arguments" in attrs:
+        _operation(out, attrs, "execute_tool")
+        _put(out, attrs, "gen_ai.tool.call.arguments", attrs.get("tool_arguments"))
+        _put(out, attrs, "gen_ai.tool.call.result", attrs.get("tool_response"))
+    elif span.name.startswith("Function: ") and "name" in attrs:
+        # the OpenAI Agents SDK's function span, as Logfire exports it
+        _operation(out, attrs, "execute_tool")
+        _put(out, attrs, "gen_ai.tool.name", _text(attrs.get("name")))
+        _put(out, attrs, "gen_ai.tool.call.arguments", attrs.get("input"))
+        _put(out, attrs, "gen_ai.tool.call.result", attrs.get("output"))
+    elif span.name == "agent run":
+        _operation(out, attrs, "invoke_agent")
+        _put(out, attrs, "gen_ai.agent.name", _text(attrs.get("agent_name")))
+        _put_goal(out, attrs, _text(attrs.get("prompt")))
+    messages = attrs.get("pydantic_ai.all_messages")
+    if messages is not None:  # the run's messages, OTel-shaped ({role, parts})
+        _put(out, attrs, "gen_ai.input.messages", messages)
+
+
+def _flattened_messages(attrs: Mapping[str, Any], out: dict[str, Any]) -> None:
+    """OpenLLMetry's ``gen_ai.prompt.{i}.role``/``content`` and
+    ``gen_ai.completion.{i}.content``/``finish_reason`` as message lists."""
+    prompts = []
+    for i in range(_MAX_MESSAGES):
+        content = _content(attrs, f"gen_ai.prompt.{i}")
+        role = _text(attrs.get(f"gen_ai.prompt.{i}.role"))
+        if content is None and role is None:
+            break
+        prompts.append({"role": role or "user", "content": content or ""})
+    if prompts:
+        _put(out, attrs, "gen_ai.input.messages", prompts)
+    completions, reasons = [], []
+    for i in range(_MAX_MESSAGES):
+        content = _content(attrs, f"gen_ai.completion.{i}")
+        reason = _text(attrs.get(f"gen_ai.completion.{i}.finish_reason"))
+        if content is None and reason is None and f"gen_ai.completion.{i}.role" not in attrs:
+            break
+        completions.append({"role": "assistant", "content": content or ""})
+        if reason:
+            reasons.append(reason)
+    if completions:
+        _put(out, attrs, "gen_ai.output.messages", completions)
+    if reasons:
+        _put(out, attrs, "gen_ai.response.finish_reasons", reasons)
+
+
+def _content(attrs: Mapping[str, Any], prefix: str) -> str | None:
+    content = attrs.get(f"{prefix}.content")
+    if content is None:
+        return None
+    return content if isinstance(content, str) else json.dumps(content, default=str)
+
+
+# -- shared readers -----------------------------------------------------------------------
+
+
+def _tool_output(value: Any) -> tuple[Any, str | None, bool]:
+    """(result, call id, failed) of a tool's output: a LangChain ``ToolMessage`` (plain
+    or serialised as ``{"lc": 1, "type": "constructor", "kwargs": {...}}``) gives its
+    content, ``tool_call_id`` and ``status``; anything else is the result itself."""
+    message = _langchain_message(value)
+    if message is None or message[0] != "tool":
+        return value, None, False
+    _, fields = message
+    call_id = _text(fields.get("tool_call_id"))
+    return fields.get("content"), call_id, fields.get("status") == "error"
+
+
+_LANGCHAIN_ROLES = {
+    "HumanMessage": "user",
+    "HumanMessageChunk": "user",
+    "AIMessage": "assistant",
+    "AIMessageChunk": "assistant",
+    "SystemMessage": "system",
+    "ToolMessage": "tool",
+    "FunctionMessage": "tool",
+    "human": "user",
+    "ai": "assistant",
+    "system": "system",
+    "tool": "tool",
+    "function": "tool",
+    "user": "user",
+    "assistant": "assistant",
+}
+
+
+def _langchain_message(value: Any) -> tuple[str, Mapping[str, Any]] | None:
+    """(role, fields) of a LangChain message: serialised (``{"lc", "id": [..., "AIMessage"],
+    "kwargs"}``), as ``message.dict()`` (``{"type": "ai", "content", ...}``), or None."""
+    if not isinstance(value, Mapping):
+        return None
+    if value.get("lc") is not None and isinstance(value.get("id"), list) and value["id"]:
+        role = _LANGCHAIN_ROLES.get(str(value["id"][-1]))
+        fields = value.get("kwargs")
+        if role and isinstance(fields, Mapping):
+            return role, fields
+        return None
+    kind = value.get("type")
+    if (
+        isinstance(kind, str)
+        and kind in _LANGCHAIN_ROLES
+        and "content" in value
+        and "role" not in value
+    ):
+        return _LANGCHAIN_ROLES[kind], value
+    return None
+
+
+def _chat_messages(value: Any) -> list[dict[str, Any]]:
+    """Messages in the shapes frameworks log them (``{role, content}`` dicts, LangChain
+    messages, ``("user", text)`` pairs, one level of batch nesting) as ``{role, content}``
+    dicts, in order; what is not a message is left out."""
+    if isinstance(value, Mapping) and isinstance(value.get("messages"), list):
+        value = value["messages"]
+    if not isinstance(value, list):
+        return []
+    if value and all(isinstance(v, list) and not _is_pair(v) for v in value):
+        value = [m for batch in value for m in batch]  # LangChain: one list per prompt
+    messages: list[dict[str, Any]] = []
+    for item in value[:_MAX_MESSAGES]:
+        if isinstance(item, Mapping) and isinstance(item.get("role"), str):
+            messages.append(dict(item))
+        elif _is_pair(item):
+            messages.append({"role": _LANGCHAIN_ROLES.get(item[0], item[0]), "content": item[1]})
+        else:
+            found = _langchain_message(item)
+            if found is not None:
+                messages.append({"role": found[0], "content": found[1].get("content")})
+    return messages
+
+
+def _is_pair(item: Any) -> bool:
+    return (
+        isinstance(item, list | tuple)
+        and len(item) == 2
+        and isinstance(item[0], str)
+        and item[0] in _LANGCHAIN_ROLES
+        and isinstance(item[1], str)
+    )
+
+
+_GOAL_KEYS = ("input", "question", "query", "task", "goal", "prompt", "objective", "topic")
+
+
+def _user_text(value: Any) -> str | None:
+    """The task a run was given: the first user message of its messages, else a string
+    input, else the first of the usual input keys, else a decorated function's first
+    string argument."""
+    if isinstance(value, str):
+        return value or None
+    for message in _chat_messages(value):
+        if message.get("role") == "user":
+            content = message.get("content")
+            text = content if isinstance(content, str) else _parts_text(content)
+            if text:
+                return text
+    if isinstance(value, Mapping):
+        for key in _GOAL_KEYS:
+            found = value.get(key)
+            if isinstance(found, str) and found:
+                return found
+        args = value.get("args")
+        if isinstance(args, list):
+            return next((a for a in args if isinstance(a, str) and a), None)
+    return None
+
+
+def _parts_text(content: Any) -> str | None:
+    if not isinstance(content, list):
+        return None
+    texts = [p.get("text") or p.get("content") for p in content if isinstance(p, Mapping)]
+    return "\n".join(t for t in texts if isinstance(t, str)) or None
+
+
+def _generation_text(outputs: Any) -> str | None:
+    """The text of a LangChain ``LLMResult`` (``{"generations": [[{"text", "message"}]]}``)."""
+    if not isinstance(outputs, Mapping):
+        return None
+    generations = outputs.get("generations")
+    while isinstance(generations, list) and generations and isinstance(generations[0], list):
+        generations = generations[0]
+    if not isinstance(generations, list) or not generations:
+        return None
+    first = generations[0]
+    if not isinstance(first, Mapping):
+        return None
+    text = first.get("text")
+    if isinstance(text, str) and text:
+        return text
+    found = _langchain_message(first.get("message"))
+    content = found[1].get("content") if found else None
+    return content if isinstance(content, str) and content else None
+
+
+def _python_literal(value: Any) -> Any:
+    """LangChain logs a tool's input as ``str(dict)``: a Python literal, read safely
+    (JSON first, then :func:`ast.literal_eval`); any other text is kept as it is."""
+    if not isinstance(value, str):
+        return value
+    stripped = value.strip()
+    if stripped[:1] not in ("{", "["):
+        return value
+    try:
+        return json.loads(stripped)
+    except ValueError:
+        pass
+    try:
+        return ast.literal_eval(stripped)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return value
+
+
+def _text(value: Any) -> str | None:
+    if value is None or value == "":
+        return None
+    return value if isinstance(value, str) else str(value)
+
+
+def _put(out: dict[str, Any], attrs: Mapping[str, Any], key: str, value: Any) -> None:
+    """Set ``key`` unless the span has it already or ``value`` is empty."""
+    if value is None or value == "" or key in attrs or key in out:
+        return
+    out[key] = value
+
+
+def _put_goal(out: dict[str, Any], attrs: Mapping[str, Any], goal: str | None) -> None:
+    if goal:
+        _put(out, attrs, "gen_ai.input.messages", [{"role": "user", "content": goal}])
+
+
+def _put_output(out: dict[str, Any], attrs: Mapping[str, Any], text: str | None) -> None:
+    if text:
+        _put(out, attrs, "gen_ai.output.messages", [{"role": "assistant", "content": text}])
+
+
+def _operation(out: dict[str, Any], attrs: Mapping[str, Any], operation: str) -> None:
+    """Name the span's operation unless it already has a GenAI one."""
+    if (
+        attrs.get("gen_ai.operation.name") not in GENAI_OPERATIONS
+        and "gen_ai.operation.name" not in out
+    ):
+        out["gen_ai.operation.name"] = operation
