@@ -30,9 +30,10 @@ bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/bench_detectors.py
 
 # The README's evaluation tables. HELDOUT_SEED was never used for tuning: the
-# held-apart split is generated here, not committed. It is scored twice: as recorded
-# (session log and spans), and as spans only (a plain OTLP deployment, whose root
-# span - the session's start and goal - arrives when the run ends).
+# held-apart split is generated here, not committed. It is scored as recorded
+# (session log and spans), as spans only (a plain OTLP deployment, whose root
+# span - the session's start and goal - arrives when the run ends), and as spans only
+# again with the same runs' spans spelled by OpenLLMetry and by the Vercel AI SDK.
 HELDOUT_SEED ?= 20261129
 HELDOUT := build/heldout-$(HELDOUT_SEED)
 CORPUS ?= ../shared/corpus
@@ -43,6 +44,13 @@ eval: $(VENV)/.installed
 	rm -rf $(HELDOUT)-spans && mkdir -p $(HELDOUT)-spans
 	cp $(HELDOUT)/*.otlp.binpb* $(HELDOUT)/labels.csv $(HELDOUT)-spans/
 	$(BIN)/trajwatch eval $(HELDOUT)-spans --labels $(HELDOUT)/labels.csv
+	for d in openllmetry vercel_ai; do \
+		$(BIN)/python fixtures/generate.py --seed $(HELDOUT_SEED) --runs-per-scenario 4 \
+			--out $(HELDOUT)-$$d --policies-dir $(HELDOUT)-policies --span-dialect $$d && \
+		rm -rf $(HELDOUT)-$$d-spans && mkdir -p $(HELDOUT)-$$d-spans && \
+		cp $(HELDOUT)-$$d/*.otlp.binpb* $(HELDOUT)-$$d/labels.csv $(HELDOUT)-$$d-spans/ && \
+		$(BIN)/trajwatch eval $(HELDOUT)-$$d-spans --labels $(HELDOUT)-$$d/labels.csv || exit 1; \
+	done
 	$(BIN)/trajwatch eval $(CORPUS)/trail/traces/gaia --labels $(CORPUS)/trail/labels_index.csv
 	$(BIN)/trajwatch eval $(CORPUS)/agentdojo/runs --labels $(CORPUS)/agentdojo/labels_index.csv
 

@@ -209,11 +209,11 @@ def _vercel(span: SpanRecord, attrs: Mapping[str, Any], out: dict[str, Any]) -> 
         _operation(out, attrs, "execute_tool")
         _put(out, attrs, "gen_ai.tool.name", _text(attrs.get("ai.toolCall.name")))
         _put(out, attrs, "gen_ai.tool.call.id", _text(attrs.get("ai.toolCall.id")))
-        for mine, theirs in (("arguments", "args"), ("result", "result")):
-            value = attrs.get(f"ai.toolCall.{theirs}")
-            if value is None:  # the v5 pre-releases' names
-                value = attrs.get(f"ai.toolCall.{'input' if theirs == 'args' else 'output'}")
-            _put(out, attrs, f"gen_ai.tool.call.{mine}", value)
+        # the v5 pre-releases' names are input/output
+        arguments = first(attrs, ("ai.toolCall.args", "ai.toolCall.input"))
+        _put(out, attrs, "gen_ai.tool.call.arguments", arguments)
+        result = first(attrs, ("ai.toolCall.result", "ai.toolCall.output"))
+        _put(out, attrs, "gen_ai.tool.call.result", _unstringified(result))
     elif operation.endswith((".doGenerate", ".doStream")):
         _operation(out, attrs, "chat")
         messages = _chat_messages(json_value(attrs.get("ai.prompt.messages")))
@@ -434,6 +434,18 @@ def _generation_text(outputs: Any) -> str | None:
     found = _langchain_message(first.get("message"))
     content = found[1].get("content") if found else None
     return content if isinstance(content, str) and content else None
+
+
+def _unstringified(value: Any) -> Any:
+    """The AI SDK records a tool's result as ``JSON.stringify(result)``: a text result
+    arrives quoted. Its text, unquoted; an object or array stays the JSON it came as."""
+    if isinstance(value, str) and len(value) >= 2 and value[0] == '"' == value[-1]:
+        try:
+            text = json.loads(value)
+        except ValueError:
+            return value
+        return text if isinstance(text, str) else value
+    return value
 
 
 def _python_literal(value: Any) -> Any:

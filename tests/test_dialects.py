@@ -9,6 +9,8 @@ encoded by the OTLP exporter's encoder and decoded by ours, as the service recei
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,12 +26,17 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind
 
 from ingest.cli import main
+from ingest.config import detector_set, load_config
 from ingest.dialects import to_genai
 from ingest.draft import Draft
 from ingest.otlp_json import to_otlp_json
 from ingest.otlp_proto import decode_otlp_proto
+from ingest.replay import replay
 from ingest.semconv import spans_to_drafts
+from ingest.settings import Settings
+from models.store import Store
 
+ROOT = Path(__file__).resolve().parents[1]
 T0 = 1_767_000_000_000_000_000
 
 
@@ -324,7 +331,7 @@ def test_vercel_ai_sdk_run() -> None:
     call = one(drafts, "tool_call")
     assert (call.step.tool, call.step.call_id) == ("bash", "call_7")
     assert call.step.egress_host == "registry.npmjs.org"  # npm install reaches the registry
-    assert one(drafts, "tool_result").step.result == '"added 1 package"'
+    assert one(drafts, "tool_result").step.result == "added 1 package"  # JSON.stringify'd
 
 
 def test_vercel_ai_sdk_v5_prerelease_names() -> None:
@@ -441,3 +448,78 @@ def test_a_langgraph_loop_traced_by_openllmetry_trips_runaway_loop(
     critical = [a for a in loops if a["severity"] == "critical"]
     assert critical and critical[0]["action"] == "kill"
     assert "run_tests" in critical[0]["reason"]
+
+
+GENERATOR = ROOT / "fixtures" / "generate.py"
+
+
+def _spans_only_replay(base: Path, dialect: str) -> tuple[dict[str, list[tuple]], list[tuple]]:
+    """Generate seed 20261201, one run a scenario, spelled in ``dialect``; replay its span
+    files alone with every detector on: each session's step facts and all alerts."""
+    out = base / dialect
+    subprocess.run(
+        [
+            sys.executable,
+            str(GENERATOR),
+            "--seed",
+            "20261201",
+            "--runs-per-scenario",
+            "1",
+            "--out",
+            str(out),
+            "--policies-dir",
+            str(base / "policies"),
+            "--span-dialect",
+            dialect,
+        ],
+        check=True,
+        capture_output=True,
+    )
+    url = f"sqlite:///{base / f'{dialect}.db'}"
+    detectors = detector_set(load_config(ROOT / "trajwatch.toml"))
+    replay(sorted(out.glob("*.otlp.binpb*")), settings=Settings(db_url=url), detectors=detectors)
+    with Store.open(url) as store:
+        steps = {
+            s.session_id: [
+                (
+                    x.step_id,
+                    x.kind,
+                    x.tool,
+                    x.call_id,
+                    x.status,
+                    x.tokens_in,
+                    x.tokens_out,
+                    x.model_session,
+                    x.egress_host,
+                    x.parent_step_id,
+                )
+                for x in store.steps(s.session_id)
+            ]
+            for s in store.sessions()
+        }
+        alerts = sorted(
+            (
+                a.alert_id,
+                a.detector,
+                a.severity,
+                a.onset_seq,
+                a.raised_seq,
+                *(e["step_id"] for e in a.evidence),
+            )
+            for a in store.alerts()
+        )
+    return steps, alerts
+
+
+def test_the_same_runs_spelled_by_openllmetry_or_the_ai_sdk_give_the_same_steps_and_alerts(
+    tmp_path: Path,
+) -> None:
+    # The generator traces each run with the GenAI conventions and can respell its spans
+    # as OpenLLMetry (LangGraph/LangChain) or the Vercel AI SDK would have traced it:
+    # read through ingest.dialects, the steps and the alerts must not change.
+    steps, alerts = _spans_only_replay(tmp_path, "genai")
+    assert len(steps) == 31 and alerts  # one run a scenario; loops, drift, gaming fire
+    for dialect in ("openllmetry", "vercel_ai"):
+        other_steps, other_alerts = _spans_only_replay(tmp_path, dialect)
+        assert other_steps == steps, dialect
+        assert other_alerts == alerts, dialect
