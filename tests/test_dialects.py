@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from opentelemetry import trace
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.resources import Resource
@@ -34,6 +36,7 @@ from ingest.otlp_proto import decode_otlp_proto
 from ingest.replay import replay
 from ingest.semconv import spans_to_drafts
 from ingest.settings import Settings
+from ingest.spans import SpanRecord
 from models.store import Store
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -523,3 +526,88 @@ def test_the_same_runs_spelled_by_openllmetry_or_the_ai_sdk_give_the_same_steps_
         other_steps, other_alerts = _spans_only_replay(tmp_path, dialect)
         assert other_steps == steps, dialect
         assert other_alerts == alerts, dialect
+
+
+_json_like = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=12),
+    lambda children: (
+        st.lists(children, max_size=3)
+        | st.dictionaries(
+            st.sampled_from(["inputs", "input_str", "messages", "output", "kwargs", "lc", "id"])
+            | st.text(max_size=6),
+            children,
+            max_size=3,
+        )
+    ),
+    max_leaves=12,
+)
+_dialect_keys = st.sampled_from(
+    [
+        "traceloop.span.kind",
+        "traceloop.entity.name",
+        "traceloop.entity.input",
+        "traceloop.entity.output",
+        "llm.request.type",
+        "gen_ai.prompt.0.role",
+        "gen_ai.prompt.0.content",
+        "gen_ai.completion.0.content",
+        "gen_ai.completion.0.finish_reason",
+        "langsmith.span.kind",
+        "gen_ai.prompt",
+        "gen_ai.completion",
+        "ai.operationId",
+        "ai.toolCall.args",
+        "ai.toolCall.result",
+        "ai.prompt",
+        "ai.prompt.messages",
+        "ai.usage.promptTokens",
+        "tool_arguments",
+        "pydantic_ai.all_messages",
+        "name",
+    ]
+)
+_dialect_values = st.one_of(
+    st.sampled_from(
+        [
+            "tool",
+            "agent",
+            "workflow",
+            "llm",
+            "chain",
+            "prompt",
+            "chat",
+            "embedding",
+            "ai.toolCall",
+            "ai.generateText",
+            "ai.streamText.doStream",
+        ]
+    ),
+    _json_like.map(json.dumps),
+    st.text(max_size=30),
+    st.integers(),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.dictionaries(_dialect_keys, _dialect_values, max_size=6),
+    st.sampled_from(["x", "running tool", "agent run", "Function: f", "a.tool"]),
+    st.booleans(),
+)
+def test_any_dialect_attributes_map_to_steps_without_raising(
+    attributes: dict[str, Any], name: str, root: bool
+) -> None:
+    span = SpanRecord(
+        trace_id="ab" * 16,
+        span_id="cd" * 8,
+        parent_span_id=None if root else "ef" * 8,
+        name=name,
+        kind=1,
+        start_ns=T0,
+        end_ns=T0 + 1,
+        attributes=attributes,
+    )
+    respelled = to_genai(span)
+    assert {k: respelled.attributes[k] for k in attributes} == attributes  # nothing overwritten
+    for draft in spans_to_drafts([span]):
+        assert draft.step.kind in ("start", "end", "model_call", "tool_call", "tool_result")
