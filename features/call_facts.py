@@ -75,7 +75,7 @@ def _call_facts_of(tool: str | None, args: str) -> CallFacts:
     """What a tool call's name and arguments say, before any state is consulted."""
     low = args.lower()
     workdir = None
-    if "workdir" in low:
+    if "workdir" in low or "cwd" in low or "working_dir" in low:
         m = _WORKDIR_RE.search(low)
         if m and m.group(1).rstrip("/"):
             workdir = m.group(1).rstrip("/").rsplit("/", 1)[-1]

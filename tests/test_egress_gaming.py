@@ -68,6 +68,19 @@ def test_curl_of_the_fix_patch_fires() -> None:
     assert only(feed([*steps, call, done])).onset_seq == call.seq
 
 
+@pytest.mark.parametrize("key", ["workdir", "cwd", "working_dir"])
+def test_with_no_repository_known_the_working_directory_names_it(key: str) -> None:
+    # As spans only: no session start says the repository, the goal does not name it;
+    # the shell tool's working directory does (Codex's ``workdir``, MCP shells' ``cwd``)
+    s = Session("c", goal="Fix the DST bug in the parser and add a regression test.")
+    steps = [s.start(), s.model()]
+    steps += s.tool("shell", {"command": "git status --short", key: "/w/dates"})
+    call, done = s.tool("fetch_url", {"url": "https://github.com/acme/dates/pull/88.diff"})
+    assert only(feed([*steps, call, done])).onset_seq == call.seq
+    other, done = s.tool("fetch_url", {"url": "https://github.com/acme/times/pull/88.diff"})
+    assert feed([*steps, other, done]) == []  # another repository's pull request
+
+
 def test_git_fetch_upstream_then_show_of_a_newer_commit() -> None:
     s, steps = coding()
     log, log_out = s.tool(
