@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import IO, Any, BinaryIO, cast
 
 from ingest.agentdojo import is_agentdojo, is_header, session_id_for
+from ingest.claude_code import is_claude_code_line
 from ingest.errors import InputError
 
 BUNDLE_FILES = ("session.jsonl", "trace.json", "tool_calls.csv")
@@ -51,7 +52,9 @@ _RECORDING_SUFFIXES = (".json", ".jsonl", ".ndjson", ".binpb", ".pb", ".csv")
 @dataclass(frozen=True, slots=True)
 class RawRecord:
     """One unit of input: ``format`` is ``otlp_json``, ``otlp_proto``, ``event``,
-    ``trail``, ``tool_calls_row`` or ``invalid`` (``payload`` then says why in ``reason``)."""
+    ``trail``, ``agentdojo``, ``claude_code`` (a whole transcript: ``payload`` is its
+    ``(location, line)`` pairs), ``tool_calls_row``, ``skip`` or ``invalid``
+    (``payload`` then says why in ``reason``)."""
 
     format: str
     payload: Any
@@ -183,6 +186,8 @@ def _classify(obj: Any, name: str = "") -> str:
         return "agentdojo"
     if is_header(obj):
         return "skip"
+    if is_claude_code_line(obj):
+        return "claude_code"
     if isinstance(obj, dict):
         if "resourceSpans" in obj or "resource_spans" in obj:
             return "otlp_json"
@@ -219,6 +224,7 @@ def _json_records(stream: IO[bytes], where: str, partition: str, name: str) -> I
         else:
             yield RawRecord(_classify(doc, name), doc, where, partition)
         return
+    transcript: list[tuple[str, Any]] = []
     for line_no, line in enumerate(data.split(b"\n"), start=1):
         if not line.strip():
             continue
@@ -234,7 +240,13 @@ def _json_records(stream: IO[bytes], where: str, partition: str, name: str) -> I
             # AgentDojo's own index numbers lines from 0; the session id joins on it.
             stem = name.split(".", 1)[0]
             obj = {"record": obj, "session_id": session_id_for(stem, line_no - 1)}
+        elif kind == "claude_code":
+            # a transcript's lines are read together: one API response spans several
+            transcript.append((f"{where}:{line_no}", obj))
+            continue
         yield RawRecord(kind, obj, f"{where}:{line_no}", partition)
+    if transcript:
+        yield RawRecord("claude_code", transcript, where, partition)
 
 
 def _tool_calls_csv(stream: IO[bytes], where: str, partition: str) -> Iterator[RawRecord]:

@@ -27,6 +27,7 @@ from typing import Any
 
 from detectors.registry import DetectorSet
 from ingest.agentdojo import record_drafts
+from ingest.claude_code import transcript_drafts
 from ingest.draft import Draft
 from ingest.errors import DecodeError
 from ingest.files import RawRecord, ReadStats, read_recordings
@@ -124,6 +125,18 @@ def _delivery(record: RawRecord, settings: Settings) -> tuple[int | None, _Feed]
             dead = _dead(record, exc.reason)
             return None, lambda pipeline: pipeline.add_dead_letters([dead])
         return None, lambda pipeline: _whole(pipeline, drafts, partition)
+    if kind == "claude_code":
+        drafts, rejects = transcript_drafts(record.payload)
+        unread = [
+            _dead(RawRecord(kind, line, at, partition), f"claude_code: {reason}")
+            for at, reason, line in rejects
+        ]
+
+        def feed_transcript(pipeline: Pipeline) -> None:
+            pipeline.add_dead_letters(unread)
+            _whole(pipeline, drafts, partition)
+
+        return None, feed_transcript
     if kind == "skip":
         return None, lambda pipeline: None
     dead = _dead(record, record.reason or "unreadable record")

@@ -1,0 +1,346 @@
+"""Claude Code session transcripts → step drafts.
+
+Claude Code keeps each session as JSON lines in
+``~/.claude/projects/<project>/<session id>.jsonl`` (sub-agents in
+``<session id>/subagents/agent-<id>.jsonl``, or ``agent-<id>.jsonl`` beside it in older
+versions). The format is the tool's own and changes between releases; this reads the
+parts that have stayed (field names from the transcripts of 2.0-2.1 releases and the
+parsers that read them):
+
+- every line: ``type``, ``uuid``, ``parentUuid``, ``sessionId``, ``timestamp`` (RFC 3339),
+  ``cwd``, ``gitBranch``, ``version``; sub-agent lines ``isSidechain: true`` and
+  ``agentId`` (the sub-agent has a context window of its own);
+- ``assistant`` lines hold one content block each of an API response (``message.id``
+  shared, ``usage`` repeated as a running snapshot): the lines of one ``message.id``
+  are **one** ``model_call`` (its largest usage counts; input tokens are the whole prompt:
+  ``input_tokens`` + ``cache_creation_input_tokens`` + ``cache_read_input_tokens``), each
+  ``tool_use`` block a ``tool_call`` (its ``id`` is the call id); ``isApiErrorMessage``
+  lines are ``error`` steps;
+- ``user`` lines: the first typed prompt of the main chain is the session's ``start``
+  (its goal; ``cwd`` is the workspace), a sub-agent's first prompt its own ``start``;
+  later prompts ride on the next model call (``detail.user_message``); ``tool_result``
+  blocks are ``tool_result`` steps (``is_error`` → failed); ``isMeta`` lines (text the
+  tool injected) and interrupts are skipped;
+- ``system`` lines: ``compact_boundary`` is an explicit ``compaction`` (``compactMetadata``
+  ``preTokens``/``postTokens``/``trigger``; the summary from the ``isCompactSummary`` user
+  line that follows), ``api_error`` an ``error``. A ``microcompact_boundary`` (old tool
+  outputs cleared, the conversation kept) is not a compaction.
+- other lines (``summary`` titles, ``file-history-snapshot``, ``progress``, hooks,
+  ``attachment``, …) carry no step.
+
+A transcript has no delivery order of its own that a replay could follow, so a file is
+delivered whole (like a TRAIL trace) and its steps are put in event-time order; a line
+that cannot be read is a dead letter with the reason, the rest of the file is kept.
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from features.actions import tool_call_fields
+from features.canonical import canonical_json
+from features.text import excerpt
+from ingest.draft import Draft, compaction_key
+from ingest.errors import DecodeError
+from ingest.session_events import parse_ts
+from models.records import Step, StepKind
+
+__all__ = ["AGENT", "SOURCE", "is_claude_code_line", "transcript_drafts"]
+
+SOURCE = "claude_code"
+AGENT = "claude-code"
+_CONVERSATION = frozenset({"user", "assistant", "system"})
+_METADATA = frozenset(
+    {
+        "summary",
+        "file-history-snapshot",
+        "queue-operation",
+        "progress",
+        "attachment",
+        "ai-title",
+        "custom-title",
+        "agent-name",
+        "last-prompt",
+        "permission-mode",
+        "pr-link",
+    }
+)
+_INTERRUPTED = "[Request interrupted by user"
+
+
+def is_claude_code_line(obj: Any) -> bool:
+    """A line of a Claude Code transcript (and not a trajwatch session event, whose
+    ``session_id`` is spelled in snake case)."""
+    if not isinstance(obj, Mapping) or "session_id" in obj:
+        return False
+    kind = obj.get("type")
+    if kind in _CONVERSATION:
+        return "sessionId" in obj and "uuid" in obj
+    if kind == "summary":
+        return "leafUuid" in obj
+    if kind == "file-history-snapshot":
+        return "snapshot" in obj
+    return kind in _METADATA and "sessionId" in obj
+
+
+@dataclass(slots=True)
+class _ModelCall:
+    """The lines of one API response, gathered into one model call."""
+
+    draft: Draft
+    tokens_in: int = 0
+    tokens_out: int = 0
+    texts: list[str] = field(default_factory=list)
+    finish: str | None = None
+    last_ts: int = 0
+
+
+@dataclass(slots=True)
+class _Reader:
+    drafts: list[Draft] = field(default_factory=list)
+    rejects: list[tuple[str, str, Mapping[str, Any]]] = field(default_factory=list)
+    calls: dict[str, _ModelCall] = field(default_factory=dict)
+    started: set[str] = field(default_factory=set)
+    """The contexts (``main`` or a sub-agent id) whose first prompt was seen."""
+    prompt: dict[str, str] = field(default_factory=dict)
+    """A context's latest typed prompt, for its next model call."""
+    compaction: Draft | None = None
+
+
+def transcript_drafts(
+    lines: Sequence[tuple[str, Mapping[str, Any]]],
+) -> tuple[list[Draft], list[tuple[str, str, Mapping[str, Any]]]]:
+    """The drafts of a transcript's ``(location, line)`` pairs, in file order, and the
+    lines that could not be read as ``(location, reason, line)``."""
+    reader = _Reader()
+    for location, line in lines:
+        try:
+            _read_line(reader, location, line)
+        except DecodeError as exc:
+            reader.rejects.append((location, exc.reason, line))
+    for call in reader.calls.values():
+        step = call.draft.step.with_(
+            tokens_in=call.tokens_in or None,
+            tokens_out=call.tokens_out or None,
+            text=excerpt("\n".join(call.texts)) if call.texts else None,
+            finish_reason=call.finish,
+            end_ts=call.last_ts,
+        )
+        call.draft.step = step
+    return reader.drafts, reader.rejects
+
+
+def _read_line(reader: _Reader, location: str, line: Mapping[str, Any]) -> None:
+    kind = line.get("type")
+    if kind not in _CONVERSATION:
+        return  # titles, snapshots, progress, hooks: no step
+    session = line.get("sessionId")
+    if not isinstance(session, str) or not session:
+        raise DecodeError("sessionId: a non-empty string is required")
+    uuid = line.get("uuid")
+    if not isinstance(uuid, str) or not uuid:
+        raise DecodeError("uuid: a non-empty string is required")
+    ts = parse_ts(line.get("timestamp"))
+    context = str(line.get("agentId") or "sidechain") if line.get("isSidechain") else "main"
+    ref = f"{session}@{uuid}"
+    common: dict[str, Any] = {
+        "step_id": "",
+        "session_id": session,
+        "ts": ts,
+        "agent": AGENT,
+        "source": SOURCE,
+        "source_ref": ref,
+    }
+
+    def add(step: Step, natural: str | None = None, suffix: str = "") -> Draft:
+        draft = Draft(
+            step=step,
+            fallback_id=ref + suffix,
+            natural_key=natural,
+            session_hint=session,
+            context=context,
+        )
+        reader.drafts.append(draft)
+        return draft
+
+    message = line.get("message")
+    if kind == "assistant":
+        if not isinstance(message, Mapping):
+            raise DecodeError("message: an object is required on an assistant line")
+        _assistant(reader, line, message, common, context, add)
+    elif kind == "user":
+        if not isinstance(message, Mapping):
+            raise DecodeError("message: an object is required on a user line")
+        _user(reader, line, message, common, context, add)
+    else:
+        _system(reader, line, common, add)
+
+
+def _assistant(
+    reader: _Reader,
+    line: Mapping[str, Any],
+    message: Mapping[str, Any],
+    common: dict[str, Any],
+    context: str,
+    add: Any,
+) -> None:
+    content = message.get("content")
+    blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
+    if line.get("isApiErrorMessage"):
+        text = "\n".join(_block_texts(blocks)) or str(line.get("error") or "API error")
+        status = {"code": line.get("error"), "http_status": line.get("apiErrorStatus")}
+        add(Step(kind=StepKind.ERROR, status="error", error=excerpt(text), detail=status, **common))
+        return
+    message_id = message.get("id")
+    key = message_id if isinstance(message_id, str) and message_id else common["source_ref"]
+    call = reader.calls.get(key)
+    if call is None:
+        detail: dict[str, Any] = {}
+        prompt = reader.prompt.pop(context, None)
+        if prompt:
+            detail["user_message"] = excerpt(prompt, 4096)
+        step = Step(
+            kind=StepKind.MODEL_CALL,
+            model=message.get("model") if isinstance(message.get("model"), str) else None,
+            status="ok",
+            detail=detail,
+            **common,
+        )
+        natural = f"model_call/{message_id}" if key is message_id else None
+        call = reader.calls[key] = _ModelCall(add(step, natural, ":model"))
+    call.last_ts = common["ts"]
+    usage = message.get("usage")
+    if isinstance(usage, Mapping):
+        prompt_tokens = sum(
+            _count(usage.get(k))
+            for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+        )
+        call.tokens_in = max(call.tokens_in, prompt_tokens)
+        call.tokens_out = max(call.tokens_out, _count(usage.get("output_tokens")))
+    stop = message.get("stop_reason")
+    if isinstance(stop, str) and stop:
+        call.finish = stop
+    for index, block in enumerate(blocks):
+        if not isinstance(block, Mapping):
+            continue
+        kind = block.get("type")
+        if kind == "text" and isinstance(block.get("text"), str):
+            call.texts.append(block["text"])
+        elif kind == "tool_use":
+            call_id = block.get("id")
+            name = block.get("name")
+            if not isinstance(call_id, str) or not call_id or not isinstance(name, str):
+                raise DecodeError("tool_use: a block needs a string id and name")
+            fields = tool_call_fields(name, block.get("input"))
+            step = Step(kind=StepKind.TOOL_CALL, call_id=call_id, end_ts=None, **fields, **common)
+            add(step, f"tool_call/{call_id}", f":{index}")
+
+
+def _user(
+    reader: _Reader,
+    line: Mapping[str, Any],
+    message: Mapping[str, Any],
+    common: dict[str, Any],
+    context: str,
+    add: Any,
+) -> None:
+    content = message.get("content")
+    if line.get("isCompactSummary"):
+        summary = "\n".join(_block_texts(content)) if isinstance(content, list) else content
+        if reader.compaction is not None and isinstance(summary, str) and summary:
+            reader.compaction.step = reader.compaction.step.with_(text=excerpt(summary))
+        return
+    if isinstance(content, list) and any(
+        isinstance(b, Mapping) and b.get("type") == "tool_result" for b in content
+    ):
+        for index, block in enumerate(content):
+            if isinstance(block, Mapping) and block.get("type") == "tool_result":
+                _tool_result(block, common, add, index)
+        return
+    if line.get("isMeta"):
+        return  # text the tool injected (skill bodies, caveats), not typed by a person
+    text = content if isinstance(content, str) else "\n".join(_block_texts(content))
+    if not text or text.startswith(_INTERRUPTED):
+        return
+    if context in reader.started:
+        reader.prompt[context] = text
+        return
+    reader.started.add(context)
+    main = context == "main"
+    detail: dict[str, Any] = {"subagent": not main}
+    if main:
+        for key, name in (("cwd", "workspace"), ("gitBranch", "branch"), ("version", "version")):
+            value = line.get(key)
+            if isinstance(value, str) and value:
+                detail[name] = value
+    else:
+        detail["agent_id"] = context
+    add(
+        Step(kind=StepKind.START, text=excerpt(text), detail=detail, **common),
+        "start" if main else None,
+        ":start",
+    )
+
+
+def _tool_result(block: Mapping[str, Any], common: dict[str, Any], add: Any, index: int) -> None:
+    call_id = block.get("tool_use_id")
+    if not isinstance(call_id, str) or not call_id:
+        raise DecodeError("tool_result: tool_use_id must be a non-empty string")
+    content = block.get("content")
+    text: str | None
+    if isinstance(content, list):
+        text = "\n".join(_block_texts(content)) or canonical_json(content)
+    else:
+        text = content if isinstance(content, str) else None
+    failed = block.get("is_error") is True
+    step = Step(
+        kind=StepKind.TOOL_RESULT,
+        call_id=call_id,
+        status="error" if failed else "ok",
+        error=excerpt(text or "tool error") if failed else None,
+        result=excerpt(text) if text else None,
+        **common,
+    )
+    add(step, f"tool_result/{call_id}", f":{index}")
+
+
+def _system(reader: _Reader, line: Mapping[str, Any], common: dict[str, Any], add: Any) -> None:
+    subtype = line.get("subtype")
+    if subtype == "compact_boundary":
+        meta = line.get("compactMetadata")
+        meta = meta if isinstance(meta, Mapping) else {}
+        before = _count(meta.get("preTokens")) or None
+        after = _count(meta.get("postTokens")) or None
+        step = Step(
+            kind=StepKind.COMPACTION,
+            detail={
+                "tokens_before": before,
+                "tokens_after": after,
+                "inferred": False,
+                "trigger": meta.get("trigger"),
+            },
+            **common,
+        )
+        reader.compaction = add(step, compaction_key(before, after))
+    elif subtype == "api_error":
+        error = line.get("error")
+        text = error if isinstance(error, str) else canonical_json(error)
+        detail = {"retry_attempt": line.get("retryAttempt"), "max_retries": line.get("maxRetries")}
+        add(Step(kind=StepKind.ERROR, status="error", error=excerpt(text), detail=detail, **common))
+
+
+def _block_texts(blocks: Any) -> list[str]:
+    if not isinstance(blocks, list):
+        return []
+    return [
+        b["text"]
+        for b in blocks
+        if isinstance(b, Mapping) and b.get("type") == "text" and isinstance(b.get("text"), str)
+    ]
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0

@@ -1,0 +1,262 @@
+"""Claude Code transcripts replay into steps and alerts: split API responses are one model
+call, tool_use/tool_result blocks pair by id, compact boundaries are compactions, a bad
+line is a dead letter and the rest of the file is kept.
+
+The lines follow the shape of real Claude Code 2.1 transcripts (envelope fields, one
+content block per assistant line with the usage repeated, ``toolUseResult``,
+``compact_boundary`` + ``isCompactSummary``); the names and contents are made up.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ingest.claude_code import is_claude_code_line, transcript_drafts
+from ingest.cli import main
+from models.store import Store
+
+SESSION = "4d5611e5-241a-462a-8d15-5122611a9569"
+CWD = "/home/dev/projects/dates"
+
+
+class Transcript:
+    """Builds transcript lines with a running clock and uuid chain."""
+
+    def __init__(self) -> None:
+        self.lines: list[dict[str, Any]] = []
+        self.second = 0
+        self.n = 0
+        self.parent: str | None = None
+
+    def _line(self, kind: str, **fields: Any) -> dict[str, Any]:
+        self.n += 1
+        self.second += 2
+        uuid = f"00000000-0000-4000-8000-{self.n:012d}"
+        line = {
+            "parentUuid": self.parent,
+            "isSidechain": False,
+            "userType": "external",
+            "cwd": CWD,
+            "sessionId": SESSION,
+            "version": "2.1.39",
+            "gitBranch": "fix/dst",
+            "type": kind,
+            "uuid": uuid,
+            "timestamp": f"2026-02-12T16:{self.second // 60:02d}:{self.second % 60:02d}.284Z",
+            **fields,
+        }
+        self.parent = uuid
+        self.lines.append(line)
+        return line
+
+    def prompt(self, text: str, **fields: Any) -> None:
+        self._line("user", message={"role": "user", "content": text}, **fields)
+
+    def response(self, message_id: str, blocks: list[dict[str, Any]], prompt: int) -> None:
+        """One API response, one line a content block, usage repeated as it grows."""
+        for i, block in enumerate(blocks):
+            self._line(
+                "assistant",
+                requestId=f"req_{message_id}",
+                message={
+                    "model": "claude-opus-4-6",
+                    "id": message_id,
+                    "type": "message",
+                    "role": "assistant",
+                    "content": [block],
+                    "stop_reason": "tool_use" if i == len(blocks) - 1 else None,
+                    "usage": {
+                        "input_tokens": 3,
+                        "cache_creation_input_tokens": 1_000,
+                        "cache_read_input_tokens": prompt,
+                        "output_tokens": 10 * (i + 1),
+                        "service_tier": "standard",
+                    },
+                },
+            )
+
+    def result(self, tool_use_id: str, content: str, *, error: bool = False) -> None:
+        self._line(
+            "user",
+            message={
+                "role": "user",
+                "content": [
+                    {
+                        "tool_use_id": tool_use_id,
+                        "type": "tool_result",
+                        "content": content,
+                        "is_error": error,
+                    }
+                ],
+            },
+            toolUseResult={"stdout": content, "stderr": "", "interrupted": False},
+        )
+
+    def compact(self, pre: int, summary: str) -> None:
+        self._line(
+            "system",
+            subtype="compact_boundary",
+            content="Conversation compacted",
+            level="info",
+            compactMetadata={"trigger": "auto", "preTokens": pre},
+        )
+        self._line(
+            "user",
+            isCompactSummary=True,
+            isVisibleInTranscriptOnly=True,
+            message={"role": "user", "content": [{"type": "text", "text": summary}]},
+        )
+
+    def write(self, path: Path, extra: list[str] = ()) -> Path:  # type: ignore[assignment]
+        head = [json.dumps({"type": "summary", "summary": "DST fix", "leafUuid": "x"})]
+        body = [json.dumps(line) for line in self.lines]
+        path.write_text("\n".join([*head, *body, *extra]) + "\n")
+        return path
+
+
+def bash(call_id: str, command: str) -> dict[str, Any]:
+    return {"type": "tool_use", "id": call_id, "name": "Bash", "input": {"command": command}}
+
+
+def session_with_a_test_loop() -> Transcript:
+    t = Transcript()
+    t.prompt("Fix the DST bug in src/parse.ts and make the tests pass")
+    t.prompt("<command-name>init</command-name> caveat", isMeta=True)  # injected, skipped
+    t.response(
+        "msg_01",
+        [
+            {"type": "thinking", "thinking": "Look at the parser.", "signature": "sig"},
+            {"type": "text", "text": "I'll read the parser first."},
+            {
+                "type": "tool_use",
+                "id": "toolu_read",
+                "name": "Read",
+                "input": {"file_path": f"{CWD}/src/parse.ts"},
+            },
+        ],
+        prompt=20_000,
+    )
+    t.result("toolu_read", "export function parse(s: string) { ... }")
+    t.response(
+        "msg_02",
+        [
+            {
+                "type": "tool_use",
+                "id": "toolu_edit",
+                "name": "Edit",
+                "input": {"file_path": f"{CWD}/src/parse.ts", "old_string": "a", "new_string": "b"},
+            }
+        ],
+        prompt=24_000,
+    )
+    t.result("toolu_edit", "The file has been updated.")
+    for i in range(6):  # the same failing test run, again and again
+        t.response(f"msg_1{i}", [bash(f"toolu_t{i}", "npm test")], prompt=30_000 + 1_000 * i)
+        t.result(f"toolu_t{i}", "FAIL src/parse.test.ts: expected 2 got 3", error=True)
+    t.compact(155_000, "Summary: fixing DST in src/parse.ts; tests still fail.")
+    t.response("msg_30", [bash("toolu_after", "git diff")], prompt=12_000)
+    t.result("toolu_after", "diff --git a/src/parse.ts b/src/parse.ts")
+    return t
+
+
+def test_transcript_lines_are_recognised_and_session_events_are_not() -> None:
+    t = session_with_a_test_loop()
+    assert all(is_claude_code_line(line) for line in t.lines)
+    assert is_claude_code_line({"type": "summary", "summary": "x", "leafUuid": "u"})
+    event = {"type": "tool_call", "session_id": "s", "seq": 1, "ts": 1, "sessionId": "s"}
+    assert not is_claude_code_line(event)
+
+
+def test_one_api_response_is_one_model_call_and_blocks_pair_by_id() -> None:
+    t = session_with_a_test_loop()
+    drafts, rejects = transcript_drafts([(f"t:{i}", line) for i, line in enumerate(t.lines)])
+    assert rejects == []
+    kinds = [d.step.kind for d in drafts]
+    assert kinds[:6] == [
+        "start",
+        "model_call",
+        "tool_call",
+        "tool_result",
+        "model_call",
+        "tool_call",
+    ]
+    start = drafts[0]
+    assert start.natural_key == "start" and start.session_hint == SESSION
+    assert start.step.text == "Fix the DST bug in src/parse.ts and make the tests pass"
+    assert start.step.detail["workspace"] == CWD
+    first = drafts[1]
+    assert first.natural_key == "model_call/msg_01"
+    # the three lines of msg_01: usage counted once (the largest snapshot), the whole prompt
+    assert (first.step.tokens_in, first.step.tokens_out) == (3 + 1_000 + 20_000, 30)
+    assert (
+        first.step.text == "I'll read the parser first." and first.step.finish_reason == "tool_use"
+    )
+    assert first.step.model == "claude-opus-4-6"
+    read = drafts[2]
+    assert (read.step.tool, read.step.call_id, read.natural_key) == (
+        "Read",
+        "toolu_read",
+        "tool_call/toolu_read",
+    )
+    assert sum(1 for k in kinds if k == "model_call") == 9
+    failed = [d.step for d in drafts if d.step.kind == "tool_result" and d.step.status == "error"]
+    assert len(failed) == 6 and failed[0].error == "FAIL src/parse.test.ts: expected 2 got 3"
+    compaction = next(d for d in drafts if d.step.kind == "compaction")
+    assert compaction.step.detail["tokens_before"] == 155_000
+    assert compaction.step.text == "Summary: fixing DST in src/parse.ts; tests still fail."
+
+
+def test_replay_of_a_transcript_stores_steps_raises_the_loop_and_dead_letters_a_bad_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    t = session_with_a_test_loop()
+    bad = json.dumps(
+        {
+            "type": "assistant",
+            "sessionId": SESSION,
+            "uuid": "u-bad",
+            "timestamp": "2026-02-12T16:59:00Z",
+        }
+    )  # no message
+    path = t.write(tmp_path / f"{SESSION}.jsonl", extra=[bad, "{not json"])
+    db = f"sqlite:///{tmp_path / 'tw.db'}"
+    assert main(["replay", str(path), "--db", db, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["sessions"] == 1 and out["dead_letters"] == 2
+    loops = [a for a in out["alerts"] if a["detector"] == "runaway_loop"]
+    assert loops and any(a["severity"] == "critical" and a["action"] == "kill" for a in loops)
+    assert all("npm test" in a["reason"] for a in loops)
+    with Store.open(db) as store:
+        steps = store.steps(SESSION)
+        letters = store.dead_letters()
+    assert [s.seq for s in steps] == list(range(len(steps)))
+    assert sum(1 for s in steps if s.kind == "compaction") == 1
+    assert all(s.source == "claude_code" for s in steps)
+    reasons = sorted(letter.reason for letter in letters)
+    assert reasons[0] == "claude_code: message: an object is required on an assistant line"
+    assert reasons[1].startswith("invalid JSON")
+    # replaying the same file again stores nothing twice
+    assert main(["replay", str(path), "--db", db, "--json"]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["steps"] == out["steps"] and len(again["alerts"]) == len(out["alerts"])
+
+
+def test_a_sub_agent_has_its_own_start_and_context_window() -> None:
+    t = Transcript()
+    t.prompt("Explore the repository and report")
+    sub = Transcript()
+    sub.n = 100
+    sub.prompt("Very thorough exploration of src/", isSidechain=True, agentId="a2898e3")
+    sub.response("msg_s1", [bash("toolu_s1", "ls src")], prompt=8_000)
+    for line in sub.lines[1:]:
+        line.update(isSidechain=True, agentId="a2898e3")
+    drafts, _ = transcript_drafts([(str(i), x) for i, x in enumerate([*t.lines, *sub.lines])])
+    starts = [d for d in drafts if d.step.kind == "start"]
+    assert [d.natural_key for d in starts] == ["start", None]
+    assert starts[1].step.detail == {"subagent": True, "agent_id": "a2898e3"}
+    model = next(d for d in drafts if d.step.kind == "model_call")
+    assert model.context == "a2898e3"  # compaction inference compares within it only
