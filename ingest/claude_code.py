@@ -77,13 +77,14 @@ def is_claude_code_line(obj: Any) -> bool:
     if not isinstance(obj, Mapping) or "session_id" in obj:
         return False
     kind = obj.get("type")
-    if kind in _CONVERSATION:
-        return "sessionId" in obj and "uuid" in obj
+    if not isinstance(kind, str):
+        return False
     if kind == "summary":
         return "leafUuid" in obj
     if kind == "file-history-snapshot":
         return "snapshot" in obj
-    return kind in _METADATA and "sessionId" in obj
+    # conversation lines, and line types of newer releases (no step) with the envelope
+    return "sessionId" in obj and ("uuid" in obj or kind in _METADATA)
 
 
 @dataclass(slots=True)

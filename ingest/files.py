@@ -42,6 +42,7 @@ from typing import IO, Any, BinaryIO, cast
 
 from ingest.agentdojo import is_agentdojo, is_header, session_id_for
 from ingest.claude_code import is_claude_code_line
+from ingest.codex import is_codex_line
 from ingest.errors import InputError
 
 BUNDLE_FILES = ("session.jsonl", "trace.json", "tool_calls.csv")
@@ -53,7 +54,8 @@ _RECORDING_SUFFIXES = (".json", ".jsonl", ".ndjson", ".binpb", ".pb", ".csv")
 class RawRecord:
     """One unit of input: ``format`` is ``otlp_json``, ``otlp_proto``, ``event``,
     ``trail``, ``agentdojo``, ``claude_code`` (a whole transcript: ``payload`` is its
-    ``(location, line)`` pairs), ``tool_calls_row``, ``skip`` or ``invalid``
+    ``(location, line)`` pairs), ``codex`` (a whole rollout: ``{"lines", "name"}``),
+    ``tool_calls_row``, ``skip`` or ``invalid``
     (``payload`` then says why in ``reason``)."""
 
     format: str
@@ -188,6 +190,8 @@ def _classify(obj: Any, name: str = "") -> str:
         return "skip"
     if is_claude_code_line(obj):
         return "claude_code"
+    if is_codex_line(obj):
+        return "codex"
     if isinstance(obj, dict):
         if "resourceSpans" in obj or "resource_spans" in obj:
             return "otlp_json"
@@ -224,7 +228,7 @@ def _json_records(stream: IO[bytes], where: str, partition: str, name: str) -> I
         else:
             yield RawRecord(_classify(doc, name), doc, where, partition)
         return
-    transcript: list[tuple[str, Any]] = []
+    transcripts: dict[str, list[tuple[str, Any]]] = {"claude_code": [], "codex": []}
     for line_no, line in enumerate(data.split(b"\n"), start=1):
         if not line.strip():
             continue
@@ -240,13 +244,15 @@ def _json_records(stream: IO[bytes], where: str, partition: str, name: str) -> I
             # AgentDojo's own index numbers lines from 0; the session id joins on it.
             stem = name.split(".", 1)[0]
             obj = {"record": obj, "session_id": session_id_for(stem, line_no - 1)}
-        elif kind == "claude_code":
+        elif kind in transcripts:
             # a transcript's lines are read together: one API response spans several
-            transcript.append((f"{where}:{line_no}", obj))
+            transcripts[kind].append((f"{where}:{line_no}", obj))
             continue
         yield RawRecord(kind, obj, f"{where}:{line_no}", partition)
-    if transcript:
-        yield RawRecord("claude_code", transcript, where, partition)
+    if transcripts["claude_code"]:
+        yield RawRecord("claude_code", transcripts["claude_code"], where, partition)
+    if transcripts["codex"]:
+        yield RawRecord("codex", {"lines": transcripts["codex"], "name": name}, where, partition)
 
 
 def _tool_calls_csv(stream: IO[bytes], where: str, partition: str) -> Iterator[RawRecord]:

@@ -28,6 +28,7 @@ from typing import Any
 from detectors.registry import DetectorSet
 from ingest.agentdojo import record_drafts
 from ingest.claude_code import transcript_drafts
+from ingest.codex import rollout_drafts
 from ingest.draft import Draft
 from ingest.errors import DecodeError
 from ingest.files import RawRecord, ReadStats, read_recordings
@@ -125,10 +126,18 @@ def _delivery(record: RawRecord, settings: Settings) -> tuple[int | None, _Feed]
             dead = _dead(record, exc.reason)
             return None, lambda pipeline: pipeline.add_dead_letters([dead])
         return None, lambda pipeline: _whole(pipeline, drafts, partition)
-    if kind == "claude_code":
-        drafts, rejects = transcript_drafts(record.payload)
+    if kind in ("claude_code", "codex"):
+        try:
+            if kind == "claude_code":
+                drafts, rejects = transcript_drafts(record.payload)
+            else:
+                payload = record.payload
+                drafts, rejects = rollout_drafts(payload["lines"], file_name=payload["name"])
+        except DecodeError as exc:
+            whole = _dead(record, f"{kind}: {exc.reason}")
+            return None, lambda pipeline: pipeline.add_dead_letters([whole])
         unread = [
-            _dead(RawRecord(kind, line, at, partition), f"claude_code: {reason}")
+            _dead(RawRecord(kind, line, at, partition), f"{kind}: {reason}")
             for at, reason, line in rejects
         ]
 

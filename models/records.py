@@ -103,8 +103,8 @@ class Step:
     parent_step_id: str | None = None
     """For egress: the tool call that caused it. For a tool result: its call."""
     source: str = "event"
-    """``otlp``, ``event``, ``trail``, ``agentdojo`` or ``claude_code``: the decoder that
-    made the step."""
+    """``otlp``, ``event``, ``trail``, ``agentdojo``, ``claude_code`` or ``codex``: the
+    decoder that made the step."""
     source_ref: str = ""
     """Where to look in the source: ``trace_id:span_id`` or ``session_id#seq``."""
     detail: Mapping[str, Any] = field(default_factory=dict)
