@@ -1,4 +1,4 @@
-"""One normalisation of a tool call, shared by every decoder."""
+"""One normalisation of a tool call and of its result, shared by every decoder."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from features.canonical import canonical_action_and_json
 from features.egress import egress_targets
 from features.frozen import freeze, thaw
 from features.redact import redact_value
+from features.text import excerpt
 
 MEMO_MAX_CHARS = 4096
 """Arguments with more text than this are normalised uncached (edits and file writes
@@ -35,6 +36,20 @@ def tool_call_fields(tool: str | None, arguments: Any) -> dict[str, Any]:
     if "egress" in detail:
         detail = {**detail, "egress": [dict(e) for e in detail["egress"]]}
     return {**fields, "detail": dict(detail)}
+
+
+def tool_result_fields(text: str | None, *, failed: bool) -> dict[str, Any]:
+    """The ``Step`` fields of a tool result from its output ``text``: the redacted head as
+    the result, and as the error too when the call ``failed``.
+
+    >>> tool_result_fields("1 failed", failed=True)
+    {'status': 'error', 'error': '1 failed', 'result': '1 failed'}
+    """
+    return {
+        "status": "error" if failed else "ok",
+        "error": excerpt(text or "tool failed") if failed else None,
+        "result": excerpt(text) if text else None,
+    }
 
 
 @lru_cache(maxsize=1024)

@@ -40,7 +40,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from features.actions import tool_call_fields
+from features.actions import tool_call_fields, tool_result_fields
 from features.canonical import canonical_json
 from features.text import excerpt
 from ingest.draft import Draft, compaction_key
@@ -196,7 +196,8 @@ def _assistant(
         add(Step(kind=StepKind.ERROR, status="error", error=excerpt(text), detail=status, **common))
         return
     message_id = message.get("id")
-    key = message_id if isinstance(message_id, str) and message_id else common["source_ref"]
+    identified = isinstance(message_id, str) and bool(message_id)
+    key = message_id if identified else common["source_ref"]
     call = reader.calls.get(key)
     if call is None:
         detail: dict[str, Any] = {}
@@ -210,7 +211,7 @@ def _assistant(
             detail=detail,
             **common,
         )
-        natural = f"model_call/{message_id}" if key is message_id else None
+        natural = f"model_call/{message_id}" if identified else None
         call = reader.calls[key] = _ModelCall(add(step, natural, ":model"))
     call.last_ts = common["ts"]
     usage = message.get("usage")
@@ -296,15 +297,8 @@ def _tool_result(block: Mapping[str, Any], common: dict[str, Any], add: Any, ind
         text = "\n".join(_block_texts(content)) or canonical_json(content)
     else:
         text = content if isinstance(content, str) else None
-    failed = block.get("is_error") is True
-    step = Step(
-        kind=StepKind.TOOL_RESULT,
-        call_id=call_id,
-        status="error" if failed else "ok",
-        error=excerpt(text or "tool error") if failed else None,
-        result=excerpt(text) if text else None,
-        **common,
-    )
+    fields = tool_result_fields(text, failed=block.get("is_error") is True)
+    step = Step(kind=StepKind.TOOL_RESULT, call_id=call_id, **fields, **common)
     add(step, f"tool_result/{call_id}", f":{index}")
 
 

@@ -35,7 +35,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from features.actions import tool_call_fields
+from features.actions import tool_call_fields, tool_result_fields
 from features.canonical import canonical_json
 from features.text import excerpt
 from ingest.attributes import json_value
@@ -255,14 +255,8 @@ def _item(rollout: _Rollout, payload: Mapping[str, Any], common: dict[str, Any],
         if not isinstance(call_id, str) or not call_id:
             raise DecodeError(f"{kind}.call_id: a non-empty string is required")
         text, failed = _output(payload.get("output"))
-        step = Step(
-            kind=StepKind.TOOL_RESULT,
-            call_id=call_id,
-            status="error" if failed else "ok",
-            error=excerpt(text or "tool failed") if failed else None,
-            result=excerpt(text) if text else None,
-            **common,
-        )
+        fields = tool_result_fields(text, failed=failed)
+        step = Step(kind=StepKind.TOOL_RESULT, call_id=call_id, **fields, **common)
         add(step, f"tool_result/{call_id}")
 
 
