@@ -197,7 +197,7 @@ def _assistant(
         return
     message_id = message.get("id")
     identified = isinstance(message_id, str) and bool(message_id)
-    key = message_id if identified else common["source_ref"]
+    key = str(message_id) if identified else str(common["source_ref"])
     call = reader.calls.get(key)
     if call is None:
         detail: dict[str, Any] = {}
