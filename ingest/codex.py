@@ -102,8 +102,9 @@ def rollout_drafts(
 
 def _session_id(lines: Sequence[tuple[str, Mapping[str, Any]]], file_name: str) -> Any:
     for _, line in lines:
-        if line.get("type") == "session_meta":
-            value = line["payload"].get("id")
+        payload = line.get("payload")
+        if line.get("type") == "session_meta" and isinstance(payload, Mapping):
+            value = payload.get("id")
             if isinstance(value, str) and value:
                 return value
     found = _SESSION_IN_NAME.search(file_name)
@@ -112,7 +113,9 @@ def _session_id(lines: Sequence[tuple[str, Mapping[str, Any]]], file_name: str) 
 
 def _read_line(rollout: _Rollout, location: str, line: Mapping[str, Any]) -> None:
     kind = line.get("type")
-    payload = line["payload"]
+    payload = line.get("payload")
+    if not isinstance(payload, Mapping):
+        raise DecodeError("payload: an object is required")
     ts = parse_ts(line.get("timestamp"))
     ref = f"{rollout.session}@{location.rsplit(':', 1)[-1]}"
     common: dict[str, Any] = {
@@ -132,7 +135,8 @@ def _read_line(rollout: _Rollout, location: str, line: Mapping[str, Any]) -> Non
             rollout.drafts.insert(at, draft)
 
     if kind == "session_meta":
-        git = payload.get("git") if isinstance(payload.get("git"), Mapping) else {}
+        git = payload.get("git")
+        git = git if isinstance(git, Mapping) else {}
         for key, value in (
             ("workspace", payload.get("cwd")),
             ("repository", git.get("repository_url")),

@@ -9,6 +9,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+from ingest.claude_code import transcript_drafts
+from ingest.codex import rollout_drafts
+from ingest.errors import DecodeError
 from ingest.otlp_json import decode_otlp_json, to_otlp_json
 from ingest.otlp_proto import decode_otlp_proto
 from ingest.session_events import decode_event
@@ -228,3 +231,118 @@ def test_fast_and_reference_validators_agree(event: dict[str, object]) -> None:
     except Exception:
         fast_ok = False
     assert fast_ok == _validator().is_valid(event)
+
+
+_transcript_value = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=12),
+    lambda children: (
+        st.lists(children, max_size=3)
+        | st.dictionaries(
+            st.sampled_from(
+                [
+                    "type",
+                    "id",
+                    "name",
+                    "input",
+                    "content",
+                    "text",
+                    "tool_use_id",
+                    "is_error",
+                    "usage",
+                    "input_tokens",
+                    "output_tokens",
+                    "role",
+                    "message",
+                    "call_id",
+                    "arguments",
+                    "output",
+                    "info",
+                    "last_token_usage",
+                    "total_token_usage",
+                ]
+            ),
+            children,
+            max_size=4,
+        )
+    ),
+    max_leaves=16,
+)
+_transcript_line = st.fixed_dictionaries(
+    {
+        "type": st.sampled_from(
+            [
+                "user",
+                "assistant",
+                "system",
+                "summary",
+                "response_item",
+                "event_msg",
+                "session_meta",
+                "turn_context",
+                "compacted",
+                "progress",
+            ]
+        ),
+    },
+    optional={
+        "sessionId": st.text(max_size=4),
+        "uuid": st.text(max_size=4),
+        "timestamp": st.sampled_from(["2026-02-12T16:02:28.357Z", "yesterday", 3]),
+        "message": _transcript_value,
+        "payload": st.dictionaries(
+            st.sampled_from(
+                [
+                    "type",
+                    "id",
+                    "name",
+                    "call_id",
+                    "arguments",
+                    "output",
+                    "info",
+                    "message",
+                    "input",
+                    "action",
+                    "git",
+                    "cwd",
+                    "model",
+                ]
+            ),
+            _transcript_value
+            | st.sampled_from(
+                [
+                    "function_call",
+                    "token_count",
+                    "user_message",
+                    "message",
+                    "local_shell_call",
+                    "function_call_output",
+                    "custom_tool_call",
+                ]
+            ),
+            max_size=5,
+        ),
+        "subtype": st.sampled_from(["compact_boundary", "api_error", "other"]),
+        "compactMetadata": _transcript_value,
+        "isSidechain": st.booleans(),
+        "isCompactSummary": st.booleans(),
+        "isApiErrorMessage": st.booleans(),
+        "isMeta": st.booleans(),
+    },
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_transcript_line, max_size=8))
+def test_runtime_transcripts_never_raise_on_arbitrary_lines(lines: list[dict]) -> None:
+    """Claude Code transcripts and Codex rollouts: a line that cannot be read is a reject
+    with a reason, never an exception (a rollout with no session id anywhere is one
+    DecodeError for the whole file)."""
+    located = [(f"f:{i}", line) for i, line in enumerate(lines)]
+    _, rejects = transcript_drafts(located)
+    assert all(reason for _, reason, _ in rejects)
+    try:
+        _, rejects = rollout_drafts(located)
+    except DecodeError as exc:
+        assert "session" in exc.reason
+    else:
+        assert all(reason for _, reason, _ in rejects)
