@@ -22,6 +22,7 @@ __all__ = [
     "first_int",
     "first_str",
     "json_value",
+    "positive_int",
 ]
 
 MODEL_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
@@ -89,3 +90,13 @@ def json_value(value: Any) -> Any:
             except ValueError:
                 return value
     return value
+
+
+def positive_int(value: Any) -> int:
+    """``value`` when it is a positive integer (not a bool), else 0: a token count as
+    runtimes log it, where a missing or bad count adds nothing.
+
+    >>> [positive_int(v) for v in (12, 0, -3, True, "7", None)]
+    [12, 0, 0, 0, 0, 0]
+    """
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0

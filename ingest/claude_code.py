@@ -43,6 +43,7 @@ from typing import Any
 from features.actions import tool_call_fields, tool_result_fields
 from features.canonical import canonical_json
 from features.text import excerpt
+from ingest.attributes import positive_int
 from ingest.draft import Draft, compaction_key
 from ingest.errors import DecodeError
 from ingest.session_events import parse_ts
@@ -217,11 +218,11 @@ def _assistant(
     usage = message.get("usage")
     if isinstance(usage, Mapping):
         prompt_tokens = sum(
-            _count(usage.get(k))
+            positive_int(usage.get(k))
             for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
         )
         call.tokens_in = max(call.tokens_in, prompt_tokens)
-        call.tokens_out = max(call.tokens_out, _count(usage.get("output_tokens")))
+        call.tokens_out = max(call.tokens_out, positive_int(usage.get("output_tokens")))
     stop = message.get("stop_reason")
     if isinstance(stop, str) and stop:
         call.finish = stop
@@ -307,8 +308,8 @@ def _system(reader: _Reader, line: Mapping[str, Any], common: dict[str, Any], ad
     if subtype == "compact_boundary":
         meta = line.get("compactMetadata")
         meta = meta if isinstance(meta, Mapping) else {}
-        before = _count(meta.get("preTokens")) or None
-        after = _count(meta.get("postTokens")) or None
+        before = positive_int(meta.get("preTokens")) or None
+        after = positive_int(meta.get("postTokens")) or None
         step = Step(
             kind=StepKind.COMPACTION,
             detail={
@@ -335,7 +336,3 @@ def _block_texts(blocks: Any) -> list[str]:
         for b in blocks
         if isinstance(b, Mapping) and b.get("type") == "text" and isinstance(b.get("text"), str)
     ]
-
-
-def _count(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0

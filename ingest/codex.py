@@ -38,7 +38,7 @@ from typing import Any
 from features.actions import tool_call_fields, tool_result_fields
 from features.canonical import canonical_json
 from features.text import excerpt
-from ingest.attributes import json_value
+from ingest.attributes import json_value, positive_int
 from ingest.draft import Draft
 from ingest.errors import DecodeError
 from ingest.session_events import parse_ts
@@ -195,9 +195,10 @@ def _event(rollout: _Rollout, payload: Mapping[str, Any], common: dict[str, Any]
         step = Step(
             kind=StepKind.MODEL_CALL,
             model=rollout.model,
-            tokens_in=_count(last.get("input_tokens")) or None,
+            tokens_in=positive_int(last.get("input_tokens")) or None,
             tokens_out=(
-                _count(last.get("output_tokens")) + _count(last.get("reasoning_output_tokens"))
+                positive_int(last.get("output_tokens"))
+                + positive_int(last.get("reasoning_output_tokens"))
             )
             or None,
             text=excerpt("\n".join(rollout.texts)) if rollout.texts else None,
@@ -297,7 +298,3 @@ def _texts(content: Any) -> list[str]:
     if not isinstance(content, list):
         return []
     return [c["text"] for c in content if isinstance(c, Mapping) and isinstance(c.get("text"), str)]
-
-
-def _count(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
