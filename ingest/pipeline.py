@@ -22,8 +22,9 @@ and input offsets of everything released so far in one store transaction.
 
 from __future__ import annotations
 
+import json
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -33,6 +34,7 @@ from features.compaction import CompactionInference
 from features.ordering import Reorderer
 from features.trajectory import TrajectoryFeatures
 from ingest.draft import Draft
+from ingest.errors import DecodeError
 from ingest.otlp_json import decode_otlp_json
 from ingest.otlp_proto import Decoded, decode_otlp_proto
 from ingest.semconv import session_hint, spans_to_drafts
@@ -41,6 +43,7 @@ from ingest.settings import Settings
 from ingest.spans import SpanRecord
 from ingest.trace_index import TraceIndex
 from models.records import Alert, DeadLetter, SessionInfo, Step, StepKind
+from models.storable import Unstorable, check_step_fields, clean_text, payload_of, storable_step
 from models.store import SessionCursor, Store, StoreUnit
 
 
@@ -79,6 +82,18 @@ class Stats:
     dead_letters: int = 0
     new_alerts: int = 0
     late_steps: int = 0
+    drafts: int = 0
+    """Drafts decoded from the input. Each ends as exactly one of: a step placed in its
+    session (``drafts_stepped``), a duplicate of a step stored or placed before
+    (``drafts_duplicate``), or a dead letter because a value fits no column (counted in
+    ``unstorable``, with any record the store refused: ``store_rejected``)."""
+    drafts_stepped: int = 0
+    drafts_duplicate: int = 0
+    unstorable: int = 0
+    """Records dead-lettered because a value fits no column (drafts, steps, alerts,
+    session facts); see :mod:`models.storable`."""
+    store_rejected: int = 0
+    """Placed steps the store still refused (a last resort: the pipeline checks first)."""
 
 
 class Pipeline:
@@ -108,7 +123,8 @@ class Pipeline:
     # -- input -------------------------------------------------------------------
 
     def feed_otlp_proto(self, data: bytes, *, source: str, location: str, partition: str) -> None:
-        decoded = decode_otlp_proto(
+        decoded = guarded_decode(
+            decode_otlp_proto,
             data,
             source=source,
             location=location,
@@ -119,7 +135,8 @@ class Pipeline:
     def feed_otlp_json(
         self, data: bytes | str | Mapping[str, Any], *, source: str, location: str, partition: str
     ) -> None:
-        decoded = decode_otlp_json(
+        decoded = guarded_decode(
+            decode_otlp_json,
             data,
             source=source,
             location=location,
@@ -130,7 +147,12 @@ class Pipeline:
     def feed_event(
         self, data: bytes | str | Mapping[str, Any], *, source: str, location: str, partition: str
     ) -> None:
-        drafts, dead = decode_event(data, source=source, location=location, arrival=self._arrival)
+        try:
+            drafts, dead = decode_event(
+                data, source=source, location=location, arrival=self._arrival
+            )
+        except Exception as error:  # a decoder bug must cost one record, not the loop
+            drafts, dead = [], _decoder_failed(data, source, location, error)
         if dead is not None:
             self.add_dead_letters([dead])
         self.add_drafts(drafts, partition=partition)
@@ -156,6 +178,12 @@ class Pipeline:
         if reorderer is None:
             reorderer = self._partitions[partition] = Reorderer(lateness_ns=self._lateness_ns)
         for draft in drafts:
+            self.stats.drafts += 1
+            try:
+                _make_storable(draft)
+            except Unstorable as error:
+                self._reject(draft.step, error.reason)
+                continue
             draft.arrival = self._arrival
             self._arrival += 1
             self._traces.observe_draft(draft)
@@ -166,6 +194,22 @@ class Pipeline:
         for letter in letters:
             self._dead.append(letter)
             self.stats.dead_letters += 1
+
+    def _reject(self, record: Step | Alert | SessionInfo, reason: str) -> None:
+        """Dead-letter a record no column can hold (see :mod:`models.storable`)."""
+        self.stats.unstorable += 1
+        kind = type(record).__name__.lower()
+        self.add_dead_letters(
+            [
+                DeadLetter(
+                    source=getattr(record, "source", "pipeline"),
+                    location=getattr(record, "source_ref", "") or record.session_id,
+                    reason=f"unstorable {kind}: {reason}",
+                    payload=payload_of(record),
+                    content_type="application/json",
+                )
+            ]
+        )
 
     def set_offset(self, source: str, partition: str, position: int) -> None:
         """Record how far a source has been read; stored with the next commit."""
@@ -190,21 +234,32 @@ class Pipeline:
         transaction: after a crash, either all of a commit is stored or none of it.
         """
         ready, self._ready = self._ready, []
-        dead, self._dead = self._dead, []
         offsets, self._offsets = self._offsets, {}
         with self.store.unit() as unit:
             steps, alerts, touched = self._release(ready, unit)
-            if steps:
-                unit.add_steps(steps)
-            new_alerts = unit.add_alerts(alerts) if alerts else []
+            inserted, refused = unit.add_steps_or_reject(steps)
+            for step, reason in refused:
+                self.stats.store_rejected += 1
+                self._reject(step, reason)
+            new_alerts, refused_alerts = unit.add_alerts_or_reject(alerts)
+            for alert, reason in refused_alerts:
+                self._reject(alert, reason)
             for session_id in touched:
                 session = self._sessions[session_id]
-                unit.upsert_session(session.info, session.cursor())
+                try:
+                    unit.upsert_session(session.info, session.cursor())
+                except Unstorable as error:
+                    # Keep the cursor (the steps stored need it); the facts go to a
+                    # dead letter, and the session learns them again from a later step.
+                    self._reject(session.info, error.reason)
+                    session.info = SessionInfo(session_id=session_id)
+                    unit.upsert_session(session.info, session.cursor())
+            dead, self._dead = self._dead, []
             if dead:
                 unit.add_dead_letters(dead)
             for (source, partition), position in offsets.items():
                 unit.set_offset(source, partition, position)
-        self.stats.new_steps += len(steps)
+        self.stats.new_steps += inserted
         self.stats.new_alerts += len(new_alerts)
         self._evict()
         return new_alerts
@@ -246,6 +301,7 @@ class Pipeline:
         _merge_sources(resolved, ids)
         for (draft, session_id), step_id in zip(resolved, ids, strict=True):
             if step_id in stored or step_id in seen:
+                self.stats.drafts_duplicate += 1
                 self.stats.duplicates += 1 + (f"{step_id}/compaction-inferred" in stored)
                 self.stats.sessions.add(session_id)
                 if step_id in stored and draft.step.kind in (StepKind.START, StepKind.END):
@@ -256,6 +312,12 @@ class Pipeline:
                     touched[session_id] = None
                 continue
             seen.add(step_id)
+            try:
+                _check_identity(draft, session_id, step_id)
+            except Unstorable as error:
+                self._reject(draft.step.with_(step_id=step_id, session_id=session_id), error.reason)
+                continue
+            self.stats.drafts_stepped += 1
             session = self._session(session_id, cursors)
             touched[session_id] = None
             self.stats.sessions.add(session_id)
@@ -360,6 +422,76 @@ class Pipeline:
         # just ran); detector state persistence comes with the live service.
         while len(self._sessions) > self.settings.max_sessions:
             self._sessions.popitem(last=False)
+
+
+def guarded_decode(
+    decode: Callable[..., Decoded], data: Any, *, source: str, location: str, **options: Any
+) -> Decoded:
+    """``decode(data, …)``, with an exception out of the decoder (a bug: decoders reject
+    bad records themselves) turned into one reject of the whole input, so it costs that
+    input, kept whole with the reason, and never the loop."""
+    try:
+        return decode(data, source=source, location=location, **options)
+    except Exception as error:
+        return Decoded(spans=[], rejects=[_decoder_failed(data, source, location, error)])
+
+
+def _decoder_failed(data: Any, source: str, location: str, error: Exception) -> DeadLetter:
+    reason = error.reason if isinstance(error, DecodeError) else f"{type(error).__name__}: {error}"
+    if isinstance(data, bytes):
+        payload = data
+    elif isinstance(data, str):
+        payload = data.encode("utf-8", "surrogatepass")
+    else:
+        payload = payload_json(data)
+    return DeadLetter(
+        source=source,
+        location=location,
+        reason=f"the decoder failed: {reason}",
+        payload=payload,
+        content_type="application/octet-stream" if isinstance(data, bytes) else "application/json",
+    )
+
+
+def payload_json(value: Any) -> bytes:
+    """A decoded JSON value as bytes again, for a dead letter (lone surrogates kept)."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, default=repr)
+    except (RecursionError, ValueError):
+        text = repr(value)
+    return text.encode("utf-8", "surrogatepass")
+
+
+def _make_storable(draft: Draft) -> None:
+    """Repair the draft's text and check its values (:func:`models.storable.storable_step`)
+    before it is ordered by its ``ts`` or seen by a detector; raises ``Unstorable``."""
+    draft.step = storable_step(draft.step)
+    for name in _DRAFT_TEXT:
+        value = getattr(draft, name)
+        if value is not None:
+            if not isinstance(value, str):
+                raise Unstorable(f"{name}: a {type(value).__name__} where text belongs")
+            setattr(draft, name, clean_text(value))
+
+
+_DRAFT_TEXT = (
+    "fallback_id",
+    "natural_key",
+    "session_hint",
+    "trace_id",
+    "span_id",
+    "parent_span_id",
+    "context",
+)
+
+
+def _check_identity(draft: Draft, session_id: str, step_id: str) -> None:
+    """The ids the step is about to get fit their columns (a model call's may get an
+    inferred compaction, whose id is longer); raises ``Unstorable``."""
+    longest = step_id
+    if draft.step.kind == StepKind.MODEL_CALL:
+        longest = f"{step_id}/compaction-inferred"
+    check_step_fields(session_id=session_id, step_id=longest)
 
 
 def _merge_sources(resolved: list[tuple[Draft, str]], ids: list[str]) -> None:

@@ -34,7 +34,7 @@ from ingest.errors import DecodeError
 from ingest.files import RawRecord, ReadStats, read_recordings
 from ingest.otlp_json import decode_otlp_json
 from ingest.otlp_proto import Decoded, decode_otlp_proto
-from ingest.pipeline import Pipeline
+from ingest.pipeline import Pipeline, guarded_decode
 from ingest.session_events import parse_ts
 from ingest.settings import Settings
 from ingest.trail import decode_trail
@@ -91,7 +91,18 @@ def _delivered(records: Iterator[RawRecord], settings: Settings) -> Iterator[tup
 
 
 def _delivery(record: RawRecord, settings: Settings) -> tuple[int | None, _Feed]:
-    """When ``record`` reached the live service, and how to feed it to a pipeline.
+    """When ``record`` reached the live service, and how to feed it to a pipeline; a
+    decoder's exception (a bug: decoders reject bad records themselves) costs this record
+    only, as a dead letter with the reason."""
+    try:
+        return _decoded_delivery(record, settings)
+    except Exception as error:
+        dead = _dead(record, f"the decoder failed: {type(error).__name__}: {error}")
+        return None, lambda pipeline: pipeline.add_dead_letters([dead])
+
+
+def _decoded_delivery(record: RawRecord, settings: Settings) -> tuple[int | None, _Feed]:
+    """:func:`_delivery`, unguarded.
 
     Span batches are decoded here, once: a batch leaves the exporter when its last span
     has ended. A session event is appended at its ``ts``. A document with no delivery
@@ -102,7 +113,9 @@ def _delivery(record: RawRecord, settings: Settings) -> tuple[int | None, _Feed]
     partition = record.partition
     if kind in ("otlp_json", "otlp_proto", "trail"):
         decode: Callable[..., Decoded] = _SPAN_DECODERS[kind]
-        decoded = decode(record.payload, max_attribute_bytes=settings.max_attribute_bytes, **where)
+        decoded = guarded_decode(
+            decode, record.payload, max_attribute_bytes=settings.max_attribute_bytes, **where
+        )
         if kind == "trail":
             return None, lambda pipeline: _whole(pipeline, decoded, partition)
         sent = max((span.end_ns for span in decoded.spans), default=None)

@@ -13,6 +13,7 @@ reported by a session log and an OTLP span is stored once.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from functools import cache
@@ -54,10 +55,21 @@ def parse_ts(value: Any) -> int:
     1767323045500000000
     >>> parse_ts(1.5)
     1500000000
+    >>> parse_ts(float("nan"))
+    Traceback (most recent call last):
+        ...
+    ingest.errors.DecodeError: ts: nan is not a finite number of seconds
+
+    A time beyond the store's range (int64 nanoseconds, years 1677-2262) is returned as
+    it is: the store's check (:mod:`models.storable`) dead-letters the step with the reason.
     """
     if isinstance(value, bool):
         raise DecodeError("ts must be an RFC 3339 string or Unix seconds, got a boolean")
-    if isinstance(value, int | float):
+    if isinstance(value, float) and not math.isfinite(value):
+        raise DecodeError(f"ts: {value} is not a finite number of seconds")
+    if isinstance(value, int):
+        return value * 1_000_000_000
+    if isinstance(value, float):
         return round(value * 1_000_000_000)
     if isinstance(value, str):
         try:
@@ -66,7 +78,10 @@ def parse_ts(value: Any) -> int:
             raise DecodeError(f"ts: {value!r} is not an RFC 3339 time") from exc
         if parsed.tzinfo is None:
             raise DecodeError(f"ts: {value!r} has no time zone (add Z or an offset)")
-        seconds = int(parsed.timestamp())
+        try:
+            seconds = int(parsed.timestamp())
+        except (OverflowError, ValueError) as exc:  # year 1 with a positive offset
+            raise DecodeError(f"ts: {value!r} is outside the representable times") from exc
         return seconds * 1_000_000_000 + parsed.microsecond * 1000
     raise DecodeError(f"ts must be an RFC 3339 string or Unix seconds, got {value!r}")
 
@@ -189,11 +204,14 @@ def validation_error(event: Any) -> str | None:
 def decode_event(
     data: bytes | str | Mapping[str, Any], *, source: str, location: str, arrival: int = 0
 ) -> tuple[list[Draft], DeadLetter | None]:
-    """Decode one session event. Returns its drafts, or a dead letter with the reason."""
+    """Decode one session event. Returns its drafts, or a dead letter with the reason.
+
+    Never raises for any input: JSON that Python cannot read (invalid, nested too deep
+    for its parser) and an exception out of the mapping below are dead letters too."""
     raw = data if isinstance(data, bytes) else None
     try:
         event = data if isinstance(data, Mapping) else json.loads(data)
-    except (UnicodeDecodeError, ValueError) as exc:
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         payload = raw if raw is not None else str(data).encode("utf-8", "surrogatepass")
         return [], DeadLetter(
             source=source,
@@ -202,18 +220,23 @@ def decode_event(
             payload=payload,
             content_type="application/json",
         )
-    reason = validation_error(event)
     drafts: list[Draft] = []
-    if reason is None:
-        try:
+    try:
+        reason = validation_error(event)
+        if reason is None:
             drafts = event_drafts(event, arrival=arrival)
-        except DecodeError as exc:
-            reason = exc.reason
+    except DecodeError as exc:
+        reason = exc.reason
+    except (RecursionError, ValueError, TypeError, KeyError, AttributeError) as exc:
+        # A bug of ours for a value the schema let through: the event is kept whole.
+        reason = f"could not read the event: {type(exc).__name__}: {exc}"
     if reason is not None:
         if raw is None:
-            raw = json.dumps(event, ensure_ascii=False, default=str).encode(
-                "utf-8", "surrogatepass"
-            )
+            try:
+                text = json.dumps(event, ensure_ascii=False, default=str)
+            except (RecursionError, ValueError):
+                text = repr(event)
+            raw = text.encode("utf-8", "surrogatepass")
         return [], DeadLetter(
             source=source,
             location=location,

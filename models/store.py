@@ -32,7 +32,7 @@ import dataclasses
 import json
 import operator
 import time
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -51,6 +51,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.engine.interfaces import DBAPIConnection
+from sqlalchemy.exc import DataError, DBAPIError, IntegrityError, StatementError
 from sqlalchemy.pool import ConnectionPoolEntry
 
 from models import migrations
@@ -63,6 +64,13 @@ from models.records import (
     Step,
     StepKind,
 )
+from models.storable import (
+    Unstorable,
+    storable_alert,
+    storable_dead_letter,
+    storable_info,
+    storable_step,
+)
 from models.tables import (
     AlertRow,
     DeadLetterRow,
@@ -72,7 +80,7 @@ from models.tables import (
     StepRow,
 )
 
-__all__ = ["SessionCursor", "Store", "StoreUnit"]
+__all__ = ["Rejected", "SessionCursor", "Store", "StoreUnit", "is_data_error"]
 
 IN_CHUNK = 500
 """Most values in one ``IN (...)`` list: well under SQLite's variable limit, and plans stay
@@ -96,6 +104,29 @@ _INFO_FIELDS = tuple(f.name for f in dataclasses.fields(SessionInfo) if f.name !
 _CURSOR_COLUMNS = ("next_seq", "model_session", "last_ts", "state")
 
 _T = TypeVar("_T")
+_R = TypeVar("_R", Step, Alert)
+
+Rejected = tuple[_R, str]
+"""A record the store did not take, and why (the reason a dead letter carries)."""
+
+
+def is_data_error(error: BaseException) -> bool:
+    """Whether ``error``, raised by a write, is about the *data* (a value the database
+    or its driver refuses, a constraint) rather than the infrastructure (connection lost,
+    database down, lock timeout), which must propagate.
+
+    The drivers raise their own errors for some values before the database sees them
+    (sqlite3: ``OverflowError`` for an int beyond int64, ``UnicodeEncodeError`` for a
+    lone surrogate); SQLAlchemy wraps what a bind processor raises in a
+    ``StatementError`` that is not a ``DBAPIError``."""
+    if isinstance(error, DataError | IntegrityError | Unstorable):
+        return True
+    if isinstance(error, DBAPIError):
+        return False
+    if isinstance(error, StatementError) and error.orig is not None:
+        error = error.orig
+    return isinstance(error, ValueError | TypeError | OverflowError)
+
 
 # Compact JSON, and unicode kept as is (the default escapes every non-ASCII character).
 # One encoder, built once: json.dumps with arguments builds a new one per call (~1 µs).
@@ -356,6 +387,34 @@ class StoreUnit:
             raise RuntimeError(f"{self._dialect} driver did not report the rows inserted")
         return result.rowcount
 
+    def add_steps_or_reject(self, steps: Sequence[Step]) -> tuple[int, list[Rejected[Step]]]:
+        """Store ``steps`` as :meth:`add_steps` does, never failing the unit for a bad row;
+        returns the number inserted and the steps not stored, each with the reason.
+
+        Each step is made storable first (:func:`models.storable.storable_step`: text
+        repaired, a value no column holds rejected). If the database still refuses the
+        batch on its data, the batch is rolled back to a savepoint and the steps are
+        inserted one by one, each in its own savepoint, so only the refused ones are left
+        out. Infrastructure errors (see :func:`is_data_error`) propagate.
+        """
+        good, rejected = _checked(steps, storable_step)
+        try:
+            with self._connection.begin_nested():
+                return self.add_steps(good), rejected
+        except Exception as error:
+            if not is_data_error(error):
+                raise
+        inserted = 0
+        for step in good:
+            try:
+                with self._connection.begin_nested():
+                    inserted += self.add_steps([step])
+            except Exception as error:
+                if not is_data_error(error):
+                    raise
+                rejected.append((step, f"the database refused the step: {_why(error)}"))
+        return inserted, rejected
+
     def _raw_steps_insert(self) -> tuple[str, bool]:
         """The steps INSERT … ON CONFLICT DO NOTHING as driver SQL, and whether its
         parameters are positional; compiled once per dialect."""
@@ -391,11 +450,38 @@ class StoreUnit:
                 fresh.append(alert)
         return fresh
 
+    def add_alerts_or_reject(
+        self, alerts: Sequence[Alert]
+    ) -> tuple[list[Alert], list[Rejected[Alert]]]:
+        """Store ``alerts`` as :meth:`add_alerts` does, never failing the unit for a bad
+        row (as :meth:`add_steps_or_reject`); returns the newly stored alerts and the ones
+        not stored, each with the reason."""
+        good, rejected = _checked(alerts, storable_alert)
+        try:
+            with self._connection.begin_nested():
+                return self.add_alerts(good), rejected
+        except Exception as error:
+            if not is_data_error(error):
+                raise
+        fresh: list[Alert] = []
+        for alert in good:
+            try:
+                with self._connection.begin_nested():
+                    fresh.extend(self.add_alerts([alert]))
+            except Exception as error:
+                if not is_data_error(error):
+                    raise
+                rejected.append((alert, f"the database refused the alert: {_why(error)}"))
+        return fresh, rejected
+
     def add_dead_letters(self, letters: Sequence[DeadLetter]) -> int:
         """Store ``letters``, skipping any whose ``dead_letter_id`` is already stored;
-        returns the number inserted."""
+        returns the number inserted. Each is made storable first
+        (:func:`models.storable.storable_dead_letter`), which never fails: a dead letter
+        is the last place a record can go."""
         if not letters:
             return 0
+        letters = [storable_dead_letter(letter) for letter in letters]
         now = time.time_ns()
         rows = [
             {
@@ -421,8 +507,11 @@ class StoreUnit:
         the stored value; None keeps what is stored. The cursor is written whole — it is
         the pipeline's own state, always current. ``updated_seq`` goes up by one.
 
-        Raises ``ValueError`` if ``info`` and ``cursor`` name different sessions.
+        Raises ``ValueError`` if ``info`` and ``cursor`` name different sessions, and
+        :class:`~models.storable.Unstorable` (a ``ValueError``) if a field of ``info``
+        fits no column (text is repaired, see :mod:`models.storable`).
         """
+        info = storable_info(info)
         if info.session_id != cursor.session_id:
             raise ValueError(
                 f"session info is for {info.session_id!r} but the cursor is for "
@@ -541,6 +630,26 @@ def _step_values(step: Step) -> tuple[Any, ...]:
     values[_KIND_INDEX] = str(step.kind)
     values[_DETAIL_INDEX] = _json_dumps(dict(step.detail))
     return tuple(values)
+
+
+def _checked(
+    records: Sequence[_R], storable: Callable[[_R], _R]
+) -> tuple[list[_R], list[Rejected[_R]]]:
+    """``records`` made storable, and the ones that cannot be, with the reason."""
+    good: list[_R] = []
+    rejected: list[Rejected[_R]] = []
+    for record in records:
+        try:
+            good.append(storable(record))
+        except Unstorable as error:
+            rejected.append((record, error.reason))
+    return good, rejected
+
+
+def _why(error: BaseException) -> str:
+    """The first line of what the database or driver said, without SQLAlchemy's SQL."""
+    orig = getattr(error, "orig", None) or error
+    return f"{type(orig).__name__}: {str(orig).splitlines()[0] if str(orig) else ''}"
 
 
 def _alert_row(alert: Alert) -> dict[str, Any]:

@@ -1,0 +1,280 @@
+"""Mutation fuzzer: mutated real recordings through decode → steps → detectors → store.
+
+Seeds are the records of the committed recordings (``fixtures/recorded`` and
+``../shared/corpus/recordings``): OTLP protobuf batches, OTLP/JSON documents and session
+events, as bytes. Each input is a short run of consecutive records of one file, one or two
+of them mutated — byte mutations (flip, insert, delete, truncate, splice with another seed)
+or, for JSON, a value anywhere in the document replaced by a hostile one (a lone surrogate,
+NaN, Infinity, -0.0, 2**63, -(2**64), NUL, a huge string, a nested list, a wrong type).
+Every input goes through a fresh :class:`~ingest.pipeline.Pipeline` on one SQLite store
+and is committed. Any exception out of ``feed_*``/``close`` is a crash: its type is
+counted and the input saved to ``--crashes`` as JSON (records base64-encoded), with the
+traceback beside it; replay one with ``--reproduce FILE``.
+
+    .venv/bin/python benchmarks/bench_fuzz.py --seconds 60
+    .venv/bin/python benchmarks/bench_fuzz.py --seconds 3600 --seed 7   # the long run
+
+Targets: 0 crashes, and no input slower than 2 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import math
+import os
+import platform
+import random
+import sys
+import tempfile
+import time
+import traceback
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # run from a checkout
+
+from ingest.config import detector_set  # noqa: E402
+from ingest.files import ReadStats, read_recordings  # noqa: E402
+from ingest.pipeline import Pipeline  # noqa: E402
+from models.store import Store  # noqa: E402
+
+RECORDINGS = (ROOT / "fixtures" / "recorded", ROOT.parent / "shared" / "corpus" / "recordings")
+SLOW_S = 2.0
+KINDS = ("otlp_proto", "otlp_json", "event")
+
+HOSTILE: tuple[Any, ...] = (
+    "\ud800",
+    "a\udfffb",
+    "x\x00y",
+    "\x00",
+    math.nan,
+    math.inf,
+    -math.inf,
+    -0.0,
+    2**63,
+    -(2**63) - 1,
+    -(2**64),
+    2**200,
+    10**30 + 0.5,
+    "x" * 200_000,
+    [[[[[]]]]],
+    {"a": {"b": {"c": [1, "\ud83d"]}}},
+    [],
+    {},
+    None,
+    True,
+    "",
+    "2026-13-45T99:99:99Z",
+    1e308,
+)
+"""Values that decode as JSON but can break a store or a clock."""
+
+
+@dataclass(frozen=True, slots=True)
+class Seed:
+    kind: str
+    records: tuple[bytes, ...]
+    origin: str
+
+
+def load_seeds(roots: tuple[Path, ...] = RECORDINGS) -> list[Seed]:
+    """One seed per recorded file of a fuzzable kind: its records as bytes, in order."""
+    by_file: dict[tuple[str, str], list[bytes]] = {}
+    paths = [root for root in roots if root.exists()]
+    for _, files in read_recordings(paths, ReadStats()):
+        for records in files:
+            for record in records:
+                if record.format not in KINDS:
+                    continue
+                data = record.payload
+                if not isinstance(data, bytes):
+                    data = json.dumps(data, ensure_ascii=False).encode("utf-8", "surrogatepass")
+                origin = record.location.rsplit(":", 1)[0].split("#")[0].split("[")[0]
+                by_file.setdefault((record.format, origin), []).append(data)
+    return [Seed(kind, tuple(recs), origin) for (kind, origin), recs in sorted(by_file.items())]
+
+
+# -- mutations ---------------------------------------------------------------------------
+
+
+def mutate_bytes(rng: random.Random, data: bytes, other: bytes) -> bytes:
+    """One byte-level mutation of ``data`` (``other`` is a splice partner)."""
+    buf = bytearray(data)
+    op = rng.choice(("flip", "insert", "delete", "truncate", "splice", "overwrite"))
+    at = rng.randrange(len(buf) + 1)
+    if op == "flip" and buf:
+        at = min(at, len(buf) - 1)
+        buf[at] ^= 1 << rng.randrange(8)
+    elif op == "insert":
+        buf[at:at] = rng.randbytes(rng.randint(1, 16))
+    elif op == "delete":
+        del buf[at : at + rng.randint(1, 64)]
+    elif op == "truncate":
+        del buf[at:]
+    elif op == "splice" and other:
+        start = rng.randrange(len(other))
+        buf[at:] = other[start : start + rng.randint(1, 512)]
+    else:
+        buf[at : at + 8] = rng.choice((b"\xff" * 8, b"\x00" * 8, b"\x80" * 8, b'"\\ud800"'))
+    return bytes(buf)
+
+
+def paths_of(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every path to a value inside ``value`` (dict keys and list indexes), root first."""
+    out = [prefix]
+    if isinstance(value, dict):
+        for key, child in value.items():
+            out.extend(paths_of(child, (*prefix, key)))
+    elif isinstance(value, list):
+        for index, child in enumerate(value):
+            out.extend(paths_of(child, (*prefix, index)))
+    return out
+
+
+def replace_at(value: Any, path: tuple[Any, ...], new: Any) -> Any:
+    """``value`` with the value at ``path`` replaced by ``new`` (copies along the path)."""
+    if not path:
+        return new
+    head, rest = path[0], path[1:]
+    if isinstance(value, dict):
+        return {**value, head: replace_at(value[head], rest, new)}
+    copy = list(value)
+    copy[head] = replace_at(copy[head], rest, new)
+    return copy
+
+
+def dump_json(value: Any) -> bytes:
+    """JSON as a hostile producer writes it: NaN/Infinity literals, lone surrogates as
+    ``\\udXXX`` escapes (valid JSON text, not valid Unicode)."""
+    return json.dumps(value, ensure_ascii=True, allow_nan=True).encode("ascii")
+
+
+def mutate_json(rng: random.Random, data: bytes) -> bytes:
+    """``data`` (a JSON document) with one value, anywhere, replaced by a hostile one."""
+    try:
+        doc = json.loads(data)
+    except ValueError:
+        return data
+    path = rng.choice(paths_of(doc))
+    return dump_json(replace_at(doc, path, rng.choice(HOSTILE)))
+
+
+def make_input(rng: random.Random, seeds: list[Seed]) -> tuple[str, list[bytes]]:
+    """A short run of consecutive records of one seed, one or two of them mutated."""
+    seed = rng.choice(seeds)
+    start = rng.randrange(len(seed.records))
+    records = list(seed.records[start : start + rng.randint(1, 6)])
+    for _ in range(rng.randint(1, 2)):
+        index = rng.randrange(len(records))
+        if seed.kind != "otlp_proto" and rng.random() < 0.6:
+            records[index] = mutate_json(rng, records[index])
+        else:
+            partner = rng.choice(rng.choice(seeds).records)
+            records[index] = mutate_bytes(rng, records[index], partner)
+    return seed.kind, records
+
+
+# -- running -----------------------------------------------------------------------------
+
+FEEDS: dict[str, Callable[..., None]] = {
+    "otlp_proto": Pipeline.feed_otlp_proto,
+    "otlp_json": Pipeline.feed_otlp_json,
+    "event": Pipeline.feed_event,
+}
+
+
+def run_input(store: Store, kind: str, records: list[bytes], detectors: Any) -> Pipeline:
+    """Feed ``records`` (all of ``kind``) to a fresh pipeline on ``store`` and close it."""
+    pipeline = Pipeline(store, detectors=detectors)
+    feed = FEEDS[kind]
+    for index, data in enumerate(records):
+        feed(pipeline, data, source="fuzz", location=f"fuzz:{index}", partition="fuzz")
+    pipeline.close()
+    return pipeline
+
+
+def save_crash(folder: Path, kind: str, records: list[bytes], error: BaseException) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    name = f"{type(error).__name__}-{int(time.time() * 1000)}-{os.getpid()}"
+    path = folder / f"{name}.json"
+    encoded = [base64.b64encode(r).decode() for r in records]
+    path.write_text(json.dumps({"kind": kind, "records": encoded}))
+    path.with_suffix(".txt").write_text(
+        "".join(traceback.format_exception(type(error), error, error.__traceback__))
+    )
+    return path
+
+
+def reproduce(path: Path, db_url: str) -> None:
+    saved = json.loads(path.read_text())
+    records = [base64.b64decode(r) for r in saved["records"]]
+    with Store.open(db_url) as store:
+        run_input(store, saved["kind"], records, detector_set({}))
+    print("no exception")
+
+
+def machine() -> str:
+    return (
+        f"machine: {platform.platform()} | {platform.processor() or platform.machine()} | "
+        f"{os.cpu_count()} CPUs | Python {platform.python_version()}"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=60.0, help="how long to fuzz")
+    parser.add_argument("--seed", type=int, default=0, help="random seed (runs are repeatable)")
+    parser.add_argument("--crashes", type=Path, default=Path("fuzz-crashes"))
+    parser.add_argument("--db", help="SQLAlchemy URL (default: a temporary SQLite file)")
+    parser.add_argument("--reproduce", type=Path, help="replay one saved crash and exit")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as tmp:
+        db_url = args.db or f"sqlite:///{Path(tmp) / 'fuzz.db'}"
+        if args.reproduce:
+            reproduce(args.reproduce, db_url)
+            return 0
+        seeds = load_seeds()
+        rng = random.Random(args.seed)
+        detectors = detector_set({})
+        crashes: Counter[str] = Counter()
+        examples: dict[str, Path] = {}
+        inputs = slow = 0
+        slowest = (0.0, "")
+        print(machine())
+        print(f"seeds: {len(seeds)} files, {sum(len(s.records) for s in seeds)} records")
+        with Store.open(db_url) as store:
+            deadline = time.perf_counter() + args.seconds
+            while time.perf_counter() < deadline:
+                kind, records = make_input(rng, seeds)
+                started = time.perf_counter()
+                try:
+                    run_input(store, kind, records, detectors)
+                except Exception as error:  # a crash is what we are looking for
+                    key = f"{type(error).__module__}.{type(error).__name__}"
+                    if crashes[key] < 5:
+                        examples.setdefault(key, save_crash(args.crashes, kind, records, error))
+                    crashes[key] += 1
+                took = time.perf_counter() - started
+                inputs += 1
+                slow += took > SLOW_S
+                if took > slowest[0]:
+                    slowest = (took, kind)
+            elapsed = args.seconds + (time.perf_counter() - deadline)
+            steps, dead = store.count("steps"), store.count("dead_letters")
+    print(f"inputs: {inputs} in {elapsed:.1f} s = {inputs / elapsed:.1f} inputs/s")
+    print(f"store afterwards: {steps} steps, {dead} dead letters")
+    print(f"slowest input: {slowest[0]:.3f} s ({slowest[1]}); over {SLOW_S:.0f} s: {slow}")
+    print(f"crashes: {sum(crashes.values())} ({len(crashes)} distinct types)")
+    for key, count in crashes.most_common():
+        print(f"  {count:6d}  {key}  e.g. {examples.get(key)}")
+    return 1 if crashes or slow else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
