@@ -83,12 +83,14 @@ class Stats:
     new_alerts: int = 0
     late_steps: int = 0
     drafts: int = 0
-    """Drafts decoded from the input. Each ends as exactly one of: a step placed in its
-    session (``drafts_stepped``), a duplicate of a step stored or placed before
-    (``drafts_duplicate``), or a dead letter because a value fits no column (counted in
-    ``unstorable``, with any record the store refused: ``store_rejected``)."""
+    """Drafts decoded from the input. Once released, each is exactly one of: a step placed
+    in its session (``drafts_stepped``), a duplicate of a step stored or placed before
+    (``drafts_duplicate``), or a dead letter because a value fits no column
+    (``drafts_unstorable``). A placed step is stored unless the store refuses it, a last
+    resort counted in ``store_rejected`` (and dead-lettered too)."""
     drafts_stepped: int = 0
     drafts_duplicate: int = 0
+    drafts_unstorable: int = 0
     unstorable: int = 0
     """Records dead-lettered because a value fits no column (drafts, steps, alerts,
     session facts); see :mod:`models.storable`."""
@@ -182,6 +184,7 @@ class Pipeline:
             try:
                 _make_storable(draft)
             except Unstorable as error:
+                self.stats.drafts_unstorable += 1
                 self._reject(draft.step, error.reason)
                 continue
             draft.arrival = self._arrival
@@ -285,11 +288,18 @@ class Pipeline:
         ids = [draft.step_id_for(session) for draft, session in resolved]
         # A model call may have been stored with an inferred compaction before it;
         # ask for those too so a re-delivery counts the same steps.
-        wanted = set(ids) | {
-            f"{step_id}/compaction-inferred"
-            for (draft, _), step_id in zip(resolved, ids, strict=True)
-            if draft.step.kind == StepKind.MODEL_CALL
-        }
+        # A parent is linked only if it is a step (stored, or placed before in this
+        # release): a result whose call was lost to a dead letter points nowhere.
+        parents = [self._parent_of(draft, session) for draft, session in resolved]
+        wanted = (
+            set(ids)
+            | {p for p in parents if p}
+            | {
+                f"{step_id}/compaction-inferred"
+                for (draft, _), step_id in zip(resolved, ids, strict=True)
+                if draft.step.kind == StepKind.MODEL_CALL
+            }
+        )
         stored = unit.existing_step_ids(wanted) if ids else set()
         # The stored cursors of every session this release opens, in one query.
         opening = [s for s in dict.fromkeys(s for _, s in resolved) if s not in self._sessions]
@@ -299,7 +309,8 @@ class Pipeline:
         alerts: list[Alert] = []
         touched: dict[str, None] = {}
         _merge_sources(resolved, ids)
-        for (draft, session_id), step_id in zip(resolved, ids, strict=True):
+        placed: set[str] = set()
+        for (draft, session_id), step_id, parent in zip(resolved, ids, parents, strict=True):
             if step_id in stored or step_id in seen:
                 self.stats.drafts_duplicate += 1
                 self.stats.duplicates += 1 + (f"{step_id}/compaction-inferred" in stored)
@@ -315,13 +326,17 @@ class Pipeline:
             try:
                 _check_identity(draft, session_id, step_id)
             except Unstorable as error:
+                self.stats.drafts_unstorable += 1
                 self._reject(draft.step.with_(step_id=step_id, session_id=session_id), error.reason)
                 continue
             self.stats.drafts_stepped += 1
             session = self._session(session_id, cursors)
             touched[session_id] = None
             self.stats.sessions.add(session_id)
-            for final in self._sequence(session, draft, step_id):
+            if draft.step.kind in _LINKED and parent not in stored and parent not in placed:
+                parent = None
+            for final in self._sequence(session, draft, step_id, parent):
+                placed.add(final.step_id)
                 steps.append(final)
                 self.stats.steps += 1
                 for detector in session.detectors:
@@ -339,7 +354,9 @@ class Pipeline:
             return call.step_id_for(session_id) if call else None
         return step.parent_step_id
 
-    def _sequence(self, session: _Session, draft: Draft, step_id: str) -> list[Step]:
+    def _sequence(
+        self, session: _Session, draft: Draft, step_id: str, parent: str | None
+    ) -> list[Step]:
         """Give the draft's step its identity and place; may prepend an inferred compaction."""
         out: list[Step] = []
         step = draft.step
@@ -364,7 +381,6 @@ class Pipeline:
                     },
                 )
                 out.append(self._place(session, compaction))
-        parent = self._parent_of(draft, session_id)
         out.append(
             self._place(
                 session, step, step_id=step_id, session_id=session_id, parent_step_id=parent
@@ -422,6 +438,10 @@ class Pipeline:
         # just ran); detector state persistence comes with the live service.
         while len(self._sessions) > self.settings.max_sessions:
             self._sessions.popitem(last=False)
+
+
+_LINKED = (StepKind.TOOL_RESULT, StepKind.EGRESS)
+"""Kinds whose parent the pipeline derives (a result's call, an egress's tool call)."""
 
 
 def guarded_decode(

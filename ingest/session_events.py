@@ -70,7 +70,10 @@ def parse_ts(value: Any) -> int:
     if isinstance(value, int):
         return value * 1_000_000_000
     if isinstance(value, float):
-        return round(value * 1_000_000_000)
+        nanoseconds = value * 1_000_000_000
+        if not math.isfinite(nanoseconds):
+            raise DecodeError(f"ts: {value} seconds is beyond any representable time")
+        return round(nanoseconds)
     if isinstance(value, str):
         try:
             parsed = datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
@@ -227,7 +230,14 @@ def decode_event(
             drafts = event_drafts(event, arrival=arrival)
     except DecodeError as exc:
         reason = exc.reason
-    except (RecursionError, ValueError, TypeError, KeyError, AttributeError) as exc:
+    except (
+        ArithmeticError,
+        AttributeError,
+        KeyError,
+        RecursionError,
+        TypeError,
+        ValueError,
+    ) as exc:
         # A bug of ours for a value the schema let through: the event is kept whole.
         reason = f"could not read the event: {type(exc).__name__}: {exc}"
     if reason is not None:
