@@ -26,6 +26,7 @@ import math
 import os
 import platform
 import random
+import signal
 import sys
 import tempfile
 import time
@@ -39,6 +40,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # run from a checkout
 
+from sqlalchemy import text  # noqa: E402
+
 from ingest.config import detector_set  # noqa: E402
 from ingest.files import ReadStats, read_recordings  # noqa: E402
 from ingest.pipeline import Pipeline  # noqa: E402
@@ -46,6 +49,9 @@ from models.store import Store  # noqa: E402
 
 RECORDINGS = (ROOT / "fixtures" / "recorded", ROOT.parent / "shared" / "corpus" / "recordings")
 SLOW_S = 2.0
+STUCK_S = 30.0
+"""An input still running after this long is stopped (SIGALRM) and saved as a crash of
+type ``InputTimeout``: one pathological input must not eat a whole fuzzing run."""
 KINDS = ("otlp_proto", "otlp_json", "event")
 
 HOSTILE: tuple[Any, ...] = (
@@ -199,6 +205,51 @@ def run_input(store: Store, kind: str, records: list[bytes], detectors: Any) -> 
     return pipeline
 
 
+class InputTimeout(Exception):
+    """An input ran longer than :data:`STUCK_S`."""
+
+
+def _stuck(signum: int, frame: Any) -> None:
+    raise InputTimeout(f"input still running after {STUCK_S:.0f} s")
+
+
+class AccountingError(AssertionError):
+    """An input whose drafts do not all end as steps, duplicates or dead letters."""
+
+
+def check_accounts(pipeline: Pipeline) -> None:
+    stats = pipeline.stats
+    ended = stats.drafts_stepped + stats.drafts_duplicate + stats.drafts_unstorable
+    if stats.drafts != ended:
+        raise AccountingError(f"{stats.drafts} drafts, {ended} accounted for")
+    if stats.store_rejected:
+        raise AccountingError(f"the store refused {stats.store_rejected} checked steps")
+
+
+def check_store(store: Store) -> list[str]:
+    """What is inconsistent in ``store`` (empty: nothing)."""
+    problems = []
+    with store.engine.connect() as connection:
+        gaps = connection.execute(
+            text(
+                "SELECT count(*) FROM (SELECT session_id FROM steps GROUP BY session_id "
+                "HAVING min(seq) != 0 OR max(seq) != count(*) - 1) AS g"
+            )
+        ).scalar_one()
+        dangling = connection.execute(
+            text(
+                "SELECT count(*) FROM steps s WHERE s.kind IN ('tool_result', 'egress') "
+                "AND s.parent_step_id IS NOT NULL AND NOT EXISTS "
+                "(SELECT 1 FROM steps p WHERE p.step_id = s.parent_step_id)"
+            )
+        ).scalar_one()
+    if gaps:
+        problems.append(f"{gaps} sessions whose seqs are not 0..n-1")
+    if dangling:
+        problems.append(f"{dangling} tool results or egresses with a missing parent")
+    return problems
+
+
 def save_crash(folder: Path, kind: str, records: list[bytes], error: BaseException) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     name = f"{type(error).__name__}-{int(time.time() * 1000)}-{os.getpid()}"
@@ -215,7 +266,7 @@ def reproduce(path: Path, db_url: str) -> None:
     saved = json.loads(path.read_text())
     records = [base64.b64decode(r) for r in saved["records"]]
     with Store.open(db_url) as store:
-        run_input(store, saved["kind"], records, detector_set({}))
+        check_accounts(run_input(store, saved["kind"], records, detector_set({})))
     print("no exception")
 
 
@@ -230,7 +281,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=60.0, help="how long to fuzz")
     parser.add_argument("--seed", type=int, default=0, help="random seed (runs are repeatable)")
-    parser.add_argument("--crashes", type=Path, default=Path("fuzz-crashes"))
+    parser.add_argument(
+        "--crashes", type=Path, default=Path(tempfile.gettempdir()) / "trajwatch-fuzz-crashes"
+    )
     parser.add_argument("--db", help="SQLAlchemy URL (default: a temporary SQLite file)")
     parser.add_argument("--reproduce", type=Path, help="replay one saved crash and exit")
     args = parser.parse_args(argv)
@@ -248,18 +301,25 @@ def main(argv: list[str] | None = None) -> int:
         slowest = (0.0, "")
         print(machine())
         print(f"seeds: {len(seeds)} files, {sum(len(s.records) for s in seeds)} records")
+        if hasattr(signal, "setitimer"):
+            signal.signal(signal.SIGALRM, _stuck)
         with Store.open(db_url) as store:
             deadline = time.perf_counter() + args.seconds
             while time.perf_counter() < deadline:
                 kind, records = make_input(rng, seeds)
                 started = time.perf_counter()
                 try:
-                    run_input(store, kind, records, detectors)
+                    if hasattr(signal, "setitimer"):
+                        signal.setitimer(signal.ITIMER_REAL, STUCK_S)
+                    check_accounts(run_input(store, kind, records, detectors))
                 except Exception as error:  # a crash is what we are looking for
                     key = f"{type(error).__module__}.{type(error).__name__}"
                     if crashes[key] < 5:
                         examples.setdefault(key, save_crash(args.crashes, kind, records, error))
                     crashes[key] += 1
+                finally:
+                    if hasattr(signal, "setitimer"):
+                        signal.setitimer(signal.ITIMER_REAL, 0)
                 took = time.perf_counter() - started
                 inputs += 1
                 slow += took > SLOW_S
@@ -267,13 +327,15 @@ def main(argv: list[str] | None = None) -> int:
                     slowest = (took, kind)
             elapsed = args.seconds + (time.perf_counter() - deadline)
             steps, dead = store.count("steps"), store.count("dead_letters")
+            problems = check_store(store)
     print(f"inputs: {inputs} in {elapsed:.1f} s = {inputs / elapsed:.1f} inputs/s")
     print(f"store afterwards: {steps} steps, {dead} dead letters")
     print(f"slowest input: {slowest[0]:.3f} s ({slowest[1]}); over {SLOW_S:.0f} s: {slow}")
     print(f"crashes: {sum(crashes.values())} ({len(crashes)} distinct types)")
     for key, count in crashes.most_common():
         print(f"  {count:6d}  {key}  e.g. {examples.get(key)}")
-    return 1 if crashes or slow else 0
+    print(f"store consistency: {'; '.join(problems) or 'ok'}")
+    return 1 if crashes or slow or problems else 0
 
 
 if __name__ == "__main__":

@@ -264,7 +264,7 @@ def storable_info(info: SessionInfo) -> SessionInfo:
 
 
 _LETTER_LIMITS: dict[str, int | None] = {
-    name: getattr(DeadLetterRow.__table__.c[name].type, "length", None)  # type: ignore[attr-defined]
+    name: getattr(DeadLetterRow.__table__.c[name].type, "length", None)
     for name in ("source", "location", "reason", "content_type")
 }
 
