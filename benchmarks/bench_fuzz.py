@@ -213,6 +213,10 @@ def _stuck(signum: int, frame: Any) -> None:
     raise InputTimeout(f"input still running after {STUCK_S:.0f} s")
 
 
+class SlowInput(Exception):
+    """Not raised: names the reproducer of an input slower than :data:`SLOW_S`."""
+
+
 class AccountingError(AssertionError):
     """An input whose drafts do not all end as steps, duplicates or dead letters."""
 
@@ -322,7 +326,10 @@ def main(argv: list[str] | None = None) -> int:
                         signal.setitimer(signal.ITIMER_REAL, 0)
                 took = time.perf_counter() - started
                 inputs += 1
-                slow += took > SLOW_S
+                if took > SLOW_S:
+                    slow += 1
+                    if slow <= 5:
+                        save_crash(args.crashes, kind, records, SlowInput(f"{took:.3f} s"))
                 if took > slowest[0]:
                     slowest = (took, kind)
             elapsed = args.seconds + (time.perf_counter() - deadline)
@@ -331,6 +338,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"inputs: {inputs} in {elapsed:.1f} s = {inputs / elapsed:.1f} inputs/s")
     print(f"store afterwards: {steps} steps, {dead} dead letters")
     print(f"slowest input: {slowest[0]:.3f} s ({slowest[1]}); over {SLOW_S:.0f} s: {slow}")
+    if slow:
+        print(f"  saved as {args.crashes}/SlowInput-*.json")
     print(f"crashes: {sum(crashes.values())} ({len(crashes)} distinct types)")
     for key, count in crashes.most_common():
         print(f"  {count:6d}  {key}  e.g. {examples.get(key)}")
