@@ -50,7 +50,7 @@ from models.records import Alert, DeadLetter, Step, StepKind
 from models.storable import Unstorable, clean_text, storable_step
 from models.store import Store
 from tests.conftest import PG_URL
-from tests.test_bad_input import json_values
+from tests.test_bad_input import batch, json_values
 
 ROOT = Path(__file__).resolve().parents[1]
 SEED_FILES = (
@@ -400,3 +400,46 @@ def test_an_infrastructure_failure_still_propagates(tmp_path: Path) -> None:
             pipeline.close()
     finally:
         store.close()
+
+
+def test_a_protobuf_time_beyond_int64_costs_that_span_only(store: Store) -> None:
+    """OTLP times are fixed64: 2**64 - 1 decodes, and no BigInteger column holds it."""
+    request = batch(3)
+    spans = request.resource_spans[0].scope_spans[0].spans
+    spans[1].start_time_unix_nano = spans[1].end_time_unix_nano = 2**64 - 1
+    pipeline = Pipeline(store)
+    pipeline.feed_otlp_proto(request.SerializeToString(), source="t", location="l", partition="p")
+    pipeline.close()
+    # a tool span is two drafts, its call and its result
+    assert pipeline.stats.drafts_stepped == 4 and pipeline.stats.drafts_unstorable == 2
+    letters = store.dead_letters()
+    assert len(letters) == 2
+    assert all(
+        d.reason.startswith("unstorable step: ts: 18446744073709551615 is outside") for d in letters
+    )
+    assert store.count("steps") == 4
+
+
+def test_session_facts_no_column_holds_are_a_dead_letter_and_the_steps_stay(
+    store: Store,
+) -> None:
+    """A session's facts come from its start's detail (JSON, any length); the session row
+    holds a policy id of at most 512 characters. The cursor is written, the facts kept in
+    a dead letter."""
+    pipeline = Pipeline(store)
+    start = {
+        "type": "session_start",
+        "session_id": "s",
+        "seq": 0,
+        "ts": 1_767_000_000,
+        "goal": "do it",
+        "policy_id": "p" * 600,
+    }
+    pipeline.feed_event(dump_json(start), source="t", location="l:0", partition="p")
+    pipeline.feed_event(dump_json(_event(1)), source="t", location="l:1", partition="p")
+    pipeline.close()
+    assert [step.kind for step in store.steps("s")] == [StepKind.START, StepKind.TOOL_CALL]
+    cursor = store.session_cursor("s")
+    assert cursor is not None and cursor.next_seq == 2
+    (dead,) = store.dead_letters()
+    assert dead.reason.startswith("unstorable sessioninfo: policy_id: 600 characters")
