@@ -22,7 +22,6 @@ and input offsets of everything released so far in one store transaction.
 
 from __future__ import annotations
 
-import json
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -43,7 +42,14 @@ from ingest.settings import Settings
 from ingest.spans import SpanRecord
 from ingest.trace_index import TraceIndex
 from models.records import Alert, DeadLetter, SessionInfo, Step, StepKind
-from models.storable import Unstorable, check_step_fields, clean_text, payload_of, storable_step
+from models.storable import (
+    Unstorable,
+    check_step_fields,
+    clean_text,
+    json_payload,
+    payload_of,
+    storable_step,
+)
 from models.store import SessionCursor, Store, StoreUnit
 
 
@@ -214,6 +220,21 @@ class Pipeline:
             ]
         )
 
+    def _detector_failed(self, detector: Detector, step: Step, error: Exception) -> None:
+        """A detector raised on ``step``: the step is stored all the same, and a dead
+        letter keeps the step and the error so the bug can be reproduced."""
+        self.add_dead_letters(
+            [
+                DeadLetter(
+                    source=step.source,
+                    location=step.source_ref or step.step_id,
+                    reason=f"detector {detector.name} failed: {type(error).__name__}: {error}",
+                    payload=payload_of(step),
+                    content_type="application/json",
+                )
+            ]
+        )
+
     def set_offset(self, source: str, partition: str, position: int) -> None:
         """Record how far a source has been read; stored with the next commit."""
         self._offsets[(source, partition)] = position
@@ -340,7 +361,10 @@ class Pipeline:
                 steps.append(final)
                 self.stats.steps += 1
                 for detector in session.detectors:
-                    alerts.extend(detector.update(final))
+                    try:
+                        alerts.extend(detector.update(final))
+                    except Exception as error:  # a detector bug must not cost the batch
+                        self._detector_failed(detector, final, error)
         return steps, alerts, list(touched)
 
     def _parent_of(self, draft: Draft, session_id: str) -> str | None:
@@ -463,7 +487,7 @@ def _decoder_failed(data: Any, source: str, location: str, error: Exception) -> 
     elif isinstance(data, str):
         payload = data.encode("utf-8", "surrogatepass")
     else:
-        payload = payload_json(data)
+        payload = json_payload(data)
     return DeadLetter(
         source=source,
         location=location,
@@ -471,15 +495,6 @@ def _decoder_failed(data: Any, source: str, location: str, error: Exception) -> 
         payload=payload,
         content_type="application/octet-stream" if isinstance(data, bytes) else "application/json",
     )
-
-
-def payload_json(value: Any) -> bytes:
-    """A decoded JSON value as bytes again, for a dead letter (lone surrogates kept)."""
-    try:
-        text = json.dumps(value, ensure_ascii=False, default=repr)
-    except (RecursionError, ValueError):
-        text = repr(value)
-    return text.encode("utf-8", "surrogatepass")
 
 
 def _make_storable(draft: Draft) -> None:

@@ -48,6 +48,7 @@ __all__ = [
     "check_step_fields",
     "clean_json",
     "clean_text",
+    "json_payload",
     "payload_of",
     "storable_alert",
     "storable_dead_letter",
@@ -305,11 +306,16 @@ _STEP_CHECKS = {
 
 def payload_of(record: Any) -> bytes:
     """A record (a step, an alert, session info) as JSON bytes, for the dead letter that
-    keeps it when it cannot be stored: every field as it was, lone surrogates included
-    (``surrogatepass``), numbers as Python writes them (``NaN``, ``Infinity``)."""
-    fields = {f.name: getattr(record, f.name) for f in dataclasses.fields(record)}
+    keeps it when it cannot be stored (see :func:`json_payload`)."""
+    return json_payload({f.name: getattr(record, f.name) for f in dataclasses.fields(record)})
+
+
+def json_payload(value: Any) -> bytes:
+    """``value`` as JSON bytes for a dead letter, every part as it was: lone surrogates
+    included (``surrogatepass``), numbers as Python writes them (``NaN``, ``Infinity``),
+    anything else as its ``repr``."""
     try:
-        text = json.dumps(fields, ensure_ascii=False, default=repr)
+        text = json.dumps(value, ensure_ascii=False, default=repr)
     except (RecursionError, ValueError):  # nested too deep for JSON: Python's own repr
-        text = repr(fields)
+        text = repr(value)
     return text.encode("utf-8", "surrogatepass")

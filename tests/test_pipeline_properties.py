@@ -43,6 +43,8 @@ from benchmarks.bench_fuzz import (
     paths_of,
     replace_at,
 )
+from detectors.base import Detector
+from detectors.registry import DetectorSet
 from ingest.config import detector_set
 from ingest.pipeline import Pipeline
 from ingest.session_events import decode_event
@@ -443,3 +445,29 @@ def test_session_facts_no_column_holds_are_a_dead_letter_and_the_steps_stay(
     assert cursor is not None and cursor.next_seq == 2
     (dead,) = store.dead_letters()
     assert dead.reason.startswith("unstorable sessioninfo: policy_id: 600 characters")
+
+
+class _Brittle(Detector):
+    """A detector with a bug: it cannot take a tool named ``boom``."""
+
+    name = "brittle"
+
+    def _reset(self) -> None:
+        pass
+
+    def update(self, step: Step) -> list[Alert]:
+        if step.tool == "boom":
+            raise ZeroDivisionError("division by zero")
+        return []
+
+
+def test_a_detector_exception_costs_no_step(store: Store) -> None:
+    pipeline = Pipeline(store, detectors=DetectorSet([_Brittle()]))
+    for seq, tool in enumerate(("bash", "boom", "bash")):
+        event = dump_json(_event(seq, tool=tool))
+        pipeline.feed_event(event, source="t", location=f"l:{seq}", partition="p")
+    pipeline.close()
+    assert [step.tool for step in store.steps("s")] == ["bash", "boom", "bash"]
+    (dead,) = store.dead_letters()
+    assert dead.reason == "detector brittle failed: ZeroDivisionError: division by zero"
+    assert dead.location == "s#1"
