@@ -20,7 +20,7 @@ A *recording* is the unit of ordering (a pipeline partition): a debug bundle, or
 the files of one folder that share a stem (``run-7.events.jsonl``,
 ``run-7.otlp.binpb``: the same run seen through the session log and through
 spans). Replay merges a recording's files in the order the live service would have
-received them (``ingest.replay``).
+received them (``ingest.delivery``).
 
 A folder that is not a bundle is walked recursively in sorted order; files of
 other kinds (README, labels, policies) are skipped and counted.

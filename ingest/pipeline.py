@@ -33,11 +33,11 @@ from features.compaction import CompactionInference
 from features.ordering import Reorderer
 from features.trajectory import TrajectoryFeatures
 from ingest.draft import Draft
+from ingest.options import PipelineOptions
 from ingest.otlp_json import decode_otlp_json
 from ingest.otlp_proto import Decoded, decode_otlp_proto
 from ingest.semconv import session_hint, spans_to_drafts
 from ingest.session_events import decode_event
-from ingest.settings import Settings
 from ingest.spans import SpanRecord
 from ingest.trace_index import TraceIndex
 from models.records import Alert, DeadLetter, SessionInfo, Step, StepKind
@@ -89,11 +89,11 @@ class Pipeline:
         self,
         store: Store,
         *,
-        settings: Settings | None = None,
+        settings: PipelineOptions | None = None,
         detectors: DetectorSet | None = None,
     ) -> None:
         self.store = store
-        self.settings = settings or Settings()
+        self.settings = settings or PipelineOptions()
         self.detectors = detectors or DetectorSet([])
         self.stats = Stats()
         self._lateness_ns = self.settings.lateness_ms * 1_000_000

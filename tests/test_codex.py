@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from ingest.cli import main
 from ingest.codex import is_codex_line, rollout_drafts
 from models.store import Store
+from trajwatch.cli import main
 
 SESSION = "0199a5b2-7c1e-7f30-9a4d-2b6f1c8e9d01"
 

@@ -10,9 +10,9 @@ import pytest
 
 from detectors.base import Detector
 from detectors.registry import REGISTRY, register
-from ingest.config import detector_set, load_config, load_policies
 from ingest.errors import ConfigError
 from models.records import Alert, Step
+from trajwatch.config import detector_set, load_config, load_policies
 
 
 class _Probe(Detector):
@@ -90,7 +90,7 @@ def test_the_repository_config_loads_the_fixture_policies() -> None:
 
 
 def test_the_documented_defaults_are_the_constructors_defaults() -> None:
-    from ingest.config import defaults_toml
+    from trajwatch.config import defaults_toml
 
     root = Path(__file__).resolve().parents[1]
     documented = (root / "detectors" / "defaults.toml").read_text()

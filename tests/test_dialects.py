@@ -27,17 +27,17 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 
-from ingest.cli import main
-from ingest.config import detector_set, load_config
 from ingest.dialects import to_genai
 from ingest.draft import Draft
 from ingest.otlp_json import to_otlp_json
 from ingest.otlp_proto import decode_otlp_proto
-from ingest.replay import replay
 from ingest.semconv import spans_to_drafts
-from ingest.settings import Settings
 from ingest.spans import SpanRecord
 from models.store import Store
+from trajwatch.cli import main
+from trajwatch.config import detector_set, load_config
+from trajwatch.replay import replay
+from trajwatch.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
 T0 = 1_767_000_000_000_000_000

@@ -1,69 +1,37 @@
-"""``trajwatch replay``: recorded files through the live pipeline, as live delivered them.
+"""When each recorded record reached the live service, and how it is fed to a pipeline.
 
-The same :class:`~ingest.pipeline.Pipeline` as the live service, with the same
-``lateness_ms`` watermark, and each recording (a debug bundle, or the files of one run
-that share a stem) as one partition. A recording's records are fed in the order the
-live service would have received them: a session log appends each event at its time,
-an exporter sends a span batch once its spans have ended (the root ``invoke_agent``
-span, and with it the session's start, comes last). So the files of a recording are
-merged by that delivery time, each file keeping its own order, and a replay raises
-exactly the alerts the live service raised on the same input — including what live
-cannot know yet (a goal that arrives with the root span). A document with no delivery
-order (a TRAIL trace, an AgentDojo run) is delivered whole, and its steps put in
-event-time order. Replaying the same files again stores nothing twice: every step,
-alert and dead letter has a stable id.
+A recording's records are fed in the order the live service would have received them:
+a session log appends each event at its time, an exporter sends a span batch once its
+spans have ended (the root ``invoke_agent`` span, and with it the session's start,
+comes last). So the files of a recording are merged by that delivery time, each file
+keeping its own order — including what live cannot know yet (a goal that arrives with
+the root span). A document with no delivery order (a TRAIL trace, an AgentDojo run, a
+Claude Code transcript, a Codex rollout) is delivered whole, and its steps put in
+event-time order.
 """
 
 from __future__ import annotations
 
 import contextlib
-import heapq
 import json
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from operator import itemgetter
-from pathlib import Path
 from typing import Any
 
-from detectors.registry import DetectorSet
 from ingest.agentdojo import record_drafts
 from ingest.claude_code import transcript_drafts
 from ingest.codex import rollout_drafts
 from ingest.draft import Draft
 from ingest.errors import DecodeError
-from ingest.files import RawRecord, ReadStats, read_recordings
+from ingest.files import RawRecord
+from ingest.options import PipelineOptions
 from ingest.otlp_json import decode_otlp_json
 from ingest.otlp_proto import Decoded, decode_otlp_proto
 from ingest.pipeline import Pipeline
 from ingest.session_events import parse_ts
-from ingest.settings import Settings
 from ingest.trail import decode_trail
-from models.records import Alert, DeadLetter
-from models.store import Store
+from models.records import DeadLetter
 
 SOURCE = "file"
-
-
-@dataclass(frozen=True, slots=True)
-class ReplaySummary:
-    sessions: list[str]
-    steps: int
-    """Steps stored for the replayed sessions: the same figure on every replay."""
-    new_steps: int
-    duplicates: int
-    dead_letters: int
-    alerts: list[Alert]
-    files: int
-    skipped: list[str]
-
-    def to_json(self) -> dict[str, Any]:
-        """The stable shape of ``trajwatch replay --json``."""
-        return {
-            "sessions": len(self.sessions),
-            "steps": self.steps,
-            "dead_letters": self.dead_letters,
-            "alerts": [a.to_json() for a in self.alerts],
-        }
 
 
 _Feed = Callable[[Pipeline], None]
@@ -79,7 +47,9 @@ def feed_record(pipeline: Pipeline, record: RawRecord) -> None:
     _delivery(record, pipeline.settings)[1](pipeline)
 
 
-def _delivered(records: Iterator[RawRecord], settings: Settings) -> Iterator[tuple[int, _Feed]]:
+def delivered(
+    records: Iterator[RawRecord], settings: PipelineOptions
+) -> Iterator[tuple[int, _Feed]]:
     """One file's records with the event time the live service would have received
     each at, in file order; a record with no time of its own (a document, an invalid
     line) counts as delivered with the record before it."""
@@ -90,7 +60,7 @@ def _delivered(records: Iterator[RawRecord], settings: Settings) -> Iterator[tup
         yield at, feed
 
 
-def _delivery(record: RawRecord, settings: Settings) -> tuple[int | None, _Feed]:
+def _delivery(record: RawRecord, settings: PipelineOptions) -> tuple[int | None, _Feed]:
     """When ``record`` reached the live service, and how to feed it to a pipeline.
 
     Span batches are decoded here, once: a batch leaves the exporter when its last span
@@ -213,43 +183,3 @@ def tool_call_row_events(row: dict[str, str]) -> list[dict[str, Any]]:
         "event_id": f"{session}#csv{seq}:call",
     }
     return [call, result]
-
-
-def replay(
-    paths: list[Path],
-    *,
-    settings: Settings,
-    detectors: DetectorSet | None = None,
-    progress: Callable[[int], None] | None = None,
-) -> ReplaySummary:
-    """Replay ``paths`` into the store at ``settings.db_url``; returns what was seen."""
-    store = Store.open(settings.db_url)
-    try:
-        pipeline = Pipeline(store, settings=settings, detectors=detectors)
-        stats = ReadStats()
-        since_commit = 0
-        for partition, files in read_recordings(paths, stats):
-            timed = [_delivered(records, pipeline.settings) for records in files]
-            for _, feed in heapq.merge(*timed, key=itemgetter(0)):
-                feed(pipeline)
-                since_commit += 1
-            pipeline.end_partition(partition)
-            if progress is not None:
-                progress(1)
-            if since_commit >= settings.commit_every:
-                pipeline.commit()
-                since_commit = 0
-        pipeline.close()
-        sessions = sorted(pipeline.stats.sessions)
-        return ReplaySummary(
-            sessions=sessions,
-            steps=store.step_count(sessions),
-            new_steps=pipeline.stats.new_steps,
-            duplicates=pipeline.stats.duplicates,
-            dead_letters=pipeline.stats.dead_letters,
-            alerts=store.alerts(sessions) if sessions else [],
-            files=stats.files,
-            skipped=stats.skipped,
-        )
-    finally:
-        store.close()

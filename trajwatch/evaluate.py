@@ -35,11 +35,11 @@ from typing import Any
 
 from detectors.registry import DetectorSet
 from ingest.files import read_file
-from ingest.replay import replay
-from ingest.settings import Settings
 from ingest.trail import decode_trail
 from models.records import Step, StepKind
 from models.store import Store
+from trajwatch.replay import replay
+from trajwatch.settings import Settings
 
 FAILURES = ("runaway_loop", "intent_drift", "compliance_decay", "egress_gaming")
 DETECTOR_FOR = {

@@ -16,13 +16,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from detectors.registry import DetectorSet
-from ingest.config import defaults_toml, detector_set, load_config
 from ingest.errors import TrajwatchError
-from ingest.evaluate import evaluate
-from ingest.replay import ReplaySummary, replay
 from ingest.session_events import schema
-from ingest.settings import Settings
 from models.store import Store
+from trajwatch.config import defaults_toml, detector_set, load_config
+from trajwatch.evaluate import evaluate
+from trajwatch.replay import ReplaySummary, replay
+from trajwatch.settings import Settings
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -1,0 +1,64 @@
+"""The one settings object. Each field names its environment variable; nothing
+else in trajwatch reads ``os.environ``.
+
+:class:`Settings` is the pipeline's :class:`~ingest.options.PipelineOptions` plus what
+only the composition root uses (the store, the config file, replay's commit size).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from ingest.errors import ConfigError
+from ingest.options import PipelineOptions, env
+
+DEFAULT_DB_URL = "sqlite:///trajwatch.db"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Settings(PipelineOptions):
+    db_url: str = field(default=DEFAULT_DB_URL, metadata=env("TRAJWATCH_DB_URL"))
+    """SQLAlchemy URL of the store: a SQLite file by default, ``postgresql+psycopg://...``
+    in production."""
+    config_path: str | None = field(default=None, metadata=env("TRAJWATCH_CONFIG"))
+    """The TOML config (detector parameters, policies); ``trajwatch.toml`` in the working
+    folder when unset and present."""
+    commit_every: int = field(default=5_000, metadata=env("TRAJWATCH_COMMIT_EVERY"))
+    """Replay writes to the store after this many input records."""
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
+        """Defaults, then environment variables, then ``overrides`` (e.g. CLI flags)."""
+        environ = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            name = f.metadata["env"]
+            if name in environ and environ[name] != "":
+                values[f.name] = _convert(f.name, environ[name], f.default)
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        settings = cls(**values)
+        settings.check()
+        return settings
+
+    def check(self) -> None:
+        PipelineOptions.check(self)
+        if self.commit_every < 1:
+            raise ConfigError(f"commit_every must be >= 1, got {self.commit_every}")
+
+
+def _convert(name: str, raw: str, default: Any) -> Any:
+    try:
+        if isinstance(default, bool):
+            return raw.lower() in ("1", "true", "yes", "on")
+        if isinstance(default, int):
+            return int(raw)
+        if isinstance(default, float):
+            return float(raw)
+    except ValueError as exc:
+        raise ConfigError(
+            f"setting {name}: cannot read {raw!r} as {type(default).__name__}"
+        ) from exc
+    return raw
