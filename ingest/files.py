@@ -20,7 +20,7 @@ A *recording* is the unit of ordering (a pipeline partition): a debug bundle, or
 the files of one folder that share a stem (``run-7.events.jsonl``,
 ``run-7.otlp.binpb``: the same run seen through the session log and through
 spans). Replay merges a recording's files in the order the live service would have
-received them (``ingest.delivery``).
+received them (``ingest.formats``).
 
 A folder that is not a bundle is walked recursively in sorted order; files of
 other kinds (README, labels, policies) are skipped and counted.
@@ -40,29 +40,12 @@ from operator import itemgetter
 from pathlib import Path
 from typing import IO, Any, BinaryIO, cast
 
-from ingest.agentdojo import is_agentdojo, is_header, session_id_for
-from ingest.claude_code import is_claude_code_line
-from ingest.codex import is_codex_line
 from ingest.errors import InputError
+from ingest.formats import FORMATS, RawRecord, classify
 
 BUNDLE_FILES = ("session.jsonl", "trace.json", "tool_calls.csv")
 TOOL_CALLS_COLUMNS = ("session_id", "seq", "ts", "call_id", "tool", "arguments", "ok")
 _RECORDING_SUFFIXES = (".json", ".jsonl", ".ndjson", ".binpb", ".pb", ".csv")
-
-
-@dataclass(frozen=True, slots=True)
-class RawRecord:
-    """One unit of input: ``format`` is ``otlp_json``, ``otlp_proto``, ``event``,
-    ``trail``, ``agentdojo``, ``claude_code`` (a whole transcript: ``payload`` is its
-    ``(location, line)`` pairs), ``codex`` (a whole rollout: ``{"lines", "name"}``),
-    ``tool_calls_row``, ``skip`` or ``invalid``
-    (``payload`` then says why in ``reason``)."""
-
-    format: str
-    payload: Any
-    location: str
-    partition: str
-    reason: str = ""
 
 
 @dataclass(slots=True)
@@ -181,27 +164,6 @@ def _delimited_protobuf(stream: IO[bytes], where: str, partition: str) -> Iterat
         index += 1
 
 
-def _classify(obj: Any, name: str = "") -> str:
-    if name == "trace.json" or ".otlp." in name:
-        return "otlp_json"
-    if is_agentdojo(obj):
-        return "agentdojo"
-    if is_header(obj):
-        return "skip"
-    if is_claude_code_line(obj):
-        return "claude_code"
-    if is_codex_line(obj):
-        return "codex"
-    if isinstance(obj, dict):
-        if "resourceSpans" in obj or "resource_spans" in obj:
-            return "otlp_json"
-        if "type" in obj and "session_id" in obj:
-            return "event"
-        if isinstance(obj.get("spans"), list):
-            return "trail"
-    return "event"  # the event schema says precisely what is missing
-
-
 def _json_records(stream: IO[bytes], where: str, partition: str, name: str) -> Iterator[RawRecord]:
     data = stream.read()
     text_start = data.lstrip()[:1]
@@ -224,35 +186,28 @@ def _json_records(stream: IO[bytes], where: str, partition: str, name: str) -> I
             return
         if isinstance(doc, list):  # a JSON array of events or OTLP batches
             for i, item in enumerate(doc):
-                yield RawRecord(_classify(item, name), item, f"{where}[{i}]", partition)
+                yield RawRecord(classify(item, name), item, f"{where}[{i}]", partition)
         else:
-            yield RawRecord(_classify(doc, name), doc, where, partition)
+            yield RawRecord(classify(doc, name), doc, where, partition)
         return
-    transcripts: dict[str, list[tuple[str, Any]]] = {"claude_code": [], "codex": []}
+    whole: dict[str, list[tuple[str, Any]]] = {}
     for line_no, line in enumerate(data.split(b"\n"), start=1):
         if not line.strip():
             continue
+        at = f"{where}:{line_no}"
         try:
             obj = json.loads(line)
         except (UnicodeDecodeError, ValueError) as exc:
-            yield RawRecord(
-                "invalid", line, f"{where}:{line_no}", partition, f"invalid JSON: {exc}"
-            )
+            yield RawRecord("invalid", line, at, partition, f"invalid JSON: {exc}")
             continue
-        kind = _classify(obj, name)
-        if kind == "agentdojo":
-            # AgentDojo's own index numbers lines from 0; the session id joins on it.
-            stem = name.split(".", 1)[0]
-            obj = {"record": obj, "session_id": session_id_for(stem, line_no - 1)}
-        elif kind in transcripts:
-            # a transcript's lines are read together: one API response spans several
-            transcripts[kind].append((f"{where}:{line_no}", obj))
+        fmt = FORMATS[classify(obj, name)]
+        if fmt.whole_file:
+            whole.setdefault(fmt.name, []).append((at, obj))
             continue
-        yield RawRecord(kind, obj, f"{where}:{line_no}", partition)
-    if transcripts["claude_code"]:
-        yield RawRecord("claude_code", transcripts["claude_code"], where, partition)
-    if transcripts["codex"]:
-        yield RawRecord("codex", {"lines": transcripts["codex"], "name": name}, where, partition)
+        payload = obj if fmt.prepare is None else fmt.prepare(obj, name, line_no - 1)
+        yield RawRecord(fmt.name, payload, at, partition)
+    for kind, lines in whole.items():
+        yield RawRecord(kind, {"lines": lines, "name": name}, where, partition)
 
 
 def _tool_calls_csv(stream: IO[bytes], where: str, partition: str) -> Iterator[RawRecord]:

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from ingest.delivery import feed_record
 from ingest.files import read_recordings
+from ingest.formats import feed_record
 from ingest.pipeline import Pipeline
 from models.store import Store
 from trajwatch.config import detector_set, load_config

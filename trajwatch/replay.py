@@ -3,7 +3,7 @@
 Each recording (a debug bundle, or the files of one run that share a stem) is one
 partition of the same :class:`~ingest.pipeline.Pipeline` the live service runs, with
 the same ``lateness_ms`` watermark; its files are merged by the time the live service
-would have received each record (:func:`ingest.delivery.delivered`). So a replay raises
+would have received each record (:func:`ingest.formats.delivered`). So a replay raises
 exactly the alerts the live service raised on the same input. Replaying the same files
 again stores nothing twice: every step, alert and dead letter has a stable id.
 """
@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from detectors.registry import DetectorSet
-from ingest.delivery import delivered
 from ingest.files import ReadStats, read_recordings
+from ingest.formats import delivered
 from ingest.pipeline import Pipeline
 from models.records import Alert
 from models.store import Store
