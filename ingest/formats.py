@@ -91,15 +91,14 @@ def _dead(record: RawRecord, reason: str) -> DeadLetter:
 
 def _dead_letter(record: RawRecord, reason: str) -> Delivery:
     dead = _dead(record, reason)
-    return None, lambda pipeline: pipeline.add_dead_letters([dead])
+    return None, lambda pipeline: pipeline.feed_decoded(
+        Decoded(rejects=[dead]), partition=record.partition
+    )
 
 
-def _whole(pipeline: Pipeline, content: Decoded | list[Draft], partition: str) -> None:
+def _whole(pipeline: Pipeline, decoded: Decoded, partition: str) -> None:
     """Deliver a document at once and release its steps in event-time order."""
-    if isinstance(content, Decoded):
-        pipeline.feed_decoded(content, partition=partition)
-    else:
-        pipeline.add_drafts(content, partition=partition)
+    pipeline.feed_decoded(decoded, partition=partition)
     pipeline.end_partition(partition)
 
 
@@ -153,7 +152,7 @@ def _agentdojo(record: RawRecord, options: PipelineOptions) -> Delivery:
         drafts = record_drafts(record.payload["record"], session_id=record.payload["session_id"])
     except DecodeError as exc:
         return _dead_letter(record, exc.reason)
-    return None, lambda pipeline: _whole(pipeline, drafts, record.partition)
+    return None, lambda pipeline: _whole(pipeline, Decoded(drafts=drafts), record.partition)
 
 
 def _transcript(
@@ -171,11 +170,8 @@ def _transcript(
             for at, reason, line in rejects
         ]
 
-        def feed(pipeline: Pipeline) -> None:
-            pipeline.add_dead_letters(unread)
-            _whole(pipeline, drafts, record.partition)
-
-        return None, feed
+        decoded = Decoded(drafts=drafts, rejects=unread)
+        return None, lambda pipeline: _whole(pipeline, decoded, record.partition)
 
     return deliver
 

@@ -16,8 +16,12 @@ Per released draft, in event-time order:
    input tokens inserts an inferred compaction step first;
 4. the session's detectors see the step and may raise alerts.
 
-:meth:`Pipeline.commit` writes the steps, alerts, dead letters, session cursors
-and input offsets of everything released so far in one store transaction.
+:meth:`Pipeline.feed_decoded` is the one entry point for decoded input (what any
+decoder returns: spans, drafts and dead letters); ``feed_otlp_proto``, ``feed_otlp_json``
+and ``feed_event`` decode and then call it. :meth:`Pipeline.commit` writes the steps,
+alerts, dead letters, session cursors and input offsets of everything released so far
+in one store transaction, with what each :class:`~ingest.sinks.Sink` adds to it (the
+actions' outbox), and tells the sinks once it is durable.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from ingest.otlp_json import decode_otlp_json
 from ingest.otlp_proto import Decoded, decode_otlp_proto
 from ingest.semconv import session_hint, spans_to_drafts
 from ingest.session_events import decode_event
+from ingest.sinks import Committed, Sink
 from ingest.spans import SpanRecord
 from ingest.trace_index import TraceIndex
 from models.records import Alert, DeadLetter, SessionInfo, Step, StepKind
@@ -91,8 +96,10 @@ class Pipeline:
         *,
         settings: PipelineOptions | None = None,
         detectors: DetectorSet | None = None,
+        sinks: Sequence[Sink] = (),
     ) -> None:
         self.store = store
+        self.sinks = list(sinks)
         self.settings = settings or PipelineOptions()
         self.detectors = detectors or DetectorSet([])
         self.stats = Stats()
@@ -131,27 +138,33 @@ class Pipeline:
         self, data: bytes | str | Mapping[str, Any], *, source: str, location: str, partition: str
     ) -> None:
         drafts, dead = decode_event(data, source=source, location=location, arrival=self._arrival)
-        if dead is not None:
-            self.add_dead_letters([dead])
-        self.add_drafts(drafts, partition=partition)
+        rejects = [dead] if dead is not None else []
+        self.feed_decoded(Decoded(drafts=drafts, rejects=rejects), partition=partition)
 
     def feed_decoded(self, decoded: Decoded, *, partition: str) -> None:
-        """Spans and rejects from any span decoder (OTLP protobuf/JSON, TRAIL)."""
-        self.add_dead_letters(decoded.rejects)
-        self.add_spans(decoded.spans, partition=partition)
+        """The one entry point for decoded input: the rejects are kept as dead letters, the
+        spans mapped to drafts, and the drafts (a span decoder's, then the decoder's own)
+        put in event-time order on ``partition``."""
+        for letter in decoded.rejects:
+            self._dead.append(letter)
+            self.stats.dead_letters += 1
+        if decoded.spans:
+            self._add_spans(decoded.spans, partition=partition)
+        if decoded.drafts:
+            self._add_drafts(decoded.drafts, partition=partition)
 
-    def add_spans(self, spans: Sequence[SpanRecord], *, partition: str) -> None:
+    def _add_spans(self, spans: Sequence[SpanRecord], *, partition: str) -> None:
         attribute = self.settings.session_attribute
         for span in spans:
             self._traces.observe_span(
                 span.trace_id, span.span_id, span.parent_span_id, session_hint(span, attribute)
             )
-        self.add_drafts(
+        self._add_drafts(
             spans_to_drafts(spans, session_attribute=attribute, arrival=self._arrival),
             partition=partition,
         )
 
-    def add_drafts(self, drafts: Iterable[Draft], *, partition: str) -> None:
+    def _add_drafts(self, drafts: Iterable[Draft], *, partition: str) -> None:
         reorderer = self._partitions.get(partition)
         if reorderer is None:
             reorderer = self._partitions[partition] = Reorderer(lateness_ns=self._lateness_ns)
@@ -161,11 +174,6 @@ class Pipeline:
             self._traces.observe_draft(draft)
             reorderer.push(draft.step.ts, draft)
         self._ready.extend(reorderer.pop_ready())
-
-    def add_dead_letters(self, letters: Iterable[DeadLetter]) -> None:
-        for letter in letters:
-            self._dead.append(letter)
-            self.stats.dead_letters += 1
 
     def set_offset(self, source: str, partition: str, position: int) -> None:
         """Record how far a source has been read; stored with the next commit."""
@@ -204,6 +212,11 @@ class Pipeline:
                 unit.add_dead_letters(dead)
             for (source, partition), position in offsets.items():
                 unit.set_offset(source, partition, position)
+            committed = Committed(steps=steps, alerts=new_alerts, dead_letters=dead)
+            for sink in self.sinks:
+                sink.in_transaction(unit, committed)
+        for sink in self.sinks:
+            sink.after_commit(committed)
         self.stats.new_steps += len(steps)
         self.stats.new_alerts += len(new_alerts)
         self._evict()
