@@ -4,7 +4,7 @@ else in trajwatch reads ``os.environ``."""
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -49,38 +49,69 @@ class Settings:
     """Replay writes to the store after this many input records."""
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
-        """Defaults, then environment variables, then ``overrides`` (e.g. CLI flags)."""
+    def from_env(
+        cls,
+        environ: Mapping[str, str] | None = None,
+        *,
+        flags: Mapping[str, str] | None = None,
+        **overrides: Any,
+    ) -> Settings:
+        """Defaults, then environment variables, then ``overrides`` (e.g. CLI flags).
+
+        ``flags`` names how the user gave each override (``{"lateness_ms":
+        "--lateness-ms"}``), so that an error names what the user actually used: the
+        flag, else the environment variable."""
         environ = os.environ if environ is None else environ
         values: dict[str, Any] = {}
         for f in fields(cls):
             name = f.metadata["env"]
             if name in environ and environ[name] != "":
-                values[f.name] = _convert(f.name, environ[name], f.default)
-        values.update({k: v for k, v in overrides.items() if v is not None})
+                values[f.name] = _convert(name, environ[name], f.default)
+        given = {k: v for k, v in overrides.items() if v is not None}
+        values.update(given)
         settings = cls(**values)
-        settings.check()
+        settings.check({k: v for k, v in (flags or {}).items() if k in given})
         return settings
 
-    def check(self) -> None:
-        if self.lateness_ms < 0:
-            raise ConfigError(f"TRAJWATCH_LATENESS_MS must be >= 0, got {self.lateness_ms}")
-        if not 0 < self.compaction_drop < 1:
-            raise ConfigError(
-                f"TRAJWATCH_COMPACTION_DROP must be in (0, 1), got {self.compaction_drop}"
-            )
-        for name in (
-            "max_attribute_bytes",
-            "compaction_min_tokens",
-            "max_traces",
-            "max_sessions",
-            "commit_every",
-        ):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
+    @classmethod
+    def origin(
+        cls,
+        name: str,
+        *,
+        flags: Mapping[str, str] | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> str:
+        """How the user set field ``name``: its flag (from ``flags``), else its environment
+        variable if set, else ``"default"``."""
+        environ = os.environ if environ is None else environ
+        if flags and name in flags:
+            return flags[name]
+        env = cls.__dataclass_fields__[name].metadata["env"]
+        return env if environ.get(env) else "default"
+
+    def check(self, flags: Mapping[str, str] | None = None) -> None:
+        """Raise ConfigError for the first value out of range, named as the user gave it:
+        its flag from ``flags`` (field name → flag), else its environment variable."""
+        for name, allowed, ok in _RULES:
+            value = getattr(self, name)
+            if not ok(value):
+                given = (flags or {}).get(name) or self.__dataclass_fields__[name].metadata["env"]
+                raise ConfigError(f"{given} must be {allowed}, got {value}; give a value {allowed}")
 
 
-def _convert(name: str, raw: str, default: Any) -> Any:
+_RULES: tuple[tuple[str, str, Callable[[Any], bool]], ...] = (
+    ("lateness_ms", ">= 0", lambda v: v >= 0),
+    ("compaction_drop", "in (0, 1)", lambda v: 0 < v < 1),
+    ("max_attribute_bytes", ">= 1", lambda v: v >= 1),
+    ("compaction_min_tokens", ">= 1", lambda v: v >= 1),
+    ("max_traces", ">= 1", lambda v: v >= 1),
+    ("max_sessions", ">= 1", lambda v: v >= 1),
+    ("commit_every", ">= 1", lambda v: v >= 1),
+)
+"""Each numeric setting's allowed range, as said to the user and as checked."""
+
+
+def _convert(env: str, raw: str, default: Any) -> Any:
     try:
         if isinstance(default, bool):
             return raw.lower() in ("1", "true", "yes", "on")
@@ -89,7 +120,6 @@ def _convert(name: str, raw: str, default: Any) -> Any:
         if isinstance(default, float):
             return float(raw)
     except ValueError as exc:
-        raise ConfigError(
-            f"setting {name}: cannot read {raw!r} as {type(default).__name__}"
-        ) from exc
+        kind = "an integer" if isinstance(default, int) else "a number"
+        raise ConfigError(f"{env}={raw!r} is not {kind}; set {env} to {kind} or unset it") from exc
     return raw
