@@ -270,6 +270,18 @@ class Store:
             rows = connection.execute(query).mappings().all()
         return [DeadLetter(**row) for row in rows]
 
+    def dead_letter_reasons(self) -> list[tuple[str, int]]:
+        """Every distinct dead-letter reason with how many dead letters give it, the most
+        frequent first (then by reason); payloads are not read."""
+        n = func.count().label("n")
+        query = (
+            select(_dead_letters.c.reason, n)
+            .group_by(_dead_letters.c.reason)
+            .order_by(n.desc(), _dead_letters.c.reason)
+        )
+        with self._read() as connection:
+            return [(reason, count) for reason, count in connection.execute(query)]
+
     def count(self, table: str) -> int:
         """Rows in ``table``: sessions, steps, alerts, dead_letters, deliveries or
         input_offsets. Raises ``ValueError`` for any other name."""
