@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from detectors.registry import REGISTRY, DetectorSet, load_builtin
+from detectors.registry import REGISTRY, DetectorSet, load_builtin, parameters
 from ingest.errors import ConfigError
 
 
@@ -132,7 +132,7 @@ def detector_set(config: Mapping[str, Any]) -> DetectorSet:
         "default_policy": table.get("default"),
     }
     for name, cls in REGISTRY.items():
-        accepted = inspect.signature(cls.__init__).parameters
+        accepted = parameters(cls)
         for key, value in injected.items():
             if key in accepted and key not in params.get(name, {}):
                 params.setdefault(name, {})[key] = value
