@@ -7,6 +7,7 @@ with what only the composition root needs) does, in one place.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,14 +42,25 @@ class PipelineOptions:
     max_sessions: int = field(default=10_000, metadata=env("TRAJWATCH_MAX_SESSIONS"))
     """Sessions kept in memory; older ones are reloaded from the store when they return."""
 
-    def check(self) -> None:
-        """Raise ConfigError naming the first value out of range."""
-        if self.lateness_ms < 0:
-            raise ConfigError(f"TRAJWATCH_LATENESS_MS must be >= 0, got {self.lateness_ms}")
-        if not 0 < self.compaction_drop < 1:
-            raise ConfigError(
-                f"TRAJWATCH_COMPACTION_DROP must be in (0, 1), got {self.compaction_drop}"
-            )
-        for name in ("max_attribute_bytes", "compaction_min_tokens", "max_traces", "max_sessions"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
+    def check(self, flags: Mapping[str, str] | None = None) -> None:
+        """Raise ConfigError for the first value out of range, named as the user gave it:
+        its flag from ``flags`` (field name → flag), else its environment variable."""
+        for name, allowed, ok in self._rules():
+            value = getattr(self, name)
+            if not ok(value):
+                given = (flags or {}).get(name) or self.__dataclass_fields__[name].metadata["env"]
+                raise ConfigError(f"{given} must be {allowed}, got {value}; give a value {allowed}")
+
+    def _rules(self) -> tuple[tuple[str, str, Callable[[Any], bool]], ...]:
+        """Each numeric setting's allowed range, as said to the user and as checked."""
+        return _RULES
+
+
+_RULES: tuple[tuple[str, str, Callable[[Any], bool]], ...] = (
+    ("lateness_ms", ">= 0", lambda v: v >= 0),
+    ("compaction_drop", "in (0, 1)", lambda v: 0 < v < 1),
+    ("max_attribute_bytes", ">= 1", lambda v: v >= 1),
+    ("compaction_min_tokens", ">= 1", lambda v: v >= 1),
+    ("max_traces", ">= 1", lambda v: v >= 1),
+    ("max_sessions", ">= 1", lambda v: v >= 1),
+)

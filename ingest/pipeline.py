@@ -72,6 +72,10 @@ class _Session:
         )
 
 
+DEAD_LETTER_EXAMPLES = 5
+"""Dead letters kept whole in :class:`Stats` (the rest are only counted)."""
+
+
 @dataclass(slots=True)
 class Stats:
     """What the pipeline has seen since it started (for summaries and metrics)."""
@@ -82,6 +86,8 @@ class Stats:
     new_steps: int = 0
     duplicates: int = 0
     dead_letters: int = 0
+    first_dead_letters: list[DeadLetter] = field(default_factory=list)
+    """The first :data:`DEAD_LETTER_EXAMPLES` dead letters, for summaries to show why."""
     new_alerts: int = 0
     late_steps: int = 0
 
@@ -148,6 +154,8 @@ class Pipeline:
         for letter in decoded.rejects:
             self._dead.append(letter)
             self.stats.dead_letters += 1
+            if len(self.stats.first_dead_letters) < DEAD_LETTER_EXAMPLES:
+                self.stats.first_dead_letters.append(letter)
         if decoded.spans:
             self._add_spans(decoded.spans, partition=partition)
         if decoded.drafts:

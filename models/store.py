@@ -51,9 +51,12 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.engine.interfaces import DBAPIConnection
+from sqlalchemy.exc import ArgumentError, DBAPIError
 from sqlalchemy.pool import ConnectionPoolEntry
 
 from models import migrations
+from models.errors import StoreOpenError
+from models.open_errors import EXAMPLE_URLS, open_error, shown
 from models.records import (
     Action,
     Alert,
@@ -139,19 +142,30 @@ class Store:
         wait up to :data:`SQLITE_BUSY_TIMEOUT_MS` for a lock, and let SQLAlchemy emit
         ``BEGIN`` so every transaction, reads and DDL included, is really one transaction.
 
-        Raises ``ValueError`` for a database other than SQLite or PostgreSQL.
+        Raises :class:`~models.errors.StoreOpenError` (one actionable line) when the URL
+        does not parse, names a database other than SQLite or PostgreSQL or a driver that
+        is not installed, or the first connection fails (see :mod:`models.open_errors`).
         """
-        backend = make_url(url).get_backend_name()
-        if backend == "sqlite":
-            engine = create_engine(url, json_serializer=_json_dumps)
-            _configure_sqlite(engine)
-        elif backend == "postgresql":
-            engine = create_engine(url, json_serializer=_json_dumps, pool_pre_ping=True)
-        else:
-            raise ValueError(
-                f"unsupported database {backend!r} in {url!r}: use sqlite:///path.db "
-                "or postgresql+psycopg://user@host/db"
-            )
+        engine: Engine | None = None
+        try:
+            backend = make_url(url).get_backend_name()
+            if backend not in ("sqlite", "postgresql"):
+                raise StoreOpenError(
+                    f"unsupported database {backend!r} in the store URL {shown(url)!r}; "
+                    f"use {EXAMPLE_URLS}",
+                    url=shown(url),
+                )
+            if backend == "sqlite":
+                engine = create_engine(url, json_serializer=_json_dumps)
+                _configure_sqlite(engine)
+            else:
+                engine = create_engine(url, json_serializer=_json_dumps, pool_pre_ping=True)
+            with engine.connect():  # the pool keeps it for the migration below
+                pass
+        except (ArgumentError, ImportError, DBAPIError) as exc:
+            if engine is not None:
+                engine.dispose()
+            raise open_error(url, exc) from exc
         store = cls(engine, url)
         if migrate:
             try:
@@ -255,6 +269,18 @@ class Store:
         with self._read() as connection:
             rows = connection.execute(query).mappings().all()
         return [DeadLetter(**row) for row in rows]
+
+    def dead_letter_reasons(self) -> list[tuple[str, int]]:
+        """Every distinct dead-letter reason with how many dead letters give it, the most
+        frequent first (then by reason); payloads are not read."""
+        n = func.count().label("n")
+        query = (
+            select(_dead_letters.c.reason, n)
+            .group_by(_dead_letters.c.reason)
+            .order_by(n.desc(), _dead_letters.c.reason)
+        )
+        with self._read() as connection:
+            return [(reason, count) for reason, count in connection.execute(query)]
 
     def count(self, table: str) -> int:
         """Rows in ``table``: sessions, steps, alerts, dead_letters, deliveries or

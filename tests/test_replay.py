@@ -121,8 +121,22 @@ def test_debug_bundle_files_are_one_session_stored_once(
     write_bundle(tmp_path / "bundle")
     db = f"sqlite:///{tmp_path / 'tw.db'}"
     result = replay_json(capsys, str(tmp_path / "bundle"), "--db", db)
-    assert set(result) == {"sessions", "steps", "dead_letters", "alerts"}
-    assert result == {"sessions": 1, "steps": 8, "dead_letters": 0, "alerts": []}
+    assert set(result) == {
+        "sessions",
+        "steps",
+        "dead_letters",
+        "alerts",
+        "skipped",
+        "dead_letter_reasons",
+    }
+    assert result == {
+        "sessions": 1,
+        "steps": 8,
+        "dead_letters": 0,
+        "alerts": [],
+        "skipped": [],
+        "dead_letter_reasons": [],
+    }
     again = replay_json(capsys, str(tmp_path / "bundle"), "--db", db)
     assert again == result
     with Store.open(db) as store:

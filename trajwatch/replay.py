@@ -12,16 +12,17 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
 from detectors.registry import DetectorSet
+from features.redact import redact
 from ingest.files import ReadStats, read_recordings
 from ingest.formats import delivered
 from ingest.pipeline import Pipeline
-from models.records import Alert
+from models.records import Alert, DeadLetter
 from models.store import Store
 from trajwatch.settings import Settings
 
@@ -37,6 +38,9 @@ class ReplaySummary:
     alerts: list[Alert]
     files: int
     skipped: list[str]
+    """Files under the given folders that are not recordings (unknown format by name)."""
+    first_dead_letters: list[DeadLetter] = field(default_factory=list)
+    """The first few dead letters of this replay (see ``Pipeline.stats``)."""
 
     def to_json(self) -> dict[str, Any]:
         """The stable shape of ``trajwatch replay --json``."""
@@ -45,7 +49,15 @@ class ReplaySummary:
             "steps": self.steps,
             "dead_letters": self.dead_letters,
             "alerts": [a.to_json() for a in self.alerts],
+            "skipped": [{"path": path, "reason": SKIP_REASON} for path in self.skipped],
+            "dead_letter_reasons": [
+                {"source": d.source, "location": redact(d.location), "reason": redact(d.reason)}
+                for d in self.first_dead_letters
+            ],
         }
+
+
+SKIP_REASON = "unknown format: not a recording by its name"
 
 
 
@@ -84,6 +96,7 @@ def replay(
             alerts=store.alerts(sessions) if sessions else [],
             files=stats.files,
             skipped=stats.skipped,
+            first_dead_letters=list(pipeline.stats.first_dead_letters),
         )
     finally:
         store.close()

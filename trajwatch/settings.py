@@ -8,7 +8,7 @@ only the composition root uses (the store, the config file, replay's commit size
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -30,26 +30,51 @@ class Settings(PipelineOptions):
     """Replay writes to the store after this many input records."""
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
-        """Defaults, then environment variables, then ``overrides`` (e.g. CLI flags)."""
+    def from_env(
+        cls,
+        environ: Mapping[str, str] | None = None,
+        *,
+        flags: Mapping[str, str] | None = None,
+        **overrides: Any,
+    ) -> Settings:
+        """Defaults, then environment variables, then ``overrides`` (e.g. CLI flags).
+
+        ``flags`` names how the user gave each override (``{"lateness_ms":
+        "--lateness-ms"}``), so that an error names what the user actually used: the
+        flag, else the environment variable."""
         environ = os.environ if environ is None else environ
         values: dict[str, Any] = {}
         for f in fields(cls):
             name = f.metadata["env"]
             if name in environ and environ[name] != "":
-                values[f.name] = _convert(f.name, environ[name], f.default)
-        values.update({k: v for k, v in overrides.items() if v is not None})
+                values[f.name] = _convert(name, environ[name], f.default)
+        given = {k: v for k, v in overrides.items() if v is not None}
+        values.update(given)
         settings = cls(**values)
-        settings.check()
+        settings.check({k: v for k, v in (flags or {}).items() if k in given})
         return settings
 
-    def check(self) -> None:
-        PipelineOptions.check(self)
-        if self.commit_every < 1:
-            raise ConfigError(f"commit_every must be >= 1, got {self.commit_every}")
+    @classmethod
+    def origin(
+        cls,
+        name: str,
+        *,
+        flags: Mapping[str, str] | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> str:
+        """How the user set field ``name``: its flag (from ``flags``), else its environment
+        variable if set, else ``"default"``."""
+        environ = os.environ if environ is None else environ
+        if flags and name in flags:
+            return flags[name]
+        env = cls.__dataclass_fields__[name].metadata["env"]
+        return env if environ.get(env) else "default"
+
+    def _rules(self) -> tuple[tuple[str, str, Callable[[Any], bool]], ...]:
+        return (*PipelineOptions._rules(self), ("commit_every", ">= 1", lambda v: v >= 1))
 
 
-def _convert(name: str, raw: str, default: Any) -> Any:
+def _convert(env: str, raw: str, default: Any) -> Any:
     try:
         if isinstance(default, bool):
             return raw.lower() in ("1", "true", "yes", "on")
@@ -58,7 +83,6 @@ def _convert(name: str, raw: str, default: Any) -> Any:
         if isinstance(default, float):
             return float(raw)
     except ValueError as exc:
-        raise ConfigError(
-            f"setting {name}: cannot read {raw!r} as {type(default).__name__}"
-        ) from exc
+        kind = "an integer" if isinstance(default, int) else "a number"
+        raise ConfigError(f"{env}={raw!r} is not {kind}; set {env} to {kind} or unset it") from exc
     return raw
