@@ -97,6 +97,7 @@ __all__ = ["DecodedLogs", "decode_otlp_logs_json", "decode_otlp_logs_proto"]
 JSON = "application/json"
 _INT64_MAX = (1 << 63) - 1
 _MS = 1_000_000
+_MAX_DURATION_MS = 86_400_000.0
 _REDACTED = "[REDACTED]"  # Codex's prompt when prompts are not logged
 
 
@@ -432,7 +433,7 @@ def _event(record: _Record) -> _Event | None:
         raise DecodeError(f"{name}: {keys[0]} is required (the session the event belongs to)")
     stamp = attrs.get("event.timestamp")
     # the runtime's own clock when it states it (Claude Code, Codex), else the record's
-    ts = parse_ts(stamp) if stamp not in (None, "") else record.time_ns or record.observed_ns
+    ts = _stamp(name, stamp) if stamp not in (None, "") else record.time_ns or record.observed_ns
     if ts <= 0 or ts > _INT64_MAX:
         raise DecodeError(f"{name}: no event time (event.timestamp or timeUnixNano)")
     sequence = first_str(attrs, ("event.sequence",))
@@ -453,6 +454,16 @@ def _event(record: _Record) -> _Event | None:
     return _Event(record, name, session, ts, ref, common, context)
 
 
+def _stamp(name: str, value: Any) -> int:
+    """``event.timestamp`` (RFC 3339 text, or Unix seconds) as nanoseconds."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise DecodeError(f"{name}: event.timestamp {value!r} is not a time")
+    try:
+        return parse_ts(value)
+    except OverflowError as exc:
+        raise DecodeError(f"{name}: event.timestamp {value!r} is out of range") from exc
+
+
 def _digest(name: str, ts: int, attrs: Mapping[str, Any]) -> str:
     text = canonical_json({"name": name, "ts": ts, "attributes": dict(attrs)})
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
@@ -462,13 +473,14 @@ def _digest(name: str, ts: int, attrs: Mapping[str, Any]) -> str:
 
 
 def _count(attrs: Mapping[str, Any], *names: str) -> int:
-    """The sum of the positive integer counts among ``names`` (text or numbers)."""
+    """The sum of the positive integer counts among ``names`` (text or numbers), at most
+    an int64 (what the store holds)."""
     total = 0
     for name in names:
         value = first_int(attrs, (name,))
-        if value is not None and 0 < value <= _INT64_MAX:
+        if value is not None and value > 0:
             total += value
-    return total
+    return min(total, _INT64_MAX)
 
 
 def _number(value: Any) -> float | None:
@@ -495,10 +507,12 @@ def _flag(value: Any) -> bool | None:
 
 
 def _span(event: _Event) -> tuple[int, int]:
-    """(start, end) of what an event reports when it ends: ``duration_ms`` before it."""
+    """(start, end) of what an event reports when it ends: ``duration_ms`` before it. A
+    duration over a day is no duration a model or tool call has: the start is then the end."""
     duration = _number(event.record.attributes.get("duration_ms"))
-    start = event.ts - int(duration * _MS) if duration is not None else event.ts
-    return max(start, 0), event.ts
+    if duration is None or duration > _MAX_DURATION_MS:
+        return event.ts, event.ts
+    return max(event.ts - int(duration * _MS), 0), event.ts
 
 
 def _text(attrs: Mapping[str, Any], name: str) -> str | None:

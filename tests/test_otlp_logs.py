@@ -9,7 +9,7 @@ import math
 from typing import Any
 
 from google.protobuf.json_format import MessageToDict, ParseDict
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from opentelemetry.exporter.otlp.proto.common._log_encoder import encode_logs
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
@@ -515,6 +515,20 @@ def _any_value(value: Any) -> dict[str, Any]:
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@example("claude_code.user_prompt", {"event.timestamp": math.nan}, None, 0)
+@example("claude_code.api_request", {"event.timestamp": 1e300}, None, 0)
+@example(
+    "codex.sse_event",
+    {
+        "event.kind": "response.completed",
+        "input_token_count": 2**63 - 1,
+        "output_token_count": "9" * 5000,
+        "reasoning_token_count": 2**63 - 1,
+    },
+    None,
+    1,
+)
+@example("claude_code.tool_result", {"tool_name": "Bash", "duration_ms": 1e14}, None, 5)
 @given(_names, st.dictionaries(_keys, _values, max_size=8), _values, st.integers(0, 2**64 - 1))
 def test_arbitrary_attribute_values_never_raise(
     name: str, attributes: dict[str, Any], body: Any, time_ns: int
