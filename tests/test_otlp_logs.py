@@ -378,6 +378,9 @@ def test_malformed_input_becomes_dead_letters_and_the_rest_is_kept() -> None:
     cut = decode_otlp_logs_proto(data[: len(data) - 40], source="t")
     assert cut.rejects and len(cut.drafts) >= 5
     assert all(r.location.startswith("resource_logs[0]") for r in cut.rejects)
+    capped = decode_otlp_logs_proto(data, source="t", max_attribute_bytes=60)
+    assert any("over the 60-byte cap" in r.reason for r in capped.rejects)
+    assert len(capped.drafts) < len(decode_otlp_logs_proto(data, source="t").drafts)
     garbage = decode_otlp_logs_proto(b"\xff\xff\xff\xff", source="t")
     assert garbage.drafts == [] and len(garbage.rejects) == 1
     # recognised events that cannot be read, one dead letter each, the good one kept
