@@ -86,7 +86,9 @@ class Step:
     text: str | None = None
     """Free text the step carries: the goal of a start, model output, a compaction summary."""
     status: str | None = None
-    """``ok`` or ``error`` where the source says; None where it does not."""
+    """``ok`` or ``error`` where the source says; None where it does not. A tool result
+    may also be ``cancelled``: the runtime cancelled the call before it ran (Claude Code
+    cancels the siblings of a parallel call that failed); ``error`` keeps its text."""
     error: str | None = None
     model: str | None = None
     finish_reason: str | None = None
