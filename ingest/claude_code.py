@@ -137,7 +137,7 @@ def transcript_drafts(
 
 def _read_line(reader: _Reader, location: str, line: Mapping[str, Any]) -> None:
     kind = line.get("type")
-    if kind not in _CONVERSATION:
+    if not isinstance(kind, str) or kind not in _CONVERSATION:
         return  # titles, snapshots, progress, hooks: no step
     session = line.get("sessionId")
     if not isinstance(session, str) or not session:
