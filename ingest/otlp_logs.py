@@ -8,9 +8,9 @@ level by level, as :mod:`ingest.otlp_proto` salvages spans) and OTLP/JSON
 / ``instrumentationLibrary`` keys too), into :class:`ingest.runtime_logs.LogRecordView`;
 :mod:`ingest.runtime_logs` says which events become which steps.
 
-Both decoders return :class:`DecodedLogs` (``drafts``, ``rejects``, ``skipped``: records
-that are no event of a known runtime, counted, not dead). A receiver feeds ``rejects`` to
-``Pipeline.add_dead_letters`` and ``drafts`` to ``Pipeline.add_drafts``. What is not OTLP,
+Both decoders return :class:`~ingest.otlp_proto.Decoded` with ``drafts``, ``rejects`` and
+``skipped`` (records that are no event of a known runtime: counted, not dead), which a
+receiver gives to ``Pipeline.feed_decoded``. What is not OTLP,
 and a record that cannot be read, is a dead letter with the reason; the rest of the batch
 is kept. Never raises. Pure.
 """
@@ -27,12 +27,12 @@ from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord, ResourceLogs, ScopeL
 
 from ingest.errors import DecodeError
 from ingest.otlp_json import _attributes, _dump, _get, _int, any_value
-from ingest.otlp_proto import PROTOBUF, _Corrupt, _fields, _why, key_values
+from ingest.otlp_proto import PROTOBUF, Decoded, _Corrupt, _fields, _why, key_values
 from ingest.otlp_proto import any_value as proto_any_value
-from ingest.runtime_logs import DecodedLogs, LogRecordView, dead_letter, read_records
+from ingest.runtime_logs import LogRecordView, dead_letter, read_records
 from ingest.spans import DEFAULT_MAX_ATTRIBUTE_BYTES
 
-__all__ = ["DecodedLogs", "decode_otlp_logs_json", "decode_otlp_logs_proto"]
+__all__ = ["decode_otlp_logs_json", "decode_otlp_logs_proto"]
 
 JSON = "application/json"
 
@@ -46,10 +46,10 @@ def decode_otlp_logs_proto(
     source: str,
     location: str = "",
     max_attribute_bytes: int = DEFAULT_MAX_ATTRIBUTE_BYTES,
-) -> DecodedLogs:
+) -> Decoded:
     """Decode one OTLP protobuf logs batch (``ExportLogsServiceRequest`` / ``LogsData``).
     A batch that does not parse whole is salvaged record by record."""
-    out = DecodedLogs()
+    out = Decoded()
     records: list[LogRecordView] = []
     try:
         request = ExportLogsServiceRequest.FromString(data)
@@ -91,7 +91,7 @@ def _proto_record(record: LogRecord, scope: str, where: str) -> LogRecordView:
 
 
 def _salvage(
-    buf: memoryview, records: list[LogRecordView], out: DecodedLogs, source: str, location: str
+    buf: memoryview, records: list[LogRecordView], out: Decoded, source: str, location: str
 ) -> None:
     """The parts of a batch that parse, each level on its own (as the span decoder does):
     resource logs, then their scope logs, then each record; the rest are dead letters."""
@@ -142,11 +142,11 @@ def decode_otlp_logs_json(
     source: str,
     location: str = "",
     max_attribute_bytes: int = DEFAULT_MAX_ATTRIBUTE_BYTES,
-) -> DecodedLogs:
+) -> Decoded:
     """Decode one OTLP/JSON logs batch (``{"resourceLogs": [...]}``); snake_case keys and
     the legacy ``instrumentationLibraryLogs`` are accepted. A bad record is a dead letter
     of its own; the rest of the batch is kept."""
-    out = DecodedLogs()
+    out = Decoded()
     doc: Any = data
     if not isinstance(data, Mapping):
         try:
@@ -211,5 +211,5 @@ def _json_record(record: Any, scope: str, where: str) -> LogRecordView:
     )
 
 
-def _reject(out: DecodedLogs, source: str, where: str, reason: str, obj: Any) -> None:
+def _reject(out: Decoded, source: str, where: str, reason: str, obj: Any) -> None:
     out.rejects.append(dead_letter(source, where, reason, _dump(obj), JSON))

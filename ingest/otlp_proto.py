@@ -46,11 +46,14 @@ class Decoded:
     spans: list[SpanRecord] = field(default_factory=list)
     rejects: list[DeadLetter] = field(default_factory=list)
     drafts: list[Draft] = field(default_factory=list)
+    skipped: int = 0
+    """Records knowingly not read (a log record that is no event of a known runtime)."""
 
     def extend(self, other: Decoded) -> None:
         self.spans.extend(other.spans)
         self.rejects.extend(other.rejects)
         self.drafts.extend(other.drafts)
+        self.skipped += other.skipped
 
 
 def decode_otlp_proto(

@@ -76,26 +76,17 @@ from ingest import claude_code, codex
 from ingest.attributes import first_int, first_str, json_value
 from ingest.draft import Draft
 from ingest.errors import DecodeError
+from ingest.otlp_proto import Decoded
 from ingest.session_events import decode_event, parse_ts, schema
 from ingest.spans import oversized_attribute
 from models.records import DeadLetter, Step, StepKind
 
-__all__ = ["DecodedLogs", "LogRecordView", "dead_letter", "read_records"]
+__all__ = ["LogRecordView", "dead_letter", "read_records"]
 
 _INT64_MAX = (1 << 63) - 1
 _MS = 1_000_000
 _MAX_DURATION_MS = 86_400_000.0
 _REDACTED = "[REDACTED]"  # Codex's prompt when prompts are not logged
-
-
-@dataclass(slots=True)
-class DecodedLogs:
-    """What a log decoder returns: drafts, dead letters, and the count of records that
-    are no event of a known runtime (skipped, not dead)."""
-
-    drafts: list[Draft] = field(default_factory=list)
-    rejects: list[DeadLetter] = field(default_factory=list)
-    skipped: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,7 +143,7 @@ _Handler = Callable[["_Batch", _Event], None]
 
 @dataclass(slots=True)
 class _Batch:
-    out: DecodedLogs
+    out: Decoded
     sessions: dict[str, _Session] = field(default_factory=dict)
 
     def session(self, session_id: str) -> _Session:
@@ -171,8 +162,8 @@ class _Batch:
 
 
 def read_records(
-    records: Sequence[LogRecordView], out: DecodedLogs, *, source: str, max_attribute_bytes: int
-) -> DecodedLogs:
+    records: Sequence[LogRecordView], out: Decoded, *, source: str, max_attribute_bytes: int
+) -> Decoded:
     """Read the records of one batch into ``out``, in event-time order (a batch's prompts
     come before the model calls that answer them): each record becomes drafts, a dead
     letter (``source`` names where the batch came from), or is skipped and counted. A
@@ -211,7 +202,7 @@ def read_records(
     return out
 
 
-def _session_event(body: Any, record: LogRecordView, out: DecodedLogs, source: str) -> bool:
+def _session_event(body: Any, record: LogRecordView, out: Decoded, source: str) -> bool:
     """Decode ``body`` as a trajwatch session event if it is one; whether it was."""
     event = json_value(body) if isinstance(body, str) else body
     if not (
