@@ -19,8 +19,10 @@ producer writes it:
 
 Nothing vanishes silently: each span is validated on its own and a bad one becomes
 a dead letter holding that span's JSON, the rest of the batch kept; a list under a
-key this decoder does not know (where spans could hide), a signal it does not decode
-(``resourceLogs``), an entry of the wrong type, each is a dead letter naming it.
+key this decoder does not know (where spans could hide), an entry of the wrong type,
+each is a dead letter naming it. A document of another signal only (``resourceLogs``)
+is a dead letter saying so; beside ``resourceSpans`` (Google ADK writes its ``gen_ai``
+message events so) the other signal is not read, by design: it holds no spans.
 Values that parse as JSON but would break later stages are refused per span: a
 timestamp that is not an integer in ``0..2**63-1`` (``NaN``, ``1e400``, negative), an
 ``intValue`` outside int64, nesting deeper than :data:`MAX_DEPTH`. A lone UTF-16
@@ -141,9 +143,10 @@ def decode_otlp_json(
         for ri, rs in enumerate(batches):
             where_rs = f"{location} {label}[{ri}]".strip()
             _resource_spans(rs, where_rs, out, source, max_attribute_bytes)
+    read_traces = any(_first(doc, keys) is not None for keys in _BATCH_KEYS)
     for signal in _OTHER_SIGNALS:
         value = _first(doc, (signal, _snake(signal)))
-        if value:
+        if value and not read_traces:
             reason = f"{signal}: OTLP {signal[8:].lower()} are not decoded (trajwatch reads traces)"
             _reject(out, source, f"{location} {_snake(signal)}".strip(), reason, value)
     _unknown_lists(out, source, location, doc, _TOP_KEYS, "the OTLP document")
