@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import json
 import re
 from collections.abc import Mapping
@@ -88,6 +89,7 @@ def _spellings(*camels: str) -> frozenset[str]:
     return frozenset(k for c in camels for k in (c, _snake(c)))
 
 
+@functools.cache  # a handful of field names, looked up for every span
 def _snake(camel: str) -> str:
     return "".join("_" + c.lower() if c.isupper() else c for c in camel)
 
