@@ -444,3 +444,15 @@ def test_protobuf_json_mapping_and_legacy_otlp_json_give_the_same_spans() -> Non
             span[key] = base64.b64encode(bytes.fromhex(span[key])).decode()
     proto = ParseDict(mapped, ExportTraceServiceRequest()).SerializeToString()
     assert seen(decode_otlp_proto(proto, source="t")) == seen(decode(legacy(mapped)))
+
+
+def test_a_broken_first_line_no_longer_costs_the_whole_file(tmp_path: Path) -> None:
+    lines = [json.dumps(batch(1, trace=t)) for t in (1, 2, 3)]
+    path = tmp_path / "x.otlp.jsonl"
+    path.write_text("\n".join([lines[0][:-5], *lines[1:]]) + "\n")
+    got = [(r.format, r.location) for r in read_file(path, "p")]
+    assert got == [
+        ("invalid", f"{path}:1"),
+        ("otlp_json", f"{path}:2"),
+        ("otlp_json", f"{path}:3"),
+    ]
