@@ -199,7 +199,9 @@ def _is_trail(obj: Any) -> bool:
 FORMATS: dict[str, Format] = {
     f.name: f
     for f in (
-        Format(name="agentdojo", claims=is_agentdojo, prepare=_agentdojo_run, deliver=_agentdojo),
+        Format(
+            name="agentdojo", claims=is_agentdojo, prepare=_agentdojo_run, deliver=_agentdojo
+        ),
         Format(name="skip", claims=is_header, deliver=_skip),  # AgentDojo's metadata line
         Format(
             name="claude_code",
