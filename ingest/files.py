@@ -5,7 +5,10 @@ transparently, whatever the name says, by their magic bytes):
 
 - OTLP/JSON lines, as the OpenTelemetry Collector's ``file`` exporter writes
   them: one ``{"resourceSpans": [...]}`` per line;
-- one OTLP/JSON document (``trace.json``);
+- one OTLP/JSON document (``trace.json``), or several back to back, pretty-printed or
+  not (as GitHub Copilot's OpenTelemetry file exporter writes them; a broken one is one
+  dead letter, :mod:`ingest.json_stream`); Grafana Tempo's and Jaeger's trace API
+  shapes and the pre-1.0 OTLP keys too (:mod:`ingest.otlp_json`);
 - OTLP protobuf, length-delimited (a varint size before each
   ``TracesData``/``ExportTraceServiceRequest``, as the OTLP file-exporter spec
   says): ``*.binpb``, ``*.pb``;
@@ -42,6 +45,7 @@ from typing import IO, Any, BinaryIO, cast
 
 from ingest.errors import InputError
 from ingest.formats import FORMATS, RawRecord, classify
+from ingest.json_stream import JsonValue, iter_values
 
 BUNDLE_FILES = ("session.jsonl", "trace.json", "tool_calls.csv")
 TOOL_CALLS_COLUMNS = ("session_id", "seq", "ts", "call_id", "tool", "arguments", "ok")
@@ -166,45 +170,73 @@ def _delimited_protobuf(stream: IO[bytes], where: str, partition: str) -> Iterat
 
 def _json_records(stream: IO[bytes], where: str, partition: str, name: str) -> Iterator[RawRecord]:
     data = stream.read()
-    text_start = data.lstrip()[:1]
     first_line, _, rest = data.partition(b"\n")
-    one_doc = False
-    if text_start == b"[":
-        one_doc = True
-    elif rest.strip():
+    if data.lstrip()[:1] != b"[" and rest.strip():
         try:
             json.loads(first_line)
-        except ValueError:
-            one_doc = True  # a pretty-printed document, not JSON lines
-    else:
-        one_doc = True
-    if one_doc:
-        try:
-            doc = json.loads(data)
-        except (UnicodeDecodeError, ValueError) as exc:
-            yield RawRecord("invalid", data, where, partition, f"invalid JSON: {exc}")
-            return
-        if isinstance(doc, list):  # a JSON array of events or OTLP batches
-            for i, item in enumerate(doc):
-                yield RawRecord(classify(item, name), item, f"{where}[{i}]", partition)
+        except (RecursionError, ValueError):
+            pass  # a pretty-printed document, or several: not JSON lines
         else:
-            yield RawRecord(classify(doc, name), doc, where, partition)
+            yield from _records(_json_lines(data, where), where, partition, name)
+            return
+    values = iter_values(data)
+    first, second = next(values, None), next(values, None)
+    if first is None:
         return
-    whole: dict[str, list[tuple[str, Any]]] = {}
+    if second is None:  # one document, located by the file alone
+        items = _document(first, where, 0)
+    else:  # documents back to back, each located by its first line
+        items = (
+            item
+            for index, value in enumerate(itertools.chain((first, second), values))
+            for item in _document(value, f"{where}:{value.line}", index)
+        )
+    yield from _records(items, where, partition, name)
+
+
+_Item = tuple[str, int, Any, str]
+"""A value read from a file: its location, its 0-based line or ordinal, and the value, or
+(when the last field gives the reason it could not be read) its bytes."""
+
+
+def _json_lines(data: bytes, where: str) -> Iterator[_Item]:
+    """JSON lines, the fast path: a value per line."""
     for line_no, line in enumerate(data.split(b"\n"), start=1):
         if not line.strip():
             continue
-        at = f"{where}:{line_no}"
         try:
             obj = json.loads(line)
-        except (UnicodeDecodeError, ValueError) as exc:
-            yield RawRecord("invalid", line, at, partition, f"invalid JSON: {exc}")
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+            reason = "nested too deeply to parse" if isinstance(exc, RecursionError) else exc
+            yield f"{where}:{line_no}", line_no - 1, line, f"invalid JSON: {reason}"
+            continue
+        yield f"{where}:{line_no}", line_no - 1, obj, ""
+
+
+def _document(value: JsonValue, where: str, index: int) -> Iterator[_Item]:
+    """One top-level JSON value; an array is a list of events or OTLP batches."""
+    if value.error:
+        yield where, index, value.raw, value.error
+    elif isinstance(value.value, list):
+        for i, item in enumerate(value.value):
+            yield f"{where}[{i}]", i, item, ""
+    else:
+        yield where, index, value.value, ""
+
+
+def _records(items: Iterator[_Item], where: str, partition: str, name: str) -> Iterator[RawRecord]:
+    """A file's values as records of their formats; the values of a ``whole_file`` format
+    (a transcript) are gathered into one record."""
+    whole: dict[str, list[tuple[str, Any]]] = {}
+    for at, index, obj, error in items:
+        if error:
+            yield RawRecord("invalid", obj, at, partition, error)
             continue
         fmt = FORMATS[classify(obj, name)]
         if fmt.whole_file:
             whole.setdefault(fmt.name, []).append((at, obj))
             continue
-        payload = obj if fmt.prepare is None else fmt.prepare(obj, name, line_no - 1)
+        payload = obj if fmt.prepare is None else fmt.prepare(obj, name, index)
         yield RawRecord(fmt.name, payload, at, partition)
     for kind, lines in whole.items():
         yield RawRecord(kind, {"lines": lines, "name": name}, where, partition)

@@ -33,7 +33,7 @@ from ingest.codex import is_codex_line, rollout_drafts
 from ingest.draft import Draft
 from ingest.errors import DecodeError
 from ingest.options import PipelineOptions
-from ingest.otlp_json import decode_otlp_json
+from ingest.otlp_json import decode_otlp_json, is_otlp_json
 from ingest.otlp_proto import Decoded, decode_otlp_proto
 from ingest.pipeline import Pipeline
 from ingest.session_events import parse_ts
@@ -185,7 +185,7 @@ def _invalid(record: RawRecord, options: PipelineOptions) -> Delivery:
 
 
 def _is_otlp_json(obj: Any) -> bool:
-    return isinstance(obj, Mapping) and ("resourceSpans" in obj or "resource_spans" in obj)
+    return isinstance(obj, Mapping) and is_otlp_json(obj)
 
 
 def _is_event(obj: Any) -> bool:
