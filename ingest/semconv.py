@@ -45,19 +45,22 @@ from features.text import excerpt
 from ingest.attributes import (
     AGENT_OPERATIONS,
     MODEL_OPERATIONS,
+    NOT_A_STEP,
     OTHER_OPERATIONS,
     TOOL_OPERATIONS,
     first,
     first_int,
     first_str,
     json_value,
+    real_id,
 )
-from ingest.dialects import to_genai
+from ingest.dialects import restate
 from ingest.draft import Draft, compaction_key
 from ingest.spans import SPAN_KIND_CLIENT, STATUS_ERROR, SpanRecord
 from models.records import Step, StepKind
 
 COMPACTION_EVENT = "trajwatch.compaction"
+OPERATION = "gen_ai.operation.name"
 
 SESSION_ATTRIBUTES = (
     "gen_ai.conversation.id",
@@ -83,7 +86,7 @@ def spans_to_drafts(
     ``session_attribute`` is an extra attribute that names the session, read after
     ``gen_ai.conversation.id`` and ``session.id``.
     """
-    batch = [to_genai(span) for span in spans]
+    batch = restate(spans)
     by_id = {s.span_id: s for s in batch}
     drafts: list[Draft] = []
     for span in batch:
@@ -340,7 +343,7 @@ def _span_drafts(
         drafts.extend(_agent_drafts(span, by_id, base, ref))
     elif role == "egress":
         drafts.append(_egress_draft(span, base, ref))
-    elif span.status_code == STATUS_ERROR:
+    elif span.status_code == STATUS_ERROR and span.attributes.get(OPERATION) != NOT_A_STEP:
         error = excerpt(_error_text(span) or "error")
         step = _step(
             span,
@@ -366,14 +369,14 @@ def _agent_context(span: SpanRecord, by_id: Mapping[str, SpanRecord]) -> str:
         if parent is None:
             break
         if operation_of(parent) == "agent":
-            return "main" if _is_outermost_agent(parent, by_id) else parent.span_id
+            return "main" if _is_main_agent(parent, by_id) else parent.span_id
         parent = by_id.get(parent.parent_span_id or "")
     return "main"
 
 
 def _model_draft(span: SpanRecord, base: dict[str, Any], ref: str, context: str) -> Draft:
     attrs = span.attributes
-    reasons = json_value(attrs.get("gen_ai.response.finish_reasons"))
+    reasons = json_value(first(attrs, ("gen_ai.response.finish_reasons", "llm.finish_reason")))
     finish = reasons[0] if isinstance(reasons, list) and reasons else reasons
     response_id = first_str(attrs, ("gen_ai.response.id",))
     output = _output_text(attrs)
@@ -409,7 +412,7 @@ def _tool_drafts(span: SpanRecord, base: dict[str, Any], ref: str) -> list[Draft
     tool = first_str(attrs, ("gen_ai.tool.name", "tool.name", "tool_call.function.name"))
     if tool is None:
         tool = span.name.removeprefix("execute_tool ").strip() or None
-    call_id = first_str(attrs, ("gen_ai.tool.call.id", "tool_call.id"))
+    call_id = real_id(first_str(attrs, ("gen_ai.tool.call.id", "tool_call.id")))
     fields = tool_call_fields(tool, _tool_arguments(attrs))
     call = _step(
         span, StepKind.TOOL_CALL, span.start_ns, end_ts=span.end_ns, call_id=call_id, **fields
@@ -446,12 +449,29 @@ def _is_outermost_agent(span: SpanRecord, by_id: Mapping[str, SpanRecord]) -> bo
     return True
 
 
+def _is_main_agent(span: SpanRecord, by_id: Mapping[str, SpanRecord]) -> bool:
+    """The agent run of the session: the outermost agent span, or the agent an outermost
+    workflow wraps (ADK 2.x's ``invoke_workflow`` around the root agent, a root
+    OpenLLMetry workflow around its agent): the wrapper and the agent are one run, one
+    start (their drafts share the natural key and the pipeline folds them)."""
+    parent = by_id.get(span.parent_span_id or "")
+    seen = 0
+    while parent is not None and seen < 256:
+        if operation_of(parent) == "agent":
+            return parent.attributes.get(OPERATION) == "invoke_workflow" and _is_outermost_agent(
+                parent, by_id
+            )
+        parent = by_id.get(parent.parent_span_id or "")
+        seen += 1
+    return True
+
+
 def _agent_drafts(
     span: SpanRecord, by_id: Mapping[str, SpanRecord], base: dict[str, Any], ref: str
 ) -> list[Draft]:
     attrs = span.attributes
     goal = _goal_text(attrs)
-    outermost = _is_outermost_agent(span, by_id)
+    outermost = _is_main_agent(span, by_id)
     detail: dict[str, Any] = {"subagent": not outermost}
     instructions = first_str(attrs, ("gen_ai.system_instructions",))
     if instructions:
