@@ -9,14 +9,17 @@ fed to the pipeline on a real store; the ADK recording is a real export.
 from __future__ import annotations
 
 import json
+import lzma
 from pathlib import Path
 from typing import Any
 
 import pytest
 from opentelemetry.trace import Status, StatusCode
 
+from ingest.otlp_json import decode_otlp_json
 from ingest.pipeline import Pipeline
 from ingest.replay import replay
+from ingest.semconv import spans_to_drafts
 from ingest.settings import Settings
 from models.records import Step
 from models.store import Store
@@ -25,6 +28,7 @@ from tests.test_dialects import Run, kinds, one
 ROOT = Path(__file__).resolve().parents[1]
 RECORDINGS = ROOT.parent / "shared" / "corpus" / "recordings" / "otlp"
 ADK_RECORDING = RECORDINGS / "agentevals-dev__agentevals__adk_py_v1_default_S2.json.xz"
+KAGENT_EXPORT = RECORDINGS / "agentevals-dev__agentevals__tempo_export_with_batches.json.xz"
 
 
 def feed(store: Store, *runs: Run, pipeline: Pipeline | None = None) -> Pipeline:
@@ -236,6 +240,35 @@ def test_the_adk_recording_stores_its_tool_arguments_and_results(tmp_path: Path)
     assert len(of_kind(steps, "start")) == 1
     texts = [m.text for m in of_kind(steps, "model_call")]
     assert texts[-1] == "It is sunny and 21C in Paris; local time is 14:05."
+
+
+@pytest.mark.skipif(not KAGENT_EXPORT.exists(), reason="needs ../shared/corpus")
+def test_a_kagent_export_of_adk_and_openllmetry_spans_gives_one_call_per_call() -> None:
+    # Tempo's legacy layout (batches, instrumentationLibrarySpans) renamed here only to
+    # reach the spans; reading that layout is the OTLP/JSON decoder's business
+    with lzma.open(KAGENT_EXPORT) as raw:
+        doc = json.loads(raw.read())
+    resource_spans = [
+        {
+            "resource": batch.get("resource", {}),
+            "scopeSpans": [
+                {"scope": scoped.get("instrumentationLibrary", {}), "spans": scoped["spans"]}
+                for scoped in batch["instrumentationLibrarySpans"]
+            ],
+        }
+        for batch in doc["batches"]
+    ]
+    decoded = decode_otlp_json({"resourceSpans": resource_spans}, source="tempo")
+    assert not decoded.rejects
+    drafts = spans_to_drafts(decoded.spans)
+    # ADK's call_llm over its generate_content over OpenLLMetry's openai.chat: one call each
+    models = [d.step for d in drafts if d.step.kind == "model_call"]
+    assert len(models) == 2
+    assert (models[1].text or "").startswith("There are two Helm releases")
+    (call,) = (d.step for d in drafts if d.step.kind == "tool_call")
+    (result,) = (d.step for d in drafts if d.step.kind == "tool_result")
+    assert call.tool == "helm_list_releases" and call.call_id == result.call_id
+    assert result.result and "NAMESPACE" in result.result
 
 
 # -- conversations of several turns ------------------------------------------------------
