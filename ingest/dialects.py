@@ -7,8 +7,10 @@ the same thing in those conventions (``gen_ai.operation.name``, ``gen_ai.tool.na
 ``gen_ai.output.messages``, ``gen_ai.usage.*``), so
 :mod:`ingest.semconv` has one mapping to keep. Attributes the span already carries win:
 a dialect only fills what is missing (the operation name is replaced only where the
-dialect's own value is not a GenAI operation, as LangSmith's ``chain``). A span with no
-dialect marker is returned as it is, after one set intersection.
+dialect's own value is not a GenAI operation, as LangSmith's ``chain``, or where the span
+stands for no step: :data:`~ingest.attributes.NOT_A_STEP`). A span with no dialect marker
+is returned as it is, after one set intersection. :func:`restate` does the same for a
+batch, and folds in what one span says about another.
 
 Dialects, each as its library writes it (the attribute names come from the libraries'
 sources; tests/test_dialects.py builds spans of each shape with the OpenTelemetry SDK):
@@ -36,6 +38,22 @@ sources; tests/test_dialects.py builds spans of each shape with the OpenTelemetr
   ``agent run`` spans with ``agent_name``, and at every version the run's messages in
   ``pydantic_ai.all_messages``; the OpenAI Agents SDK through Logfire: ``Function: …``
   spans with ``name``/``input``/``output``.
+- **Google ADK** (scope ``gcp.vertex.agent``): ``execute_tool`` spans with the arguments
+  and response in ``gcp.vertex.agent.tool_call_args``/``tool_response`` (a response that
+  is not a dict wrapped as ``{"result": …}``), ``call_llm`` with the ``LlmRequest``
+  (``{model, config: {system_instruction}, contents: [{role, parts: [{text}]}]}``) and
+  ``LlmResponse`` (``{content: {parts}, finish_reason, model_version}``) as JSON in
+  ``gcp.vertex.agent.llm_request``/``llm_response``; ``execute_tool (merged)`` (tool
+  ``(merged tools)``) repeats the parallel calls it merges and is no call.
+- **Claude Code**'s own spans (scope ``com.anthropic.claude_code.tracing``, behind
+  ``CLAUDE_CODE_ENHANCED_TELEMETRY_BETA``): ``claude_code.interaction`` (one user turn,
+  ``user_prompt``), ``claude_code.llm_request`` (``model``, ``input_tokens``,
+  ``cache_read_tokens``, ``cache_creation_tokens``, ``output_tokens``, ``stop_reason``,
+  ``success``/``error``), ``claude_code.tool`` (``tool_name``, ``tool_use_id``,
+  ``tool_input`` or ``full_command``/``file_path``, a ``tool.output`` event with
+  ``output``/``diff``/``content``) and its children ``claude_code.tool.execution``
+  (``success``/``error``) and ``claude_code.tool.blocked_on_user``. Content Claude Code
+  did not log is written ``<REDACTED>``: read as absent.
 
 The session attributes of these dialects (LangSmith's thread metadata, the AI SDK's
 ``ai.telemetry.metadata.sessionId``, OpenLLMetry's association property) are read by

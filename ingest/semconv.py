@@ -5,8 +5,8 @@ GenAI conventions), ``openinference.span.kind`` (OpenInference), the span kind
 plus HTTP/MCP attributes (egress), and the span name's GenAI prefix (``chat``,
 ``execute_tool``, ``invoke_agent``) for instrumentations that set little else.
 Spans of instrumentations with a dialect of their own (OpenLLMetry, LangSmith, the
-Vercel AI SDK, pydantic-ai's early spans) are first restated in the GenAI conventions
-by :mod:`ingest.dialects`. Deprecated attribute names still sent by older
+Vercel AI SDK, pydantic-ai's early spans, Google ADK, Claude Code) are first restated in
+the GenAI conventions by :mod:`ingest.dialects`. Deprecated attribute names still sent by older
 instrumentations are read beside the current ones (``gen_ai.system``,
 ``gen_ai.usage.prompt_tokens``, ``http.url``, ``net.peer.name``, …). Attribute values
 may be JSON strings or structured OTLP arrays/kvlists; both are accepted.
@@ -21,6 +21,7 @@ span                                          steps
 ``execute_tool``, OpenInference ``TOOL``      ``tool_call`` at start, ``tool_result`` at end
 ``invoke_agent``, OpenInference ``AGENT``     ``start`` (goal from the input) at start;
                                               ``end`` at end for the outermost agent of a batch
+                                              (or the agent an outermost workflow wraps)
 HTTP or MCP ``CLIENT`` span                   ``egress`` at start, linked to its tool call
 span event ``trajwatch.compaction``           ``compaction`` at the event's time
 any other span with status ERROR              ``error`` at end
