@@ -35,7 +35,7 @@ from features.trajectory import TrajectoryFeatures
 from ingest.draft import Draft
 from ingest.otlp_json import decode_otlp_json
 from ingest.otlp_proto import Decoded, decode_otlp_proto
-from ingest.semconv import session_hint, spans_to_drafts
+from ingest.semconv import SPAN_SOURCE, session_hint, spans_to_drafts
 from ingest.session_events import decode_event
 from ingest.settings import Settings
 from ingest.spans import SpanRecord
@@ -288,13 +288,17 @@ class Pipeline:
         the session). Turn 0's end is released before a later turn is known, so it
         carries no mark. Ownership is read from the live session, else from the stored
         start's source (a re-delivery after a restart keeps its ids)."""
-        turns = [
-            (draft, session_id)
-            for draft, session_id in resolved
-            if draft.trace_id
-            and draft.natural_key in ("start", "end")
-            and draft.step.kind in (StepKind.START, StepKind.END)
-        ]
+        # in event-time order: partitions release their drafts one after another
+        turns = sorted(
+            (
+                (draft, session_id)
+                for draft, session_id in resolved
+                if draft.trace_id
+                and draft.natural_key in ("start", "end")
+                and draft.step.kind in (StepKind.START, StepKind.END)
+            ),
+            key=lambda pair: (pair[0].step.ts, pair[0].arrival),
+        )
         if not turns:
             return
         wanted = {
@@ -311,7 +315,7 @@ class Pipeline:
                 # who started the session: a span of some trace, else nobody yet (or a
                 # session_start event, which the first trace's start folds into)
                 source = sources.get(f"{session_id}/start")
-                if source is not None and source[0] == "otlp":
+                if source is not None and source[0] == SPAN_SOURCE:
                     session.turns[source[1].partition(":")[0]] = 0
             if f"{session_id}/{natural}/{trace}" in sources:  # a later turn, stored
                 index = session.turns.setdefault(trace, max(1, len(session.turns)))

@@ -62,6 +62,8 @@ from models.records import Step, StepKind
 
 COMPACTION_EVENT = "trajwatch.compaction"
 OPERATION = "gen_ai.operation.name"
+SPAN_SOURCE = "otlp"
+"""The ``source`` of every step made from a span; its ``source_ref`` is ``trace:span``."""
 
 SESSION_ATTRIBUTES = (
     "gen_ai.conversation.id",
@@ -319,7 +321,7 @@ def _step(span: SpanRecord, kind: StepKind, ts: int, **fields: Any) -> Step:
         kind=kind,
         ts=ts,
         agent=agent,
-        source="otlp",
+        source=SPAN_SOURCE,
         source_ref=f"{span.trace_id}:{span.span_id}",
         **fields,
     )

@@ -344,3 +344,33 @@ def test_openinference_finish_reason_is_read() -> None:
         },
     )
     assert one(run.drafts(), "model_call").step.finish_reason == "length"
+
+
+def test_the_first_turn_owns_the_start_whatever_the_order_of_partitions(store: Store) -> None:
+    first, second = turn_runs(TURNS[:2])
+    pipeline = Pipeline(store, settings=Settings(lateness_ms=1_000_000))
+    for partition, run in (("b", second), ("a", first)):  # the later turn is read first
+        data = run.request().SerializeToString()
+        pipeline.feed_otlp_proto(data, source="test", location=partition, partition=partition)
+    pipeline.close()
+    # (each partition's steps are sequenced as it is released: order them by time)
+    starts = sorted(of_kind(store.steps("conv-42"), "start"), key=lambda s: s.ts)
+    assert [(s.text, s.detail.get("turn")) for s in starts] == [(TURNS[0], None), (TURNS[1], 1)]
+
+
+def test_a_session_start_event_and_the_first_turn_are_one_start(store: Store) -> None:
+    first, second = turn_runs(TURNS[:2])
+    pipeline = Pipeline(store, settings=Settings(lateness_ms=1_000_000))
+    event = {
+        "type": "session_start",
+        "session_id": "conv-42",
+        "seq": 0,
+        "ts": (first.exporter.get_finished_spans()[-1].start_time or 0) / 1e9,
+        "goal": TURNS[0],
+        "policy_id": "support-v1",
+    }
+    pipeline.feed_event(event, source="events", location="e@0", partition="0")
+    feed(store, first, second, pipeline=pipeline)
+    starts = of_kind(store.steps("conv-42"), "start")
+    assert len(starts) == 2 and starts[0].detail["policy_id"] == "support-v1"
+    assert starts[1].detail["turn"] == 1 and "policy_id" not in starts[1].detail
