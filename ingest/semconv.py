@@ -36,6 +36,7 @@ optional attributes ``trajwatch.compaction.tokens_before``,
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from features.actions import tool_call_fields
@@ -91,9 +92,10 @@ def spans_to_drafts(
     """
     batch = restate(spans)
     by_id = {s.span_id: s for s in batch}
+    main = _main_agents(batch, by_id)
     drafts: list[Draft] = []
     for span in batch:
-        for draft in _span_drafts(span, by_id, session_attribute):
+        for draft in _span_drafts(span, by_id, main, session_attribute):
             draft.arrival = arrival + len(drafts)
             drafts.append(draft)
     return drafts
@@ -328,7 +330,10 @@ def _step(span: SpanRecord, kind: StepKind, ts: int, **fields: Any) -> Step:
 
 
 def _span_drafts(
-    span: SpanRecord, by_id: Mapping[str, SpanRecord], session_attribute: str | None
+    span: SpanRecord,
+    by_id: Mapping[str, SpanRecord],
+    main: AbstractSet[str],
+    session_attribute: str | None,
 ) -> list[Draft]:
     role = operation_of(span)
     base = _base(span, session_attribute)
@@ -337,13 +342,13 @@ def _span_drafts(
     if role == "model":
         parent = by_id.get(span.parent_span_id or "")
         if parent is None or operation_of(parent) != "model":
-            drafts.append(_model_draft(span, base, ref, _agent_context(span, by_id)))
+            drafts.append(_model_draft(span, base, ref, _agent_context(span, by_id, main)))
         # else: the provider SDK's span under a framework's span of the same call
         # (LangChain's ChatOpenAI.chat over openai.chat): one model call, counted once
     elif role == "tool":
         drafts.extend(_tool_drafts(span, base, ref))
     elif role == "agent":
-        drafts.extend(_agent_drafts(span, by_id, base, ref))
+        drafts.extend(_agent_drafts(span, span.span_id in main, base, ref))
     elif role == "egress":
         drafts.append(_egress_draft(span, base, ref))
     elif span.status_code == STATUS_ERROR and span.attributes.get(OPERATION) != NOT_A_STEP:
@@ -363,18 +368,14 @@ def _span_drafts(
     return drafts
 
 
-def _agent_context(span: SpanRecord, by_id: Mapping[str, SpanRecord]) -> str:
+def _agent_context(
+    span: SpanRecord, by_id: Mapping[str, SpanRecord], main: AbstractSet[str]
+) -> str:
     """``main``, or the sub-agent span the model call runs under: a sub-agent has its
     own context window, so its prompt sizes are not comparable with the main agent's.
     Only ancestors in the same batch are visible; elsewhere a call counts as ``main``."""
-    parent = by_id.get(span.parent_span_id or "")
-    for _ in range(256):
-        if parent is None:
-            break
-        if operation_of(parent) == "agent":
-            return "main" if _is_main_agent(parent, by_id) else parent.span_id
-        parent = by_id.get(parent.parent_span_id or "")
-    return "main"
+    parent = _agent_parent(span, by_id)
+    return "main" if parent is None or parent.span_id in main else parent.span_id
 
 
 def _model_draft(span: SpanRecord, base: dict[str, Any], ref: str, context: str) -> Draft:
@@ -441,40 +442,41 @@ def _tool_drafts(span: SpanRecord, base: dict[str, Any], ref: str) -> list[Draft
     ]
 
 
-def _is_outermost_agent(span: SpanRecord, by_id: Mapping[str, SpanRecord]) -> bool:
+def _agent_parent(span: SpanRecord, by_id: Mapping[str, SpanRecord]) -> SpanRecord | None:
+    """The nearest agent span above ``span`` in the batch, if any."""
     parent = by_id.get(span.parent_span_id or "")
     seen = 0
     while parent is not None and seen < 256:
         if operation_of(parent) == "agent":
-            return False
+            return parent
         parent = by_id.get(parent.parent_span_id or "")
         seen += 1
-    return True
+    return None
 
 
-def _is_main_agent(span: SpanRecord, by_id: Mapping[str, SpanRecord]) -> bool:
-    """The agent run of the session: the outermost agent span, or the agent an outermost
-    workflow wraps (ADK 2.x's ``invoke_workflow`` around the root agent, a root
-    OpenLLMetry workflow around its agent): the wrapper and the agent are one run, one
-    start (their drafts share the natural key and the pipeline folds them)."""
-    parent = by_id.get(span.parent_span_id or "")
-    seen = 0
-    while parent is not None and seen < 256:
-        if operation_of(parent) == "agent":
-            return parent.attributes.get(OPERATION) == "invoke_workflow" and _is_outermost_agent(
-                parent, by_id
-            )
-        parent = by_id.get(parent.parent_span_id or "")
-        seen += 1
-    return True
+def _main_agents(batch: Iterable[SpanRecord], by_id: Mapping[str, SpanRecord]) -> set[str]:
+    """The agent spans of the batch that are the session's run, not a sub-agent: the
+    outermost ones, and the one agent an outermost workflow wraps (ADK 2.x's
+    ``invoke_workflow`` around the root agent, a root OpenLLMetry workflow around its
+    agent): wrapper and agent are one run, one start (their drafts share the natural key
+    and the pipeline folds them). A workflow of several agents keeps them sub-agents."""
+    nearest = {
+        span.span_id: _agent_parent(span, by_id) for span in batch if operation_of(span) == "agent"
+    }
+    main = {span_id for span_id, parent in nearest.items() if parent is None}
+    wrapped: dict[str, list[str]] = {}
+    for span_id, parent in nearest.items():
+        if parent is not None and parent.span_id in main:
+            wrapped.setdefault(parent.span_id, []).append(span_id)
+    for wrapper, agents in wrapped.items():
+        if len(agents) == 1 and by_id[wrapper].attributes.get(OPERATION) == "invoke_workflow":
+            main.add(agents[0])
+    return main
 
 
-def _agent_drafts(
-    span: SpanRecord, by_id: Mapping[str, SpanRecord], base: dict[str, Any], ref: str
-) -> list[Draft]:
+def _agent_drafts(span: SpanRecord, outermost: bool, base: dict[str, Any], ref: str) -> list[Draft]:
     attrs = span.attributes
     goal = _goal_text(attrs)
-    outermost = _is_main_agent(span, by_id)
     detail: dict[str, Any] = {"subagent": not outermost}
     instructions = first_str(attrs, ("gen_ai.system_instructions",))
     if instructions:

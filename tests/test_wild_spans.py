@@ -374,3 +374,21 @@ def test_a_session_start_event_and_the_first_turn_are_one_start(store: Store) ->
     starts = of_kind(store.steps("conv-42"), "start")
     assert len(starts) == 2 and starts[0].detail["policy_id"] == "support-v1"
     assert starts[1].detail["turn"] == 1 and "policy_id" not in starts[1].detail
+
+
+def test_a_workflow_of_several_agents_keeps_them_sub_agents() -> None:
+    run = Run("adk")
+    workflow = {"gen_ai.operation.name": "invoke_workflow", "gen_ai.conversation.id": "wf-1"}
+    with run.span("invoke_workflow", workflow):
+        for name in ("researcher", "writer"):
+            agent = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": name}
+            with run.span(f"invoke_agent {name}", agent):
+                run.leaf("chat m", {"gen_ai.operation.name": "chat"})
+    drafts = run.drafts()
+    starts = [d for d in drafts if d.step.kind == "start"]
+    assert [(d.natural_key, d.step.detail["subagent"]) for d in starts] == [
+        ("start", False),
+        (None, True),
+        (None, True),
+    ]
+    assert len({d.context for d in drafts if d.step.kind == "model_call"}) == 2
