@@ -40,7 +40,7 @@ from ingest.draft import Draft
 from ingest.options import PipelineOptions
 from ingest.otlp_json import decode_otlp_json
 from ingest.otlp_proto import Decoded, decode_otlp_proto
-from ingest.semconv import session_hint, spans_to_drafts
+from ingest.semconv import SPAN_SOURCE, session_hint, spans_to_drafts
 from ingest.session_events import decode_event
 from ingest.sinks import Committed, Sink
 from ingest.spans import SpanRecord
@@ -61,6 +61,10 @@ class _Session:
     detectors: list[Detector]
     features: TrajectoryFeatures = field(default_factory=TrajectoryFeatures)
     state: bytes | None = None
+    turns: dict[str, int] = field(default_factory=dict)
+    """Turn index by trace, for a conversation traced one trace per turn; the trace of
+    turn 0 owns the session's ``start`` and ``end``. Live only (like the features): after
+    a restart the owner is read back from the stored start and later turns count on."""
 
     def cursor(self) -> SessionCursor:
         return SessionCursor(
@@ -248,6 +252,10 @@ class Pipeline:
         self, ready: list[Draft], unit: StoreUnit
     ) -> tuple[list[Step], list[Alert], list[str]]:
         resolved = [(draft, self._resolve_session(draft)) for draft in ready]
+        # The stored cursors of every session this release opens, in one query.
+        opening = [s for s in dict.fromkeys(s for _, s in resolved) if s not in self._sessions]
+        cursors = unit.session_cursors(opening) if opening else {}
+        self._key_turns(resolved, cursors, unit)
         ids = [draft.step_id_for(session) for draft, session in resolved]
         # A model call may have been stored with an inferred compaction before it;
         # ask for those too so a re-delivery counts the same steps.
@@ -257,9 +265,6 @@ class Pipeline:
             if draft.step.kind == StepKind.MODEL_CALL
         }
         stored = unit.existing_step_ids(wanted) if ids else set()
-        # The stored cursors of every session this release opens, in one query.
-        opening = [s for s in dict.fromkeys(s for _, s in resolved) if s not in self._sessions]
-        cursors = unit.session_cursors(opening) if opening else {}
         seen: set[str] = set()
         steps: list[Step] = []
         alerts: list[Alert] = []
@@ -286,6 +291,64 @@ class Pipeline:
                 for detector in session.detectors:
                     alerts.extend(detector.update(final))
         return steps, alerts, list(touched)
+
+    def _key_turns(
+        self,
+        resolved: list[tuple[Draft, str]],
+        cursors: Mapping[str, SessionCursor],
+        unit: StoreUnit,
+    ) -> None:
+        """Give the start and end of a conversation's later turns their own identity.
+
+        A conversation traced one trace per turn (the same ``gen_ai.conversation.id`` or
+        ``session.id`` on each) has an outermost agent span per turn; each says
+        ``start``/``end``. The first trace to start the session owns those keys (so a
+        ``session_start`` event and the span still fold into one step); any other
+        trace's become ``start/<trace>``/``end/<trace>``, with ``detail.turn`` (the
+        turn's index) and, on the end, ``detail.turn_end`` (an end that does not close
+        the session). Turn 0's end is released before a later turn is known, so it
+        carries no mark. Ownership is read from the live session, else from the stored
+        start's source (a re-delivery after a restart keeps its ids)."""
+        # in event-time order: partitions release their drafts one after another
+        turns = sorted(
+            (
+                (draft, session_id)
+                for draft, session_id in resolved
+                if draft.trace_id
+                and draft.natural_key in ("start", "end")
+                and draft.step.kind in (StepKind.START, StepKind.END)
+            ),
+            key=lambda pair: (pair[0].step.ts, pair[0].arrival),
+        )
+        if not turns:
+            return
+        wanted = {
+            f"{session_id}/{key}"
+            for draft, session_id in turns
+            for key in ("start", f"start/{draft.trace_id}", f"end/{draft.trace_id}")
+        }
+        sources = unit.step_sources(wanted)
+        for draft, session_id in turns:
+            trace = draft.trace_id or ""
+            natural = draft.natural_key or ""
+            session = self._session(session_id, cursors)
+            if not session.turns:
+                # who started the session: a span of some trace, else nobody yet (or a
+                # session_start event, which the first trace's start folds into)
+                source = sources.get(f"{session_id}/start")
+                if source is not None and source[0] == SPAN_SOURCE:
+                    session.turns[source[1].partition(":")[0]] = 0
+            if f"{session_id}/{natural}/{trace}" in sources:  # a later turn, stored
+                index = session.turns.setdefault(trace, max(1, len(session.turns)))
+            else:
+                index = session.turns.setdefault(trace, len(session.turns))
+            if index == 0:
+                continue
+            detail = {**draft.step.detail, "turn": index}
+            if draft.step.kind == StepKind.END:
+                detail["turn_end"] = True
+            draft.natural_key = f"{natural}/{trace}"
+            draft.step = draft.step.with_(detail=detail)
 
     def _parent_of(self, draft: Draft, session_id: str) -> str | None:
         step = draft.step
@@ -440,9 +503,11 @@ def _updated_info(info: SessionInfo, step: Step) -> SessionInfo:
     started = step.ts if info.started_ts is None else min(info.started_ts, step.ts)
     if step.kind == StepKind.START and not step.detail.get("subagent"):
         detail = step.detail
+        # a later turn's input is a further user message, not the session's goal
+        goal = info.goal or (None if detail.get("turn") else step.text) or None
         return replace(
             info,
-            goal=info.goal or step.text or None,
+            goal=goal,
             agent=info.agent or step.agent,
             workspace=info.workspace or detail.get("workspace"),
             repository=info.repository or detail.get("repository"),

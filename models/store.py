@@ -343,6 +343,14 @@ class StoreUnit:
         rows = _select_in(self._connection, query, _steps.c.step_id, list(set(step_ids)))
         return {row["step_id"] for row in rows}
 
+    def step_sources(self, step_ids: Collection[str]) -> dict[str, tuple[str, str]]:
+        """``(source, source_ref)`` of the stored steps among ``step_ids``: which input
+        a stored step came from (the pipeline asks it of a session's start, to tell a
+        conversation's later turn from a re-delivery of its first)."""
+        query = select(_steps.c.step_id, _steps.c.source, _steps.c.source_ref)
+        rows = _select_in(self._connection, query, _steps.c.step_id, list(set(step_ids)))
+        return {row["step_id"]: (row["source"], row["source_ref"]) for row in rows}
+
     def add_steps(self, steps: Sequence[Step]) -> int:
         """Store ``steps``, skipping any whose ``step_id`` is already stored; returns the
         number inserted. Creates a bare session row for a session not seen before (the

@@ -564,6 +564,20 @@ _dialect_keys = st.sampled_from(
         "tool_arguments",
         "pydantic_ai.all_messages",
         "name",
+        "gcp.vertex.agent.tool_call_args",
+        "gcp.vertex.agent.tool_response",
+        "gcp.vertex.agent.llm_request",
+        "gcp.vertex.agent.llm_response",
+        "gen_ai.tool.name",
+        "user_prompt",
+        "tool_name",
+        "tool_use_id",
+        "tool_input",
+        "full_command",
+        "input_tokens",
+        "cache_read_tokens",
+        "success",
+        "error",
     ]
 )
 _dialect_values = st.one_of(
@@ -580,9 +594,12 @@ _dialect_values = st.one_of(
             "ai.toolCall",
             "ai.generateText",
             "ai.streamText.doStream",
+            "(merged tools)",
+            "<not specified>",
         ]
     ),
     _json_like.map(json.dumps),
+    st.booleans(),
     st.text(max_size=30),
     st.integers(),
 )
@@ -591,7 +608,20 @@ _dialect_values = st.one_of(
 @settings(max_examples=300, deadline=None)
 @given(
     st.dictionaries(_dialect_keys, _dialect_values, max_size=6),
-    st.sampled_from(["x", "running tool", "agent run", "Function: f", "a.tool"]),
+    st.sampled_from(
+        [
+            "x",
+            "running tool",
+            "agent run",
+            "Function: f",
+            "a.tool",
+            "call_llm",
+            "claude_code.interaction",
+            "claude_code.llm_request",
+            "claude_code.tool",
+            "claude_code.tool.execution",
+        ]
+    ),
     st.booleans(),
 )
 def test_any_dialect_attributes_map_to_steps_without_raising(
