@@ -18,12 +18,12 @@ from opentelemetry.trace import Status, StatusCode
 
 from ingest.otlp_json import decode_otlp_json
 from ingest.pipeline import Pipeline
-from ingest.replay import replay
 from ingest.semconv import spans_to_drafts
-from ingest.settings import Settings
 from models.records import Step
 from models.store import Store
 from tests.test_dialects import Run, kinds, one
+from trajwatch.replay import replay
+from trajwatch.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDINGS = ROOT.parent / "shared" / "corpus" / "recordings" / "otlp"
