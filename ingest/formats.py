@@ -34,6 +34,7 @@ from ingest.draft import Draft
 from ingest.errors import DecodeError
 from ingest.options import PipelineOptions
 from ingest.otlp_json import decode_otlp_json, is_otlp_json
+from ingest.otlp_logs import decode_otlp_logs_json
 from ingest.otlp_proto import Decoded, decode_otlp_proto
 from ingest.pipeline import Pipeline
 from ingest.session_events import parse_ts
@@ -113,6 +114,25 @@ def _span_batch(decode: Callable[..., Decoded]) -> Callable[[RawRecord, Pipeline
         return sent, lambda pipeline: pipeline.feed_decoded(decoded, partition=record.partition)
 
     return deliver
+
+
+_LOGS_KEYS = ("resourceLogs", "resource_logs")
+_SPANS_KEYS = ("resourceSpans", "resource_spans", "batches")
+
+
+def _otlp_json_signals(payload: Any, **options: Any) -> Decoded:
+    """An OTLP/JSON document's spans, and its log records where it has them: beside the
+    spans (Google ADK writes its ``gen_ai`` events so), or alone (a Collector ``file``
+    exporter's logs line). Log records no runtime decoder knows are counted as skipped."""
+    if not (isinstance(payload, Mapping) and any(k in payload for k in _LOGS_KEYS)):
+        return decode_otlp_json(payload, **options)
+    logs = decode_otlp_logs_json(payload, **options)
+    if any(k in payload for k in _SPANS_KEYS):
+        spans = {k: v for k, v in payload.items() if k not in _LOGS_KEYS}
+        decoded = decode_otlp_json(spans, **options)
+        decoded.extend(logs)
+        return decoded
+    return logs
 
 
 def _trail(record: RawRecord, options: PipelineOptions) -> Delivery:
@@ -218,7 +238,7 @@ FORMATS: dict[str, Format] = {
                 "codex",
             ),
         ),
-        Format(name="otlp_json", claims=_is_otlp_json, deliver=_span_batch(decode_otlp_json)),
+        Format(name="otlp_json", claims=_is_otlp_json, deliver=_span_batch(_otlp_json_signals)),
         Format(name="event", claims=_is_event, deliver=_event),
         Format(name="trail", claims=_is_trail, deliver=_trail),
         Format(name="otlp_proto", deliver=_span_batch(decode_otlp_proto)),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import json
 import math
+from pathlib import Path
 from typing import Any
 
 from google.protobuf.json_format import MessageToDict, ParseDict
@@ -23,6 +24,9 @@ from ingest.draft import Draft
 from ingest.otlp_logs import decode_otlp_logs_json, decode_otlp_logs_proto
 from ingest.otlp_proto import Decoded
 from models.records import StepKind
+from models.store import Store
+from trajwatch.replay import replay
+from trajwatch.settings import Settings
 
 CLAUDE_SCOPE = "com.anthropic.claude_code.events"
 CODEX_SCOPE = "codex_otel"
@@ -563,3 +567,25 @@ def test_arbitrary_attribute_values_never_raise(
         return
     proto = decode_otlp_logs_proto(message.SerializeToString(), source="t")
     assert len(proto.drafts) == len(decoded.drafts)
+
+
+def _replayed_kinds(path: Path, db: Path) -> list[str]:
+    summary = replay([path], settings=Settings(db_url=f"sqlite:///{db}"))
+    assert summary.sessions == [SESSION] and summary.dead_letters == 0
+    store = Store.open(f"sqlite:///{db}")
+    try:
+        return [str(step.kind) for step in store.steps(SESSION)]
+    finally:
+        store.close()
+
+
+def test_a_recorded_logs_file_replays_into_the_sessions_steps(tmp_path: Path) -> None:
+    """A Collector ``file`` exporter's logs lines replay like its traces lines; log records
+    beside spans in one document (as Google ADK writes them) are read too, not dropped."""
+    logs = _json_form(claude_session())
+    (tmp_path / "claude.otlp.jsonl").write_text(json.dumps(logs) + "\n")
+    kinds = _replayed_kinds(tmp_path / "claude.otlp.jsonl", tmp_path / "a.db")
+    assert kinds.count("model_call") == 2 and kinds.count("tool_call") == 1
+
+    (tmp_path / "trace.json").write_text(json.dumps({"resourceSpans": [], **logs}))
+    assert _replayed_kinds(tmp_path / "trace.json", tmp_path / "b.db") == kinds
