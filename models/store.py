@@ -32,7 +32,7 @@ import dataclasses
 import json
 import operator
 import time
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -302,6 +302,30 @@ class Store:
                 ).scalar_one()
         return total
 
+    def session_activity(self, session_ids: Sequence[str] | None = None) -> list[SessionActivity]:
+        """Per session (all if None; ordered by session id): its steps, tokens and cost so
+        far, its last event time, and its alerts by severity. One grouped query per table."""
+        per_step = select(
+            _steps.c.session_id,
+            func.count().label("steps"),
+            func.coalesce(func.sum(_steps.c.tokens_in), 0).label("tokens_in"),
+            func.coalesce(func.sum(_steps.c.tokens_out), 0).label("tokens_out"),
+            func.coalesce(func.sum(_steps.c.cost), 0.0).label("cost"),
+            func.max(func.coalesce(_steps.c.end_ts, _steps.c.ts)).label("last_ts"),
+        ).group_by(_steps.c.session_id)
+        per_alert = select(
+            _alerts.c.session_id, _alerts.c.severity, func.count().label("n")
+        ).group_by(_alerts.c.session_id, _alerts.c.severity)
+        with self._read() as connection:
+            steps = {r["session_id"]: dict(r) for r in connection.execute(per_step).mappings()}
+            alerts: dict[str, dict[str, int]] = {}
+            for row in connection.execute(per_alert).mappings():
+                alerts.setdefault(row["session_id"], {})[row["severity"]] = row["n"]
+        return [
+            _activity(info, steps.get(info.session_id), alerts.get(info.session_id, {}))
+            for info in self.sessions(session_ids)
+        ]
+
     def get_offset(self, source: str, partition: str) -> int | None:
         """The stored position of ``(source, partition)``; None if never set."""
         query = select(_offsets.c.position).where(
@@ -309,6 +333,37 @@ class Store:
         )
         with self._read() as connection:
             return connection.execute(query).scalar_one_or_none()
+
+
+@dataclass(frozen=True, slots=True)
+class SessionActivity:
+    """A session with what its stored steps and alerts add up to
+    (:meth:`Store.session_activity`)."""
+
+    info: SessionInfo
+    steps: int
+    tokens_in: int
+    tokens_out: int
+    cost: float
+    last_ts: int | None
+    alerts: Mapping[str, int]
+    """Alerts by severity."""
+
+
+def _activity(
+    info: SessionInfo, steps: Mapping[str, Any] | None, alerts: Mapping[str, int]
+) -> SessionActivity:
+    if steps is None:
+        return SessionActivity(info, 0, 0, 0, 0.0, None, alerts)
+    return SessionActivity(
+        info=info,
+        steps=int(steps["steps"]),
+        tokens_in=int(steps["tokens_in"]),
+        tokens_out=int(steps["tokens_out"]),
+        cost=float(steps["cost"]),
+        last_ts=steps["last_ts"],
+        alerts=alerts,
+    )
 
 
 class StoreUnit:

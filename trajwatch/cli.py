@@ -16,6 +16,7 @@ bug) is one line too, and exit code 1. ``--debug`` adds the traceback.
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import re
 import sys
@@ -33,10 +34,12 @@ from ingest.session_events import schema
 from models.open_errors import shown, sqlite_file
 from models.records import DeadLetter
 from models.store import Store
+from trajwatch import listing
 from trajwatch.config import defaults_toml, detector_set, load_config
 from trajwatch.evaluate import evaluate
 from trajwatch.replay import SKIP_REASON, ReplaySummary, replay
 from trajwatch.settings import Settings
+from trajwatch.times import parse_since
 
 EXIT_USER = 2
 """Exit code of a user mistake (argparse's own, for usage errors)."""
@@ -102,6 +105,14 @@ def _parser() -> argparse.ArgumentParser:
     dl.add_argument("--json", action="store_true", help="print exactly one JSON object")
     dl.add_argument("--limit", type=_positive, default=20, help="newest N (default 20)")
     dl.add_argument("--summary", action="store_true", help="also count them by reason")
+    al = sub.add_parser("alerts", parents=[common], help="list stored alerts")
+    al.add_argument("--db", help="store URL (default: $TRAJWATCH_DB_URL or sqlite:///trajwatch.db)")
+    al.add_argument("--session", help="only this session's alerts")
+    al.add_argument("--since", help="raised at or after: an ISO time, or 90m / 6h / 2d ago")
+    al.add_argument("--json", action="store_true", help='print {"alerts": [...]}')
+    ss = sub.add_parser("sessions", parents=[common], help="list sessions with their state")
+    ss.add_argument("--db", help="store URL (default: $TRAJWATCH_DB_URL or sqlite:///trajwatch.db)")
+    ss.add_argument("--json", action="store_true", help='print {"sessions": [...]}')
     sub.add_parser("schema", parents=[common], help="print the session-event JSON Schema")
     sub.add_parser(
         "defaults", parents=[common], help="print every detector parameter and its default"
@@ -198,6 +209,8 @@ def _run(args: argparse.Namespace, flags: dict[str, str]) -> int:
         return 0
     if args.command == "dead-letters":
         return _dead_letters(args, settings, flags)
+    if args.command in ("alerts", "sessions"):
+        return _list(args, settings, flags)
     if args.command == "eval":
         return _eval(args, settings)
     return _replay(args, settings)
@@ -249,16 +262,47 @@ def _eval(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def _dead_letters(args: argparse.Namespace, settings: Settings, flags: dict[str, str]) -> int:
+def _existing_store(settings: Settings, flags: dict[str, str]) -> Store:
+    """The store to read from; a SQLite file that does not exist is an error, not an empty
+    store created on the spot (a typo would look like success)."""
     path = sqlite_file(settings.db_url)
     if path is not None and not path.exists():
-        # Opening would create an empty store and report nothing: a typo looks like success.
         origin = Settings.origin("db_url", flags=flags)
         raise ConfigError(
             f"there is no store at {path} ({origin}); replay recordings into it first, "
             "or name an existing store with --db"
         )
-    with Store.open(settings.db_url) as store:
+    return Store.open(settings.db_url)
+
+
+def _list(args: argparse.Namespace, settings: Settings, flags: dict[str, str]) -> int:
+    store = _existing_store(settings, flags)
+    try:
+        if args.command == "alerts":
+            since = None
+            if args.since:
+                since = parse_since(args.since, now=dt.datetime.now(dt.UTC))
+            found = listing.alerts(store, session=args.session, since_ns=since)
+            out = (
+                json.dumps(listing.alerts_json(found))
+                if args.json
+                else listing.alerts_text(found)
+            )
+        else:
+            activity = store.session_activity()
+            out = (
+                json.dumps(listing.sessions_json(activity))
+                if args.json
+                else listing.sessions_text(activity)
+            )
+    finally:
+        store.close()
+    print(out)
+    return 0
+
+
+def _dead_letters(args: argparse.Namespace, settings: Settings, flags: dict[str, str]) -> int:
+    with _existing_store(settings, flags) as store:
         total = store.count("dead_letters")
         letters = store.dead_letters(limit=args.limit)
         reasons = store.dead_letter_reasons() if args.summary else []
