@@ -22,7 +22,7 @@ test: $(VENV)/.installed
 	$(BIN)/python -m pytest -q
 
 lint: $(VENV)/.installed
-	$(BIN)/ruff check ingest features detectors models tests benchmarks fixtures notebooks
+	$(BIN)/ruff check trajwatch ingest features detectors models tests benchmarks fixtures notebooks
 	$(BIN)/mypy
 
 bench: $(VENV)/.installed

@@ -45,8 +45,8 @@ from opentelemetry.trace import SpanKind
 from ingest.otlp_proto import decode_otlp_proto
 from ingest.pipeline import Pipeline
 from ingest.semconv import spans_to_drafts
-from ingest.settings import Settings
 from models.store import Store
+from trajwatch.settings import Settings
 
 BATCH = 200
 

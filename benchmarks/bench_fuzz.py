@@ -42,10 +42,10 @@ sys.path.insert(0, str(ROOT))  # run from a checkout
 
 from sqlalchemy import text  # noqa: E402
 
-from ingest.config import detector_set  # noqa: E402
 from ingest.files import ReadStats, read_recordings  # noqa: E402
 from ingest.pipeline import Pipeline  # noqa: E402
 from models.store import Store  # noqa: E402
+from trajwatch.config import detector_set  # noqa: E402
 
 RECORDINGS = (ROOT / "fixtures" / "recorded", ROOT.parent / "shared" / "corpus" / "recordings")
 SLOW_S = 2.0

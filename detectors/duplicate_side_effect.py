@@ -16,6 +16,12 @@ fires when
   upload), whose effect depends on the workspace, an edit, commit or other mutation
   in between makes the second call new work, not a replay.
 
+A call the runtime cancelled before it ran (result status ``cancelled``: Claude Code
+cancels the siblings of a parallel call that failed) had no effect: the ledger is put
+back as it was before it, so issuing it again is no replay. Had the cancelled call
+itself repeated an earlier effect, its alert was raised at the call, before anyone could
+know, and stands.
+
 Side-effecting calls are recognised generically from the tool name (``send_money``,
 ``post_message``, ``create_issue``, ``delete_file`` …) and, for shell tools, from the
 command (``git push``, ``npm publish``, ``twine upload``, ``kubectl apply``,
@@ -272,6 +278,9 @@ class DuplicateSideEffect(Detector):
         self._calls: dict[str, _Entry] = {}  # digest of tool + arguments -> latest call
         self._keys: dict[str, _Entry] = {}  # idempotency key -> latest call
         self._pending: dict[str, tuple[str, str | None]] = {}  # call step id -> (digest, key)
+        # call step id -> the ledger entries (by arguments, by key) its call displaced, put
+        # back if the call is cancelled
+        self._displaced: dict[str, tuple[_Entry | None, _Entry | None]] = {}
         self._epoch = 0  # number of workspace mutations seen so far
 
     def _put(self, ledger: dict[str, _Entry], key: str, entry: _Entry) -> None:
@@ -286,13 +295,26 @@ class DuplicateSideEffect(Detector):
             return self._on_call(step)
         if kind == _TOOL_RESULT:
             pending = self._pending.pop(step.parent_step_id or "", None)
+            displaced = self._displaced.pop(step.parent_step_id or "", (None, None))
             if pending is not None:
                 status = step.status or "unknown"
                 digest, key = pending
-                for ledger, k in ((self._calls, digest), (self._keys, key)):
+                for ledger, k, earlier in (
+                    (self._calls, digest, displaced[0]),
+                    (self._keys, key, displaced[1]),
+                ):
                     entry = ledger.get(k) if k else None
-                    if entry is not None and entry.step_id == step.parent_step_id:
+                    if not k or entry is None or entry.step_id != step.parent_step_id:
+                        continue
+                    if status != "cancelled":
                         entry.status = status
+                    elif earlier is not None:
+                        # The runtime cancelled the call before it ran: no effect, so the
+                        # earlier execution is again the one a later call would replay.
+                        # A replay already reported stays reported (its finding is kept).
+                        ledger[k] = replace(earlier, finding=entry.finding)
+                    else:
+                        del ledger[k]
         return []
 
     def _on_call(self, step: Step) -> list[Alert]:
@@ -338,6 +360,10 @@ class DuplicateSideEffect(Detector):
         self._pending[step.step_id] = (digest, key)
         while len(self._pending) > 16:  # results arrive right after their call
             del self._pending[next(iter(self._pending))]
+        if by_call is not None or by_key is not None:
+            self._displaced[step.step_id] = (by_call, by_key)
+            while len(self._displaced) > 16:
+                del self._displaced[next(iter(self._displaced))]
         if mutation:
             self._epoch += 1
         return alerts

@@ -17,6 +17,10 @@ logs) and writes whose path is unknown. So a research agent that saves its answe
 are fine. Needs no policy. Warn, ``notify``: the work may be fine, the claim is not
 backed.
 
+A check the runtime cancelled before it ran (status ``cancelled``: Claude Code cancels
+the siblings of a parallel call that failed) neither passed nor failed: the check before
+it is again the last one, and the edits since that one still count.
+
 >>> from detectors.testing import Session
 >>> s = Session("demo")
 >>> d = PrematureCompletion()
@@ -88,6 +92,8 @@ class PrematureCompletion(Detector):
         """Why the last check failed (error text), None if it passed or is pending."""
         self._last_edit: StepRef | None = None
         self._edits_since_check = 0
+        self._before_check: tuple[StepRef | None, str | None, int] = (None, None, 0)
+        """The last check, its failure and the edits since it, before the pending check."""
         self._done = False
 
     def update(self, step: Step) -> list[Alert]:
@@ -97,7 +103,13 @@ class PrematureCompletion(Detector):
         elif kind == _TOOL_RESULT:
             if self._check_call_id is not None and step.call_id == self._check_call_id:
                 self._check_call_id = None
-                self._check_failed = _failure(step)
+                if step.status == "cancelled":
+                    # the runtime cancelled the check before it ran: it verified nothing
+                    # and failed nothing, the check before it is again the last one
+                    self._last_check, self._check_failed, edits = self._before_check
+                    self._edits_since_check += edits
+                else:
+                    self._check_failed = _failure(step)
         elif kind == _START:
             detail = step.detail if isinstance(step.detail, Mapping) else {}
             ws = detail.get("workspace")
@@ -122,6 +134,7 @@ class PrematureCompletion(Detector):
         what = _check_name(view)
         if what is not None:
             # A call that edits and then checks (`sed -i … && pytest`) verified its edit.
+            self._before_check = (self._last_check, self._check_failed, self._edits_since_check)
             self._last_check = _ref(step, what)
             self._check_call_id = step.call_id
             self._check_failed = None

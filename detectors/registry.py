@@ -4,7 +4,9 @@ from the TOML config."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import difflib
+import inspect
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from detectors.base import Detector
@@ -27,19 +29,42 @@ class DetectorSet:
         self.prototypes = prototypes
 
     @classmethod
-    def from_config(cls, config: Mapping[str, Mapping[str, Any]] | None = None) -> DetectorSet:
+    def from_config(
+        cls, config: Mapping[str, Mapping[str, Any]] | None = None, *, origin: str = ""
+    ) -> DetectorSet:
         """One prototype per registered detector, with parameters from ``config[name]``.
-        A detector whose config has ``enabled = false`` is left out; unknown names fail."""
+        A detector whose config has ``enabled = false`` is left out.
+
+        Raises ``ValueError`` with one line naming the detector, the parameter and
+        ``origin`` (the config file) for an unknown detector or parameter (listing the
+        valid ones, with the closest as a suggestion), a value of the wrong type, or a
+        value the constructor refuses.
+        """
         config = config or {}
-        unknown = sorted(set(config) - set(REGISTRY))
-        if unknown:
-            raise ValueError(f"config names unknown detectors {unknown}; known: {sorted(REGISTRY)}")
+        where = f" in {origin}" if origin else ""
+        for name in sorted(config):
+            if name not in REGISTRY:
+                raise ValueError(
+                    f"unknown detector `{name}`{where}; known: {', '.join(sorted(REGISTRY))}"
+                    + _suggest(name, REGISTRY)
+                )
         prototypes = []
         for name in sorted(REGISTRY):
             params = dict(config.get(name, {}))
-            if not params.pop("enabled", True):
+            enabled = params.pop("enabled", True)
+            if not isinstance(enabled, bool):
+                raise ValueError(
+                    f"parameter `enabled` of detector `{name}`{where} must be true or false, "
+                    f"got {enabled!r}"
+                )
+            if not enabled:
                 continue
-            prototypes.append(REGISTRY[name](**params))
+            detector = REGISTRY[name]
+            check_parameters(detector, params, where)
+            try:
+                prototypes.append(detector(**params))
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"detector `{name}`{where}: {exc}") from exc
         return cls(prototypes)
 
     def for_session(self) -> list[Detector]:
@@ -48,6 +73,61 @@ class DetectorSet:
     @property
     def names(self) -> list[str]:
         return [p.name for p in self.prototypes]
+
+
+def parameters(detector: type[Detector]) -> dict[str, inspect.Parameter]:
+    """The keyword parameters of ``detector``'s constructor, by name."""
+    return {
+        name: p
+        for name, p in inspect.signature(detector.__init__).parameters.items()
+        if name != "self" and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
+    }
+
+
+def check_parameters(detector: type[Detector], params: Mapping[str, Any], where: str = "") -> None:
+    """Raise ``ValueError`` for a name ``detector`` does not take, or a value whose type
+    differs from its default's (an int for an int, a number for a float, text for text,
+    true/false for a flag); other checks are the constructor's."""
+    accepted = parameters(detector)
+    takes_any = any(
+        p.kind is p.VAR_KEYWORD for p in inspect.signature(detector.__init__).parameters.values()
+    )
+    valid = sorted([*accepted, "enabled"])
+    for key, value in params.items():
+        if key not in accepted:
+            if takes_any:
+                continue
+            raise ValueError(
+                f"unknown parameter `{key}` for detector `{detector.name}`{where}; "
+                f"valid: {', '.join(valid)}" + _suggest(key, valid)
+            )
+        expected = _TYPE_OF.get(type(accepted[key].default))
+        if expected is not None and not _is(value, expected[0]):
+            raise ValueError(
+                f"parameter `{key}` of detector `{detector.name}`{where} must be "
+                f"{expected[1]}, got {value!r}"
+            )
+
+
+_TYPE_OF: dict[type, tuple[type, str]] = {
+    bool: (bool, "true or false"),
+    int: (int, "an integer"),
+    float: (float, "a number"),
+    str: (str, "text"),
+}
+
+
+def _is(value: Any, expected: type) -> bool:
+    if expected is bool or isinstance(value, bool):
+        return isinstance(value, bool) and expected is bool
+    if expected is float:
+        return isinstance(value, int | float)
+    return isinstance(value, expected)
+
+
+def _suggest(word: str, choices: Iterable[str]) -> str:
+    close = difflib.get_close_matches(word, list(choices), n=1)
+    return f" (did you mean `{close[0]}`?)" if close else ""
 
 
 def load_builtin() -> None:

@@ -40,6 +40,9 @@ Exemptions (progress)
   answers or pages), though canonical signatures hide numbers (noise in *retries*).
 - Calls whose results are not recorded cannot show progress or its absence: they
   need Gemini CLI's 5 consecutive repeats (``warn_cycles + 2``).
+- A call the runtime cancelled before it ran (status ``cancelled``: Claude Code cancels
+  the siblings of a parallel call that failed) neither failed nor worked: it starts no
+  retry chain and ends none, and its result counts as not recorded.
 
 Severity
 --------
@@ -512,6 +515,15 @@ class RunawayLoop(Detector):
         if step.call_id:
             self._open.pop("c:" + step.call_id, None)
         call.status = step.status
+        if step.status == "cancelled":
+            # The runtime cancelled the call before it ran (a sibling of its parallel
+            # batch failed): no failure of its own, no success, and its error text is the
+            # runtime's, not a result. The call stays in the window, its result unknown.
+            if self._calls and self._calls[-1] is call:
+                if any(self._runs):
+                    return self._check_cycle(step)
+                call.checked = True
+            return []
         failed = step.status == "error"
         text = step.error if failed and step.error else step.result
         if text:

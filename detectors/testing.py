@@ -11,6 +11,7 @@ that advance, so a test reads like the trajectory it describes::
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from features.actions import tool_call_fields
@@ -102,27 +103,71 @@ class Session:
         error: str | None = None,
         idempotency_key: str | None = None,
         seconds: float = 1.0,
+        cancelled: bool = False,
     ) -> tuple[Step, Step]:
-        """A tool call and its result."""
+        """A tool call and its result. ``cancelled``: the runtime cancelled the call
+        before it ran (status ``cancelled``, ``error`` the runtime's text)."""
+        call = self.call(tool, arguments, idempotency_key=idempotency_key)
+        status = "cancelled" if cancelled else "ok" if ok else "error"
+        return call, self.result(call, status=status, result=result, error=error, seconds=seconds)
+
+    def call(self, tool: str, arguments: Any, *, idempotency_key: str | None = None) -> Step:
+        """A tool call alone; :meth:`result` gives its result."""
         self.calls += 1
-        call_id = f"call-{self.calls}"
-        call = self._step(
+        return self._step(
             StepKind.TOOL_CALL,
-            call_id=call_id,
+            call_id=f"call-{self.calls}",
             idempotency_key=idempotency_key,
             **tool_call_fields(tool, arguments),
         )
-        done = self._step(
+
+    def result(
+        self,
+        call: Step,
+        *,
+        status: str = "ok",
+        result: str | None = None,
+        error: str | None = None,
+        seconds: float = 1.0,
+    ) -> Step:
+        """The result of ``call``: status ``ok``, ``error`` or ``cancelled``."""
+        return self._step(
             StepKind.TOOL_RESULT,
             seconds,
-            tool=tool,
-            call_id=call_id,
-            status="ok" if ok else "error",
+            tool=call.tool,
+            call_id=call.call_id,
+            status=status,
             result=result,
             error=error,
             parent_step_id=call.step_id,
         )
-        return call, done
+
+    def batch(
+        self,
+        calls: Sequence[tuple[str, Any]],
+        *,
+        failed: int,
+        error: str = "Exit code 1",
+        cancelled_error: str = "Sibling tool call errored",
+    ) -> list[Step]:
+        """Parallel tool calls as Claude Code runs them: every call, then every result;
+        call ``failed`` errs with ``error`` and the runtime cancels its siblings (status
+        ``cancelled``, the runtime's ``cancelled_error`` kept as their error text).
+
+        >>> s = Session("b")
+        >>> steps = s.batch([("read_file", {"path": "a"}), ("bash", {"command": "no"})], failed=1)
+        >>> [f"{st.kind} {st.status}" for st in steps]
+        ['tool_call None', 'tool_call None', 'tool_result cancelled', 'tool_result error']
+        """
+        if not 0 <= failed < len(calls):
+            raise ValueError(f"failed must index calls (0..{len(calls) - 1}), got {failed}")
+        made = [self.call(tool, arguments) for tool, arguments in calls]
+        return made + [
+            self.result(c, status="error", error=error)
+            if i == failed
+            else self.result(c, status="cancelled", error=cancelled_error)
+            for i, c in enumerate(made)
+        ]
 
     def egress(
         self,

@@ -38,16 +38,22 @@ def tool_call_fields(tool: str | None, arguments: Any) -> dict[str, Any]:
     return {**fields, "detail": dict(detail)}
 
 
-def tool_result_fields(text: str | None, *, failed: bool) -> dict[str, Any]:
+def tool_result_fields(
+    text: str | None, *, failed: bool, cancelled: bool = False
+) -> dict[str, Any]:
     """The ``Step`` fields of a tool result from its output ``text``: the redacted head as
-    the result, and as the error too when the call ``failed``.
+    the result, and as the error too when the call ``failed``. A ``cancelled`` call (not
+    run: a sibling of its parallel batch failed, or the runtime aborted it) has status
+    ``cancelled`` and keeps the runtime's text as its error.
 
     >>> tool_result_fields("1 failed", failed=True)
     {'status': 'error', 'error': '1 failed', 'result': '1 failed'}
+    >>> tool_result_fields("aborted", failed=True, cancelled=True)["status"]
+    'cancelled'
     """
     return {
-        "status": "error" if failed else "ok",
-        "error": excerpt(text or "tool failed") if failed else None,
+        "status": "cancelled" if cancelled else "error" if failed else "ok",
+        "error": excerpt(text or "tool failed") if failed or cancelled else None,
         "result": excerpt(text) if text else None,
     }
 

@@ -270,8 +270,8 @@ class Policy:
             honoured.extend(hon)
         # require_before: a `requires` run in this call counts (pending its result)
         for i in rules.requires:
+            h.pending.append((step.call_id, seq, i, h.req_seq[i]))
             h.req_seq[i] = seq
-            h.pending.append((step.call_id, seq, i))
             del h.pending[:-8]
         for i in rules.actions:
             rule = self.require_before[i]
@@ -416,14 +416,19 @@ class Policy:
         if not h.pending:
             return
         keep = []
-        for call_id, seq, i in h.pending:
+        for call_id, seq, i, before in h.pending:
             if call_id is not None and call_id == step.call_id:
-                if step.status == "error" and self.require_before[i].must_pass:
+                if step.status == "cancelled":
+                    # cancelled before it ran: no run at all, the run before it stands
+                    # (unless that one has failed since)
+                    if h.req_seq[i] == seq:
+                        h.req_seq[i] = before if before > h.req_failed_seq[i] else -1
+                elif step.status == "error" and self.require_before[i].must_pass:
                     h.req_failed_seq[i] = seq
                     if h.req_seq[i] == seq:
                         h.req_seq[i] = -1
             else:
-                keep.append((call_id, seq, i))
+                keep.append((call_id, seq, i, before))
         h.pending = keep
 
     def _approval(self, step: Step, h: PolicyState) -> None:
@@ -580,7 +585,9 @@ class PolicyState:
     last_edit_seq: int = -1
     req_seq: list[int] = field(default_factory=list)
     req_failed_seq: list[int] = field(default_factory=list)
-    pending: list[tuple[str | None, int, int]] = field(default_factory=list)
+    pending: list[tuple[str | None, int, int, int]] = field(default_factory=list)
+    """``requires`` runs awaiting their result: (call id, seq, rule, the rule's req_seq
+    before the run)."""
     last_call_step_id: str | None = None
     last_call_hosts: tuple[str, ...] = ()
     tokens: float = 0.0

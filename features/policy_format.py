@@ -28,7 +28,8 @@ Rules (keys of the mapping; all optional)
 - ``[[require_before]]``: ``action`` regex needs an earlier ``requires`` regex call
   since the last edit (``since = "edit"``, default) or since the start
   (``since = "start"``); with ``must_pass = true`` (default) that call must not have
-  failed (status ``error``).
+  failed (status ``error``). A call the runtime cancelled before it ran (status
+  ``cancelled``) is no run: the one before it counts.
 - ``approval_tools``: regexes naming tools that *ask* for approval (their arguments quote
   the guarded command, so they are neither the action nor a violation). Default
   :data:`features.tool_view.DEFAULT_APPROVAL_TOOLS`.

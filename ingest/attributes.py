@@ -16,6 +16,7 @@ __all__ = [
     "AGENT_OPERATIONS",
     "GENAI_OPERATIONS",
     "MODEL_OPERATIONS",
+    "NOT_A_STEP",
     "OTHER_OPERATIONS",
     "TOOL_OPERATIONS",
     "first",
@@ -23,12 +24,17 @@ __all__ = [
     "first_str",
     "json_value",
     "positive_int",
+    "real_id",
 ]
 
 MODEL_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
 TOOL_OPERATIONS = frozenset({"execute_tool"})
 AGENT_OPERATIONS = frozenset({"invoke_agent", "invoke_workflow"})
-OTHER_OPERATIONS = frozenset({"embeddings", "create_agent"})
+NOT_A_STEP = "trajwatch.not_a_step"
+"""The operation :mod:`ingest.dialects` gives a span that stands for no step of its own
+(ADK's ``execute_tool (merged)`` summary of parallel calls, Claude Code's
+``claude_code.tool.execution`` child of a tool span): not even an error step."""
+OTHER_OPERATIONS = frozenset({"embeddings", "create_agent", NOT_A_STEP})
 """GenAI operations that are no step, whatever else the span carries (an embedding call
 has token counts, but it is not a model call of the agent's)."""
 GENAI_OPERATIONS = MODEL_OPERATIONS | TOOL_OPERATIONS | AGENT_OPERATIONS | OTHER_OPERATIONS
@@ -100,3 +106,19 @@ def positive_int(value: Any) -> int:
     [12, 0, 0, 0, 0, 0]
     """
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+_PLACEHOLDER_IDS = frozenset({"", "none", "null", "nil", "undefined", "n/a", "<not specified>"})
+"""Ids instrumentations write when they have none (ADK's ``"<not specified>"``, a Python
+``None`` or a JSON ``null`` turned into text): two calls with such an id are not one."""
+
+
+def real_id(value: str | None) -> str | None:
+    """``value`` unless it is missing or a placeholder for a missing id.
+
+    >>> [real_id(v) for v in ("call_1", "<not specified>", "None", " ", None)]
+    ['call_1', None, None, None, None]
+    """
+    if value is None or value.strip().lower() in _PLACEHOLDER_IDS:
+        return None
+    return value

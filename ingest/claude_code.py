@@ -8,8 +8,12 @@ parts that have stayed (field names from the transcripts of 2.0-2.1 releases and
 parsers that read them):
 
 - every line: ``type``, ``uuid``, ``parentUuid``, ``sessionId``, ``timestamp`` (RFC 3339),
-  ``cwd``, ``gitBranch``, ``version``; sub-agent lines ``isSidechain: true`` and
-  ``agentId`` (the sub-agent has a context window of its own);
+  ``cwd``, ``gitBranch``, ``version``; sub-agent lines ``isSidechain: true`` and, from 2.0,
+  ``agentId`` (the sub-agent has a context window of its own). Claude Code 1.0 wrote its
+  sub-agents *inline*, in the main file and without ``agentId``: there each sub-agent is
+  the tree of sidechain lines under one root (the sidechain user message, ``parentUuid``
+  null, that carries the prompt of the ``Task`` call which started it); the call whose
+  ``input.prompt`` is that message gives the sub-agent's description and type;
 - ``assistant`` lines hold one content block each of an API response (``message.id``
   shared, ``usage`` repeated as a running snapshot): the lines of one ``message.id``
   are **one** ``model_call`` (its largest usage counts; input tokens are the whole prompt:
@@ -18,9 +22,13 @@ parsers that read them):
   lines are ``error`` steps;
 - ``user`` lines: the first typed prompt of the main chain is the session's ``start``
   (its goal; ``cwd`` is the workspace), a sub-agent's first prompt its own ``start``;
-  later prompts ride on the next model call (``detail.user_message``); ``tool_result``
-  blocks are ``tool_result`` steps (``is_error`` → failed); ``isMeta`` lines (text the
-  tool injected) and interrupts are skipped;
+  later prompts ride on the next model call (``detail.user_message``); a slash command,
+  stored as ``<command-name>``/``<command-args>`` markup, is the prompt ``/name args``;
+  ``tool_result`` blocks are ``tool_result`` steps (``is_error`` → failed; the error
+  Claude Code gives the calls of a parallel batch it cancelled because a sibling failed,
+  ``<tool_use_error>Sibling tool call errored</tool_use_error>`` or, from 2.1.15x,
+  ``Cancelled: parallel tool call … errored``, → ``cancelled``); ``isMeta`` lines (text
+  the tool injected, such as a command's expanded body) and interrupts are skipped;
 - ``system`` lines: ``compact_boundary`` is an explicit ``compaction`` (``compactMetadata``
   ``preTokens``/``postTokens``/``trigger``; the summary from the ``isCompactSummary`` user
   line that follows), ``api_error`` an ``error``. A ``microcompact_boundary`` (old tool
@@ -36,6 +44,7 @@ Pure: no I/O.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -70,6 +79,15 @@ _METADATA = frozenset(
     }
 )
 _INTERRUPTED = "[Request interrupted by user"
+_COMMAND_TAG = re.compile(r"<command-(name|args)>(.*?)</command-\1>", re.DOTALL)
+_TOOL_USE_ERROR = re.compile(r"\s*<tool_use_error>(.*?)</tool_use_error>\s*", re.DOTALL)
+_CANCELLED = (
+    "Sibling tool call errored",  # 1.0-2.1.14x
+    "Cancelled: parallel tool call",  # 2.1.15x: "Cancelled: parallel tool call Bash(…) errored"
+    "Streaming fallback - tool execution discarded",  # the model fell back mid-response
+)
+"""How Claude Code's tool executor words the ``<tool_use_error>`` of a call it did not run
+(or stopped): a sibling in the same parallel batch failed, or the response was dropped."""
 
 
 def is_claude_code_line(obj: Any) -> bool:
@@ -110,6 +128,16 @@ class _Reader:
     prompt: dict[str, str] = field(default_factory=dict)
     """A context's latest typed prompt, for its next model call."""
     compaction: Draft | None = None
+    inline: _Inline = field(default_factory=lambda: _Inline({}, {}))
+
+
+@dataclass(frozen=True, slots=True)
+class _Inline:
+    """Claude Code 1.0's inline sub-agents: each sidechain line's sub-agent (the uuid of
+    its root), and what the ``Task`` call that started a sub-agent says of it."""
+
+    agent_of: Mapping[str, str]
+    task_of: Mapping[str, Mapping[str, str]]
 
 
 def transcript_drafts(
@@ -117,7 +145,7 @@ def transcript_drafts(
 ) -> tuple[list[Draft], list[tuple[str, str, Mapping[str, Any]]]]:
     """The drafts of a transcript's ``(location, line)`` pairs, in file order, and the
     lines that could not be read as ``(location, reason, line)``."""
-    reader = _Reader()
+    reader = _Reader(inline=_inline_subagents(lines))
     for location, line in lines:
         try:
             _read_line(reader, location, line)
@@ -137,7 +165,7 @@ def transcript_drafts(
 
 def _read_line(reader: _Reader, location: str, line: Mapping[str, Any]) -> None:
     kind = line.get("type")
-    if kind not in _CONVERSATION:
+    if not isinstance(kind, str) or kind not in _CONVERSATION:
         return  # titles, snapshots, progress, hooks: no step
     session = line.get("sessionId")
     if not isinstance(session, str) or not session:
@@ -146,7 +174,10 @@ def _read_line(reader: _Reader, location: str, line: Mapping[str, Any]) -> None:
     if not isinstance(uuid, str) or not uuid:
         raise DecodeError("uuid: a non-empty string is required")
     ts = parse_ts(line.get("timestamp"))
-    context = str(line.get("agentId") or "sidechain") if line.get("isSidechain") else "main"
+    context = "main"
+    if line.get("isSidechain"):
+        agent = line.get("agentId")
+        context = str(agent) if agent else reader.inline.agent_of.get(uuid, "sidechain")
     ref = f"{session}@{uuid}"
     common: dict[str, Any] = {
         "step_id": "",
@@ -265,7 +296,7 @@ def _user(
         return
     if line.get("isMeta"):
         return  # text the tool injected (skill bodies, caveats), not typed by a person
-    text = content if isinstance(content, str) else "\n".join(_block_texts(content))
+    text = _typed(content if isinstance(content, str) else "\n".join(_block_texts(content)))
     if not text or text.startswith(_INTERRUPTED):
         return
     if context in reader.started:
@@ -281,6 +312,7 @@ def _user(
                 detail[name] = value
     else:
         detail["agent_id"] = context
+        detail.update(reader.inline.task_of.get(context, {}))
     add(
         Step(kind=StepKind.START, text=excerpt(text), detail=detail, **common),
         "start" if main else None,
@@ -298,7 +330,8 @@ def _tool_result(block: Mapping[str, Any], common: dict[str, Any], add: Any, ind
         text = "\n".join(_block_texts(content)) or canonical_json(content)
     else:
         text = content if isinstance(content, str) else None
-    fields = tool_result_fields(text, failed=block.get("is_error") is True)
+    failed = block.get("is_error") is True
+    fields = tool_result_fields(text, failed=failed, cancelled=failed and _cancelled(text))
     step = Step(kind=StepKind.TOOL_RESULT, call_id=call_id, **fields, **common)
     add(step, f"tool_result/{call_id}", f":{index}")
 
@@ -336,3 +369,100 @@ def _block_texts(blocks: Any) -> list[str]:
         for b in blocks
         if isinstance(b, Mapping) and b.get("type") == "text" and isinstance(b.get("text"), str)
     ]
+
+
+def _cancelled(text: str | None) -> bool:
+    """Whether a failed call's result is Claude Code's word that it did not run it."""
+    found = _TOOL_USE_ERROR.fullmatch(text or "")
+    return found is not None and found.group(1).strip().startswith(_CANCELLED)
+
+
+def _typed(text: str) -> str:
+    """A prompt as the person typed it: a slash command, which Claude Code stores as
+    ``<command-message>``/``<command-name>``/``<command-args>`` markup, as ``/name args``.
+
+    >>> _typed("<command-message>review is running…</command-message>\\n"
+    ...        "<command-name>/review</command-name>\\n<command-args>src/app.py</command-args>")
+    '/review src/app.py'
+    """
+    if "<command-name>" not in text:
+        return text
+    tags = dict(_COMMAND_TAG.findall(text))
+    name = tags.get("name", "").strip()
+    if not name:
+        return text
+    command = name if name.startswith("/") else f"/{name}"
+    arguments = tags.get("args", "").strip()
+    return f"{command} {arguments}" if arguments else command
+
+
+def _inline_subagents(lines: Sequence[tuple[str, Mapping[str, Any]]]) -> _Inline:
+    """Group the sidechain lines that carry no ``agentId`` by the root of their
+    ``parentUuid`` chain (the topmost sidechain ancestor), and link each root to the tool
+    call whose ``input.prompt`` it carries. Linear in the lines; cycles are cut."""
+    parent: dict[str, str | None] = {}
+    prompts: dict[str, str] = {}
+    calls: dict[str, list[dict[str, str]]] = {}
+    for _, line in lines:
+        message = line.get("message")
+        content = message.get("content") if isinstance(message, Mapping) else None
+        uuid = line.get("uuid")
+        if line.get("isSidechain") and not line.get("agentId") and isinstance(uuid, str):
+            up = line.get("parentUuid")
+            parent[uuid] = up if isinstance(up, str) else None
+            if line.get("type") == "user":
+                text = content if isinstance(content, str) else "\n".join(_block_texts(content))
+                if text:
+                    prompts[uuid] = text
+        if line.get("type") == "assistant" and isinstance(content, list):
+            for block in content:
+                task = _task_call(block)
+                if task is not None:
+                    calls.setdefault(task.pop("prompt"), []).append(task)
+    agent_of = _roots(parent)
+    task_of: dict[str, Mapping[str, str]] = {}
+    for root in dict.fromkeys(agent_of.values()):
+        waiting = calls.get(prompts.get(root, ""))
+        if waiting:
+            task_of[root] = waiting.pop(0)
+    return _Inline(agent_of, task_of)
+
+
+def _task_call(block: Any) -> dict[str, str] | None:
+    """What a tool call that hands a sub-agent its prompt says of it."""
+    if not isinstance(block, Mapping) or block.get("type") != "tool_use":
+        return None
+    arguments = block.get("input")
+    if not isinstance(arguments, Mapping) or not isinstance(arguments.get("prompt"), str):
+        return None
+    task = {"prompt": arguments["prompt"]}
+    for key, value in (
+        ("task_call_id", block.get("id")),
+        ("description", arguments.get("description")),
+        ("subagent_type", arguments.get("subagent_type")),
+    ):
+        if isinstance(value, str) and value:
+            task[key] = value
+    return task
+
+
+def _roots(parent: Mapping[str, str | None]) -> dict[str, str]:
+    """Each node's root: the first ancestor whose parent is not a node (or closes a cycle).
+    Every node is walked once; later walks stop at a node already rooted."""
+    root: dict[str, str] = {}
+    for start in parent:
+        path: list[str] = []
+        seen: set[str] = set()
+        node = start
+        while node not in root:
+            path.append(node)
+            seen.add(node)
+            up = parent[node]
+            if up is None or up not in parent or up in seen:
+                root[node] = node
+                break
+            node = up
+        top = root[node]
+        for visited in path:
+            root[visited] = top
+    return root

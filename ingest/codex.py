@@ -10,22 +10,36 @@ Codex keeps each session as JSON lines in
 - ``turn_context``: the ``model`` of the calls that follow, ``approval_policy`` and
   ``sandbox_policy``;
 - ``event_msg`` ``user_message``: the first is the session's ``start`` and goal, later ones
-  ride on the next model call (``detail.user_message``); ``token_count``: one model call
-  (``last_token_usage``: input tokens, cached ones included, and output tokens with the
-  reasoning ones), placed before the items of its response; a ``token_count`` whose
-  ``total_token_usage`` did not change is a repeat Codex writes (rate-limit refreshes),
-  not a call; ``error``: an ``error`` step;
-- ``response_item``: ``function_call`` (``arguments`` a JSON string), ``custom_tool_call``
-  (``apply_patch``'s patch as ``input``), ``local_shell_call`` (an argv and its working
-  directory) and ``web_search_call`` are ``tool_call`` steps; ``function_call_output`` /
-  ``custom_tool_call_output`` their ``tool_result`` (a shell's exit code, from the JSON
-  ``metadata.exit_code`` or the ``Exit code: N`` header, fails the call when non-zero);
-  assistant ``message`` text is the model call's output;
+  ride on the next model call (``detail.user_message``); ``error``: an ``error`` step;
+- ``response_item``: the items of one model response (``reasoning``, assistant
+  ``message``, tool calls) are **one** ``model_call``, placed before them at the first
+  one's time; an input item (a ``user``/``developer`` message, a tool output) or a turn
+  boundary (``task_started``, ``task_complete``, ``turn_aborted``) ends the response.
+  This holds whether or not the rollout has ``token_count`` events (Codex Desktop writes
+  none); where it has, a ``token_count`` is the usage of the latest response
+  (``last_token_usage``: ``input_tokens``, cached ones included; ``output_tokens``,
+  reasoning ones included), or a call of its own when that response already has one; a
+  ``token_count`` whose ``total_token_usage`` did not change is a repeat Codex writes
+  (rate-limit refreshes), not a call;
+- tool calls (the ``ResponseItem`` variants of ``codex-rs/protocol/src/models.rs``):
+  ``function_call`` (``arguments`` a JSON string), ``custom_tool_call`` (``apply_patch``'s
+  patch as ``input``), ``local_shell_call`` (an argv and its working directory),
+  ``tool_search_call``, and ``web_search_call`` / ``image_generation_call`` (run by the
+  API: their ``action`` / ``revised_prompt`` are the arguments, no output item follows)
+  are ``tool_call`` steps; ``function_call_output`` / ``custom_tool_call_output`` /
+  ``tool_search_output`` their ``tool_result`` (a shell's exit code, from the JSON
+  ``metadata.exit_code`` or the ``Exit code: N`` / ``Process exited with code N`` header,
+  fails the call when non-zero; the output Codex writes for a call it did not run to its
+  end, ``aborted`` or ``aborted by user …``, makes the result ``cancelled``); assistant
+  ``message`` text is the model call's output;
 - ``compacted``: an explicit ``compaction`` with its summary.
 
-Older rollouts without the envelope (bare items) carry no usage and no user events and
-are not read. A rollout is delivered whole and put in event-time order, like a Claude
-Code transcript; a line that cannot be read is a dead letter, the rest is kept. Pure.
+Other line, event and item types (``agent_message`` events repeat the assistant
+message; ghost snapshots, exec and patch events, …) carry no step and are skipped; a line
+that is not the envelope, or whose known item lacks a required field, is a dead letter
+with the reason, and the rest of the file is kept. Older rollouts without the envelope
+(bare items) carry no usage and no user events and are not read. A rollout is delivered
+whole and put in event-time order, like a Claude Code transcript. Pure.
 """
 
 from __future__ import annotations
@@ -48,7 +62,36 @@ __all__ = ["AGENT", "SOURCE", "is_codex_line", "rollout_drafts"]
 
 SOURCE = "codex"
 AGENT = "codex"
-_EXIT_RE = re.compile(r"^Exit code: (-?\d+)", re.MULTILINE)
+_EXIT_RE = re.compile(r"^(?:Exit code:|Process exited with code) (-?\d+)", re.MULTILINE)
+"""A shell's exit code in the header of its freeform output (``Exit code: 1`` of the shell
+tool, ``Process exited with code 1`` of ``exec_command``/``write_stdin``), before
+``Output:``."""
+_ABORTED = re.compile(r"(?:Wall time: [0-9.]+ seconds\n)?aborted(?: by user(?: after [0-9.]+s)?)?")
+"""The output Codex writes for a call it did not run to its end: ``aborted`` for a call
+left without output (``normalize`` of the history), ``aborted by user after 1.5s`` or,
+for a shell, ``Wall time: 1.5 seconds`` / ``aborted by user`` when the turn was
+interrupted (``AbortedToolOutput``)."""
+_CALL_ITEMS = frozenset(
+    {
+        "function_call",
+        "custom_tool_call",
+        "local_shell_call",
+        "web_search_call",
+        "tool_search_call",
+        "image_generation_call",
+    }
+)
+_OUTPUT_ITEMS = frozenset({"function_call_output", "custom_tool_call_output", "tool_search_output"})
+_TURN_EVENTS = frozenset(
+    {
+        "user_message",
+        "task_started",
+        "turn_started",
+        "task_complete",
+        "turn_complete",
+        "turn_aborted",
+    }
+)
 _SESSION_IN_NAME = re.compile(
     r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})", re.IGNORECASE
 )
@@ -67,6 +110,16 @@ def is_codex_line(obj: Any) -> bool:
 
 
 @dataclass(slots=True)
+class _ModelCall:
+    """One model response: its items so far, and its usage once a ``token_count`` gave it."""
+
+    draft: Draft
+    texts: list[str] = field(default_factory=list)
+    counted: bool = False
+    end_ts: int = 0
+
+
+@dataclass(slots=True)
 class _Rollout:
     session: str
     drafts: list[Draft] = field(default_factory=list)
@@ -75,11 +128,11 @@ class _Rollout:
     workspace: dict[str, Any] = field(default_factory=dict)
     started: bool = False
     prompt: str | None = None
-    response_at: int | None = None
-    """Where the current response's first item sits in ``drafts``: its model call goes there."""
-    texts: list[str] = field(default_factory=list)
+    calls: list[_ModelCall] = field(default_factory=list)
+    open: _ModelCall | None = None
+    """The response whose items are being read: none once an input item or a turn
+    boundary was seen (the next output item begins another response)."""
     total: Any = None
-    calls: int = 0
 
 
 def rollout_drafts(
@@ -95,6 +148,9 @@ def rollout_drafts(
             _read_line(rollout, location, line)
         except DecodeError as exc:
             rollout.rejects.append((location, exc.reason, line))
+    for call in rollout.calls:
+        text = excerpt("\n".join(call.texts)) if call.texts else None
+        call.draft.step = call.draft.step.with_(text=text, end_ts=call.end_ts)
     if session is None and rollout.drafts:
         raise DecodeError("session_meta.id: no session id in the rollout or its file name")
     return rollout.drafts, rollout.rejects
@@ -127,12 +183,15 @@ def _read_line(rollout: _Rollout, location: str, line: Mapping[str, Any]) -> Non
         "source_ref": ref,
     }
 
-    def add(step: Step, natural: str | None = None, at: int | None = None) -> None:
-        draft = Draft(step=step, fallback_id=ref, natural_key=natural, session_hint=rollout.session)
-        if at is None:
-            rollout.drafts.append(draft)
-        else:
-            rollout.drafts.insert(at, draft)
+    def add(step: Step, natural: str | None = None, suffix: str = "") -> Draft:
+        draft = Draft(
+            step=step,
+            fallback_id=ref + suffix,
+            natural_key=natural,
+            session_hint=rollout.session,
+        )
+        rollout.drafts.append(draft)
+        return draft
 
     if kind == "session_meta":
         git = payload.get("git")
@@ -162,10 +221,15 @@ def _read_line(rollout: _Rollout, location: str, line: Mapping[str, Any]) -> Non
             **common,
         )
         add(step)
+    # other line types (newer releases add some) carry no step: skipped, not dead letters
 
 
 def _event(rollout: _Rollout, payload: Mapping[str, Any], common: dict[str, Any], add: Any) -> None:
     kind = payload.get("type")
+    if not isinstance(kind, str):
+        return  # not an event this reader knows
+    if kind in _TURN_EVENTS:
+        rollout.open = None
     if kind == "user_message":
         text = payload.get("message")
         if not isinstance(text, str) or not text.strip():
@@ -177,98 +241,138 @@ def _event(rollout: _Rollout, payload: Mapping[str, Any], common: dict[str, Any]
         facts = {"subagent": False, **rollout.workspace}
         add(Step(kind=StepKind.START, text=excerpt(text), detail=facts, **common), "start")
     elif kind == "token_count":
-        info = payload.get("info")
-        if not isinstance(info, Mapping):
-            return
-        total, last = info.get("total_token_usage"), info.get("last_token_usage")
-        if total == rollout.total or not isinstance(last, Mapping):
-            return  # the same count written again: no new call
-        rollout.total = total
-        rollout.calls += 1
-        detail: dict[str, Any] = {}
-        if rollout.prompt:
-            detail["user_message"] = excerpt(rollout.prompt, 4096)
-            rollout.prompt = None
-        window = info.get("model_context_window")
-        if isinstance(window, int):
-            detail["context_window"] = window
-        step = Step(
-            kind=StepKind.MODEL_CALL,
-            model=rollout.model,
-            tokens_in=positive_int(last.get("input_tokens")) or None,
-            tokens_out=(
-                positive_int(last.get("output_tokens"))
-                + positive_int(last.get("reasoning_output_tokens"))
-            )
-            or None,
-            text=excerpt("\n".join(rollout.texts)) if rollout.texts else None,
-            status="ok",
-            detail=detail,
-            **common,
-        )
-        at = rollout.response_at
-        if at is not None:  # before the items of its response, at the first one's time
-            step = step.with_(ts=rollout.drafts[at].step.ts, end_ts=common["ts"])
-        add(step, None, at)
-        rollout.response_at, rollout.texts = None, []
+        _token_count(rollout, payload, common, add)
     elif kind == "error":
         message = payload.get("message")
         text = message if isinstance(message, str) else canonical_json(message)
         add(Step(kind=StepKind.ERROR, status="error", error=excerpt(text), **common))
 
 
+def _token_count(
+    rollout: _Rollout, payload: Mapping[str, Any], common: dict[str, Any], add: Any
+) -> None:
+    """The usage of the latest response, if it has none yet; else a call of its own (a
+    request whose response left no item, such as a compaction's)."""
+    info = payload.get("info")
+    if not isinstance(info, Mapping):
+        return
+    total, last = info.get("total_token_usage"), info.get("last_token_usage")
+    if total == rollout.total or not isinstance(last, Mapping):
+        return  # the same count written again (a rate-limit refresh): no new call
+    rollout.total = total
+    usage: dict[str, Any] = {
+        # input_tokens counts the cached ones; output_tokens the reasoning ones (Codex's
+        # TokenUsage: total_tokens = input_tokens + output_tokens)
+        "tokens_in": positive_int(last.get("input_tokens")) or None,
+        "tokens_out": positive_int(last.get("output_tokens")) or None,
+    }
+    window = positive_int(info.get("model_context_window"))
+    latest = rollout.calls[-1] if rollout.calls else None
+    if latest is None or latest.counted:
+        latest = _model_call(rollout, common, add)
+    step = latest.draft.step
+    detail = {**step.detail, "context_window": window} if window else step.detail
+    # a counted call is identified by its token_count line, as it was before model calls
+    # came from the response items: replaying an older store again adds no twin
+    ref = common["source_ref"]
+    latest.draft.step = step.with_(detail=detail, source_ref=ref, **usage)
+    latest.draft.fallback_id = ref
+    latest.counted, latest.end_ts = True, common["ts"]
+    rollout.open = None  # the count closes its response: a later item begins the next
+
+
+def _model_call(rollout: _Rollout, common: dict[str, Any], add: Any) -> _ModelCall:
+    detail: dict[str, Any] = {}
+    if rollout.prompt:
+        detail["user_message"] = excerpt(rollout.prompt, 4096)
+        rollout.prompt = None
+    step = Step(kind=StepKind.MODEL_CALL, model=rollout.model, status="ok", detail=detail, **common)
+    call = _ModelCall(add(step, None, ":model"), end_ts=common["ts"])
+    rollout.calls.append(call)
+    return call
+
+
+def _respond(rollout: _Rollout, common: dict[str, Any], add: Any) -> _ModelCall:
+    """The model call an output item belongs to: the open response's, else a new one,
+    placed before its first item and at that item's time."""
+    call = rollout.open
+    if call is None:
+        call = rollout.open = _model_call(rollout, common, add)
+    if not call.counted:
+        call.end_ts = max(call.end_ts, common["ts"])
+    return call
+
+
 def _item(rollout: _Rollout, payload: Mapping[str, Any], common: dict[str, Any], add: Any) -> None:
     kind = payload.get("type")
+    if not isinstance(kind, str):
+        return  # not an item this reader knows
     if kind == "message":
         if payload.get("role") == "assistant":
-            _respond(rollout)
-            rollout.texts.extend(_texts(payload.get("content")))
-        return
-    if kind == "reasoning":
-        _respond(rollout)
-        return
-    call_id = payload.get("call_id")
-    if kind in ("function_call", "custom_tool_call", "local_shell_call", "web_search_call"):
-        _respond(rollout)
-        arguments: Any
-        if kind == "local_shell_call":
-            action = payload.get("action")
-            action = action if isinstance(action, Mapping) else {}
-            name = "local_shell"
-            arguments = {
-                "command": action.get("command"),
-                "workdir": action.get("working_directory"),
-            }
-        elif kind == "web_search_call":
-            name, arguments = "web_search", payload.get("action")
-        else:
-            named = payload.get("name")
-            if not isinstance(named, str) or not named:
-                raise DecodeError(f"{kind}.name: a non-empty string is required")
-            name = named
-            raw = payload.get("arguments" if kind == "function_call" else "input")
-            arguments = json_value(raw) if kind == "function_call" else {"input": raw}
-        has_id = isinstance(call_id, str) and bool(call_id)
+            _respond(rollout, common, add).texts.extend(_texts(payload.get("content")))
+        else:  # user, developer, system: input of the next request
+            rollout.open = None
+    elif kind == "reasoning":
+        _respond(rollout, common, add)
+    elif kind in _CALL_ITEMS:
+        _respond(rollout, common, add)
+        name, arguments, call_id = _call(kind, payload)
         step = Step(
-            kind=StepKind.TOOL_CALL,
-            call_id=call_id if has_id else None,
-            **tool_call_fields(name, arguments),
-            **common,
+            kind=StepKind.TOOL_CALL, call_id=call_id, **tool_call_fields(name, arguments), **common
         )
-        add(step, f"tool_call/{call_id}" if has_id else None)
-    elif kind in ("function_call_output", "custom_tool_call_output"):
-        if not isinstance(call_id, str) or not call_id:
+        add(step, f"tool_call/{call_id}" if call_id else None)
+    elif kind in _OUTPUT_ITEMS:
+        rollout.open = None
+        call_id = payload.get("call_id")
+        if kind == "tool_search_output":
+            call_id = call_id if isinstance(call_id, str) and call_id else None
+            text, failed = _tool_names(payload.get("tools")), False
+        elif not isinstance(call_id, str) or not call_id:
             raise DecodeError(f"{kind}.call_id: a non-empty string is required")
-        text, failed = _output(payload.get("output"))
-        fields = tool_result_fields(text, failed=failed)
+        else:
+            text, failed = _output(payload.get("output"))
+        cancelled = text is not None and _ABORTED.fullmatch(text.strip()) is not None
+        fields = tool_result_fields(text, failed=failed, cancelled=cancelled)
         step = Step(kind=StepKind.TOOL_RESULT, call_id=call_id, **fields, **common)
-        add(step, f"tool_result/{call_id}")
+        add(step, f"tool_result/{call_id}" if call_id else None)
+    # ghost snapshots, compaction items (the ``compacted`` line is the compaction),
+    # inter-agent messages, tool lists and unknown items: no step
 
 
-def _respond(rollout: _Rollout) -> None:
-    """Note where the current model response's items begin."""
-    if rollout.response_at is None:
-        rollout.response_at = len(rollout.drafts)
+def _call(kind: str, payload: Mapping[str, Any]) -> tuple[str, Any, str | None]:
+    """(tool name, arguments, call id) of a tool-call response item."""
+    call_id = payload.get("call_id")
+    if kind == "local_shell_call":
+        action = payload.get("action")
+        action = action if isinstance(action, Mapping) else {}
+        name = "local_shell"
+        arguments: Any = {
+            "command": action.get("command"),
+            "workdir": action.get("working_directory"),
+        }
+    elif kind == "web_search_call":  # run by the API: no output item follows
+        name, arguments, call_id = "web_search", payload.get("action"), payload.get("id")
+    elif kind == "image_generation_call":  # likewise; its result is the image itself
+        name, call_id = "image_generation", payload.get("id")
+        arguments = {"revised_prompt": payload.get("revised_prompt")}
+    elif kind == "tool_search_call":
+        name, arguments = "tool_search", payload.get("arguments")
+    else:
+        named = payload.get("name")
+        if not isinstance(named, str) or not named:
+            raise DecodeError(f"{kind}.name: a non-empty string is required")
+        name = named
+        raw = payload.get("arguments" if kind == "function_call" else "input")
+        arguments = json_value(raw) if kind == "function_call" else {"input": raw}
+    return name, arguments, call_id if isinstance(call_id, str) and call_id else None
+
+
+def _tool_names(tools: Any) -> str | None:
+    """A tool search's output: the names of the tools it found."""
+    if not isinstance(tools, list):
+        return None
+    names = [t.get("name") for t in tools if isinstance(t, Mapping)]
+    return ", ".join(n for n in names if isinstance(n, str)) or canonical_json(tools)
 
 
 def _output(value: Any) -> tuple[str | None, bool]:
@@ -288,7 +392,7 @@ def _output(value: Any) -> tuple[str | None, bool]:
         output = parsed.get("output")
         text = output if isinstance(output, str) else value
         return text, isinstance(code, int) and code != 0
-    found = _EXIT_RE.search(value[:200])
+    found = _EXIT_RE.search(value[:300].split("\nOutput:", 1)[0])
     return value, bool(found and int(found.group(1)) != 0)
 
 

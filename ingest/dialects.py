@@ -7,8 +7,10 @@ the same thing in those conventions (``gen_ai.operation.name``, ``gen_ai.tool.na
 ``gen_ai.output.messages``, ``gen_ai.usage.*``), so
 :mod:`ingest.semconv` has one mapping to keep. Attributes the span already carries win:
 a dialect only fills what is missing (the operation name is replaced only where the
-dialect's own value is not a GenAI operation, as LangSmith's ``chain``). A span with no
-dialect marker is returned as it is, after one set intersection.
+dialect's own value is not a GenAI operation, as LangSmith's ``chain``, or where the span
+stands for no step: :data:`~ingest.attributes.NOT_A_STEP`). A span with no dialect marker
+is returned as it is, after one set intersection. :func:`restate` does the same for a
+batch, and folds in what one span says about another.
 
 Dialects, each as its library writes it (the attribute names come from the libraries'
 sources; tests/test_dialects.py builds spans of each shape with the OpenTelemetry SDK):
@@ -36,6 +38,22 @@ sources; tests/test_dialects.py builds spans of each shape with the OpenTelemetr
   ``agent run`` spans with ``agent_name``, and at every version the run's messages in
   ``pydantic_ai.all_messages``; the OpenAI Agents SDK through Logfire: ``Function: …``
   spans with ``name``/``input``/``output``.
+- **Google ADK** (scope ``gcp.vertex.agent``): ``execute_tool`` spans with the arguments
+  and response in ``gcp.vertex.agent.tool_call_args``/``tool_response`` (a response that
+  is not a dict wrapped as ``{"result": …}``), ``call_llm`` with the ``LlmRequest``
+  (``{model, config: {system_instruction}, contents: [{role, parts: [{text}]}]}``) and
+  ``LlmResponse`` (``{content: {parts}, finish_reason, model_version}``) as JSON in
+  ``gcp.vertex.agent.llm_request``/``llm_response``; ``execute_tool (merged)`` (tool
+  ``(merged tools)``) repeats the parallel calls it merges and is no call.
+- **Claude Code**'s own spans (scope ``com.anthropic.claude_code.tracing``, behind
+  ``CLAUDE_CODE_ENHANCED_TELEMETRY_BETA``): ``claude_code.interaction`` (one user turn,
+  ``user_prompt``), ``claude_code.llm_request`` (``model``, ``input_tokens``,
+  ``cache_read_tokens``, ``cache_creation_tokens``, ``output_tokens``, ``stop_reason``,
+  ``success``/``error``), ``claude_code.tool`` (``tool_name``, ``tool_use_id``,
+  ``tool_input`` or ``full_command``/``file_path``, a ``tool.output`` event with
+  ``output``/``diff``/``content``) and its children ``claude_code.tool.execution``
+  (``success``/``error``) and ``claude_code.tool.blocked_on_user``. Content Claude Code
+  did not log is written ``<REDACTED>``: read as absent.
 
 The session attributes of these dialects (LangSmith's thread metadata, the AI SDK's
 ``ai.telemetry.metadata.sessionId``, OpenLLMetry's association property) are read by
@@ -52,13 +70,13 @@ from __future__ import annotations
 import ast
 import dataclasses
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ingest.attributes import GENAI_OPERATIONS, first, json_value
+from ingest.attributes import GENAI_OPERATIONS, NOT_A_STEP, first, json_value, positive_int
 from ingest.spans import STATUS_ERROR, SpanRecord
 
-__all__ = ["to_genai"]
+__all__ = ["restate", "to_genai"]
 
 _MARKERS = frozenset(
     {
@@ -72,9 +90,15 @@ _MARKERS = frozenset(
         "gen_ai.prompt.0.content",
         "gen_ai.completion.0.role",
         "gen_ai.completion.0.content",
+        "gcp.vertex.agent.tool_call_args",
+        "gcp.vertex.agent.tool_response",
+        "gcp.vertex.agent.llm_request",
+        "gcp.vertex.agent.llm_response",
     }
 )
 _MARKED_NAMES = frozenset({"running tool", "agent run"})
+_CLAUDE_CODE = "claude_code."
+"""The prefix of Claude Code's span names (scope ``com.anthropic.claude_code.tracing``)."""
 
 _MAX_MESSAGES = 256
 """Flattened messages read per span (``gen_ai.prompt.{i}.*``): a bound, not a limit met."""
@@ -99,7 +123,7 @@ def to_genai(span: SpanRecord) -> SpanRecord:
     if (
         _MARKERS.isdisjoint(attrs)
         and name not in _MARKED_NAMES
-        and not name.startswith("Function: ")
+        and not name.startswith(("Function: ", _CLAUDE_CODE))
     ):
         return span
     out: dict[str, Any] = {}
@@ -108,19 +132,47 @@ def to_genai(span: SpanRecord) -> SpanRecord:
     failed |= _langsmith(span, attrs, out)
     _vercel(span, attrs, out)
     _pydantic_ai(span, attrs, out)
+    _adk(span, attrs, out)
+    error = _claude_code(span, attrs, out)
     _flattened_messages(attrs, out)
-    if not out and not failed:
+    if not out and not failed and error is None:
         return span
     merged = {**attrs, **out}
-    if failed and span.status_code != STATUS_ERROR:
-        error = merged.get("gen_ai.tool.call.result")
-        return dataclasses.replace(
-            span,
-            attributes=merged,
-            status_code=STATUS_ERROR,
-            status_message=error if isinstance(error, str) else "tool error",
-        )
+    if failed and error is None:
+        result = merged.get("gen_ai.tool.call.result")
+        error = result if isinstance(result, str) else "tool error"
+    if error is not None:
+        return _failed(dataclasses.replace(span, attributes=merged), error)
     return dataclasses.replace(span, attributes=merged)
+
+
+def restate(spans: Iterable[SpanRecord]) -> list[SpanRecord]:
+    """A batch of spans, each through :func:`to_genai`, with what one span says about
+    another folded in: a failed ``claude_code.tool.execution`` fails its parent tool
+    span (Claude Code reports the outcome of running a tool on that child). The two are
+    exported together (a parent ends after its children, in the same batch); a child
+    whose parent is elsewhere still says nothing on its own."""
+    batch = [to_genai(span) for span in spans]
+    outcomes: dict[str, str] = {}
+    for span in batch:
+        if span.name == "claude_code.tool.execution" and span.parent_span_id:
+            error = _execution_error(span)
+            if error is not None:
+                outcomes[span.parent_span_id] = error
+    if not outcomes:
+        return batch
+    return [
+        _failed(span, outcomes[span.span_id])
+        if span.span_id in outcomes and span.status_code != STATUS_ERROR
+        else span
+        for span in batch
+    ]
+
+
+def _failed(span: SpanRecord, error: str) -> SpanRecord:
+    if span.status_code == STATUS_ERROR:
+        return span
+    return dataclasses.replace(span, status_code=STATUS_ERROR, status_message=error)
 
 
 # -- the dialects ------------------------------------------------------------------------
@@ -259,6 +311,135 @@ def _pydantic_ai(span: SpanRecord, attrs: Mapping[str, Any], out: dict[str, Any]
     messages = attrs.get("pydantic_ai.all_messages")
     if messages is not None:  # the run's messages, OTel-shaped ({role, parts})
         _put(out, attrs, "gen_ai.input.messages", messages)
+
+
+def _adk(span: SpanRecord, attrs: Mapping[str, Any], out: dict[str, Any]) -> None:
+    """Google ADK (``gcp.vertex.agent``): a tool's arguments and response in
+    ``…tool_call_args``/``…tool_response``; ``call_llm``'s request and response (the
+    ``LlmRequest`` ``{model, config, contents}`` and ``LlmResponse`` as JSON) in
+    ``…llm_request``/``…llm_response``; ``execute_tool (merged)`` (tool name
+    ``(merged tools)``) only repeats the parallel calls it merges."""
+    if "gcp.vertex.agent.tool_call_args" in attrs or "gcp.vertex.agent.tool_response" in attrs:
+        if attrs.get("gen_ai.tool.name") == "(merged tools)":
+            out["gen_ai.operation.name"] = NOT_A_STEP
+            return
+        arguments = json_value(attrs.get("gcp.vertex.agent.tool_call_args"))
+        _put(out, attrs, "gen_ai.tool.call.arguments", arguments or None)
+        response = json_value(attrs.get("gcp.vertex.agent.tool_response"))
+        # ADK wraps a response that is not a dict as {"result": value}; it writes
+        # "<not specified>" when the call had no response event
+        if isinstance(response, Mapping) and set(response) == {"result"}:
+            response = response["result"]
+        if response != "<not specified>":
+            _put(out, attrs, "gen_ai.tool.call.result", response or None)
+        return
+    request = json_value(attrs.get("gcp.vertex.agent.llm_request"))
+    if not isinstance(request, Mapping) or not request:
+        return
+    if attrs.get("gen_ai.operation.name") not in GENAI_OPERATIONS:
+        out["gen_ai.operation.name"] = "generate_content"
+    contents = request.get("contents")
+    messages = [
+        {
+            "role": "assistant" if c.get("role") == "model" else c.get("role") or "user",
+            "content": _parts_text(c.get("parts")) or "",
+        }
+        for c in (contents if isinstance(contents, list) else [])[:_MAX_MESSAGES]
+        if isinstance(c, Mapping)
+    ]
+    _put(out, attrs, "gen_ai.input.messages", messages or None)
+    config = request.get("config")
+    if isinstance(config, Mapping):
+        _put(out, attrs, "gen_ai.system_instructions", _text(config.get("system_instruction")))
+    response = json_value(attrs.get("gcp.vertex.agent.llm_response"))
+    if isinstance(response, Mapping):
+        content = response.get("content")
+        if isinstance(content, Mapping):
+            _put_output(out, attrs, _parts_text(content.get("parts")))
+        _put(out, attrs, "gen_ai.response.model", _text(response.get("model_version")))
+        finish = _text(response.get("finish_reason"))
+        _put(out, attrs, "gen_ai.response.finish_reasons", [finish.lower()] if finish else None)
+
+
+def _claude_code(span: SpanRecord, attrs: Mapping[str, Any], out: dict[str, Any]) -> str | None:
+    """Claude Code's own spans (``CLAUDE_CODE_ENHANCED_TELEMETRY_BETA``), which carry no
+    GenAI operation: ``claude_code.interaction`` (one user turn: ``user_prompt``),
+    ``claude_code.llm_request`` (``model``, ``input_tokens``, ``cache_read_tokens``,
+    ``cache_creation_tokens``, ``output_tokens``, ``stop_reason``, ``success``/``error``),
+    ``claude_code.tool`` (``tool_name``, ``tool_use_id``, the input as ``tool_input`` or
+    as ``full_command``/``file_path``, the output in a ``tool.output`` event) and its
+    children ``claude_code.tool.execution`` (``success``/``error``, folded into the tool
+    by :func:`restate`) and ``claude_code.tool.blocked_on_user`` (the permission wait).
+    The session is ``session.id``, on every span. Returns the failure the span reports."""
+    name = span.name
+    if not name.startswith(_CLAUDE_CODE):
+        return None
+    if name == "claude_code.interaction":
+        _operation(out, attrs, "invoke_agent")
+        _put_goal(out, attrs, _unredacted(attrs.get("user_prompt")))
+        return None
+    if name == "claude_code.llm_request":
+        _operation(out, attrs, "chat")
+        _put(out, attrs, "gen_ai.request.model", _text(attrs.get("model")))
+        # the whole prompt, as ingest.claude_code counts it for transcripts: the
+        # uncached input is often a handful of tokens beside 80k read from the cache
+        prompt = sum(
+            positive_int(attrs.get(k))
+            for k in ("input_tokens", "cache_read_tokens", "cache_creation_tokens")
+        )
+        _put(out, attrs, "gen_ai.usage.input_tokens", prompt or None)
+        _put(out, attrs, "gen_ai.usage.output_tokens", attrs.get("output_tokens"))
+        stop = _text(attrs.get("stop_reason"))
+        _put(out, attrs, "gen_ai.response.finish_reasons", [stop] if stop else None)
+        return _outcome_error(attrs)
+    if name == "claude_code.tool":
+        _operation(out, attrs, "execute_tool")
+        _put(out, attrs, "gen_ai.tool.name", _text(attrs.get("tool_name")))
+        _put(out, attrs, "gen_ai.tool.call.id", _text(attrs.get("tool_use_id")))
+        _put(out, attrs, "gen_ai.tool.call.arguments", _claude_tool_input(attrs))
+        _put(out, attrs, "gen_ai.tool.call.result", _claude_tool_output(span))
+        return _outcome_error(attrs)
+    if name in ("claude_code.tool.execution", "claude_code.tool.blocked_on_user"):
+        out["gen_ai.operation.name"] = NOT_A_STEP
+    return None
+
+
+def _claude_tool_input(attrs: Mapping[str, Any]) -> Any:
+    entered = json_value(_unredacted(attrs.get("tool_input")))
+    if entered:
+        return entered
+    command = _unredacted(attrs.get("full_command"))
+    if command:
+        return {"command": command}
+    path = _unredacted(attrs.get("file_path"))
+    return {"file_path": path} if path else None
+
+
+def _claude_tool_output(span: SpanRecord) -> Any:
+    for event in span.events:
+        if event.name == "tool.output":
+            found = first(event.attributes, ("output", "diff", "content"))
+            if found is not None:
+                return found
+    return _unredacted(first(span.attributes, ("tool_output", "tool_result")))
+
+
+def _outcome_error(attrs: Mapping[str, Any]) -> str | None:
+    """The error of a Claude Code span whose ``success`` is false (else None)."""
+    if attrs.get("success") is not False and attrs.get("success") != "false":
+        return None
+    return _text(attrs.get("error")) or "failed"
+
+
+def _execution_error(span: SpanRecord) -> str | None:
+    if span.status_code == STATUS_ERROR:
+        return span.status_message or _text(span.attributes.get("error")) or "failed"
+    return _outcome_error(span.attributes)
+
+
+def _unredacted(value: Any) -> Any:
+    """Claude Code writes ``<REDACTED>`` where content logging is off: no content."""
+    return None if value == "<REDACTED>" else value
 
 
 def _flattened_messages(attrs: Mapping[str, Any], out: dict[str, Any]) -> None:

@@ -5,7 +5,10 @@ transparently, whatever the name says, by their magic bytes):
 
 - OTLP/JSON lines, as the OpenTelemetry Collector's ``file`` exporter writes
   them: one ``{"resourceSpans": [...]}`` per line;
-- one OTLP/JSON document (``trace.json``);
+- one OTLP/JSON document (``trace.json``), or several back to back, pretty-printed or
+  not (as GitHub Copilot's OpenTelemetry file exporter writes them; a broken one is one
+  dead letter, :mod:`ingest.json_stream`); Grafana Tempo's and Jaeger's trace API
+  shapes and the pre-1.0 OTLP keys too (:mod:`ingest.otlp_json`);
 - OTLP protobuf, length-delimited (a varint size before each
   ``TracesData``/``ExportTraceServiceRequest``, as the OTLP file-exporter spec
   says): ``*.binpb``, ``*.pb``;
@@ -20,7 +23,7 @@ A *recording* is the unit of ordering (a pipeline partition): a debug bundle, or
 the files of one folder that share a stem (``run-7.events.jsonl``,
 ``run-7.otlp.binpb``: the same run seen through the session log and through
 spans). Replay merges a recording's files in the order the live service would have
-received them (``ingest.replay``).
+received them (``ingest.formats``).
 
 A folder that is not a bundle is walked recursively in sorted order; files of
 other kinds (README, labels, policies) are skipped and counted.
@@ -40,29 +43,13 @@ from operator import itemgetter
 from pathlib import Path
 from typing import IO, Any, BinaryIO, cast
 
-from ingest.agentdojo import is_agentdojo, is_header, session_id_for
-from ingest.claude_code import is_claude_code_line
-from ingest.codex import is_codex_line
 from ingest.errors import InputError
+from ingest.formats import FORMATS, RawRecord, classify
+from ingest.json_stream import JsonValue, iter_values
 
 BUNDLE_FILES = ("session.jsonl", "trace.json", "tool_calls.csv")
 TOOL_CALLS_COLUMNS = ("session_id", "seq", "ts", "call_id", "tool", "arguments", "ok")
 _RECORDING_SUFFIXES = (".json", ".jsonl", ".ndjson", ".binpb", ".pb", ".csv")
-
-
-@dataclass(frozen=True, slots=True)
-class RawRecord:
-    """One unit of input: ``format`` is ``otlp_json``, ``otlp_proto``, ``event``,
-    ``trail``, ``agentdojo``, ``claude_code`` (a whole transcript: ``payload`` is its
-    ``(location, line)`` pairs), ``codex`` (a whole rollout: ``{"lines", "name"}``),
-    ``tool_calls_row``, ``skip`` or ``invalid``
-    (``payload`` then says why in ``reason``)."""
-
-    format: str
-    payload: Any
-    location: str
-    partition: str
-    reason: str = ""
 
 
 @dataclass(slots=True)
@@ -181,78 +168,78 @@ def _delimited_protobuf(stream: IO[bytes], where: str, partition: str) -> Iterat
         index += 1
 
 
-def _classify(obj: Any, name: str = "") -> str:
-    if name == "trace.json" or ".otlp." in name:
-        return "otlp_json"
-    if is_agentdojo(obj):
-        return "agentdojo"
-    if is_header(obj):
-        return "skip"
-    if is_claude_code_line(obj):
-        return "claude_code"
-    if is_codex_line(obj):
-        return "codex"
-    if isinstance(obj, dict):
-        if "resourceSpans" in obj or "resource_spans" in obj:
-            return "otlp_json"
-        if "type" in obj and "session_id" in obj:
-            return "event"
-        if isinstance(obj.get("spans"), list):
-            return "trail"
-    return "event"  # the event schema says precisely what is missing
-
-
 def _json_records(stream: IO[bytes], where: str, partition: str, name: str) -> Iterator[RawRecord]:
     data = stream.read()
-    text_start = data.lstrip()[:1]
     first_line, _, rest = data.partition(b"\n")
-    one_doc = False
-    if text_start == b"[":
-        one_doc = True
-    elif rest.strip():
+    if data.lstrip()[:1] != b"[" and rest.strip():
         try:
             json.loads(first_line)
-        except ValueError:
-            one_doc = True  # a pretty-printed document, not JSON lines
-    else:
-        one_doc = True
-    if one_doc:
-        try:
-            doc = json.loads(data)
-        except (UnicodeDecodeError, ValueError) as exc:
-            yield RawRecord("invalid", data, where, partition, f"invalid JSON: {exc}")
-            return
-        if isinstance(doc, list):  # a JSON array of events or OTLP batches
-            for i, item in enumerate(doc):
-                yield RawRecord(_classify(item, name), item, f"{where}[{i}]", partition)
+        except (RecursionError, ValueError):
+            pass  # a pretty-printed document, or several: not JSON lines
         else:
-            yield RawRecord(_classify(doc, name), doc, where, partition)
+            yield from _records(_json_lines(data, where), where, partition, name)
+            return
+    values = iter_values(data)
+    first, second = next(values, None), next(values, None)
+    if first is None:
         return
-    transcripts: dict[str, list[tuple[str, Any]]] = {"claude_code": [], "codex": []}
+    if second is None:  # one document, located by the file alone
+        items = _document(first, where, 0)
+    else:  # documents back to back, each located by its first line
+        items = (
+            item
+            for index, value in enumerate(itertools.chain((first, second), values))
+            for item in _document(value, f"{where}:{value.line}", index)
+        )
+    yield from _records(items, where, partition, name)
+
+
+_Item = tuple[str, int, Any, str]
+"""A value read from a file: its location, its 0-based line or ordinal, and the value, or
+(when the last field gives the reason it could not be read) its bytes."""
+
+
+def _json_lines(data: bytes, where: str) -> Iterator[_Item]:
+    """JSON lines, the fast path: a value per line."""
     for line_no, line in enumerate(data.split(b"\n"), start=1):
         if not line.strip():
             continue
         try:
             obj = json.loads(line)
-        except (UnicodeDecodeError, ValueError) as exc:
-            yield RawRecord(
-                "invalid", line, f"{where}:{line_no}", partition, f"invalid JSON: {exc}"
-            )
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+            reason = "nested too deeply to parse" if isinstance(exc, RecursionError) else exc
+            yield f"{where}:{line_no}", line_no - 1, line, f"invalid JSON: {reason}"
             continue
-        kind = _classify(obj, name)
-        if kind == "agentdojo":
-            # AgentDojo's own index numbers lines from 0; the session id joins on it.
-            stem = name.split(".", 1)[0]
-            obj = {"record": obj, "session_id": session_id_for(stem, line_no - 1)}
-        elif kind in transcripts:
-            # a transcript's lines are read together: one API response spans several
-            transcripts[kind].append((f"{where}:{line_no}", obj))
+        yield f"{where}:{line_no}", line_no - 1, obj, ""
+
+
+def _document(value: JsonValue, where: str, index: int) -> Iterator[_Item]:
+    """One top-level JSON value; an array is a list of events or OTLP batches."""
+    if value.error:
+        yield where, index, value.raw, value.error
+    elif isinstance(value.value, list):
+        for i, item in enumerate(value.value):
+            yield f"{where}[{i}]", i, item, ""
+    else:
+        yield where, index, value.value, ""
+
+
+def _records(items: Iterator[_Item], where: str, partition: str, name: str) -> Iterator[RawRecord]:
+    """A file's values as records of their formats; the values of a ``whole_file`` format
+    (a transcript) are gathered into one record."""
+    whole: dict[str, list[tuple[str, Any]]] = {}
+    for at, index, obj, error in items:
+        if error:
+            yield RawRecord("invalid", obj, at, partition, error)
             continue
-        yield RawRecord(kind, obj, f"{where}:{line_no}", partition)
-    if transcripts["claude_code"]:
-        yield RawRecord("claude_code", transcripts["claude_code"], where, partition)
-    if transcripts["codex"]:
-        yield RawRecord("codex", {"lines": transcripts["codex"], "name": name}, where, partition)
+        fmt = FORMATS[classify(obj, name)]
+        if fmt.whole_file:
+            whole.setdefault(fmt.name, []).append((at, obj))
+            continue
+        payload = obj if fmt.prepare is None else fmt.prepare(obj, name, index)
+        yield RawRecord(fmt.name, payload, at, partition)
+    for kind, lines in whole.items():
+        yield RawRecord(kind, {"lines": lines, "name": name}, where, partition)
 
 
 def _tool_calls_csv(stream: IO[bytes], where: str, partition: str) -> Iterator[RawRecord]:

@@ -6,14 +6,38 @@ enums are integers and 64-bit integers are strings. We walk the JSON ourselves.
 Receivers are lenient where the spec allows it: original snake_case keys, enum
 names (``SPAN_KIND_CLIENT``) and numeric int64s are accepted too.
 
-Each span is validated on its own; a bad one becomes a dead letter holding that
-span's JSON, and the rest of the batch is kept.
+What is read besides the spec's ``{"resourceSpans": [...]}``, each because a real
+producer writes it:
+
+- the pre-1.0 keys ``instrumentationLibrarySpans`` / ``instrumentationLibrary``
+  (older SDKs and Collectors, and Grafana Tempo's API, still write them);
+- Tempo's ``/api/traces/<id>`` shape ``{"batches": [...]}``, its v2 envelope
+  ``{"trace": {...}}`` and Jaeger's ``/api/v3/traces`` envelope ``{"result": {...}}``;
+- ids in base64 (protobuf's JSON mapping, as Tempo writes them) as well as hex. The
+  two are told apart by length alone (hex is 32/16 characters, base64 22-24/11-12),
+  so the reading is deterministic.
+
+Nothing vanishes silently: each span is validated on its own and a bad one becomes
+a dead letter holding that span's JSON, the rest of the batch kept; a list under a
+key this decoder does not know (where spans could hide), an entry of the wrong type,
+each is a dead letter naming it. A document of another signal only (``resourceLogs``)
+is a dead letter saying so; beside ``resourceSpans`` (Google ADK writes its ``gen_ai``
+message events so) the other signal is not read, by design: it holds no spans.
+Values that parse as JSON but would break later stages are refused per span: a
+timestamp that is not an integer in ``0..2**63-1`` (``NaN``, ``1e400``, negative), an
+``intValue`` outside int64, nesting deeper than :data:`MAX_DEPTH`. A lone UTF-16
+surrogate (``"\\ud800"``, valid JSON that JavaScript instrumentations emit) in text
+is replaced by U+FFFD: the text's meaning is clear, and it could not be stored as
+UTF-8. Ids are not text: a surrogate there makes the id malformed.
 """
 
 from __future__ import annotations
 
 import base64
+import binascii
+import functools
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -41,6 +65,38 @@ _KIND_NAMES = {
 }
 _STATUS_NAMES = {"STATUS_CODE_UNSET": 0, "STATUS_CODE_OK": 1, "STATUS_CODE_ERROR": 2}
 _HEX = frozenset("0123456789abcdefABCDEF")
+_INTEGER = re.compile(r"[+-]?[0-9]+", re.ASCII)
+_SURROGATE = re.compile("[\ud800-\udfff]")
+INT64 = (-(1 << 63), (1 << 63) - 1)
+MAX_DEPTH = 64
+"""AnyValue nesting (arrays in kvlists in arrays...) deeper than this is a dead letter:
+no instrumentation nests that deep, and the walk stays far from Python's recursion limit."""
+
+_BATCH_KEYS = (("resourceSpans", "resource_spans"), ("batches", "batches"))
+"""Top-level lists of ResourceSpans: the spec's key, and Grafana Tempo's ``/api/traces``."""
+_ENVELOPES = ("trace", "result")
+"""Tempo's ``/api/v2/traces`` wraps the trace in ``trace``, Jaeger's ``/api/v3`` in ``result``."""
+_OTHER_SIGNALS = ("resourceLogs", "resourceMetrics", "resourceProfiles")
+_SCOPE_LISTS = (
+    ("scopeSpans", "scope_spans", "scope"),
+    ("instrumentationLibrarySpans", "instrumentation_library_spans", "instrumentationLibrary"),
+)
+"""ResourceSpans' list of ScopeSpans, with its location label and the key of its scope:
+the 1.0 names and the pre-1.0 ones (InstrumentationLibrary, renamed in OTLP 0.15)."""
+
+
+def _spellings(*camels: str) -> frozenset[str]:
+    return frozenset(k for c in camels for k in (c, _snake(c)))
+
+
+@functools.cache  # a handful of field names, looked up for every span
+def _snake(camel: str) -> str:
+    return "".join("_" + c.lower() if c.isupper() else c for c in camel)
+
+
+_TOP_KEYS = _spellings("resourceSpans", "batches", *_OTHER_SIGNALS)
+_RS_KEYS = _spellings("resource", "schemaUrl", *(c for c, _, _ in _SCOPE_LISTS))
+_SS_KEYS = _spellings("scope", "instrumentationLibrary", "spans", "schemaUrl")
 
 
 def decode_otlp_json(
@@ -50,10 +106,12 @@ def decode_otlp_json(
     location: str = "",
     max_attribute_bytes: int = DEFAULT_MAX_ATTRIBUTE_BYTES,
 ) -> Decoded:
-    """Decode one OTLP/JSON trace batch (``ExportTraceServiceRequest`` / ``TracesData``).
+    """Decode one OTLP/JSON trace batch (``ExportTraceServiceRequest`` / ``TracesData``,
+    or one of the foreign shapes in the module docstring).
 
     Never raises on bad input: unparseable JSON becomes one dead letter, a bad
-    span becomes a dead letter of its own.
+    span becomes a dead letter of its own, and every span in the input ends as a
+    :class:`SpanRecord` or inside a dead letter's payload.
     """
     out = Decoded()
     if isinstance(data, Mapping):
@@ -61,70 +119,183 @@ def decode_otlp_json(
     else:
         try:
             doc = json.loads(data)
-        except (UnicodeDecodeError, ValueError) as exc:
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
             raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+            reason = f"invalid JSON: {exc}"
+            if isinstance(exc, RecursionError):
+                reason = "invalid JSON: nested too deeply to parse"
             out.rejects.append(
                 DeadLetter(
-                    source=source,
-                    location=location,
-                    reason=f"invalid JSON: {exc}",
-                    payload=raw,
-                    content_type=JSON,
+                    source=source, location=location, reason=reason, payload=raw, content_type=JSON
                 )
             )
             return out
-    if not isinstance(doc, Mapping) or not isinstance(_get(doc, "resourceSpans", []), list):
-        out.rejects.append(
-            DeadLetter(
-                source=source,
-                location=location,
-                reason='not an OTLP traces object: expected {"resourceSpans": [...]}',
-                payload=_dump(doc),
-                content_type=JSON,
-            )
-        )
+    doc = _unwrap(doc)
+    if not isinstance(doc, Mapping) or (doc and not _TOP_KEYS.intersection(doc)):
+        _reject(out, source, location, _not_traces(doc), doc)
         return out
-    for ri, rs in enumerate(_get(doc, "resourceSpans", [])):
-        where_rs = f"{location} resource_spans[{ri}]".strip()
-        if not isinstance(rs, Mapping):
-            _reject(out, source, where_rs, "resourceSpans entry is not an object", rs)
+    for keys in _BATCH_KEYS:
+        batches = _first(doc, keys)
+        if batches is None:
             continue
-        try:
-            resource = _attributes(_get(_get(rs, "resource", {}) or {}, "attributes", []))
-        except DecodeError as exc:
-            _reject(out, source, f"{where_rs}.resource", exc.reason, _get(rs, "resource", {}))
-            resource = {}
-        for si, ss in enumerate(_get(rs, "scopeSpans", []) or []):
-            where_ss = f"{where_rs}.scope_spans[{si}]"
-            if not isinstance(ss, Mapping):
-                _reject(out, source, where_ss, "scopeSpans entry is not an object", ss)
-                continue
-            scope = _get(ss, "scope", {}) or {}
-            scope_name = scope.get("name", "") if isinstance(scope, Mapping) else ""
-            for pi, span in enumerate(_get(ss, "spans", []) or []):
-                where = f"{where_ss}.spans[{pi}]"
-                try:
-                    out.spans.append(
-                        _span(span, resource, str(scope_name), where, max_attribute_bytes)
-                    )
-                except DecodeError as exc:
-                    _reject(out, source, where, exc.reason, span)
+        label = keys[1]
+        if not isinstance(batches, list):
+            _reject(out, source, location, f"{keys[0]} must be a list of ResourceSpans", batches)
+            continue
+        for ri, rs in enumerate(batches):
+            where_rs = f"{location} {label}[{ri}]".strip()
+            _resource_spans(rs, where_rs, out, source, max_attribute_bytes)
+    read_traces = any(_first(doc, keys) is not None for keys in _BATCH_KEYS)
+    for signal in _OTHER_SIGNALS:
+        value = _first(doc, (signal, _snake(signal)))
+        if value and not read_traces:
+            reason = f"{signal}: OTLP {signal[8:].lower()} are not decoded (trajwatch reads traces)"
+            _reject(out, source, f"{location} {_snake(signal)}".strip(), reason, value)
+    _unknown_lists(out, source, location, doc, _TOP_KEYS, "the OTLP document")
     return out
+
+
+def is_otlp_json(doc: Mapping[str, Any]) -> bool:
+    """Whether a JSON object is for this decoder: OTLP/JSON in any shape it reads, another
+    OTLP signal, or a Jaeger v1 trace (which it refuses with the way to get OTLP)."""
+    return bool(_TOP_KEYS.intersection(_unwrap(doc))) or _is_jaeger_v1(doc)
+
+
+def _is_jaeger_v1(doc: Mapping[str, Any]) -> bool:
+    data = doc.get("data")
+    return (
+        isinstance(data, list)
+        and bool(data)
+        and isinstance(data[0], Mapping)
+        and "traceID" in data[0]
+        and "spans" in data[0]
+    )
+
+
+def _unwrap(doc: Any) -> Any:
+    """The traces object inside a query API's envelope (Tempo v2, Jaeger v3), else ``doc``."""
+    if isinstance(doc, Mapping) and not _TOP_KEYS.intersection(doc):
+        for key in _ENVELOPES:
+            inner = doc.get(key)
+            if isinstance(inner, Mapping) and _TOP_KEYS.intersection(inner):
+                return inner
+    return doc
+
+
+def _not_traces(doc: Any) -> str:
+    expected = 'not an OTLP traces object: expected {"resourceSpans": [...]}'
+    if not isinstance(doc, Mapping):
+        return f"{expected}, got a JSON {type(doc).__name__}"
+    if _is_jaeger_v1(doc):
+        return (
+            "a Jaeger UI/API v1 trace, not OTLP: fetch it from Jaeger's /api/v3/traces "
+            "(OTLP JSON) or export it as OTLP"
+        )
+    keys = ", ".join(repr(_text(str(k))) for k in list(doc)[:8])
+    return f"{expected}, got keys {keys}"
+
+
+def _resource_spans(rs: Any, where_rs: str, out: Decoded, source: str, cap: int) -> None:
+    if not isinstance(rs, Mapping):
+        _reject(out, source, where_rs, "resourceSpans entry is not an object", rs)
+        return
+    resource: dict[str, Any] = {}
+    raw_resource = _get(rs, "resource")
+    if raw_resource is not None:
+        try:
+            if not isinstance(raw_resource, Mapping):
+                raise DecodeError("resource must be an object")
+            resource = _attributes(_get(raw_resource, "attributes") or [])
+        except DecodeError as exc:
+            _reject(out, source, f"{where_rs}.resource", exc.reason, raw_resource)
+    for camel, label, scope_key in _SCOPE_LISTS:
+        entries = _get(rs, camel)
+        if entries is None:
+            continue
+        if not isinstance(entries, list):
+            _reject(out, source, f"{where_rs}.{label}", f"{camel} must be a list", entries)
+            continue
+        for si, ss in enumerate(entries):
+            _scope_spans(ss, scope_key, f"{where_rs}.{label}[{si}]", resource, out, source, cap)
+    _unknown_lists(out, source, where_rs, rs, _RS_KEYS, "resourceSpans entry")
+
+
+def _scope_spans(
+    ss: Any,
+    scope_key: str,
+    where_ss: str,
+    resource: Mapping[str, Any],
+    out: Decoded,
+    source: str,
+    cap: int,
+) -> None:
+    if not isinstance(ss, Mapping):
+        _reject(out, source, where_ss, "scopeSpans entry is not an object", ss)
+        return
+    scope = _get(ss, scope_key)
+    if scope is None:  # a Collector mid-migration may pair either list with either key
+        scope = _get(ss, "instrumentationLibrary" if scope_key == "scope" else "scope")
+    scope_name = ""
+    if scope is not None:
+        name = scope.get("name", "") if isinstance(scope, Mapping) else None
+        if isinstance(name, str):
+            scope_name = _text(name)
+        else:  # the spans are still read, under no scope name
+            reason = "scope must be an object with a string name"
+            _reject(out, source, f"{where_ss}.scope", reason, scope)
+    spans = _get(ss, "spans")
+    if isinstance(spans, list):
+        for pi, span in enumerate(spans):
+            where = f"{where_ss}.spans[{pi}]"
+            try:
+                out.spans.append(_span(span, resource, scope_name, where, cap))
+            except DecodeError as exc:
+                _reject(out, source, where, exc.reason, span)
+    elif spans is not None:
+        _reject(out, source, f"{where_ss}.spans", "spans must be a list", spans)
+    _unknown_lists(out, source, where_ss, ss, _SS_KEYS, "scopeSpans entry")
+
+
+def _unknown_lists(
+    out: Decoded, source: str, where: str, obj: Mapping[str, Any], known: frozenset[str], what: str
+) -> None:
+    """Dead-letter each non-empty list under a key not in ``known``: every repeated OTLP
+    field is a list, so such a list may hold spans this decoder would otherwise skip."""
+    for key, value in obj.items():
+        if key not in known and isinstance(value, list) and value:
+            reason = f"{what} has an unknown key {key!r} holding a list; not read as spans"
+            _reject(out, source, where, reason, value)
+
+
+def _first(obj: Mapping[str, Any], keys: tuple[str, ...]) -> Any:
+    for key in keys:
+        if key in obj:
+            return obj[key]
+    return None
 
 
 def _get(obj: Mapping[str, Any], camel: str, default: Any = None) -> Any:
     """``obj[camel]``, else its snake_case spelling (the spec lets receivers accept both)."""
     if camel in obj:
         return obj[camel]
-    snake = "".join("_" + c.lower() if c.isupper() else c for c in camel)
-    return obj.get(snake, default)
+    return obj.get(_snake(camel), default)
+
+
+def _text(value: str) -> str:
+    """``value`` with each lone UTF-16 surrogate replaced by U+FFFD (a pair is joined)."""
+    if _SURROGATE.search(value) is None:
+        return value
+    return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
 def _dump(obj: Any) -> bytes:
     try:
         return json.dumps(obj, ensure_ascii=False).encode("utf-8", "surrogatepass")
-    except (TypeError, ValueError):
-        return repr(obj).encode("utf-8", "replace")
+    except (TypeError, ValueError, RecursionError):
+        try:
+            return repr(obj).encode("utf-8", "replace")
+        except RecursionError:
+            return b"<value nested too deeply to serialise>"
 
 
 def _reject(out: Decoded, source: str, where: str, reason: str, obj: Any) -> None:
@@ -135,33 +306,57 @@ def _reject(out: Decoded, source: str, where: str, reason: str, obj: Any) -> Non
     )
 
 
-def _hex_id(value: Any, size: int, name: str, *, optional: bool = False) -> str | None:
+def _id(value: Any, size: int, name: str, *, optional: bool = False) -> str | None:
+    """A trace/span id as lowercase hex, from hex (OTLP/JSON) or base64 (protobuf's JSON).
+
+    The encodings cannot be confused: ``size`` bytes are ``2 * size`` hex characters,
+    but at most ``4 * ceil(size / 3)`` base64 ones."""
     if value in (None, "") and optional:
         return None
-    if not isinstance(value, str) or len(value) != size * 2 or not _HEX.issuperset(value):
+    raw: bytes | None = None
+    if isinstance(value, str):
+        if len(value) == size * 2 and _HEX.issuperset(value):
+            raw = bytes.fromhex(value)
+        elif 0 < len(value) < size * 2 and value.isascii():
+            raw = _base64(value)
+    if raw is None or len(raw) != size:
         shown = repr(value)[:60]
-        raise DecodeError(f"{name} must be {size * 2} hex characters, got {shown}")
-    value = value.lower()
-    if value.strip("0") == "":
+        raise DecodeError(f"{name} must be {size * 2} hex characters (or base64), got {shown}")
+    if not any(raw):
         if optional:
             return None
         raise DecodeError(f"{name} is all zeros (invalid)")
-    return value
+    return raw.hex()
 
 
-def _int(value: Any, name: str) -> int:
+def _base64(value: str) -> bytes | None:
+    padded = value + "=" * (-len(value) % 4)
+    alt = b"-_" if ("-" in value or "_" in value) else None
+    try:
+        return base64.b64decode(padded, altchars=alt, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+
+
+def _int(value: Any, name: str, bounds: tuple[int, int] = INT64) -> int:
+    """An OTLP 64-bit integer: a JSON integer, a decimal string, or an integral float,
+    within ``bounds``; anything else (``NaN``, ``"1_0"``, ``1e400``) is a DecodeError."""
     if isinstance(value, bool):
         raise DecodeError(f"{name} must be an integer, got a boolean")
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str):
-        try:
-            return int(value)
-        except ValueError:
-            pass
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    raise DecodeError(f"{name} must be an integer (int64 as a string), got {repr(value)[:60]}")
+    integral = isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+    if not integral and not (isinstance(value, str) and _INTEGER.fullmatch(value)):
+        raise DecodeError(f"{name} must be an integer (int64 as a string), got {repr(value)[:60]}")
+    low, high = bounds
+    # int() of a string is quadratic in its length: no int64 needs more than 20 digits
+    number = int(value) if not isinstance(value, str) or len(value) <= 21 else None
+    if number is None or not low <= number <= high:
+        raise DecodeError(f"{name} {repr(value)[:60]} is outside {low}..{high}")
+    return number
+
+
+def _timestamp(value: Any, name: str) -> int:
+    """Unix nanoseconds: an integer in ``0..2**63-1`` (OTLP's fixed64, as every store keeps it)."""
+    return _int(value, name, (0, INT64[1]))
 
 
 def _enum(value: Any, names: Mapping[str, int], valid: range, name: str) -> int:
@@ -173,19 +368,21 @@ def _enum(value: Any, names: Mapping[str, int], valid: range, name: str) -> int:
     return number
 
 
-def any_value(value: Any) -> Any:
+def any_value(value: Any, depth: int = 0) -> Any:
     """An OTLP/JSON AnyValue object as a plain Python value."""
+    if depth > MAX_DEPTH:
+        raise DecodeError(f"attribute value nested deeper than {MAX_DEPTH} levels")
     if not isinstance(value, Mapping):
         raise DecodeError(f"attribute value must be an AnyValue object, got {repr(value)[:60]}")
     if not value:
         return None
     (key, inner), *rest = value.items()
     if rest:
-        raise DecodeError(f"AnyValue has more than one field: {sorted(value)}")
+        raise DecodeError(f"AnyValue has more than one field: {sorted(map(str, value))}")
     if key in ("stringValue", "string_value"):
         if not isinstance(inner, str):
             raise DecodeError("stringValue must be a string")
-        return inner
+        return _text(inner)
     if key in ("intValue", "int_value"):
         return _int(inner, "intValue")
     if key in ("boolValue", "bool_value"):
@@ -197,17 +394,20 @@ def any_value(value: Any) -> Any:
             return float(inner.replace("Infinity", "inf"))
         if isinstance(inner, bool) or not isinstance(inner, int | float):
             raise DecodeError("doubleValue must be a number")
-        return float(inner)
+        try:
+            return float(inner)
+        except OverflowError as exc:
+            raise DecodeError("doubleValue is beyond a double's range") from exc
     if key in ("arrayValue", "array_value"):
         values = inner.get("values", []) if isinstance(inner, Mapping) else None
         if not isinstance(values, list):
             raise DecodeError('arrayValue must be {"values": [...]}')
-        return [any_value(v) for v in values]
+        return [any_value(v, depth + 1) for v in values]
     if key in ("kvlistValue", "kvlist_value"):
         values = inner.get("values", []) if isinstance(inner, Mapping) else None
         if not isinstance(values, list):
             raise DecodeError('kvlistValue must be {"values": [...]}')
-        return _attributes(values)
+        return _attributes(values, depth + 1)
     if key in ("bytesValue", "bytes_value"):
         try:
             return base64.b64decode(inner, validate=True)
@@ -216,7 +416,7 @@ def any_value(value: Any) -> Any:
     raise DecodeError(f"unknown AnyValue field {key!r}")
 
 
-def _attributes(items: Any) -> dict[str, Any]:
+def _attributes(items: Any, depth: int = 0) -> dict[str, Any]:
     if not isinstance(items, list):
         raise DecodeError("attributes must be a list of {key, value}")
     out: dict[str, Any] = {}
@@ -225,22 +425,22 @@ def _attributes(items: Any) -> dict[str, Any]:
             raise DecodeError(
                 f'attribute must be {{"key": str, "value": AnyValue}}, got {repr(kv)[:60]}'
             )
-        out[kv["key"]] = any_value(kv.get("value", {}))
+        out[_text(kv["key"])] = any_value(kv.get("value", {}), depth)
     return out
 
 
 def _span(span: Any, resource: Mapping[str, Any], scope: str, where: str, cap: int) -> SpanRecord:
     if not isinstance(span, Mapping):
         raise DecodeError("span is not an object")
-    trace_id = _hex_id(_get(span, "traceId"), 16, "traceId")
-    span_id = _hex_id(_get(span, "spanId"), 8, "spanId")
-    parent = _hex_id(_get(span, "parentSpanId"), 8, "parentSpanId", optional=True)
+    trace_id = _id(_get(span, "traceId"), 16, "traceId")
+    span_id = _id(_get(span, "spanId"), 8, "spanId")
+    parent = _id(_get(span, "parentSpanId"), 8, "parentSpanId", optional=True)
     name = _get(span, "name", "")
     if not isinstance(name, str):
         raise DecodeError("name must be a string")
     kind = _enum(_get(span, "kind", 0), _KIND_NAMES, SPAN_KINDS, "span kind")
-    start = _int(_get(span, "startTimeUnixNano", 0), "startTimeUnixNano")
-    end = _int(_get(span, "endTimeUnixNano", 0), "endTimeUnixNano")
+    start = _timestamp(_get(span, "startTimeUnixNano", 0), "startTimeUnixNano")
+    end = _timestamp(_get(span, "endTimeUnixNano", 0), "endTimeUnixNano")
     status = _get(span, "status", {}) or {}
     if not isinstance(status, Mapping):
         raise DecodeError("status must be an object")
@@ -249,14 +449,18 @@ def _span(span: Any, resource: Mapping[str, Any], scope: str, where: str, cap: i
     reason = oversized_attribute(attributes, cap)
     if reason:
         raise DecodeError(reason)
+    raw_events = _get(span, "events", []) or []
+    if not isinstance(raw_events, list):
+        raise DecodeError("events must be a list")
     events = []
-    for event in _get(span, "events", []) or []:
+    for event in raw_events:
         if not isinstance(event, Mapping):
             raise DecodeError("span event is not an object")
+        event_name = event.get("name", "")
         events.append(
             SpanEvent(
-                str(event.get("name", "")),
-                _int(_get(event, "timeUnixNano", 0), "event timeUnixNano"),
+                _text(event_name if isinstance(event_name, str) else str(event_name)),
+                _timestamp(_get(event, "timeUnixNano", 0), "event timeUnixNano"),
                 _attributes(event.get("attributes", []) or []),
             )
         )
@@ -265,12 +469,12 @@ def _span(span: Any, resource: Mapping[str, Any], scope: str, where: str, cap: i
         trace_id=trace_id or "",
         span_id=span_id or "",
         parent_span_id=parent,
-        name=name,
+        name=_text(name),
         kind=kind,
         start_ns=start,
         end_ns=end,
         status_code=code,
-        status_message=message if isinstance(message, str) else str(message),
+        status_message=_text(message if isinstance(message, str) else str(message)),
         attributes=attributes,
         events=tuple(events),
         resource=resource,

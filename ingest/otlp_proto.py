@@ -23,6 +23,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
 
+from ingest.draft import Draft
 from ingest.spans import (
     DEFAULT_MAX_ATTRIBUTE_BYTES,
     SPAN_KINDS,
@@ -38,14 +39,21 @@ PROTOBUF = "application/x-protobuf"
 
 @dataclass(slots=True)
 class Decoded:
-    """What a decoder returns: the spans it could read and the rest, as dead letters."""
+    """What a decoder returns, and what :meth:`ingest.pipeline.Pipeline.feed_decoded` takes:
+    the spans it could read (span decoders), the drafts it made (decoders of session logs
+    and transcripts, which build steps directly) and the rest, as dead letters."""
 
     spans: list[SpanRecord] = field(default_factory=list)
     rejects: list[DeadLetter] = field(default_factory=list)
+    drafts: list[Draft] = field(default_factory=list)
+    skipped: int = 0
+    """Records knowingly not read (a log record that is no event of a known runtime)."""
 
     def extend(self, other: Decoded) -> None:
         self.spans.extend(other.spans)
         self.rejects.extend(other.rejects)
+        self.drafts.extend(other.drafts)
+        self.skipped += other.skipped
 
 
 def decode_otlp_proto(

@@ -16,8 +16,12 @@ Per released draft, in event-time order:
    input tokens inserts an inferred compaction step first;
 4. the session's detectors see the step and may raise alerts.
 
-:meth:`Pipeline.commit` writes the steps, alerts, dead letters, session cursors
-and input offsets of everything released so far in one store transaction.
+:meth:`Pipeline.feed_decoded` is the one entry point for decoded input (what any
+decoder returns: spans, drafts and dead letters); ``feed_otlp_proto``, ``feed_otlp_json``
+and ``feed_event`` decode and then call it. :meth:`Pipeline.commit` writes the steps,
+alerts, dead letters, session cursors and input offsets of everything released so far
+in one store transaction, with what each :class:`~ingest.sinks.Sink` adds to it (the
+actions' outbox), and tells the sinks once it is durable.
 """
 
 from __future__ import annotations
@@ -34,11 +38,12 @@ from features.ordering import Reorderer
 from features.trajectory import TrajectoryFeatures
 from ingest.draft import Draft
 from ingest.errors import DecodeError
+from ingest.options import PipelineOptions
 from ingest.otlp_json import decode_otlp_json
 from ingest.otlp_proto import Decoded, decode_otlp_proto
-from ingest.semconv import session_hint, spans_to_drafts
+from ingest.semconv import SPAN_SOURCE, session_hint, spans_to_drafts
 from ingest.session_events import decode_event
-from ingest.settings import Settings
+from ingest.sinks import Committed, Sink
 from ingest.spans import SpanRecord
 from ingest.trace_index import TraceIndex
 from models.records import Alert, DeadLetter, SessionInfo, Step, StepKind
@@ -65,6 +70,10 @@ class _Session:
     detectors: list[Detector]
     features: TrajectoryFeatures = field(default_factory=TrajectoryFeatures)
     state: bytes | None = None
+    turns: dict[str, int] = field(default_factory=dict)
+    """Turn index by trace, for a conversation traced one trace per turn; the trace of
+    turn 0 owns the session's ``start`` and ``end``. Live only (like the features): after
+    a restart the owner is read back from the stored start and later turns count on."""
 
     def cursor(self) -> SessionCursor:
         return SessionCursor(
@@ -74,6 +83,10 @@ class _Session:
             last_ts=self.last_ts,
             state=self.state,
         )
+
+
+DEAD_LETTER_EXAMPLES = 5
+"""Dead letters kept whole in :class:`Stats` (the rest are only counted)."""
 
 
 @dataclass(slots=True)
@@ -86,6 +99,8 @@ class Stats:
     new_steps: int = 0
     duplicates: int = 0
     dead_letters: int = 0
+    first_dead_letters: list[DeadLetter] = field(default_factory=list)
+    """The first :data:`DEAD_LETTER_EXAMPLES` dead letters, for summaries to show why."""
     new_alerts: int = 0
     late_steps: int = 0
     drafts: int = 0
@@ -112,11 +127,13 @@ class Pipeline:
         self,
         store: Store,
         *,
-        settings: Settings | None = None,
+        settings: PipelineOptions | None = None,
         detectors: DetectorSet | None = None,
+        sinks: Sequence[Sink] = (),
     ) -> None:
         self.store = store
-        self.settings = settings or Settings()
+        self.sinks = list(sinks)
+        self.settings = settings or PipelineOptions()
         self.detectors = detectors or DetectorSet([])
         self.stats = Stats()
         self._lateness_ns = self.settings.lateness_ms * 1_000_000
@@ -131,7 +148,7 @@ class Pipeline:
     # -- input -------------------------------------------------------------------
 
     def feed_otlp_proto(self, data: bytes, *, source: str, location: str, partition: str) -> None:
-        decoded = guarded_decode(
+        decoded = _guarded_decode(
             decode_otlp_proto,
             data,
             source=source,
@@ -143,7 +160,7 @@ class Pipeline:
     def feed_otlp_json(
         self, data: bytes | str | Mapping[str, Any], *, source: str, location: str, partition: str
     ) -> None:
-        decoded = guarded_decode(
+        decoded = _guarded_decode(
             decode_otlp_json,
             data,
             source=source,
@@ -161,27 +178,32 @@ class Pipeline:
             )
         except Exception as error:  # a decoder bug must cost one record, not the loop
             drafts, dead = [], _decoder_failed(data, source, location, error)
-        if dead is not None:
-            self.add_dead_letters([dead])
-        self.add_drafts(drafts, partition=partition)
+        rejects = [dead] if dead is not None else []
+        self.feed_decoded(Decoded(drafts=drafts, rejects=rejects), partition=partition)
 
     def feed_decoded(self, decoded: Decoded, *, partition: str) -> None:
-        """Spans and rejects from any span decoder (OTLP protobuf/JSON, TRAIL)."""
-        self.add_dead_letters(decoded.rejects)
-        self.add_spans(decoded.spans, partition=partition)
+        """The one entry point for decoded input: the rejects are kept as dead letters, the
+        spans mapped to drafts, and the drafts (a span decoder's, then the decoder's own)
+        put in event-time order on ``partition``."""
+        for letter in decoded.rejects:
+            self._add_dead_letter(letter)
+        if decoded.spans:
+            self._add_spans(decoded.spans, partition=partition)
+        if decoded.drafts:
+            self._add_drafts(decoded.drafts, partition=partition)
 
-    def add_spans(self, spans: Sequence[SpanRecord], *, partition: str) -> None:
+    def _add_spans(self, spans: Sequence[SpanRecord], *, partition: str) -> None:
         attribute = self.settings.session_attribute
         for span in spans:
             self._traces.observe_span(
                 span.trace_id, span.span_id, span.parent_span_id, session_hint(span, attribute)
             )
-        self.add_drafts(
+        self._add_drafts(
             spans_to_drafts(spans, session_attribute=attribute, arrival=self._arrival),
             partition=partition,
         )
 
-    def add_drafts(self, drafts: Iterable[Draft], *, partition: str) -> None:
+    def _add_drafts(self, drafts: Iterable[Draft], *, partition: str) -> None:
         reorderer = self._partitions.get(partition)
         if reorderer is None:
             reorderer = self._partitions[partition] = Reorderer(lateness_ns=self._lateness_ns)
@@ -199,40 +221,37 @@ class Pipeline:
             reorderer.push(draft.step.ts, draft)
         self._ready.extend(reorderer.pop_ready())
 
-    def add_dead_letters(self, letters: Iterable[DeadLetter]) -> None:
-        for letter in letters:
-            self._dead.append(letter)
-            self.stats.dead_letters += 1
+    def _add_dead_letter(self, letter: DeadLetter) -> None:
+        self._dead.append(letter)
+        self.stats.dead_letters += 1
+        if len(self.stats.first_dead_letters) < DEAD_LETTER_EXAMPLES:
+            self.stats.first_dead_letters.append(letter)
 
     def _reject(self, record: Step | Alert | SessionInfo, reason: str) -> None:
         """Dead-letter a record no column can hold (see :mod:`models.storable`)."""
         self.stats.unstorable += 1
         kind = type(record).__name__.lower()
-        self.add_dead_letters(
-            [
-                DeadLetter(
-                    source=getattr(record, "source", "pipeline"),
-                    location=getattr(record, "source_ref", "") or record.session_id,
-                    reason=f"unstorable {kind}: {reason}",
-                    payload=payload_of(record),
-                    content_type="application/json",
-                )
-            ]
+        self._add_dead_letter(
+            DeadLetter(
+                source=getattr(record, "source", "pipeline"),
+                location=getattr(record, "source_ref", "") or record.session_id,
+                reason=f"unstorable {kind}: {reason}",
+                payload=payload_of(record),
+                content_type="application/json",
+            )
         )
 
     def _detector_failed(self, detector: Detector, step: Step, error: Exception) -> None:
         """A detector raised on ``step``: the step is stored all the same, and a dead
         letter keeps the step and the error so the bug can be reproduced."""
-        self.add_dead_letters(
-            [
-                DeadLetter(
-                    source=step.source,
-                    location=step.source_ref or step.step_id,
-                    reason=f"detector {detector.name} failed: {type(error).__name__}: {error}",
-                    payload=payload_of(step),
-                    content_type="application/json",
-                )
-            ]
+        self._add_dead_letter(
+            DeadLetter(
+                source=step.source,
+                location=step.source_ref or step.step_id,
+                reason=f"detector {detector.name} failed: {type(error).__name__}: {error}",
+                payload=payload_of(step),
+                content_type="application/json",
+            )
         )
 
     def set_offset(self, source: str, partition: str, position: int) -> None:
@@ -283,6 +302,14 @@ class Pipeline:
                 unit.add_dead_letters(dead)
             for (source, partition), position in offsets.items():
                 unit.set_offset(source, partition, position)
+            if refused:
+                left_out = {step.step_id for step, _ in refused}
+                steps = [step for step in steps if step.step_id not in left_out]
+            committed = Committed(steps=steps, alerts=new_alerts, dead_letters=dead)
+            for sink in self.sinks:
+                sink.in_transaction(unit, committed)
+        for sink in self.sinks:
+            sink.after_commit(committed)
         self.stats.new_steps += inserted
         self.stats.new_alerts += len(new_alerts)
         self._evict()
@@ -306,6 +333,10 @@ class Pipeline:
         self, ready: list[Draft], unit: StoreUnit
     ) -> tuple[list[Step], list[Alert], list[str]]:
         resolved = [(draft, self._resolve_session(draft)) for draft in ready]
+        # The stored cursors of every session this release opens, in one query.
+        opening = [s for s in dict.fromkeys(s for _, s in resolved) if s not in self._sessions]
+        cursors = unit.session_cursors(opening) if opening else {}
+        self._key_turns(resolved, cursors, unit)
         ids = [draft.step_id_for(session) for draft, session in resolved]
         # A model call may have been stored with an inferred compaction before it;
         # ask for those too so a re-delivery counts the same steps.
@@ -322,9 +353,6 @@ class Pipeline:
             }
         )
         stored = unit.existing_step_ids(wanted) if ids else set()
-        # The stored cursors of every session this release opens, in one query.
-        opening = [s for s in dict.fromkeys(s for _, s in resolved) if s not in self._sessions]
-        cursors = unit.session_cursors(opening) if opening else {}
         seen: set[str] = set()
         steps: list[Step] = []
         alerts: list[Alert] = []
@@ -366,6 +394,64 @@ class Pipeline:
                     except Exception as error:  # a detector bug must not cost the batch
                         self._detector_failed(detector, final, error)
         return steps, alerts, list(touched)
+
+    def _key_turns(
+        self,
+        resolved: list[tuple[Draft, str]],
+        cursors: Mapping[str, SessionCursor],
+        unit: StoreUnit,
+    ) -> None:
+        """Give the start and end of a conversation's later turns their own identity.
+
+        A conversation traced one trace per turn (the same ``gen_ai.conversation.id`` or
+        ``session.id`` on each) has an outermost agent span per turn; each says
+        ``start``/``end``. The first trace to start the session owns those keys (so a
+        ``session_start`` event and the span still fold into one step); any other
+        trace's become ``start/<trace>``/``end/<trace>``, with ``detail.turn`` (the
+        turn's index) and, on the end, ``detail.turn_end`` (an end that does not close
+        the session). Turn 0's end is released before a later turn is known, so it
+        carries no mark. Ownership is read from the live session, else from the stored
+        start's source (a re-delivery after a restart keeps its ids)."""
+        # in event-time order: partitions release their drafts one after another
+        turns = sorted(
+            (
+                (draft, session_id)
+                for draft, session_id in resolved
+                if draft.trace_id
+                and draft.natural_key in ("start", "end")
+                and draft.step.kind in (StepKind.START, StepKind.END)
+            ),
+            key=lambda pair: (pair[0].step.ts, pair[0].arrival),
+        )
+        if not turns:
+            return
+        wanted = {
+            f"{session_id}/{key}"
+            for draft, session_id in turns
+            for key in ("start", f"start/{draft.trace_id}", f"end/{draft.trace_id}")
+        }
+        sources = unit.step_sources(wanted)
+        for draft, session_id in turns:
+            trace = draft.trace_id or ""
+            natural = draft.natural_key or ""
+            session = self._session(session_id, cursors)
+            if not session.turns:
+                # who started the session: a span of some trace, else nobody yet (or a
+                # session_start event, which the first trace's start folds into)
+                source = sources.get(f"{session_id}/start")
+                if source is not None and source[0] == SPAN_SOURCE:
+                    session.turns[source[1].partition(":")[0]] = 0
+            if f"{session_id}/{natural}/{trace}" in sources:  # a later turn, stored
+                index = session.turns.setdefault(trace, max(1, len(session.turns)))
+            else:
+                index = session.turns.setdefault(trace, len(session.turns))
+            if index == 0:
+                continue
+            detail = {**draft.step.detail, "turn": index}
+            if draft.step.kind == StepKind.END:
+                detail["turn_end"] = True
+            draft.natural_key = f"{natural}/{trace}"
+            draft.step = draft.step.with_(detail=detail)
 
     def _parent_of(self, draft: Draft, session_id: str) -> str | None:
         step = draft.step
@@ -468,7 +554,7 @@ _LINKED = (StepKind.TOOL_RESULT, StepKind.EGRESS)
 """Kinds whose parent the pipeline derives (a result's call, an egress's tool call)."""
 
 
-def guarded_decode(
+def _guarded_decode(
     decode: Callable[..., Decoded], data: Any, *, source: str, location: str, **options: Any
 ) -> Decoded:
     """``decode(data, …)``, with an exception out of the decoder (a bug: decoders reject
@@ -586,9 +672,11 @@ def _updated_info(info: SessionInfo, step: Step) -> SessionInfo:
     started = step.ts if info.started_ts is None else min(info.started_ts, step.ts)
     if step.kind == StepKind.START and not step.detail.get("subagent"):
         detail = step.detail
+        # a later turn's input is a further user message, not the session's goal
+        goal = info.goal or (None if detail.get("turn") else step.text) or None
         return replace(
             info,
-            goal=info.goal or step.text or None,
+            goal=goal,
             agent=info.agent or step.agent,
             workspace=info.workspace or detail.get("workspace"),
             repository=info.repository or detail.get("repository"),

@@ -5,8 +5,8 @@ GenAI conventions), ``openinference.span.kind`` (OpenInference), the span kind
 plus HTTP/MCP attributes (egress), and the span name's GenAI prefix (``chat``,
 ``execute_tool``, ``invoke_agent``) for instrumentations that set little else.
 Spans of instrumentations with a dialect of their own (OpenLLMetry, LangSmith, the
-Vercel AI SDK, pydantic-ai's early spans) are first restated in the GenAI conventions
-by :mod:`ingest.dialects`. Deprecated attribute names still sent by older
+Vercel AI SDK, pydantic-ai's early spans, Google ADK, Claude Code) are first restated in
+the GenAI conventions by :mod:`ingest.dialects`. Deprecated attribute names still sent by older
 instrumentations are read beside the current ones (``gen_ai.system``,
 ``gen_ai.usage.prompt_tokens``, ``http.url``, ``net.peer.name``, …). Attribute values
 may be JSON strings or structured OTLP arrays/kvlists; both are accepted.
@@ -21,6 +21,7 @@ span                                          steps
 ``execute_tool``, OpenInference ``TOOL``      ``tool_call`` at start, ``tool_result`` at end
 ``invoke_agent``, OpenInference ``AGENT``     ``start`` (goal from the input) at start;
                                               ``end`` at end for the outermost agent of a batch
+                                              (or the agent an outermost workflow wraps)
 HTTP or MCP ``CLIENT`` span                   ``egress`` at start, linked to its tool call
 span event ``trajwatch.compaction``           ``compaction`` at the event's time
 any other span with status ERROR              ``error`` at end
@@ -35,6 +36,7 @@ optional attributes ``trajwatch.compaction.tokens_before``,
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from features.actions import tool_call_fields
@@ -45,19 +47,24 @@ from features.text import excerpt
 from ingest.attributes import (
     AGENT_OPERATIONS,
     MODEL_OPERATIONS,
+    NOT_A_STEP,
     OTHER_OPERATIONS,
     TOOL_OPERATIONS,
     first,
     first_int,
     first_str,
     json_value,
+    real_id,
 )
-from ingest.dialects import to_genai
+from ingest.dialects import restate
 from ingest.draft import Draft, compaction_key
 from ingest.spans import SPAN_KIND_CLIENT, STATUS_ERROR, SpanRecord
 from models.records import Step, StepKind
 
 COMPACTION_EVENT = "trajwatch.compaction"
+OPERATION = "gen_ai.operation.name"
+SPAN_SOURCE = "otlp"
+"""The ``source`` of every step made from a span; its ``source_ref`` is ``trace:span``."""
 
 SESSION_ATTRIBUTES = (
     "gen_ai.conversation.id",
@@ -83,11 +90,12 @@ def spans_to_drafts(
     ``session_attribute`` is an extra attribute that names the session, read after
     ``gen_ai.conversation.id`` and ``session.id``.
     """
-    batch = [to_genai(span) for span in spans]
+    batch = restate(spans)
     by_id = {s.span_id: s for s in batch}
+    main = _main_agents(batch, by_id)
     drafts: list[Draft] = []
     for span in batch:
-        for draft in _span_drafts(span, by_id, session_attribute):
+        for draft in _span_drafts(span, by_id, main, session_attribute):
             draft.arrival = arrival + len(drafts)
             drafts.append(draft)
     return drafts
@@ -315,14 +323,17 @@ def _step(span: SpanRecord, kind: StepKind, ts: int, **fields: Any) -> Step:
         kind=kind,
         ts=ts,
         agent=agent,
-        source="otlp",
+        source=SPAN_SOURCE,
         source_ref=f"{span.trace_id}:{span.span_id}",
         **fields,
     )
 
 
 def _span_drafts(
-    span: SpanRecord, by_id: Mapping[str, SpanRecord], session_attribute: str | None
+    span: SpanRecord,
+    by_id: Mapping[str, SpanRecord],
+    main: AbstractSet[str],
+    session_attribute: str | None,
 ) -> list[Draft]:
     role = operation_of(span)
     base = _base(span, session_attribute)
@@ -331,16 +342,16 @@ def _span_drafts(
     if role == "model":
         parent = by_id.get(span.parent_span_id or "")
         if parent is None or operation_of(parent) != "model":
-            drafts.append(_model_draft(span, base, ref, _agent_context(span, by_id)))
+            drafts.append(_model_draft(span, base, ref, _agent_context(span, by_id, main)))
         # else: the provider SDK's span under a framework's span of the same call
         # (LangChain's ChatOpenAI.chat over openai.chat): one model call, counted once
     elif role == "tool":
         drafts.extend(_tool_drafts(span, base, ref))
     elif role == "agent":
-        drafts.extend(_agent_drafts(span, by_id, base, ref))
+        drafts.extend(_agent_drafts(span, span.span_id in main, base, ref))
     elif role == "egress":
         drafts.append(_egress_draft(span, base, ref))
-    elif span.status_code == STATUS_ERROR:
+    elif span.status_code == STATUS_ERROR and span.attributes.get(OPERATION) != NOT_A_STEP:
         error = excerpt(_error_text(span) or "error")
         step = _step(
             span,
@@ -357,23 +368,19 @@ def _span_drafts(
     return drafts
 
 
-def _agent_context(span: SpanRecord, by_id: Mapping[str, SpanRecord]) -> str:
+def _agent_context(
+    span: SpanRecord, by_id: Mapping[str, SpanRecord], main: AbstractSet[str]
+) -> str:
     """``main``, or the sub-agent span the model call runs under: a sub-agent has its
     own context window, so its prompt sizes are not comparable with the main agent's.
     Only ancestors in the same batch are visible; elsewhere a call counts as ``main``."""
-    parent = by_id.get(span.parent_span_id or "")
-    for _ in range(256):
-        if parent is None:
-            break
-        if operation_of(parent) == "agent":
-            return "main" if _is_outermost_agent(parent, by_id) else parent.span_id
-        parent = by_id.get(parent.parent_span_id or "")
-    return "main"
+    parent = _agent_parent(span, by_id)
+    return "main" if parent is None or parent.span_id in main else parent.span_id
 
 
 def _model_draft(span: SpanRecord, base: dict[str, Any], ref: str, context: str) -> Draft:
     attrs = span.attributes
-    reasons = json_value(attrs.get("gen_ai.response.finish_reasons"))
+    reasons = json_value(first(attrs, ("gen_ai.response.finish_reasons", "llm.finish_reason")))
     finish = reasons[0] if isinstance(reasons, list) and reasons else reasons
     response_id = first_str(attrs, ("gen_ai.response.id",))
     output = _output_text(attrs)
@@ -409,7 +416,7 @@ def _tool_drafts(span: SpanRecord, base: dict[str, Any], ref: str) -> list[Draft
     tool = first_str(attrs, ("gen_ai.tool.name", "tool.name", "tool_call.function.name"))
     if tool is None:
         tool = span.name.removeprefix("execute_tool ").strip() or None
-    call_id = first_str(attrs, ("gen_ai.tool.call.id", "tool_call.id"))
+    call_id = real_id(first_str(attrs, ("gen_ai.tool.call.id", "tool_call.id")))
     fields = tool_call_fields(tool, _tool_arguments(attrs))
     call = _step(
         span, StepKind.TOOL_CALL, span.start_ns, end_ts=span.end_ns, call_id=call_id, **fields
@@ -435,23 +442,41 @@ def _tool_drafts(span: SpanRecord, base: dict[str, Any], ref: str) -> list[Draft
     ]
 
 
-def _is_outermost_agent(span: SpanRecord, by_id: Mapping[str, SpanRecord]) -> bool:
+def _agent_parent(span: SpanRecord, by_id: Mapping[str, SpanRecord]) -> SpanRecord | None:
+    """The nearest agent span above ``span`` in the batch, if any."""
     parent = by_id.get(span.parent_span_id or "")
     seen = 0
     while parent is not None and seen < 256:
         if operation_of(parent) == "agent":
-            return False
+            return parent
         parent = by_id.get(parent.parent_span_id or "")
         seen += 1
-    return True
+    return None
 
 
-def _agent_drafts(
-    span: SpanRecord, by_id: Mapping[str, SpanRecord], base: dict[str, Any], ref: str
-) -> list[Draft]:
+def _main_agents(batch: Iterable[SpanRecord], by_id: Mapping[str, SpanRecord]) -> set[str]:
+    """The agent spans of the batch that are the session's run, not a sub-agent: the
+    outermost ones, and the one agent an outermost workflow wraps (ADK 2.x's
+    ``invoke_workflow`` around the root agent, a root OpenLLMetry workflow around its
+    agent): wrapper and agent are one run, one start (their drafts share the natural key
+    and the pipeline folds them). A workflow of several agents keeps them sub-agents."""
+    nearest = {
+        span.span_id: _agent_parent(span, by_id) for span in batch if operation_of(span) == "agent"
+    }
+    main = {span_id for span_id, parent in nearest.items() if parent is None}
+    wrapped: dict[str, list[str]] = {}
+    for span_id, parent in nearest.items():
+        if parent is not None and parent.span_id in main:
+            wrapped.setdefault(parent.span_id, []).append(span_id)
+    for wrapper, agents in wrapped.items():
+        if len(agents) == 1 and by_id[wrapper].attributes.get(OPERATION) == "invoke_workflow":
+            main.add(agents[0])
+    return main
+
+
+def _agent_drafts(span: SpanRecord, outermost: bool, base: dict[str, Any], ref: str) -> list[Draft]:
     attrs = span.attributes
     goal = _goal_text(attrs)
-    outermost = _is_outermost_agent(span, by_id)
     detail: dict[str, Any] = {"subagent": not outermost}
     instructions = first_str(attrs, ("gen_ai.system_instructions",))
     if instructions:

@@ -86,7 +86,10 @@ class Step:
     text: str | None = None
     """Free text the step carries: the goal of a start, model output, a compaction summary."""
     status: str | None = None
-    """``ok`` or ``error`` where the source says; None where it does not."""
+    """``ok`` or ``error`` where the source says; None where it does not. A tool result may
+    also be ``cancelled``: the call was not run (or not to its end) because a sibling of its
+    parallel batch failed or the runtime cancelled it (an interrupted turn); its ``error``
+    keeps the runtime's text. A cancelled result says nothing about the call itself."""
     error: str | None = None
     model: str | None = None
     finish_reason: str | None = None

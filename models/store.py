@@ -32,7 +32,7 @@ import dataclasses
 import json
 import operator
 import time
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -51,10 +51,12 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.engine.interfaces import DBAPIConnection
-from sqlalchemy.exc import DataError, DBAPIError, IntegrityError, StatementError
+from sqlalchemy.exc import ArgumentError, DataError, DBAPIError, IntegrityError, StatementError
 from sqlalchemy.pool import ConnectionPoolEntry
 
 from models import migrations
+from models.errors import StoreOpenError
+from models.open_errors import EXAMPLE_URLS, open_error, shown
 from models.records import (
     Action,
     Alert,
@@ -170,19 +172,30 @@ class Store:
         wait up to :data:`SQLITE_BUSY_TIMEOUT_MS` for a lock, and let SQLAlchemy emit
         ``BEGIN`` so every transaction, reads and DDL included, is really one transaction.
 
-        Raises ``ValueError`` for a database other than SQLite or PostgreSQL.
+        Raises :class:`~models.errors.StoreOpenError` (one actionable line) when the URL
+        does not parse, names a database other than SQLite or PostgreSQL or a driver that
+        is not installed, or the first connection fails (see :mod:`models.open_errors`).
         """
-        backend = make_url(url).get_backend_name()
-        if backend == "sqlite":
-            engine = create_engine(url, json_serializer=_json_dumps)
-            _configure_sqlite(engine)
-        elif backend == "postgresql":
-            engine = create_engine(url, json_serializer=_json_dumps, pool_pre_ping=True)
-        else:
-            raise ValueError(
-                f"unsupported database {backend!r} in {url!r}: use sqlite:///path.db "
-                "or postgresql+psycopg://user@host/db"
-            )
+        engine: Engine | None = None
+        try:
+            backend = make_url(url).get_backend_name()
+            if backend not in ("sqlite", "postgresql"):
+                raise StoreOpenError(
+                    f"unsupported database {backend!r} in the store URL {shown(url)!r}; "
+                    f"use {EXAMPLE_URLS}",
+                    url=shown(url),
+                )
+            if backend == "sqlite":
+                engine = create_engine(url, json_serializer=_json_dumps)
+                _configure_sqlite(engine)
+            else:
+                engine = create_engine(url, json_serializer=_json_dumps, pool_pre_ping=True)
+            with engine.connect():  # the pool keeps it for the migration below
+                pass
+        except (ArgumentError, ImportError, DBAPIError) as exc:
+            if engine is not None:
+                engine.dispose()
+            raise open_error(url, exc) from exc
         store = cls(engine, url)
         if migrate:
             try:
@@ -287,6 +300,18 @@ class Store:
             rows = connection.execute(query).mappings().all()
         return [DeadLetter(**row) for row in rows]
 
+    def dead_letter_reasons(self) -> list[tuple[str, int]]:
+        """Every distinct dead-letter reason with how many dead letters give it, the most
+        frequent first (then by reason); payloads are not read."""
+        n = func.count().label("n")
+        query = (
+            select(_dead_letters.c.reason, n)
+            .group_by(_dead_letters.c.reason)
+            .order_by(n.desc(), _dead_letters.c.reason)
+        )
+        with self._read() as connection:
+            return [(reason, count) for reason, count in connection.execute(query)]
+
     def count(self, table: str) -> int:
         """Rows in ``table``: sessions, steps, alerts, dead_letters, deliveries or
         input_offsets. Raises ``ValueError`` for any other name."""
@@ -307,6 +332,30 @@ class Store:
                 ).scalar_one()
         return total
 
+    def session_activity(self, session_ids: Sequence[str] | None = None) -> list[SessionActivity]:
+        """Per session (all if None; ordered by session id): its steps, tokens and cost so
+        far, its last event time, and its alerts by severity. One grouped query per table."""
+        per_step = select(
+            _steps.c.session_id,
+            func.count().label("steps"),
+            func.coalesce(func.sum(_steps.c.tokens_in), 0).label("tokens_in"),
+            func.coalesce(func.sum(_steps.c.tokens_out), 0).label("tokens_out"),
+            func.coalesce(func.sum(_steps.c.cost), 0.0).label("cost"),
+            func.max(func.coalesce(_steps.c.end_ts, _steps.c.ts)).label("last_ts"),
+        ).group_by(_steps.c.session_id)
+        per_alert = select(
+            _alerts.c.session_id, _alerts.c.severity, func.count().label("n")
+        ).group_by(_alerts.c.session_id, _alerts.c.severity)
+        with self._read() as connection:
+            steps = {r["session_id"]: dict(r) for r in connection.execute(per_step).mappings()}
+            alerts: dict[str, dict[str, int]] = {}
+            for row in connection.execute(per_alert).mappings():
+                alerts.setdefault(row["session_id"], {})[row["severity"]] = row["n"]
+        return [
+            _activity(info, steps.get(info.session_id), alerts.get(info.session_id, {}))
+            for info in self.sessions(session_ids)
+        ]
+
     def get_offset(self, source: str, partition: str) -> int | None:
         """The stored position of ``(source, partition)``; None if never set."""
         query = select(_offsets.c.position).where(
@@ -314,6 +363,37 @@ class Store:
         )
         with self._read() as connection:
             return connection.execute(query).scalar_one_or_none()
+
+
+@dataclass(frozen=True, slots=True)
+class SessionActivity:
+    """A session with what its stored steps and alerts add up to
+    (:meth:`Store.session_activity`)."""
+
+    info: SessionInfo
+    steps: int
+    tokens_in: int
+    tokens_out: int
+    cost: float
+    last_ts: int | None
+    alerts: Mapping[str, int]
+    """Alerts by severity."""
+
+
+def _activity(
+    info: SessionInfo, steps: Mapping[str, Any] | None, alerts: Mapping[str, int]
+) -> SessionActivity:
+    if steps is None:
+        return SessionActivity(info, 0, 0, 0, 0.0, None, alerts)
+    return SessionActivity(
+        info=info,
+        steps=int(steps["steps"]),
+        tokens_in=int(steps["tokens_in"]),
+        tokens_out=int(steps["tokens_out"]),
+        cost=float(steps["cost"]),
+        last_ts=steps["last_ts"],
+        alerts=alerts,
+    )
 
 
 class StoreUnit:
@@ -347,6 +427,14 @@ class StoreUnit:
         query = select(_steps.c.step_id)
         rows = _select_in(self._connection, query, _steps.c.step_id, list(set(step_ids)))
         return {row["step_id"] for row in rows}
+
+    def step_sources(self, step_ids: Collection[str]) -> dict[str, tuple[str, str]]:
+        """``(source, source_ref)`` of the stored steps among ``step_ids``: which input
+        a stored step came from (the pipeline asks it of a session's start, to tell a
+        conversation's later turn from a re-delivery of its first)."""
+        query = select(_steps.c.step_id, _steps.c.source, _steps.c.source_ref)
+        rows = _select_in(self._connection, query, _steps.c.step_id, list(set(step_ids)))
+        return {row["step_id"]: (row["source"], row["source_ref"]) for row in rows}
 
     def add_steps(self, steps: Sequence[Step]) -> int:
         """Store ``steps``, skipping any whose ``step_id`` is already stored; returns the

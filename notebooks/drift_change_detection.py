@@ -37,11 +37,11 @@ from features.text_vectors import (
     step_terms,
     tokenize,
 )
-from ingest.config import detector_set, load_config
-from ingest.replay import replay
-from ingest.settings import Settings
 from models.records import Step, StepKind
 from models.store import Store
+from trajwatch.config import detector_set, load_config
+from trajwatch.replay import replay
+from trajwatch.settings import Settings
 
 SETTINGS = [
     (

@@ -305,6 +305,10 @@ _transcript_line = st.fixed_dictionaries(
                     "git",
                     "cwd",
                     "model",
+                    "role",
+                    "content",
+                    "tools",
+                    "status",
                 ]
             ),
             _transcript_value
@@ -314,9 +318,18 @@ _transcript_line = st.fixed_dictionaries(
                     "token_count",
                     "user_message",
                     "message",
+                    "assistant",
+                    "reasoning",
+                    "agent_message",
+                    "task_complete",
                     "local_shell_call",
                     "function_call_output",
                     "custom_tool_call",
+                    "web_search_call",
+                    "tool_search_call",
+                    "tool_search_output",
+                    "image_generation_call",
+                    "aborted",
                 ]
             ),
             max_size=5,
@@ -346,3 +359,58 @@ def test_runtime_transcripts_never_raise_on_arbitrary_lines(lines: list[dict]) -
         assert "session" in exc.reason
     else:
         assert all(reason for _, reason, _ in rejects)
+
+
+def _envelope(kind: str, payload: dict[str, object]) -> dict[str, object]:
+    return {"timestamp": "2026-05-11T08:27:32.839Z", "type": kind, "payload": payload}
+
+
+_USAGE = {"input_tokens": 20_292, "cached_input_tokens": 0, "output_tokens": 170}
+_TEXT_ONLY_TURN = [
+    _envelope("session_meta", {"id": "019e1625-789d-76c0-80ab-3724b5ddb799"}),
+    _envelope("event_msg", {"type": "task_started", "turn_id": "t"}),
+    _envelope("event_msg", {"type": "user_message", "message": "show tools"}),
+    _envelope("response_item", {"type": "reasoning", "summary": [], "encrypted_content": "x"}),
+    _envelope("event_msg", {"type": "agent_message", "message": "Available tools: ..."}),
+    _envelope(
+        "response_item",
+        {
+            "type": "message",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": "Available tools: ..."}],
+        },
+    ),
+    _envelope(
+        "event_msg",
+        {
+            "type": "token_count",
+            "info": {"total_token_usage": _USAGE, "last_token_usage": _USAGE},
+        },
+    ),
+    _envelope("event_msg", {"type": "task_complete", "turn_id": "t"}),
+    _envelope(
+        "response_item",
+        {"type": "function_call", "name": "exec_command", "arguments": "{}", "call_id": "c"},
+    ),
+    _envelope("response_item", {"type": "function_call_output", "call_id": "c", "output": "ok"}),
+]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(_TEXT_ONLY_TURN) | _transcript_line, max_size=14))
+def test_rollouts_of_text_only_turns_never_raise(lines: list[dict]) -> None:
+    """The lines of a real turn that ends in a text-only reply (the shape that raised
+    IndexError), repeated, reordered, dropped and mixed with arbitrary lines: never an
+    exception, and the real lines alone are never a dead letter."""
+    located = [(f"f:{i}", line) for i, line in enumerate(lines)]
+    try:
+        drafts, rejects = rollout_drafts(located)
+    except DecodeError as exc:
+        assert "session" in exc.reason
+        return
+    assert all(reason for _, reason, _ in rejects)
+    real = {id(line) for line in _TEXT_ONLY_TURN}
+    assert all(id(line) not in real for _, _, line in rejects)
+    replies = sum(1 for line in lines if line is _TEXT_ONLY_TURN[5])
+    texts = [d.step.text for d in drafts if d.step.kind == "model_call" and d.step.text]
+    assert len(texts) <= replies

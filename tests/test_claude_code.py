@@ -10,14 +10,15 @@ content block per assistant line with the usage repeated, ``toolUseResult``,
 from __future__ import annotations
 
 import json
+import lzma
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from ingest.claude_code import is_claude_code_line, transcript_drafts
-from ingest.cli import main
 from models.store import Store
+from trajwatch.cli import main
 
 SESSION = "4d5611e5-241a-462a-8d15-5122611a9569"
 CWD = "/home/dev/projects/dates"
@@ -260,3 +261,175 @@ def test_a_sub_agent_has_its_own_start_and_context_window() -> None:
     assert starts[1].step.detail == {"subagent": True, "agent_id": "a2898e3"}
     model = next(d for d in drafts if d.step.kind == "model_call")
     assert model.context == "a2898e3"  # compaction inference compares within it only
+
+
+# --- Claude Code 1.0 inline sub-agents, slash-command goals, cancelled parallel calls
+
+
+def task(call_id: str, description: str, prompt: str) -> dict[str, Any]:
+    arguments = {"description": description, "prompt": prompt, "subagent_type": "general-purpose"}
+    return {"type": "tool_use", "id": call_id, "name": "Task", "input": arguments}
+
+
+def test_inline_sub_agents_are_grouped_by_their_parent_chain() -> None:
+    """Claude Code 1.0 writes sub-agents into the main file (``isSidechain``, no
+    ``agentId``): two ``Task`` calls of one response, their lines interleaved in the file.
+    Each sub-agent is the chain under its root prompt: its own start, goal and context."""
+    t = Transcript()
+    t.prompt(
+        "<command-message>review is running…</command-message>\n"
+        "<command-name>/review</command-name>\n<command-args>src/app.py</command-args>"
+    )
+    t.prompt("Review the file below with care ...", isMeta=True)  # the command's body
+    t.response(
+        "msg_main",
+        [
+            task("toolu_a", "Check types", "Type-check src/app.py"),
+            task("toolu_b", "Check tests", "Run the tests of src/app.py"),
+        ],
+        prompt=5_000,
+    )
+    main_lines = list(t.lines)
+    a, b = Transcript(), Transcript()
+    a.n, b.n = 100, 200
+    a.prompt("Type-check src/app.py", isSidechain=True)
+    b.prompt("Run the tests of src/app.py", isSidechain=True)
+    a.response("msg_a1", [bash("toolu_a1", "mypy src/app.py")], prompt=3_000)
+    b.response("msg_b1", [bash("toolu_b1", "pytest tests/test_app.py")], prompt=3_000)
+    a.result("toolu_a1", "Success: no issues found")
+    b.result("toolu_b1", "2 passed")
+    a.prompt("and the stubs too", isSidechain=True)  # a later prompt of sub-agent a
+    a.response("msg_a2", [{"type": "text", "text": "Types are fine."}], prompt=3_500)
+    for line in [*a.lines, *b.lines]:
+        line["isSidechain"] = True
+    interleaved = [x for pair in zip(a.lines, b.lines, strict=False) for x in pair]
+    interleaved += a.lines[len(b.lines) :]
+    drafts, rejects = transcript_drafts(
+        [(str(i), x) for i, x in enumerate([*main_lines, *interleaved])]
+    )
+    assert rejects == []
+    starts = {d.step.text: d for d in drafts if d.step.kind == "start"}
+    assert list(starts) == [
+        "/review src/app.py",
+        "Type-check src/app.py",
+        "Run the tests of src/app.py",
+    ]
+    goal = starts["/review src/app.py"]
+    assert goal.natural_key == "start" and goal.context == "main"
+    sub_a, sub_b = starts["Type-check src/app.py"], starts["Run the tests of src/app.py"]
+    assert sub_a.context == a.lines[0]["uuid"] and sub_b.context == b.lines[0]["uuid"]
+    assert sub_a.step.detail == {
+        "subagent": True,
+        "agent_id": a.lines[0]["uuid"],
+        "task_call_id": "toolu_a",
+        "description": "Check types",
+        "subagent_type": "general-purpose",
+    }
+    assert sub_b.step.detail["task_call_id"] == "toolu_b"
+    contexts = {
+        d.natural_key: d.context for d in drafts if d.step.kind in ("model_call", "tool_call")
+    }
+    assert contexts["model_call/msg_main"] == "main"
+    assert contexts["model_call/msg_a1"] == contexts["model_call/msg_a2"] == sub_a.context
+    assert contexts["model_call/msg_b1"] == contexts["tool_call/toolu_b1"] == sub_b.context
+    later = next(d.step for d in drafts if d.natural_key == "model_call/msg_a2")
+    assert later.detail == {"user_message": "and the stubs too"}
+    # no sub-agent's prompt rides on another context's model call
+    carried = [d.step.detail.get("user_message") for d in drafts if d.step.kind == "model_call"]
+    assert [m for m in carried if m] == ["and the stubs too"]
+
+
+def test_a_slash_command_without_arguments_and_a_plain_prompt_are_kept_as_typed() -> None:
+    t = Transcript()
+    t.prompt("<command-name>init</command-name>\n<command-message>init</command-message>")
+    t.prompt("<command-name>/compact</command-name>\n<command-args></command-args>")
+    t.response("msg_1", [{"type": "text", "text": "ok"}], prompt=100)
+    drafts, _ = transcript_drafts([(str(i), x) for i, x in enumerate(t.lines)])
+    assert drafts[0].step.text == "/init"
+    assert drafts[1].step.detail["user_message"] == "/compact"
+
+
+def test_calls_cancelled_by_a_failing_sibling_are_cancelled_not_failed() -> None:
+    """One response, four parallel Bash calls: one fails, Claude Code cancels the rest
+    (1.0-2.1.14x and 2.1.15x wordings, and a result dropped by a streaming fallback)."""
+    t = Transcript()
+    t.prompt("Check the build")
+    commands = ["false", "make", "ls", "pwd"]
+    t.response("msg_1", [bash(f"toolu_{c}", c) for c in commands], prompt=1_000)
+    t.result("toolu_false", "Exit code 1", error=True)
+    t.result("toolu_make", "<tool_use_error>Sibling tool call errored</tool_use_error>", error=True)
+    t.result(
+        "toolu_ls",
+        "<tool_use_error>Cancelled: parallel tool call Bash(false) errored</tool_use_error>",
+        error=True,
+    )
+    dropped = "<tool_use_error>Streaming fallback - tool execution discarded</tool_use_error>"
+    t.result("toolu_pwd", dropped, error=True)
+    t.result("toolu_late", "Sibling tool call errored")  # not an error: the output of a call
+    drafts, _ = transcript_drafts([(str(i), x) for i, x in enumerate(t.lines)])
+    results = {d.step.call_id: d.step for d in drafts if d.step.kind == "tool_result"}
+    assert results["toolu_false"].status == "error"
+    for call in ("toolu_make", "toolu_ls", "toolu_pwd"):
+        assert results[call].status == "cancelled"
+    assert results["toolu_make"].error == (
+        "<tool_use_error>Sibling tool call errored</tool_use_error>"
+    )
+    assert results["toolu_late"].status == "ok"
+
+
+RECORDINGS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "recordings"
+
+
+def raw(path: Path) -> list[dict[str, Any]]:
+    with lzma.open(path, "rt", encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def tool_uses(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        block
+        for line in lines
+        if line.get("type") == "assistant"
+        and isinstance(content := line["message"].get("content"), list)
+        for block in content
+        if block.get("type") == "tool_use"
+    ]
+
+
+@pytest.mark.skipif(not RECORDINGS.exists(), reason="needs ../shared/corpus beside the repo")
+@pytest.mark.parametrize(
+    "name", ["d-kimuson__*fe5e1c67-*", "d-kimuson__*5c0375b4-*", "codemie-ai__*4c2ddfdc-*"]
+)
+def test_real_transcripts_are_read_whole(
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Claude Code 1.0.98 and 1.0.108 (sub-agents inline) and 2.0.64: every tool_use block
+    is a tool-call step, no line is a dead letter, each inline sub-agent (a sidechain root)
+    has its own start linked to the Task call that started it, no kill."""
+    (path,) = (RECORDINGS / "claude_code").glob(f"{name}.jsonl.xz")
+    lines = raw(path)
+    session = lines[-1]["sessionId"]
+    roots = [x for x in lines if x.get("isSidechain") and x.get("parentUuid") is None]
+    tasks = {
+        b["id"]
+        for x in lines
+        if not x.get("isSidechain") and x.get("type") == "assistant"
+        for b in x["message"]["content"]
+        if b.get("type") == "tool_use" and b["name"] == "Task" and "prompt" in b["input"]
+    }
+    db = f"sqlite:///{tmp_path / 'tw.db'}"
+    assert main(["replay", str(path), "--db", db, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (out["sessions"], out["dead_letters"]) == (1, 0)
+    assert not [a for a in out["alerts"] if a["action"] == "kill"]
+    with Store.open(db) as store:
+        steps = store.steps(session)
+        (info,) = store.sessions([session])
+    assert sum(1 for s in steps if s.kind == "tool_call") == len(tool_uses(lines))
+    starts = [s for s in steps if s.kind == "start"]
+    assert len(starts) == 1 + len(roots)
+    assert {s.detail.get("task_call_id") for s in starts[1:]} == tasks
+    assert {s.text for s in starts[1:]} == {r["message"]["content"] for r in roots}
+    if roots:  # both 1.0 files start with the /orchestrator command
+        assert starts[0].text is not None and starts[0].text.startswith("/orchestrator ")
+        assert info.goal == starts[0].text

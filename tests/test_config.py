@@ -10,9 +10,9 @@ import pytest
 
 from detectors.base import Detector
 from detectors.registry import REGISTRY, register
-from ingest.config import detector_set, load_config, load_policies
 from ingest.errors import ConfigError
 from models.records import Alert, Step
+from trajwatch.config import detector_set, load_config, load_policies
 
 
 class _Probe(Detector):
@@ -74,9 +74,9 @@ def test_bad_values_and_files_are_config_errors(tmp_path: Path, probe: type) -> 
     with pytest.raises(ConfigError, match="threshold must be >= 1"):
         detector_set(bad)
     unknown = load_config(write(tmp_path / "b.toml", "[detectors.no_such]\nx = 1\n"))
-    with pytest.raises(ConfigError, match="unknown detectors"):
+    with pytest.raises(ConfigError, match="unknown detector `no_such`"):
         detector_set(unknown)
-    with pytest.raises(ConfigError, match="not valid TOML"):
+    with pytest.raises(ConfigError, match="invalid TOML"):
         load_config(write(tmp_path / "c.toml", "[detectors\n"))
     with pytest.raises(ConfigError, match="does not exist"):
         load_policies({"policies": {"paths": ["nowhere"]}, "_base": str(tmp_path)})
@@ -90,7 +90,7 @@ def test_the_repository_config_loads_the_fixture_policies() -> None:
 
 
 def test_the_documented_defaults_are_the_constructors_defaults() -> None:
-    from ingest.config import defaults_toml
+    from trajwatch.config import defaults_toml
 
     root = Path(__file__).resolve().parents[1]
     documented = (root / "detectors" / "defaults.toml").read_text()

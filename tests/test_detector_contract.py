@@ -14,8 +14,8 @@ import pytest
 from detectors.base import Detector
 from detectors.registry import REGISTRY, load_builtin
 from detectors.testing import Session
-from ingest.config import detector_set, load_config
 from models.records import Alert, Step
+from trajwatch.config import detector_set, load_config
 
 load_builtin()
 NAMES = sorted(REGISTRY)

@@ -27,17 +27,17 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 
-from ingest.cli import main
-from ingest.config import detector_set, load_config
 from ingest.dialects import to_genai
 from ingest.draft import Draft
 from ingest.otlp_json import to_otlp_json
 from ingest.otlp_proto import decode_otlp_proto
-from ingest.replay import replay
 from ingest.semconv import spans_to_drafts
-from ingest.settings import Settings
 from ingest.spans import SpanRecord
 from models.store import Store
+from trajwatch.cli import main
+from trajwatch.config import detector_set, load_config
+from trajwatch.replay import replay
+from trajwatch.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
 T0 = 1_767_000_000_000_000_000
@@ -564,6 +564,20 @@ _dialect_keys = st.sampled_from(
         "tool_arguments",
         "pydantic_ai.all_messages",
         "name",
+        "gcp.vertex.agent.tool_call_args",
+        "gcp.vertex.agent.tool_response",
+        "gcp.vertex.agent.llm_request",
+        "gcp.vertex.agent.llm_response",
+        "gen_ai.tool.name",
+        "user_prompt",
+        "tool_name",
+        "tool_use_id",
+        "tool_input",
+        "full_command",
+        "input_tokens",
+        "cache_read_tokens",
+        "success",
+        "error",
     ]
 )
 _dialect_values = st.one_of(
@@ -580,9 +594,12 @@ _dialect_values = st.one_of(
             "ai.toolCall",
             "ai.generateText",
             "ai.streamText.doStream",
+            "(merged tools)",
+            "<not specified>",
         ]
     ),
     _json_like.map(json.dumps),
+    st.booleans(),
     st.text(max_size=30),
     st.integers(),
 )
@@ -591,7 +608,20 @@ _dialect_values = st.one_of(
 @settings(max_examples=300, deadline=None)
 @given(
     st.dictionaries(_dialect_keys, _dialect_values, max_size=6),
-    st.sampled_from(["x", "running tool", "agent run", "Function: f", "a.tool"]),
+    st.sampled_from(
+        [
+            "x",
+            "running tool",
+            "agent run",
+            "Function: f",
+            "a.tool",
+            "call_llm",
+            "claude_code.interaction",
+            "claude_code.llm_request",
+            "claude_code.tool",
+            "claude_code.tool.execution",
+        ]
+    ),
     st.booleans(),
 )
 def test_any_dialect_attributes_map_to_steps_without_raising(

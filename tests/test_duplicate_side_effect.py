@@ -168,6 +168,33 @@ def test_a_push_of_new_state_is_a_new_finding() -> None:
     assert [a.severity for a in feed(steps)] == [Severity.WARN, Severity.WARN]
 
 
+def test_a_call_cancelled_by_a_failing_sibling_had_no_effect_to_replay() -> None:
+    s, steps = session()
+    pay = {"recipient": "GB29NWBK60161331926819", "amount": 10.0}
+    steps += s.batch([("send_money", pay), ("get_balance", {})], failed=1, error="timeout")
+    steps += s.tool("send_money", pay)  # the payment's first execution
+    assert feed(steps) == []
+    steps += s.tool("send_money", pay)  # and this one is its replay
+    assert [a.severity for a in feed(steps)] == [Severity.CRITICAL]
+
+
+def test_a_cancelled_replay_leaves_the_executed_call_as_the_one_replayed() -> None:
+    s, steps = session()
+    first = s.tool("delete_file", {"file_id": "13"})
+    cancelled = s.batch([("delete_file", {"file_id": "13"}), ("bash", {"command": "x"})], failed=1)
+    later = [s.tool("delete_file", {"file_id": "13"}) for _ in range(2)]
+    steps += [*first, *cancelled, *(st for call in later for st in call)]
+    warn, critical = feed(steps)
+    # the cancelled call was seen as a replay when issued (nothing could know yet); the
+    # calls after it replay the first execution, within the same finding
+    assert warn.onset_step_id == critical.onset_step_id == cancelled[0].step_id
+    assert critical.raised_seq == later[1][0].seq
+    assert [e["step_id"] for e in critical.evidence][:2] == [
+        cancelled[0].step_id,
+        first[0].step_id,
+    ]
+
+
 def test_bad_critical_replays() -> None:
     with pytest.raises(ValueError):
         DuplicateSideEffect(critical_replays=0)

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from detectors.testing import Session
-from ingest.cli import main
-from ingest.evaluate import baseline_gemini, baseline_openlit
+from trajwatch.cli import main
+from trajwatch.evaluate import baseline_gemini, baseline_openlit
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT.parent / "shared" / "corpus"

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from ingest.replay import replay
-from ingest.settings import Settings
 from models.records import StepKind
 from models.store import Store
+from trajwatch.replay import replay
+from trajwatch.settings import Settings
 
 RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "recorded"
 

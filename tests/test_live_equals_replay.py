@@ -16,12 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from ingest.config import detector_set, load_config
 from ingest.files import read_recordings
+from ingest.formats import feed_record
 from ingest.pipeline import Pipeline
-from ingest.replay import feed_record, replay
-from ingest.settings import Settings
 from models.store import Store
+from trajwatch.config import detector_set, load_config
+from trajwatch.replay import replay
+from trajwatch.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDED = ROOT / "fixtures" / "recorded"

@@ -10,9 +10,9 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from ingest.otlp_json import to_otlp_json
 from ingest.pipeline import Pipeline
-from ingest.settings import Settings
 from models.records import StepKind
 from models.store import Store
+from trajwatch.settings import Settings
 
 T0 = 1_767_000_000_000_000_000
 SEC = 1_000_000_000

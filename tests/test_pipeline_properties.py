@@ -45,7 +45,6 @@ from benchmarks.bench_fuzz import (
 )
 from detectors.base import Detector
 from detectors.registry import DetectorSet
-from ingest.config import detector_set
 from ingest.pipeline import Pipeline
 from ingest.session_events import decode_event
 from models.records import Alert, DeadLetter, Step, StepKind
@@ -53,6 +52,7 @@ from models.storable import Unstorable, clean_text, storable_step
 from models.store import Store
 from tests.conftest import PG_URL
 from tests.test_bad_input import batch, json_values
+from trajwatch.config import detector_set
 
 ROOT = Path(__file__).resolve().parents[1]
 SEED_FILES = (

@@ -81,6 +81,27 @@ def test_tests_must_pass_after_the_last_edit_before_commit() -> None:
     ]
 
 
+def test_a_test_run_cancelled_before_it_ran_is_no_run() -> None:
+    p = load("coding-default-v2")
+    s = Session()
+    edit = s.tool("edit_file", {"path": "src/a.py", "old_text": "x", "new_text": "y"})
+    passed = s.tool("bash", {"command": "pytest -q"})
+    edit2 = s.tool("edit_file", {"path": "src/a.py", "old_text": "y", "new_text": "z"})
+    # the tests after the second edit, cancelled because a sibling call failed
+    cancelled = s.batch(
+        [("bash", {"command": "pytest -q"}), ("bash", {"command": "ls x"})], failed=1
+    )
+    commit, _ = s.tool("bash", {"command": "git commit -am fix"})
+    steps = [*edit, *passed, *edit2, *cancelled, commit]
+    assert [(seq, kind) for seq, kind, _ in run(p, steps)] == [(commit.seq, "require_before")]
+    # before the edit, the passing run stands: the cancelled one replaced nothing
+    cancelled = s.batch(
+        [("bash", {"command": "pytest -q"}), ("bash", {"command": "ls x"})], failed=1
+    )
+    commit, _ = s.tool("bash", {"command": "git commit -am fix"})
+    assert run(p, [*edit, *passed, *cancelled, commit]) == []
+
+
 def test_commit_without_any_edit_holds_vacuously() -> None:
     p = load("coding-default-v2")
     s = Session()

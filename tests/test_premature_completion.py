@@ -92,6 +92,33 @@ def test_no_claim_no_alert() -> None:
     assert feed(steps) == []
 
 
+def test_a_check_cancelled_by_a_failing_sibling_verified_nothing() -> None:
+    s = Session()
+    steps = [s.start(), *s.tool("bash", {"command": "pytest -q"}), *edit(s)]
+    # the tests run beside a read that fails: Claude Code cancels the test run
+    steps += s.batch(
+        [("bash", {"command": "pytest -q"}), ("bash", {"command": "cat notes.txt"})],
+        failed=1,
+        error="cat: notes.txt: No such file or directory",
+    )
+    steps.append(s.end())
+    (alert,) = feed(steps)
+    assert "nothing verified the last edit" in alert.reason
+    assert "(src/app.py, step 3)" in alert.reason
+
+
+def test_a_cancelled_check_leaves_the_failed_one_before_it_the_last() -> None:
+    s = Session()
+    steps = [s.start(), *edit(s)]
+    steps += s.tool("bash", {"command": "pytest -q"}, ok=False, error="2 failed")
+    steps += s.batch(
+        [("bash", {"command": "pytest -q"}), ("bash", {"command": "cat notes.txt"})], failed=1
+    )
+    steps.append(s.end())
+    (alert,) = feed(steps)
+    assert alert.reason.endswith("failed: 2 failed")
+
+
 def test_bad_parameters() -> None:
     with pytest.raises(ValueError):
         PrematureCompletion(min_edits=0)

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from ingest.cli import main
 from ingest.otlp_json import to_otlp_json
 from models.store import Store
+from trajwatch.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT.parent / "shared" / "corpus"
@@ -121,8 +121,22 @@ def test_debug_bundle_files_are_one_session_stored_once(
     write_bundle(tmp_path / "bundle")
     db = f"sqlite:///{tmp_path / 'tw.db'}"
     result = replay_json(capsys, str(tmp_path / "bundle"), "--db", db)
-    assert set(result) == {"sessions", "steps", "dead_letters", "alerts"}
-    assert result == {"sessions": 1, "steps": 8, "dead_letters": 0, "alerts": []}
+    assert set(result) == {
+        "sessions",
+        "steps",
+        "dead_letters",
+        "alerts",
+        "skipped",
+        "dead_letter_reasons",
+    }
+    assert result == {
+        "sessions": 1,
+        "steps": 8,
+        "dead_letters": 0,
+        "alerts": [],
+        "skipped": [],
+        "dead_letter_reasons": [],
+    }
     again = replay_json(capsys, str(tmp_path / "bundle"), "--db", db)
     assert again == result
     with Store.open(db) as store:
@@ -180,7 +194,7 @@ def test_console_script_prints_a_summary(tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "ingest.cli",
+            "trajwatch.cli",
             "replay",
             str(tmp_path / "bundle"),
             "--db",

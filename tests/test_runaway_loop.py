@@ -449,6 +449,75 @@ def test_a_long_healthy_session_stays_quiet() -> None:
     assert feed(steps) == []
 
 
+# -- parallel calls cancelled by a failing sibling ---------------------------------------
+
+_READS = [("read_file", {"path": f"src/mod_{i}.py"}) for i in range(5)]
+
+
+def _as_errors(steps: list[Step]) -> list[Step]:
+    """The same stream as a decoder that does not know cancellations would give it."""
+    return [st.with_(status="error") if st.status == "cancelled" else st for st in steps]
+
+
+@pytest.mark.parametrize("batches", [1, 5])
+def test_reads_cancelled_by_a_failing_sibling_are_not_failures(batches: int) -> None:
+    s = Session("siblings")
+    steps = warmup(s)
+    for b in range(batches):  # one batch of 5 reads, or 5 batches of one read each
+        reads = _READS if batches == 1 else _READS[b : b + 1]
+        steps += [
+            s.model(),
+            *s.batch(
+                [*reads, ("bash", {"command": f"make t{b}"})],
+                failed=len(reads),
+                error=f"make: *** no rule t{b}",
+            ),
+        ]
+    assert feed(steps) == []
+    # the control: had the five reads failed on their own, it is a retry loop
+    assert Severity.CRITICAL in {a.severity for a in feed(_as_errors(steps))}
+
+
+def test_a_failure_repeated_beside_cancelled_siblings_still_alerts() -> None:
+    s = Session("npm")
+    steps = warmup(s)
+    npm = []
+    for _ in range(6):
+        steps.append(s.model())
+        batch = s.batch(
+            [("read_file", {"path": "package.json"}), ("bash", {"command": "npm install"})],
+            failed=1,
+            error="npm ERR! code E401",
+        )
+        steps += batch
+        npm.append(batch[1])
+    alerts = feed(steps)
+    assert [a.severity for a in alerts] == [Severity.WARN, Severity.CRITICAL]
+    assert {a.onset_seq for a in alerts} == {npm[1].seq}
+    assert "npm ERR! code E401" in alerts[0].reason  # the chain of the real failures
+    assert all("`bash npm install` failed" in a.reason for a in alerts)
+    assert not any("Sibling" in a.reason for a in alerts)
+
+
+def test_a_cancelled_retry_neither_ends_nor_extends_a_failure_chain() -> None:
+    s = Session("chain")
+    steps = warmup(s)
+    error = "fatal: could not read Username for 'https://github.com'"
+    first = s.tool("bash", {"command": "git push"}, ok=False, error=error)
+    cancelled = s.batch(  # its failing sibling was read before: nothing new is tried
+        [("bash", {"command": "git push"}), ("read_file", {"path": "src/app.py"})],
+        failed=1,
+        error="EACCES: permission denied",
+    )
+    again = s.tool("bash", {"command": "git push"}, ok=False, error=error)
+    steps += [s.model(), *first, s.model(), *cancelled, s.model(), *again]
+    alerts = feed(steps)
+    # the second real failure is the first retry that failed: warned there, with 2
+    # failures counted (the cancelled push was no attempt, nor did it work)
+    assert [(a.severity, a.raised_seq) for a in alerts] == [(Severity.WARN, again[1].seq)]
+    assert alerts[0].reason.startswith("2 near-identical calls")
+
+
 # -- pieces ----------------------------------------------------------------------------
 
 

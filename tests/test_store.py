@@ -14,6 +14,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.exc import IntegrityError
 
 from models import migrations
+from models.errors import StoreOpenError
 from models.records import (
     Action,
     Alert,
@@ -407,7 +408,7 @@ def test_count_refuses_unknown_tables(store: Store) -> None:
 
 
 def test_open_refuses_other_databases() -> None:
-    with pytest.raises(ValueError, match="unsupported database 'mysql'"):
+    with pytest.raises(StoreOpenError, match="unsupported database 'mysql'"):
         Store.open("mysql+pymysql://root@localhost/trajwatch")
 
 

@@ -34,12 +34,13 @@ from pathlib import Path
 from typing import Any
 
 from detectors.registry import DetectorSet
+from ingest.errors import InputError
 from ingest.files import read_file
-from ingest.replay import replay
-from ingest.settings import Settings
 from ingest.trail import decode_trail
 from models.records import Step, StepKind
 from models.store import Store
+from trajwatch.replay import replay
+from trajwatch.settings import Settings
 
 FAILURES = ("runaway_loop", "intent_drift", "compliance_decay", "egress_gaming")
 DETECTOR_FOR = {
@@ -130,17 +131,75 @@ class Score:
 # -- labels -------------------------------------------------------------------------
 
 
+_LabelReader = Callable[[list[dict[str, str]], Path], dict[str, Label]]
+LABEL_FORMATS: tuple[tuple[str, tuple[str, ...], _LabelReader], ...] = (
+    (
+        "fixtures' labels.csv",
+        ("run_id", "session_id", "failure", "onset_call_id"),
+        lambda rows, _: _fixture_labels(rows),
+    ),
+    (
+        "TRAIL's labels_index.csv",
+        ("trace_id", "runaway_loop_span_ids"),
+        lambda rows, folder: _trail_labels(rows, folder),
+    ),
+    (
+        "AgentDojo's labels_index.csv",
+        ("file", "line_no", "derived_attacker_target_in_tool_args"),
+        lambda rows, _: _agentdojo_labels(rows),
+    ),
+)
+"""Each understood label file: its name, the columns that identify it (and that it must
+have), and its reader (rows, the file's folder → labels)."""
+
+
 def load_labels(path: Path) -> dict[str, Label]:
-    with path.open(newline="") as fh:
-        rows = list(csv.DictReader(fh))
-    columns = set(rows[0]) if rows else set()
-    if {"run_id", "failure", "onset_call_id"} <= columns:
-        return _fixture_labels(rows)
-    if {"trace_id", "runaway_loop_span_ids"} <= columns:
-        return _trail_labels(rows, path.parent)
-    if {"line_no", "derived_attacker_target_in_tool_args"} <= columns:
-        return _agentdojo_labels(rows)
-    raise ValueError(f"{path}: unknown label format (columns {sorted(columns)})")
+    """Session id → label, from any of :data:`LABEL_FORMATS`. Raises InputError, one line
+    naming the file (and the row), for a file that is missing, not CSV text, of an
+    unknown format, or with a malformed row."""
+    columns, rows = _label_rows(path)
+    for name, required, reader in LABEL_FORMATS:
+        if set(required) <= set(columns):
+            if not rows:
+                raise InputError(f"labels file {path} has no rows; label some sessions first")
+            try:
+                return reader(rows, path.parent)
+            except ValueError as exc:
+                raise InputError(f"labels file {path} ({name}), {exc}; fix that row") from exc
+    expected = "; ".join(f"{name}: {', '.join(cols)}" for name, cols, _ in LABEL_FORMATS)
+    shown = ", ".join(columns) if columns else "none"
+    raise InputError(
+        f"labels file {path} has an unknown format (columns: {shown}); "
+        f"pass a file with the columns of {expected}"
+    )
+
+
+def _label_rows(path: Path) -> tuple[list[str], list[dict[str, str]]]:
+    """The header and the rows of a labels CSV; each row complete (no missing or extra
+    cells), with its line number under ``"_line"``."""
+    try:
+        with path.open(newline="", encoding="utf-8") as fh:
+            reader = csv.DictReader(fh)
+            columns = [c for c in reader.fieldnames or [] if c]
+            rows = []
+            for row in reader:
+                if None in row or None in row.values():
+                    raise InputError(
+                        f"labels file {path}, line {reader.line_num}: the row does not have "
+                        f"one cell per column of the header; fix the row"
+                    )
+                row["_line"] = str(reader.line_num)
+                rows.append(row)
+    except FileNotFoundError as exc:
+        raise InputError(
+            f"labels file {path} does not exist; pass --labels with an existing labels.csv "
+            "or labels_index.csv"
+        ) from exc
+    except OSError as exc:
+        raise InputError(f"cannot read labels file {path}: {exc.strerror}; check --labels") from exc
+    except (UnicodeDecodeError, csv.Error) as exc:
+        raise InputError(f"labels file {path} is not CSV text ({exc}); check --labels") from exc
+    return columns, rows
 
 
 def _by_call_or_span(call_id: str, span_id: str) -> Callable[[Sequence[Step]], int | None]:
@@ -217,6 +276,8 @@ def _agentdojo_labels(rows: Iterable[Mapping[str, str]]) -> dict[str, Label]:
     labels = {}
     for row in rows:
         stem = Path(row["file"]).name.split(".", 1)[0]
+        if not row["line_no"].strip().isdigit():
+            raise ValueError(f"line {row['_line']}: line_no {row['line_no']!r} is not a number")
         label = Label(session_id_for(stem, int(row["line_no"])))
         if row.get("derived_attacker_target_in_tool_args") == "1":
             label.failures.add("egress_gaming")
@@ -425,6 +486,8 @@ def evaluate(
         summary = replay(paths, settings=settings, detectors=detectors)
         seen = set(summary.sessions)
         present = {s: label for s, label in labels.items() if s in seen}
+        if not present:
+            raise InputError(_no_match(labels_file, labels, summary.sessions))
         with Store.open(settings.db_url) as store:
             scores = score(store, present)
             unscored = others(store, present, detectors.names)
@@ -435,6 +498,25 @@ def evaluate(
         unlabelled=len(seen - set(labels)),
         others=unscored,
     )
+
+
+def _no_match(labels_file: Path, labels: Mapping[str, Label], sessions: Sequence[str]) -> str:
+    """The one line saying that no labelled session was replayed, with examples of both."""
+    expected = _examples(sorted(labels))
+    if not sessions:
+        seen = "no sessions were replayed"
+    else:
+        seen = f"the {len(sessions)} replayed sessions are {_examples(sessions)}"
+    return (
+        f"none of the {len(labels)} sessions labelled in {labels_file} was replayed "
+        f"(expected {expected}; {seen}); pass the recordings these labels describe, "
+        "or the labels of these recordings"
+    )
+
+
+def _examples(ids: Sequence[str], most: int = 3) -> str:
+    shown = ", ".join(repr(i) for i in ids[:most])
+    return shown + (f" and {len(ids) - most} more" if len(ids) > most else "")
 
 
 def _fields(settings: Settings) -> dict[str, Any]:

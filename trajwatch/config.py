@@ -21,49 +21,95 @@ Relative paths are resolved against the config file's folder. Detectors that tak
 from __future__ import annotations
 
 import inspect
+import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from detectors.registry import REGISTRY, DetectorSet, load_builtin
+from detectors.registry import REGISTRY, DetectorSet, load_builtin, parameters
 from ingest.errors import ConfigError
 
 
 def load_config(path: Path | None) -> dict[str, Any]:
-    """The parsed config (empty when ``path`` is None)."""
+    """The parsed config (empty when ``path`` is None). Raises ConfigError, one line naming
+    the file (and for a syntax error its line and column), when it cannot be read."""
     if path is None:
         return {}
+    config = _read_toml(path, "config file")
+    for table in ("detectors", "policies"):
+        if not isinstance(config.get(table, {}), dict):
+            raise ConfigError(f"config file {path}: `{table}` must be a table; write [{table}]")
+    for name, values in config.get("detectors", {}).items():
+        if not isinstance(values, dict):
+            raise ConfigError(
+                f"config file {path}: `detectors.{name}` must be a table of parameters; "
+                f"write [detectors.{name}] followed by name = value lines"
+            )
+    config["_base"] = str(path.parent)
+    config["_path"] = str(path)
+    return config
+
+
+def _read_toml(path: Path, what: str) -> dict[str, Any]:
+    """``path`` parsed as TOML; a ConfigError says which file and where it is wrong."""
     try:
         with path.open("rb") as fh:
-            config = tomllib.load(fh)
+            return tomllib.load(fh)
     except FileNotFoundError as exc:
-        raise ConfigError(f"config file {path} does not exist") from exc
+        raise ConfigError(f"{what} {path} does not exist; check the path") from exc
+    except OSError as exc:
+        raise ConfigError(f"cannot read {what} {path}: {exc.strerror}; check the path") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{what} {path} is not UTF-8 text; save it as UTF-8") from exc
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from exc
-    config["_base"] = str(path.parent)
-    return config
+        raise ConfigError(f"{what} {_toml_position(path, exc)}; fix the TOML there") from exc
+
+
+_AT = re.compile(r"^(?P<what>.*) \(at line (?P<line>\d+), column (?P<column>\d+)\)$")
+
+
+def _toml_position(path: Path, exc: tomllib.TOMLDecodeError) -> str:
+    """``FILE, line L, column C: what is wrong``: tomllib gives the position as attributes
+    from Python 3.14 and, before that, only in the message ("... (at line 3, column 5)")."""
+    message = str(exc)
+    line, column = getattr(exc, "lineno", None), getattr(exc, "colno", None)
+    what = getattr(exc, "msg", None) or message
+    if line is None and (match := _AT.match(message)):
+        what, line, column = match["what"], match["line"], match["column"]
+    what = what[:1].lower() + what[1:]
+    if line is None:
+        return f"{path}: invalid TOML: {what}"
+    return f"{path}, line {line}, column {column}: invalid TOML: {what}"
 
 
 def load_policies(config: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """policy id → raw policy mapping, from the files and folders in ``[policies] paths``."""
     table = config.get("policies", {})
     base = Path(config.get("_base", "."))
+    paths = table.get("paths", [])
+    if not isinstance(paths, list) or not all(isinstance(entry, str) for entry in paths):
+        raise ConfigError(
+            f"[policies] paths in {config.get('_path', 'the config')} must be a list of "
+            'paths; write paths = ["policies"]'
+        )
     policies: dict[str, dict[str, Any]] = {}
-    for entry in table.get("paths", []):
+    for entry in paths:
         path = (base / entry) if not Path(entry).is_absolute() else Path(entry)
         files = sorted(path.glob("*.toml")) if path.is_dir() else [path]
         if not path.exists():
-            raise ConfigError(f"policy path {path} does not exist (from [policies] paths)")
+            raise ConfigError(
+                f"policy path {path} does not exist (from [policies] paths); "
+                "fix the path or remove it"
+            )
         for file in files:
-            try:
-                with file.open("rb") as fh:
-                    policy = tomllib.load(fh)
-            except tomllib.TOMLDecodeError as exc:
-                raise ConfigError(f"policy file {file} is not valid TOML: {exc}") from exc
+            policy = _read_toml(file, "policy file")
             policy_id = str(policy.get("policy_id") or file.stem)
             if policy_id in policies:
-                raise ConfigError(f"two policy files define {policy_id!r} (second: {file})")
+                raise ConfigError(
+                    f"two policy files define {policy_id!r} (second: {file}); "
+                    "give each a distinct policy_id"
+                )
             policies[policy_id] = policy
     return policies
 
@@ -75,20 +121,25 @@ def detector_set(config: Mapping[str, Any]) -> DetectorSet:
         name: dict(values) for name, values in config.get("detectors", {}).items()
     }
     table = config.get("policies", {})
+    if not isinstance(table.get("agents", {}), dict):
+        raise ConfigError(
+            f"[policies] agents in {config.get('_path', 'the config')} must be a table; "
+            'write [policies.agents] followed by agent = "policy-id" lines'
+        )
     injected = {
         "policies": load_policies(config),
         "agent_policies": dict(table.get("agents", {})),
         "default_policy": table.get("default"),
     }
     for name, cls in REGISTRY.items():
-        accepted = inspect.signature(cls.__init__).parameters
+        accepted = parameters(cls)
         for key, value in injected.items():
             if key in accepted and key not in params.get(name, {}):
                 params.setdefault(name, {})[key] = value
     try:
-        return DetectorSet.from_config(params)
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(f"detector config: {exc}") from exc
+        return DetectorSet.from_config(params, origin=config.get("_path", ""))
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from exc
 
 
 _INJECTED = ("policies", "agent_policies", "default_policy")
@@ -102,7 +153,7 @@ def defaults_toml() -> str:
         "# Every detector parameter and its default, generated by `trajwatch defaults`.",
         "# Copy what you change into your trajwatch.toml; the rest keeps these values.",
         "# Parameters shown commented out are unset (None) by default. The policies",
-        "# parameters come from the [policies] table (see ingest/config.py).",
+        "# parameters come from the [policies] table (see trajwatch/config.py).",
     ]
     for name in sorted(REGISTRY):
         cls = REGISTRY[name]

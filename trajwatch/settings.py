@@ -1,0 +1,88 @@
+"""The one settings object. Each field names its environment variable; nothing
+else in trajwatch reads ``os.environ``.
+
+:class:`Settings` is the pipeline's :class:`~ingest.options.PipelineOptions` plus what
+only the composition root uses (the store, the config file, replay's commit size).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from ingest.errors import ConfigError
+from ingest.options import PipelineOptions, env
+
+DEFAULT_DB_URL = "sqlite:///trajwatch.db"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Settings(PipelineOptions):
+    db_url: str = field(default=DEFAULT_DB_URL, metadata=env("TRAJWATCH_DB_URL"))
+    """SQLAlchemy URL of the store: a SQLite file by default, ``postgresql+psycopg://...``
+    in production."""
+    config_path: str | None = field(default=None, metadata=env("TRAJWATCH_CONFIG"))
+    """The TOML config (detector parameters, policies); ``trajwatch.toml`` in the working
+    folder when unset and present."""
+    commit_every: int = field(default=5_000, metadata=env("TRAJWATCH_COMMIT_EVERY"))
+    """Replay writes to the store after this many input records."""
+
+    @classmethod
+    def from_env(
+        cls,
+        environ: Mapping[str, str] | None = None,
+        *,
+        flags: Mapping[str, str] | None = None,
+        **overrides: Any,
+    ) -> Settings:
+        """Defaults, then environment variables, then ``overrides`` (e.g. CLI flags).
+
+        ``flags`` names how the user gave each override (``{"lateness_ms":
+        "--lateness-ms"}``), so that an error names what the user actually used: the
+        flag, else the environment variable."""
+        environ = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            name = f.metadata["env"]
+            if name in environ and environ[name] != "":
+                values[f.name] = _convert(name, environ[name], f.default)
+        given = {k: v for k, v in overrides.items() if v is not None}
+        values.update(given)
+        settings = cls(**values)
+        settings.check({k: v for k, v in (flags or {}).items() if k in given})
+        return settings
+
+    @classmethod
+    def origin(
+        cls,
+        name: str,
+        *,
+        flags: Mapping[str, str] | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> str:
+        """How the user set field ``name``: its flag (from ``flags``), else its environment
+        variable if set, else ``"default"``."""
+        environ = os.environ if environ is None else environ
+        if flags and name in flags:
+            return flags[name]
+        env = cls.__dataclass_fields__[name].metadata["env"]
+        return env if environ.get(env) else "default"
+
+    def _rules(self) -> tuple[tuple[str, str, Callable[[Any], bool]], ...]:
+        return (*PipelineOptions._rules(self), ("commit_every", ">= 1", lambda v: v >= 1))
+
+
+def _convert(env: str, raw: str, default: Any) -> Any:
+    try:
+        if isinstance(default, bool):
+            return raw.lower() in ("1", "true", "yes", "on")
+        if isinstance(default, int):
+            return int(raw)
+        if isinstance(default, float):
+            return float(raw)
+    except ValueError as exc:
+        kind = "an integer" if isinstance(default, int) else "a number"
+        raise ConfigError(f"{env}={raw!r} is not {kind}; set {env} to {kind} or unset it") from exc
+    return raw
