@@ -322,7 +322,9 @@ class Pipeline:
         return self.commit()
 
     def _resolve_session(self, draft: Draft) -> str:
-        return (
+        # The trace index learns session hints from raw span attributes: repaired here
+        # as the draft's own fields were (see models.storable).
+        return clean_text(
             draft.session_hint
             or self._traces.session_of(draft.trace_id)
             or draft.trace_id

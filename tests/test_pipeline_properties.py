@@ -471,3 +471,17 @@ def test_a_detector_exception_costs_no_step(store: Store) -> None:
     (dead,) = store.dead_letters()
     assert dead.reason == "detector brittle failed: ZeroDivisionError: division by zero"
     assert dead.location == "s#1"
+
+
+def test_a_session_id_with_nul_from_a_span_attribute_is_repaired(store: Store) -> None:
+    """The fuzzer's find: the trace index learns the session from the raw attribute, so
+    the session row and its cursor named two different sessions (ValueError)."""
+    request = batch(2)
+    attr = request.resource_spans[0].scope_spans[0].spans[0].attributes.add()
+    attr.key, attr.value.string_value = "gen_ai.conversation.id", "sess\x00\x00x"
+    # the second span's drafts have no session of their own: the trace index gives it
+    pipeline = Pipeline(store)
+    pipeline.feed_otlp_proto(request.SerializeToString(), source="t", location="l", partition="p")
+    pipeline.close()
+    assert [info.session_id for info in store.sessions()] == ["sess\ufffd\ufffdx"]
+    assert len(store.steps("sess\ufffd\ufffdx")) == 4
