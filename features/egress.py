@@ -29,6 +29,7 @@ from collections.abc import Iterator, Mapping
 from features.egress_target import EgressTarget, url_target
 from features.hosts import clean_host, host_of
 from features.shell_egress import command_targets
+from features.text import MAX_ANALYSED_CHARS, analysed
 
 __all__ = ["egress_targets"]
 
@@ -105,7 +106,7 @@ def _maybe_json(text: str) -> object:
     if len(stripped) >= 2 and stripped[0] in "{[" and stripped[-1] in "}]":
         try:
             return json.loads(stripped)
-        except ValueError:
+        except (ValueError, RecursionError):
             return None
     return None
 
@@ -120,6 +121,8 @@ class _Collector:
         self.mail_tool = bool(_MAIL_TOOL_RE.search(tool))
         self.targets: list[EgressTarget] = []
         self.later: list[EgressTarget] = []  # generic URL scan: after specific findings
+        self.budget = MAX_ANALYSED_CHARS
+        """Characters of text still to examine: the whole walk reads at most this many."""
 
     def walk(self, value: object, key: str | None = None, depth: int = 0) -> None:
         if depth > _MAX_WALK:
@@ -165,10 +168,14 @@ class _Collector:
                 self.targets.append(target)
 
     def string(self, text: str, key: str | None, depth: int) -> None:
+        if self.budget <= 0:
+            return
         parsed = _maybe_json(text)
         if parsed is not None:
             self.walk(parsed, key, depth + 1)
             return
+        text = text[: self.budget]
+        self.budget -= len(text)
         if key in _SHELL_KEYS or (self.shell_tool and key in (None, "input", "code")):
             self.shell(text)
         if self.mail_tool and key in _EMAIL_KEYS:
@@ -217,7 +224,7 @@ def egress_targets(tool: str | None, arguments: object) -> list[EgressTarget]:
         if parsed is not None:
             collector.walk(parsed)
         elif collector.shell_tool:
-            collector.shell(arguments)
+            collector.shell(analysed(arguments))
             collector.string(arguments, "", 0)  # plus the generic URL scan
         else:
             collector.string(arguments, None, 0)

@@ -212,14 +212,14 @@ def _json_records(stream: IO[bytes], where: str, partition: str, name: str) -> I
     elif rest.strip():
         try:
             json.loads(first_line)
-        except ValueError:
+        except (ValueError, RecursionError):
             one_doc = True  # a pretty-printed document, not JSON lines
     else:
         one_doc = True
     if one_doc:
         try:
             doc = json.loads(data)
-        except (UnicodeDecodeError, ValueError) as exc:
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
             yield RawRecord("invalid", data, where, partition, f"invalid JSON: {exc}")
             return
         if isinstance(doc, list):  # a JSON array of events or OTLP batches
@@ -234,7 +234,7 @@ def _json_records(stream: IO[bytes], where: str, partition: str, name: str) -> I
             continue
         try:
             obj = json.loads(line)
-        except (UnicodeDecodeError, ValueError) as exc:
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
             yield RawRecord(
                 "invalid", line, f"{where}:{line_no}", partition, f"invalid JSON: {exc}"
             )

@@ -61,7 +61,7 @@ def decode_otlp_json(
     else:
         try:
             doc = json.loads(data)
-        except (UnicodeDecodeError, ValueError) as exc:
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
             raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
             out.rejects.append(
                 DeadLetter(

@@ -31,6 +31,8 @@ from detectors.base import Detector
 from detectors.registry import DetectorSet
 from features.compaction import CompactionInference
 from features.ordering import Reorderer
+from features.redact import redact_dead_letter, redact_step
+from features.text import analysed_step
 from features.trajectory import TrajectoryFeatures
 from ingest.draft import Draft
 from ingest.otlp_json import decode_otlp_json
@@ -156,6 +158,8 @@ class Pipeline:
         if reorderer is None:
             reorderer = self._partitions[partition] = Reorderer(lateness_ns=self._lateness_ns)
         for draft in drafts:
+            # The one gate every step passes: nothing a decoder left unredacted goes on.
+            draft.step = redact_step(draft.step)
             draft.arrival = self._arrival
             self._arrival += 1
             self._traces.observe_draft(draft)
@@ -164,7 +168,7 @@ class Pipeline:
 
     def add_dead_letters(self, letters: Iterable[DeadLetter]) -> None:
         for letter in letters:
-            self._dead.append(letter)
+            self._dead.append(redact_dead_letter(letter))
             self.stats.dead_letters += 1
 
     def set_offset(self, source: str, partition: str, position: int) -> None:
@@ -262,8 +266,9 @@ class Pipeline:
             for final in self._sequence(session, draft, step_id):
                 steps.append(final)
                 self.stats.steps += 1
+                view = analysed_step(final)  # detectors read a bounded head of each field
                 for detector in session.detectors:
-                    alerts.extend(detector.update(final))
+                    alerts.extend(detector.update(view))
         return steps, alerts, list(touched)
 
     def _parent_of(self, draft: Draft, session_id: str) -> str | None:
@@ -318,7 +323,7 @@ class Pipeline:
         if late:
             self.stats.late_steps += 1
         detail = step.detail
-        features = session.features.observe(step, seq=session.next_seq)
+        features = session.features.observe(analysed_step(step), seq=session.next_seq)
         if features or late:
             detail = {**detail, **features, **({"late": True} if late else {})}
         placed = step.with_(

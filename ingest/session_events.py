@@ -193,7 +193,7 @@ def decode_event(
     raw = data if isinstance(data, bytes) else None
     try:
         event = data if isinstance(data, Mapping) else json.loads(data)
-    except (UnicodeDecodeError, ValueError) as exc:
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         payload = raw if raw is not None else str(data).encode("utf-8", "surrogatepass")
         return [], DeadLetter(
             source=source,
