@@ -276,8 +276,8 @@ def decoded_arguments(arguments: object) -> Any:
     Redact *this*, not the raw arguments: decoding turns ``\\u0067lpat-…`` into the
     token it spells, so what is redacted must already be decoded.
 
-    >>> decoded_arguments('{"a": "{\\"b\\": 1}"}')
-    {'a': {'b': 1}}
+    >>> decoded_arguments({"a": '{"b": 1}', "c": (2, 3)})
+    {'a': {'b': 1}, 'c': [2, 3]}
     """
     return _top(arguments)
 
