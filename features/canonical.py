@@ -48,6 +48,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from features.text import MAX_ANALYSED_CHARS
+
 __all__ = [
     "arguments_value",
     "canonical_action",
@@ -293,7 +295,13 @@ def canonical_action_and_json(
     ('view(path="a.py",view_range=[10,40])', '{"path":"a.py","view_range":[10,40]}')
     """
     value = arguments if decoded else _top(arguments)
-    return _action(tool, value), _dumps(value)
+    text = _dumps(value)
+    if len(text) > MAX_ANALYSED_CHARS:
+        # Past the analysis bound the signature is the long-text form of the JSON (its
+        # normalised head and a digest of the whole): linear, and still a different
+        # signature for different arguments.
+        return f"{' '.join((tool or '?').split())}({normalise_text(text)})", text
+    return _action(tool, value), text
 
 
 def _dumps(value: Any) -> str:

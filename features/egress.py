@@ -99,6 +99,9 @@ _HTTP_TOOL_RE = re.compile(
 _MAIL_TOOL_RE = re.compile(r"mail|smtp", re.IGNORECASE)
 _EMAIL_RE = re.compile(r"[A-Za-z0-9._%+-]+@([A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+)")
 _MAX_WALK = 32
+MAX_TARGETS = 256
+"""Most targets one call reports (the first ones, in order): a blob of thousands of URLs
+is one call's egress, not thousands of steps' worth of analysis."""
 
 
 def _maybe_json(text: str) -> object:
@@ -125,7 +128,7 @@ class _Collector:
         """Characters of text still to examine: the whole walk reads at most this many."""
 
     def walk(self, value: object, key: str | None = None, depth: int = 0) -> None:
-        if depth > _MAX_WALK:
+        if depth > _MAX_WALK or self.budget <= 0:
             return
         if isinstance(value, str):
             self.string(value, key, depth)
@@ -197,6 +200,8 @@ class _Collector:
         seen: set[tuple[str, str | None] | tuple[str, None, str]] = set()
         out: list[EgressTarget] = []
         for target in self.targets + self.later:
+            if len(out) == MAX_TARGETS:
+                break
             key: tuple[str, str | None] | tuple[str, None, str] = (
                 (target.host, target.url) if target.url else (target.host, None, target.via)
             )

@@ -418,6 +418,9 @@ _FORMAT_SECRETS = [
     "--password " + PASSWORD,
     "--api-token=" + PASSWORD,
     "Credential=" + PASSWORD,
+    "[REDACTED: password=" + PASSWORD + " ]",
+    "[REDACTED:api_key] token=" + PASSWORD,
+    *(provider_secret(kind) for kind in sorted(PROVIDER_TOKENS)),
 ]
 _NOISE = st.text(
     alphabet=st.sampled_from([*"aAkKsSeEyYtTpP-_:=/@.\"' \n\\|&;", "\u0130", "\u212a", "ß", "é"]),
