@@ -97,7 +97,10 @@ _HTTP_TOOL_RE = re.compile(
     r"http|fetch|request|browse|navigate|web|url|curl|download|webhook|api", re.IGNORECASE
 )
 _MAIL_TOOL_RE = re.compile(r"mail|smtp", re.IGNORECASE)
-_EMAIL_RE = re.compile(r"[A-Za-z0-9._%+-]+@([A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+)")
+_EMAIL_RE = re.compile(
+    r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]++@([A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+)"
+)
+"""As :data:`features.result_addresses.EMAIL_RE`: tried at run starts only (linear)."""
 _MAX_WALK = 32
 MAX_TARGETS = 256
 """Most targets one call reports (the first ones, in order): a blob of thousands of URLs
