@@ -736,7 +736,7 @@ def redact(text: str) -> str:
 _MAX_PASSES = 4
 
 
-_SHORT_TEXT = 4096
+_SHORT_TEXT = 1024
 
 
 def _rules_for(low: str) -> tuple[_Rule, ...]:
