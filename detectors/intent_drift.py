@@ -169,9 +169,13 @@ _STEMMED_DROP = frozenset(
 ).difference(CONTENT_DROP)
 """What ``tokenize`` leaves of a dropped word it de-pluralised first (``status`` ->
 ``statu``, ``this`` -> ``thi``): no more content than the word itself."""
-_CALL_RE = re.compile(r"[A-Za-z_][\w.]*\((?!\))|[A-Za-z_]\w*\(\)")
+_CALL_RE = re.compile(
+    r"(?<![\w.])(?=[\w.]*?[A-Za-z_])[\w.]*+\((?!\))|(?<!\w)(?=\w*?[A-Za-z_])\w*+\(\)"
+)
 """A function call (``load_notes()``, ``print(rows)``): the shape of code, whatever the
-tool or argument is called."""
+tool or argument is called. Tried only where a run of name characters starts, and the
+run is taken whole (``*+``): a 40 KB hex blob costs one pass, not one per position (the
+plain form re-scanned the rest of the run from every letter in it: quadratic)."""
 _LITERAL_RE = re.compile(r"'([^'\n]*)'|\"([^\"\n]*)\"|#([^\n]*)")
 _SEND_RE = re.compile(
     r"\b(?:post|put|patch)\b|--data\b|\s-d\s|\s-f\s|\bupload|\bsend", re.IGNORECASE

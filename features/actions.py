@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from features.canonical import canonical_action_and_json
+from features.canonical import canonical_action_and_json, decoded_arguments
 from features.egress import egress_targets
 from features.frozen import freeze, thaw
 from features.redact import redact_value
@@ -64,7 +64,11 @@ def _memo_fields(tool: str | None, key: tuple[Any, ...]) -> dict[str, Any]:
 
 
 def _fields(tool: str | None, arguments: Any) -> dict[str, Any]:
-    safe = redact_value(arguments)
+    # Decode, then redact, then derive: every field below (the stored JSON, the action,
+    # the egress targets) is made of the redacted decoded value, so an escape that only
+    # decoding resolves (``"\\u0067lpat-…"`` in a JSON-encoded argument) cannot carry a
+    # token past the redactor into a derived column.
+    safe = redact_value(decoded_arguments(arguments))
     targets = egress_targets(tool, safe)
     first = targets[0] if targets else None
     detail: dict[str, Any] = {}
@@ -72,7 +76,7 @@ def _fields(tool: str | None, arguments: Any) -> dict[str, Any]:
         detail["egress"] = [
             {"host": t.host, "url": t.url, "method": t.method, "via": t.via} for t in targets
         ]
-    action, arguments_json = canonical_action_and_json(tool, safe)
+    action, arguments_json = canonical_action_and_json(tool, safe, decoded=True)
     return {
         "tool": tool,
         "action": action,

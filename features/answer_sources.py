@@ -107,13 +107,21 @@ _STOP = frozenset(
 )
 
 
+_MAX_REPO_REF = 512
+"""Longest text read as a repository reference: a host (<= 253), an owner and a name
+(GitHub: <= 39 and <= 100) and a scheme fit with room to spare."""
+
+
 def repo_id(text: str) -> tuple[str, str] | None:
     """``(owner, name)`` of a repository given as ``owner/name``, a URL or scp-like.
 
     >>> repo_id("git@github.com:Acme/Dates.git"), repo_id("https://gitlab.com/acme/dates/")
     (('acme', 'dates'), ('acme', 'dates'))
     """
-    m = _REPO_RE.search(text.strip())
+    text = text.strip()
+    if len(text) > _MAX_REPO_REF:
+        return None  # a blob, not a repository: and the search would be quadratic in it
+    m = _REPO_RE.search(text)
     if not m:
         return None
     return m.group("owner").lower(), m.group("name").lower().removesuffix(".git")

@@ -48,7 +48,15 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["arguments_value", "canonical_action", "canonical_action_and_json", "canonical_json"]
+from features.text import MAX_ANALYSED_CHARS
+
+__all__ = [
+    "arguments_value",
+    "canonical_action",
+    "canonical_action_and_json",
+    "canonical_json",
+    "decoded_arguments",
+]
 
 _MAX_DEPTH = 64
 _LONG = 160
@@ -165,7 +173,7 @@ def _parse_json_text(text: str, *, arrays: bool) -> Any:
         return text
     try:
         value = json.loads(stripped)
-    except ValueError:
+    except (ValueError, RecursionError):  # deep nesting is text, not data
         return text
     return value if isinstance(value, (dict, list)) else text
 
@@ -210,7 +218,7 @@ def arguments_value(text: str | None) -> Any:
         return None
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return text
 
 
@@ -263,15 +271,37 @@ def canonical_action(tool: str | None, arguments: object) -> str:
     return _action(tool, _top(arguments))
 
 
-def canonical_action_and_json(tool: str | None, arguments: object) -> tuple[str, str]:
+def decoded_arguments(arguments: object) -> Any:
+    """``arguments`` as the plain JSON data both canonical forms are made of: a JSON
+    text (and every nested string holding a JSON object) decoded, keys as text.
+
+    Redact *this*, not the raw arguments: decoding turns ``\\u0067lpat-…`` into the
+    token it spells, so what is redacted must already be decoded.
+
+    >>> decoded_arguments({"a": '{"b": 1}', "c": (2, 3)})
+    {'a': {'b': 1}, 'c': [2, 3]}
+    """
+    return _top(arguments)
+
+
+def canonical_action_and_json(
+    tool: str | None, arguments: object, *, decoded: bool = False
+) -> tuple[str, str]:
     """``(canonical_action(tool, arguments), canonical_json(arguments))``, decoding the
-    arguments (and the JSON strings inside them) once for both.
+    arguments (and the JSON strings inside them) once for both; not at all when
+    ``decoded`` says they come from :func:`decoded_arguments` already.
 
     >>> canonical_action_and_json("view", '{"path": "a.py", "view_range": [10, 40]}')
     ('view(path="a.py",view_range=[10,40])', '{"path":"a.py","view_range":[10,40]}')
     """
-    value = _top(arguments)
-    return _action(tool, value), _dumps(value)
+    value = arguments if decoded else _top(arguments)
+    text = _dumps(value)
+    if len(text) > MAX_ANALYSED_CHARS:
+        # Past the analysis bound the signature is the long-text form of the JSON (its
+        # normalised head and a digest of the whole): linear, and still a different
+        # signature for different arguments.
+        return f"{' '.join((tool or '?').split())}({normalise_text(text)})", text
+    return _action(tool, value), text
 
 
 def _dumps(value: Any) -> str:

@@ -29,6 +29,7 @@ from collections.abc import Iterator, Mapping
 from features.egress_target import EgressTarget, url_target
 from features.hosts import clean_host, host_of
 from features.shell_egress import command_targets
+from features.text import MAX_ANALYSED_CHARS, analysed
 
 __all__ = ["egress_targets"]
 
@@ -96,8 +97,14 @@ _HTTP_TOOL_RE = re.compile(
     r"http|fetch|request|browse|navigate|web|url|curl|download|webhook|api", re.IGNORECASE
 )
 _MAIL_TOOL_RE = re.compile(r"mail|smtp", re.IGNORECASE)
-_EMAIL_RE = re.compile(r"[A-Za-z0-9._%+-]+@([A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+)")
+_EMAIL_RE = re.compile(
+    r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]++@([A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+)"
+)
+"""As :data:`features.result_addresses.EMAIL_RE`: tried at run starts only (linear)."""
 _MAX_WALK = 32
+MAX_TARGETS = 256
+"""Most targets one call reports (the first ones, in order): a blob of thousands of URLs
+is one call's egress, not thousands of steps' worth of analysis."""
 
 
 def _maybe_json(text: str) -> object:
@@ -105,7 +112,7 @@ def _maybe_json(text: str) -> object:
     if len(stripped) >= 2 and stripped[0] in "{[" and stripped[-1] in "}]":
         try:
             return json.loads(stripped)
-        except ValueError:
+        except (ValueError, RecursionError):
             return None
     return None
 
@@ -120,9 +127,11 @@ class _Collector:
         self.mail_tool = bool(_MAIL_TOOL_RE.search(tool))
         self.targets: list[EgressTarget] = []
         self.later: list[EgressTarget] = []  # generic URL scan: after specific findings
+        self.budget = MAX_ANALYSED_CHARS
+        """Characters of text still to examine: the whole walk reads at most this many."""
 
     def walk(self, value: object, key: str | None = None, depth: int = 0) -> None:
-        if depth > _MAX_WALK:
+        if depth > _MAX_WALK or self.budget <= 0:
             return
         if isinstance(value, str):
             self.string(value, key, depth)
@@ -165,10 +174,14 @@ class _Collector:
                 self.targets.append(target)
 
     def string(self, text: str, key: str | None, depth: int) -> None:
+        if self.budget <= 0:
+            return
         parsed = _maybe_json(text)
         if parsed is not None:
             self.walk(parsed, key, depth + 1)
             return
+        text = text[: self.budget]
+        self.budget -= len(text)
         if key in _SHELL_KEYS or (self.shell_tool and key in (None, "input", "code")):
             self.shell(text)
         if self.mail_tool and key in _EMAIL_KEYS:
@@ -190,6 +203,8 @@ class _Collector:
         seen: set[tuple[str, str | None] | tuple[str, None, str]] = set()
         out: list[EgressTarget] = []
         for target in self.targets + self.later:
+            if len(out) == MAX_TARGETS:
+                break
             key: tuple[str, str | None] | tuple[str, None, str] = (
                 (target.host, target.url) if target.url else (target.host, None, target.via)
             )
@@ -217,7 +232,7 @@ def egress_targets(tool: str | None, arguments: object) -> list[EgressTarget]:
         if parsed is not None:
             collector.walk(parsed)
         elif collector.shell_tool:
-            collector.shell(arguments)
+            collector.shell(analysed(arguments))
             collector.string(arguments, "", 0)  # plus the generic URL scan
         else:
             collector.string(arguments, None, 0)

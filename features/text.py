@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from features.redact import redact
+
+if TYPE_CHECKING:
+    from models.records import Step
 
 MAX_TEXT_CHARS = 16_384
 """Longest text a step keeps per field. Whole prompts and tool outputs can be
@@ -22,6 +27,38 @@ def clip(text: str | None, limit: int = MAX_TEXT_CHARS) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit]}…[+{len(text) - limit} chars]"
+
+
+MAX_ANALYSED_CHARS = 65_536
+"""Most characters of any one field (arguments, result, text, a URL …) that a per-step
+analysis examines: egress extraction, the canonical action's head, every detector and
+step feature. Past it a field is stored (redacted whole) but not analysed, so a 1 MiB
+blob in a tool argument costs what 64 KB costs. Redaction is the exception: it reads
+the whole field (a secret at its end is still removed), in linear time."""
+
+
+def analysed(text: str) -> str:
+    """The part of ``text`` analyses examine: its first :data:`MAX_ANALYSED_CHARS`.
+
+    >>> len(analysed("x" * 100_000))
+    65536
+    """
+    return text if len(text) <= MAX_ANALYSED_CHARS else text[:MAX_ANALYSED_CHARS]
+
+
+_ANALYSED_FIELDS = ("action", "arguments", "result", "text", "error", "egress_url")
+
+
+def analysed_step(step: Step) -> Step:
+    """``step`` as analyses see it: each text field cut to :data:`MAX_ANALYSED_CHARS`
+    (the step itself, not a copy, when no field is that long). A cut ``arguments`` is no
+    longer JSON; analyses read it as the plain text it then is."""
+    long = {
+        name: value[:MAX_ANALYSED_CHARS]
+        for name in _ANALYSED_FIELDS
+        if isinstance(value := getattr(step, name), str) and len(value) > MAX_ANALYSED_CHARS
+    }
+    return step.with_(**long) if long else step
 
 
 _REDACTION_MARGIN = 4_096

@@ -519,7 +519,15 @@ class StepTerms:
         return not (self.paths or self.hosts or self.repos or self.words)
 
 
-_URL_RE = re.compile(r"\b(?:https?|git|ssh)://[^\s\"'<>`)\]]+|\b[\w.-]+@[\w.-]+:[\w./-]+\.git\b")
+_URL_RE = re.compile(
+    r"\b(?:https?|git|ssh)://[^\s\"'<>`)\]]+"
+    r"|(?<![\w.-])[.-]*+(?P<scp>(?=\w)[\w.-]++@[\w.-]++:[\w./-]+\.git\b)"
+)
+"""A URL, or an scp-like ``git@host:path.git``. The latter is tried only where a run of
+name characters starts and read from its first word character (where ``\\b`` put it):
+the same matches as ``\\b[\\w.-]+@…`` (but for one glued to the end of another),
+which re-scanned a long run from every word boundary inside it (quadratic on
+``a.a.a.…``)."""
 _PATH_RE = re.compile(
     r"(?<![\w@:/.-])(?:~?/|\.{1,2}/)?(?:[\w@+-][\w.@+-]*/)+[\w.@+-]*"
     r"|(?<![\w/.-])[\w@+-][\w@+-]*\.[A-Za-z][A-Za-z0-9]{0,7}\b(?![/\w(])"
@@ -656,7 +664,7 @@ def _step_terms(
     for s in strings:
         rest = s
         for m in _URL_RE.finditer(s):
-            url = m.group(0).rstrip(".,;:")
+            url = (m.group("scp") or m.group(0)).rstrip(".,;:")
             urls[url] = None
             host = host_of(url)
             if host:

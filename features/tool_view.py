@@ -161,7 +161,9 @@ _CHECK_PROGRAMS = (
 _CHECK_SEGMENT_RE = re.compile(
     r"^\s*(?:\(\s*)?(?:\w+=\S*\s+)*(?:sudo\s+|time\s+|timeout\s+\S+\s+|nice\s+|env\s+)*"
     r"(?:cd\s+\S+\s*&&\s*)?(?:uv\s+run\s+|poetry\s+run\s+|pipenv\s+run\s+|hatch\s+run\s+|pdm\s+run\s+"
-    r"|npx\s+|pnpx\s+|bunx\s+|python[0-9.]*\s+-m\s+|\S*/)?(?:" + _CHECK_PROGRAMS + r")(?:\s|$)"
+    r"|npx\s+|pnpx\s+|bunx\s+|python[0-9.]*\s+-m\s+|(?:[^\s/]*+/)++)?(?:"
+    + _CHECK_PROGRAMS
+    + r")(?:\s|$)"
 )
 _CHECK_TOOL_RE = re.compile(
     r"(?i)(^|[_\-.])(test|tests|run_?tests|lint|build|check|typecheck|verify)($|[_\-.])"

@@ -93,7 +93,7 @@ def json_value(value: Any) -> Any:
         if stripped[:1] in ("{", "["):
             try:
                 return json.loads(stripped)
-            except ValueError:
+            except (ValueError, RecursionError):
                 return value
     return value
 

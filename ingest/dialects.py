@@ -623,7 +623,7 @@ def _unstringified(value: Any) -> Any:
     if isinstance(value, str) and len(value) >= 2 and value[0] == '"' == value[-1]:
         try:
             text = json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):
             return value
         return text if isinstance(text, str) else value
     return value
@@ -639,7 +639,7 @@ def _python_literal(value: Any) -> Any:
         return value
     try:
         return json.loads(stripped)
-    except ValueError:
+    except (ValueError, RecursionError):
         pass
     try:
         return ast.literal_eval(stripped)

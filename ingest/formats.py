@@ -313,7 +313,7 @@ def tool_call_row_events(row: dict[str, str]) -> list[dict[str, Any]]:
         ts = float(ts)
     arguments: Any = row.get("arguments") or None
     if isinstance(arguments, str):
-        with contextlib.suppress(ValueError):
+        with contextlib.suppress(ValueError, RecursionError):
             arguments = json.loads(arguments)
     ok = str(row.get("ok", "")).strip().lower() in ("true", "1", "yes")
     base = {"session_id": session, "seq": seq, "ts": ts, "call_id": call_id}

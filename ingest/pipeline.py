@@ -35,6 +35,8 @@ from detectors.base import Detector
 from detectors.registry import DetectorSet
 from features.compaction import CompactionInference
 from features.ordering import Reorderer
+from features.redact import redact_dead_letter, redact_step
+from features.text import analysed_step
 from features.trajectory import TrajectoryFeatures
 from ingest.draft import Draft
 from ingest.errors import DecodeError
@@ -209,6 +211,8 @@ class Pipeline:
             reorderer = self._partitions[partition] = Reorderer(lateness_ns=self._lateness_ns)
         for draft in drafts:
             self.stats.drafts += 1
+            # The one gate every step passes: nothing a decoder left unredacted goes on.
+            draft.step = redact_step(draft.step)
             try:
                 _make_storable(draft)
             except Unstorable as error:
@@ -222,6 +226,7 @@ class Pipeline:
         self._ready.extend(reorderer.pop_ready())
 
     def _add_dead_letter(self, letter: DeadLetter) -> None:
+        letter = redact_dead_letter(letter)  # the gate every dead letter passes
         self._dead.append(letter)
         self.stats.dead_letters += 1
         if len(self.stats.first_dead_letters) < DEAD_LETTER_EXAMPLES:
@@ -390,9 +395,10 @@ class Pipeline:
                 placed.add(final.step_id)
                 steps.append(final)
                 self.stats.steps += 1
+                view = analysed_step(final)  # detectors read a bounded head of each field
                 for detector in session.detectors:
                     try:
-                        alerts.extend(detector.update(final))
+                        alerts.extend(detector.update(view))
                     except Exception as error:  # a detector bug must not cost the batch
                         self._detector_failed(detector, final, error)
         return steps, alerts, list(touched)
@@ -508,7 +514,7 @@ class Pipeline:
         if late:
             self.stats.late_steps += 1
         detail = step.detail
-        features = session.features.observe(step, seq=session.next_seq)
+        features = session.features.observe(analysed_step(step), seq=session.next_seq)
         if features or late:
             detail = {**detail, **features, **({"late": True} if late else {})}
         placed = step.with_(

@@ -6,6 +6,9 @@ flag this file; every value is made up.
 
 from __future__ import annotations
 
+import random
+import string
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -42,6 +45,127 @@ PGP = "-----BEGIN PGP PRIVATE KEY BLOCK-----\n\n" + PEM_BODY + "-----END PGP PRI
 AZURE = "Zm9v" + B62 + B62[:10] + "=="
 BEARER = "abc123" + B62
 PASSWORD = "hunter2" + "Xy9"
+
+# -- provider tokens: one made-up token per provider in its documented format ---------------
+
+_RNG = random.Random(20261201)
+_ALNUM = string.ascii_letters + string.digits
+_HEX = "0123456789abcdef"
+_B64URL = _ALNUM + "-_"
+
+
+def _rand(n: int, alphabet: str = _ALNUM) -> str:
+    return "".join(_RNG.choice(alphabet) for _ in range(n))
+
+
+# kind -> (prefix, random body): the body is what must not survive anywhere
+PROVIDER_TOKENS: dict[str, tuple[str, str]] = {
+    "aws_access_key": ("AKIA", _rand(16, string.ascii_uppercase + string.digits)),
+    "github_classic": ("ghp_", _rand(36)),
+    "github_fine_grained": ("github_pat_", _rand(22) + "_" + _rand(59)),
+    "gitlab": ("glpat-", _rand(20)),
+    "gitlab_runner": ("glrt-", _rand(20)),
+    "slack_bot": ("xoxb-", "1234567890-" + _rand(24)),
+    "stripe": ("sk_" + "live_", _rand(24)),
+    "sendgrid": ("SG.", _rand(22, _B64URL) + "." + _rand(43, _B64URL)),
+    "openai": ("sk-", _rand(48)),
+    "openai_project": ("sk-proj-", _rand(64)),
+    "anthropic": ("sk-ant-api03-", _rand(93) + "AA"),
+    "google": ("AIza", _rand(35)),
+    "jwt": ("eyJhbGciOiJIUzI1NiJ9.eyJ", _rand(40) + "." + _rand(43)),
+    "npm": ("npm_", _rand(36)),
+    "pypi": ("pypi-AgEIcHlwaS5vcmc", _rand(60)),
+    "huggingface": ("hf_", _rand(34)),
+    "shopify": ("shpat_", _rand(32, _HEX)),
+    "digitalocean": ("dop_v1_", _rand(64, _HEX)),
+    "doppler": ("dp.pt.", _rand(43)),
+    "linear": ("lin_api_", _rand(40)),
+    "mailgun": ("key-", _rand(32, _HEX)),
+    "heroku": ("HRKU-", _rand(60)),
+    "sentry": ("sntrys_", _rand(60)),
+    "grafana": ("glsa_", _rand(32) + "_" + _rand(8, _HEX)),
+    "vault": ("hvs.", _rand(90)),
+    "postman": ("PMAK-", _rand(24, _HEX) + "-" + _rand(34, _HEX)),
+    "databricks": ("dapi", _rand(32, _HEX)),
+    "newrelic": ("NRAK-", _rand(27, string.ascii_uppercase + string.digits)),
+    "pulumi": ("pul-", _rand(40, _HEX)),
+    "supabase": ("sbp_", _rand(40, _HEX)),
+    "groq": ("gsk_", _rand(52)),
+    "xai": ("xai-", _rand(80)),
+    "replicate": ("r8_", _rand(37)),
+    "notion": ("ntn_", _rand(46)),
+    "square": ("EAAA", _rand(60, _B64URL)),
+    "azure_client_secret": (_rand(3) + "8Q~", _rand(34)),
+    "telegram_bot": ("123456789:AA", _rand(33)),
+    "age": ("AGE-SECRET-KEY-1", _rand(58, "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L")),
+    "private_key_pem": (
+        "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA",
+        _rand(64, _ALNUM + "+/") + "\n" + _rand(40) + "\n-----END RSA PRIVATE KEY-----",
+    ),
+}
+"""Recognised by format wherever they appear."""
+
+# Secrets that only their context gives away: (text with ``{s}``, the secret)
+CONTEXT_SECRETS: dict[str, tuple[str, str]] = {
+    "basic_auth_url": ("https://deploy:{s}@git.example.com/o/r.git", _rand(18)),
+    "bearer_header": ("Authorization: Bearer {s}", _rand(40)),
+    "azure_storage": ("AccountName=acct;AccountKey={s};EndpointSuffix=x", _rand(86) + "=="),
+    "twilio_auth": ("TWILIO_AUTH_TOKEN={s}", _rand(32, _HEX)),
+    "datadog": ("DD_API_KEY={s}", _rand(32, _HEX)),
+    "discord_bot": (
+        "Authorization: Bot {s}",
+        "M" + _rand(25) + "." + _rand(6) + "." + _rand(38, _B64URL),
+    ),
+    "curl_user": ("curl -u admin:{s} https://ci.example.com", _rand(16)),
+    "password_env": ("PGPASSWORD={s} psql -h db", _rand(14)),
+    "url_signature": ("https://b.example.com/o?sig={s}&x=1", _rand(40)),
+}
+
+LOOK_ALIKES = [
+    "9fceb02d0ae598e95dc970b74767f19372d61af8",  # git SHA
+    "123e4567-e89b-12d3-a456-426614174000",  # UUID
+    "sk-xxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+    "glpat-xxxxxxxxxxxxxxxxxxxx",
+    "<your-token>",
+    "sha512-Q5bVh0yTZ1xUtJ6Zn1bK3j0uQ2y8HcA9ZkLmN0pQrStUvWxYz==",  # lockfile integrity
+    "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",  # sha256
+]
+
+
+def provider_secret(kind: str) -> str:
+    prefix, body = PROVIDER_TOKENS[kind]
+    return prefix + body
+
+
+def needles(secret: str) -> list[str]:
+    """The secret and distinctive 10-character windows of it: a partial redaction that
+    leaves the tail (or the head) behind is still a leak."""
+    body = secret.replace("\n", "")
+    step = max(1, (len(body) - 10) // 4)
+    return [secret, *{body[i : i + 10] for i in range(0, max(1, len(body) - 9), step)}]
+
+
+@pytest.mark.parametrize("kind", sorted(PROVIDER_TOKENS))
+def test_provider_tokens_are_redacted_bare_and_in_context(kind: str) -> None:
+    secret = provider_secret(kind)
+    body = PROVIDER_TOKENS[kind][1]
+    for text in (secret, f"deploy --verbose {secret} now", f'{{"note": "{secret}"}}'):
+        out = redact(text)
+        assert body not in out and body[-12:] not in out, (kind, out)
+        assert "[REDACTED:" in out
+
+
+@pytest.mark.parametrize("kind", sorted(CONTEXT_SECRETS))
+def test_context_secrets_are_redacted(kind: str) -> None:
+    template, secret = CONTEXT_SECRETS[kind]
+    out = redact(template.format(s=secret))
+    assert secret not in out and secret[-12:] not in out, (kind, out)
+
+
+@pytest.mark.parametrize("text", LOOK_ALIKES)
+def test_provider_look_alikes_survive(text: str) -> None:
+    assert redact(f"see {text} here") == f"see {text} here"
+
 
 # (text, the secret that must vanish, context that must stay)
 SECRETS: list[tuple[str, str, str]] = [
@@ -294,6 +418,9 @@ _FORMAT_SECRETS = [
     "--password " + PASSWORD,
     "--api-token=" + PASSWORD,
     "Credential=" + PASSWORD,
+    "[REDACTED: password=" + PASSWORD + " ]",
+    "[REDACTED:api_key] token=" + PASSWORD,
+    *(provider_secret(kind) for kind in sorted(PROVIDER_TOKENS)),
 ]
 _NOISE = st.text(
     alphabet=st.sampled_from([*"aAkKsSeEyYtTpP-_:=/@.\"' \n\\|&;", "\u0130", "\u212a", "ß", "é"]),
