@@ -41,6 +41,7 @@ from typing import Any
 
 from features.actions import tool_call_fields
 from features.canonical import canonical_json
+from features.codeact import prompt_tools
 from features.hosts import host_of
 from features.redact import redact
 from features.text import excerpt
@@ -56,6 +57,7 @@ from ingest.attributes import (
     json_value,
     real_id,
 )
+from ingest.codeact import Child, code_step_drafts, is_code_step
 from ingest.dialects import restate
 from ingest.draft import Draft, compaction_key
 from ingest.spans import SPAN_KIND_CLIENT, STATUS_ERROR, SpanRecord
@@ -93,9 +95,10 @@ def spans_to_drafts(
     batch = restate(spans)
     by_id = {s.span_id: s for s in batch}
     main = _main_agents(batch, by_id)
+    children = _children(batch) if any(is_code_step(s) for s in batch) else {}
     drafts: list[Draft] = []
     for span in batch:
-        for draft in _span_drafts(span, by_id, main, session_attribute):
+        for draft in _span_drafts(span, by_id, main, session_attribute, children):
             draft.arrival = arrival + len(drafts)
             drafts.append(draft)
     return drafts
@@ -334,11 +337,14 @@ def _span_drafts(
     by_id: Mapping[str, SpanRecord],
     main: AbstractSet[str],
     session_attribute: str | None,
+    children: Mapping[str, list[SpanRecord]],
 ) -> list[Draft]:
     role = operation_of(span)
     base = _base(span, session_attribute)
     ref = f"{span.trace_id}:{span.span_id}"
     drafts: list[Draft] = []
+    if role == "other" and span.span_id in children and is_code_step(span):
+        drafts.extend(_code_drafts(span, by_id, children[span.span_id], base))
     if role == "model":
         parent = by_id.get(span.parent_span_id or "")
         if parent is None or operation_of(parent) != "model":
@@ -351,7 +357,11 @@ def _span_drafts(
         drafts.extend(_agent_drafts(span, span.span_id in main, base, ref))
     elif role == "egress":
         drafts.append(_egress_draft(span, base, ref))
-    elif span.status_code == STATUS_ERROR and span.attributes.get(OPERATION) != NOT_A_STEP:
+    elif (
+        span.status_code == STATUS_ERROR
+        and span.attributes.get(OPERATION) != NOT_A_STEP
+        and not drafts  # a failed code action carries its step's failure
+    ):
         error = excerpt(_error_text(span) or "error")
         step = _step(
             span,
@@ -366,6 +376,79 @@ def _span_drafts(
         if event.name == COMPACTION_EVENT:
             drafts.append(_compaction_draft(span, event.time_ns, event.attributes, base, ref))
     return drafts
+
+
+def _children(batch: Iterable[SpanRecord]) -> dict[str, list[SpanRecord]]:
+    """Parent span id → its children in the batch, by start time."""
+    out: dict[str, list[SpanRecord]] = {}
+    for span in batch:
+        if span.parent_span_id:
+            out.setdefault(span.parent_span_id, []).append(span)
+    for spans in out.values():
+        spans.sort(key=lambda s: (s.start_ns, s.span_id))
+    return out
+
+
+def _code_drafts(
+    step: SpanRecord,
+    by_id: Mapping[str, SpanRecord],
+    under: list[SpanRecord],
+    base: dict[str, Any],
+) -> list[Draft]:
+    """The code actions of a smolagents step span (:mod:`ingest.codeact`), read from its
+    model call's output, with its TOOL and AGENT children as the calls traced already."""
+    model = next((s for s in under if operation_of(s) == "model"), None)
+    if model is None:
+        return []
+    tools: set[str] = set(prompt_tools(_system_text(model.attributes)))
+    agent = _agent_parent(step, by_id)
+    if agent is not None:
+        tools.update(_smolagents_tools(agent.attributes))
+    found: list[Child] = []
+    for span in under:
+        role = operation_of(span)
+        if role == "tool":
+            name = first_str(span.attributes, ("gen_ai.tool.name", "tool.name"))
+            found.append(Child(span, name or span.name, _result_text(span.attributes), None))
+        elif role == "agent":
+            output = _output_text(span.attributes)
+            found.append(Child(span, None, output, _error_text(span)))
+    observation = first_str(step.attributes, ("output.value",))
+    return code_step_drafts(
+        step,
+        model_output=_output_text(model.attributes),
+        model_end_ns=model.end_ns,
+        tools=frozenset(tools),
+        children=found,
+        observation=observation,
+        error=_error_text(step),
+        make_step=_step,
+        base=base,
+    )
+
+
+def _system_text(attrs: Mapping[str, Any]) -> str | None:
+    """The system message of a model call's input (where smolagents lists the tools)."""
+    for name in ("gen_ai.input.messages", "input.value"):
+        for message in _messages(attrs.get(name)):
+            if isinstance(message, Mapping) and message.get("role") == "system":
+                return _message_text(message)
+    return first_str(attrs, ("gen_ai.system_instructions",))
+
+
+def _smolagents_tools(attrs: Mapping[str, Any]) -> set[str]:
+    """The tool and managed-agent names smolagents' instrumentation puts on its agent
+    span: ``smolagents.tools_names`` and ``smolagents.managed_agents.<i>.name``."""
+    names: set[str] = set()
+    listed = json_value(attrs.get("smolagents.tools_names"))
+    if isinstance(listed, list):
+        names.update(n for n in listed if isinstance(n, str))
+    for i in range(64):
+        name = attrs.get(f"smolagents.managed_agents.{i}.name")
+        if not isinstance(name, str):
+            break
+        names.add(name)
+    return names
 
 
 def _agent_context(

@@ -1,0 +1,148 @@
+"""A CodeAct step span → the tool calls its code made, each counted once.
+
+smolagents' ``CodeAgent``, traced by OpenInference, records one ``Step N`` CHAIN span
+per step: under it the model call whose output holds the code, a TOOL span for each
+tool the code called through the instrumented ``Tool.__call__`` (``final_answer``,
+``inspect_file_as_text``, …) and an AGENT span for each managed agent it called; the
+step's ``output.value`` is the observation (``Execution logs:`` … ``Last output from
+code snippet:`` …) and a failed execution fails the span with smolagents' "Code
+execution failed at line '…' due to: …". The pipeline saw the model call and the
+traced tools only: a step that computed, printed or called a managed agent did nothing
+visible. :func:`code_step_drafts` reads the code (:mod:`features.codeact`) and makes:
+
+- nothing for a call that has its own TOOL span under the step (matched in order by
+  tool name): that span is already its call and result;
+- a ``tool_call``/``tool_result`` pair for each other action: a managed agent's call
+  (paired in order with an AGENT span under the step, whose output and status are its
+  result: the sub-agent's own steps come from that span), a call to a tool that left
+  no span, or the block as one ``python`` action when it called no tool. The
+  observation is the result of the step's last action (the execution's output belongs
+  to the whole block); a failure is the result of the statement smolagents names, and
+  the actions after it did not run, so they are not made.
+
+Step ids are stable: ``<trace>:<step span>:code<i>:call``/``:result``; every step's
+``source_ref`` is the step span, for evidence. Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from features.actions import tool_call_fields, tool_result_fields
+from features.codeact import (
+    CodeAction,
+    block_action,
+    code_actions,
+    execution_failure,
+    failed_position,
+)
+from ingest.draft import Draft
+from ingest.spans import STATUS_ERROR, SpanRecord
+from models.records import Step, StepKind
+
+__all__ = ["Child", "code_step_drafts", "is_code_step"]
+
+MakeStep = Callable[..., Step]
+"""``(span, kind, ts, **fields) → Step``: :func:`ingest.semconv._step`."""
+
+
+@dataclass(frozen=True, slots=True)
+class Child:
+    """A TOOL (``tool`` set) or AGENT (``tool`` None) span directly under the step."""
+
+    span: SpanRecord
+    tool: str | None
+    output: str | None
+    error: str | None
+
+
+def is_code_step(span: SpanRecord) -> bool:
+    """smolagents' step span as OpenInference names it: a CHAIN span ``Step <n>``."""
+    kind = span.attributes.get("openinference.span.kind")
+    name = span.name
+    return (
+        isinstance(kind, str)
+        and kind.upper() == "CHAIN"
+        and name.startswith("Step ")
+        and name[5:].isdigit()
+    )
+
+
+def code_step_drafts(
+    step: SpanRecord,
+    *,
+    model_output: str | None,
+    model_end_ns: int,
+    tools: frozenset[str],
+    children: Sequence[Child],
+    observation: str | None,
+    error: str | None,
+    make_step: MakeStep,
+    base: Mapping[str, Any],
+) -> list[Draft]:
+    """The drafts of the actions of one step's code that no span of their own records
+    (see the module doc); empty when the output holds no code or smolagents failed
+    before running it (a parsing or generation error)."""
+    if not model_output:
+        return []
+    failed = step.status_code == STATUS_ERROR
+    if failed and "Code execution failed" not in (error or ""):
+        return []  # the code never ran: the model call or the parsing failed
+    known = tools | {c.tool for c in children if c.tool}
+    actions = [a for a in code_actions(model_output, tools=known) if a.kind == "tool"]
+    failure = execution_failure(error) if failed else None
+    at = failed_position(model_output, failure) if failure else None
+    tools_left = [c for c in children if c.tool]
+    traced_names = {c.tool for c in tools_left}
+    agents_left = [c for c in children if not c.tool]
+    emitted: list[tuple[str, CodeAction, bool]] = []  # (id suffix, action, failed)
+    carried = failure is None  # has an action (emitted or traced) the failure?
+    traced_any = False
+    for index, action in enumerate(actions):
+        where = (action.block, action.statement)
+        if at is not None and where > at:
+            break  # the interpreter stopped at the failed statement
+        traced = next((c for c in tools_left if c.tool == action.name), None)
+        if traced is None and agents_left and action.name not in traced_names:
+            traced = agents_left[0]
+        if traced is not None:
+            (tools_left if traced.tool else agents_left).remove(traced)
+            traced_any = True
+            carried = carried or where == at
+            continue
+        if failure is not None and at is None:
+            continue  # whether a call without a span ran before the failure is unknown
+        emitted.append((f"code{index}", action, where == at))
+        carried = carried or where == at
+    whole = None
+    if (not emitted and not traced_any) or not carried:
+        block = at[0] if at is not None else 0
+        whole = block_action(model_output, block)
+    if whole is not None:
+        emitted.append((f"block{whole.block}", whole, failure is not None))
+    if not emitted:
+        return []
+    ref = f"{step.trace_id}:{step.span_id}"
+    drafts: list[Draft] = []
+    for position, (suffix, action, action_failed) in enumerate(emitted):
+        last = position == len(emitted) - 1
+        fields = tool_call_fields(action.name, action.arguments)
+        detail = {**fields.pop("detail"), "code_action": action.kind}
+        # calls in code order after the model call; the execution ends with the step
+        call_ts = model_end_ns + 2 * position
+        result_ts = step.end_ns if last else call_ts + 1
+        text = failure.message if action_failed and failure else (observation if last else None)
+        call = make_step(step, StepKind.TOOL_CALL, call_ts, detail=detail, **fields)
+        result = make_step(
+            step,
+            StepKind.TOOL_RESULT,
+            max(result_ts, call_ts),
+            tool=action.name,
+            detail={"code_action": action.kind},
+            **tool_result_fields(text, failed=action_failed),
+        )
+        drafts.append(Draft(step=call, fallback_id=f"{ref}:{suffix}:call", **base))
+        drafts.append(Draft(step=result, fallback_id=f"{ref}:{suffix}:result", **base))
+    return drafts
