@@ -44,6 +44,7 @@ __all__ = [
     "code_actions",
     "code_blocks",
     "execution_failure",
+    "exit_failed",
     "failed_position",
     "prompt_tools",
 ]
@@ -61,6 +62,8 @@ _OPENHANDS_BLOCK = re.compile(
     r"<execute_(bash|ipython|browse)>(.*?)(?:</execute_\1>|\Z)", re.DOTALL
 )
 _FAILED_AT = re.compile(r"Code execution failed at line '(.*?)' due to: ", re.DOTALL)
+_EXIT_CODE = re.compile(r"\[Command (?:-?\d+ )?finished with exit code (-?\d+)\]")
+"""OpenHands' ``CmdOutputObservation`` footer (``[Command -1 finished …]`` in old releases)."""
 _PROMPT_TOOL = re.compile(r"^(?:- ([A-Za-z_]\w*): |def ([A-Za-z_]\w*)\()", re.MULTILINE)
 _BUILTINS = frozenset(dir(builtins))
 
@@ -171,6 +174,21 @@ def execution_failure(error: str | None) -> Failure | None:
         return None
     match = _FAILED_AT.search(error)
     return Failure(statement=match.group(1).strip() if match else "", message=error)
+
+
+def exit_failed(observation: str | None) -> bool:
+    """Whether an OpenHands command observation reports a non-zero exit code (its last
+    ``[Command finished with exit code N]``); False when it reports none.
+
+    >>> exit_failed("ls: x: No such file\\n[Command finished with exit code 2]")
+    True
+    >>> exit_failed("ok\\n[Command -1 finished with exit code 0]")
+    False
+    """
+    if not observation:
+        return False
+    codes = _EXIT_CODE.findall(observation[-4096:])
+    return bool(codes) and codes[-1] != "0"
 
 
 def failed_position(text: str, failure: Failure) -> tuple[int, int] | None:

@@ -36,13 +36,14 @@ from features.codeact import (
     block_action,
     code_actions,
     execution_failure,
+    exit_failed,
     failed_position,
 )
 from ingest.draft import Draft
 from ingest.spans import STATUS_ERROR, SpanRecord
 from models.records import Step, StepKind
 
-__all__ = ["Child", "code_step_drafts", "is_code_step"]
+__all__ = ["Child", "code_step_drafts", "is_code_step", "tagged_action_drafts"]
 
 MakeStep = Callable[..., Step]
 """``(span, kind, ts, **fields) → Step``: :func:`ingest.semconv._step`."""
@@ -145,4 +146,46 @@ def code_step_drafts(
         )
         drafts.append(Draft(step=call, fallback_id=f"{ref}:{suffix}:call", **base))
         drafts.append(Draft(step=result, fallback_id=f"{ref}:{suffix}:result", **base))
+    return drafts
+
+
+def tagged_action_drafts(
+    model: SpanRecord,
+    *,
+    model_output: str | None,
+    observation: str | None,
+    observed_ns: int,
+    make_step: MakeStep,
+    base: Mapping[str, Any],
+) -> list[Draft]:
+    """The action of a model call written in OpenHands' CodeAct tags (``<execute_bash>``,
+    ``<execute_ipython>``, ``<execute_browse>``): OpenHands runs the first block of a
+    response, so one call, at the model call's end. ``observation`` is what the next
+    model call's input holds after this response (OpenHands sends the observation as
+    the next message, seen at ``observed_ns``), or None when no later model call of the
+    batch shows it; a command whose observation reports a non-zero exit code failed."""
+    if not model_output or "<execute_" not in model_output:
+        return []
+    actions = code_actions(model_output)
+    if not actions:
+        return []
+    action = actions[0]
+    if action.kind == "tool" or action.block != 0:
+        action = block_action(model_output, 0) or action
+    ref = f"{model.trace_id}:{model.span_id}"
+    fields = tool_call_fields(action.name, action.arguments)
+    detail = {**fields.pop("detail"), "code_action": action.kind}
+    call = make_step(model, StepKind.TOOL_CALL, model.end_ns, detail=detail, **fields)
+    drafts = [Draft(step=call, fallback_id=f"{ref}:code0:call", **base)]
+    if observation is not None:
+        failed = action.kind == "bash" and exit_failed(observation)
+        result = make_step(
+            model,
+            StepKind.TOOL_RESULT,
+            max(observed_ns, model.end_ns),
+            tool=action.name,
+            detail={"code_action": action.kind},
+            **tool_result_fields(observation, failed=failed),
+        )
+        drafts.append(Draft(step=result, fallback_id=f"{ref}:code0:result", **base))
     return drafts

@@ -41,7 +41,7 @@ from typing import Any
 
 from features.actions import tool_call_fields
 from features.canonical import canonical_json
-from features.codeact import prompt_tools
+from features.codeact import code_blocks, prompt_tools
 from features.hosts import host_of
 from features.redact import redact
 from features.text import excerpt
@@ -57,7 +57,7 @@ from ingest.attributes import (
     json_value,
     real_id,
 )
-from ingest.codeact import Child, code_step_drafts, is_code_step
+from ingest.codeact import Child, code_step_drafts, is_code_step, tagged_action_drafts
 from ingest.dialects import restate
 from ingest.draft import Draft, compaction_key
 from ingest.spans import SPAN_KIND_CLIENT, STATUS_ERROR, SpanRecord
@@ -95,7 +95,7 @@ def spans_to_drafts(
     batch = restate(spans)
     by_id = {s.span_id: s for s in batch}
     main = _main_agents(batch, by_id)
-    children = _children(batch) if any(is_code_step(s) for s in batch) else {}
+    children = _children(batch)
     drafts: list[Draft] = []
     for span in batch:
         for draft in _span_drafts(span, by_id, main, session_attribute, children):
@@ -348,7 +348,11 @@ def _span_drafts(
     if role == "model":
         parent = by_id.get(span.parent_span_id or "")
         if parent is None or operation_of(parent) != "model":
-            drafts.append(_model_draft(span, base, ref, _agent_context(span, by_id, main)))
+            model = _model_draft(span, base, ref, _agent_context(span, by_id, main))
+            drafts.append(model)
+            text = model.step.text
+            if text and "<execute_" in text and (parent is None or not is_code_step(parent)):
+                drafts.extend(_tagged_drafts(span, text, children, base))
         # else: the provider SDK's span under a framework's span of the same call
         # (LangChain's ChatOpenAI.chat over openai.chat): one model call, counted once
     elif role == "tool":
@@ -425,6 +429,52 @@ def _code_drafts(
         make_step=_step,
         base=base,
     )
+
+
+def _tagged_drafts(
+    model: SpanRecord, output: str, children: Mapping[str, list[SpanRecord]], base: dict[str, Any]
+) -> list[Draft]:
+    """An OpenHands CodeAct action in a model call's (redacted) output
+    (:mod:`ingest.codeact`), its observation read from the next model call of the same
+    parent in the batch."""
+    observation, observed = None, model.end_ns
+    siblings = children.get(model.parent_span_id or "", [])
+    later = [s for s in siblings if s.start_ns >= model.end_ns and operation_of(s) == "model"]
+    if later:
+        observation = _reply_to(later[0].attributes, output)
+        observed = later[0].start_ns
+    return tagged_action_drafts(
+        model,
+        model_output=output,
+        observation=observation,
+        observed_ns=observed,
+        make_step=_step,
+        base=base,
+    )
+
+
+def _reply_to(attrs: Mapping[str, Any], output: str) -> str | None:
+    """The text of the message that follows, in a model call's input, the last assistant
+    message holding ``output``'s first code block (the observation of the action it
+    wrote), or None."""
+    blocks = code_blocks(output)
+    if not blocks or not blocks[0][1]:
+        return None
+    code = blocks[0][1]
+    messages: list[Any] = []
+    for name in ("gen_ai.input.messages", "input.value"):
+        messages = _messages(attrs.get(name))
+        if messages:
+            break
+    for i in range(len(messages) - 2, -1, -1):
+        message = messages[i]
+        if (
+            isinstance(message, Mapping)
+            and message.get("role") == "assistant"
+            and code in (_message_text(message) or "")
+        ):
+            return _message_text(messages[i + 1])
+    return None
 
 
 def _system_text(attrs: Mapping[str, Any]) -> str | None:
