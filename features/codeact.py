@@ -47,6 +47,7 @@ __all__ = [
     "exit_failed",
     "failed_position",
     "prompt_tools",
+    "restates_code",
 ]
 
 MAX_BLOCKS = 8
@@ -174,6 +175,42 @@ def execution_failure(error: str | None) -> Failure | None:
         return None
     match = _FAILED_AT.search(error)
     return Failure(statement=match.group(1).strip() if match else "", message=error)
+
+
+def restates_code(code: str, observation: str | None) -> bool:
+    """Whether a smolagents observation of ``code`` (``Execution logs:`` + printed lines,
+    ``Last output from code snippet:`` + the last value) holds nothing but text the code
+    itself wrote as string literals: the block printed what the model had just written
+    (a task it meant to send, a plan) and learnt nothing. Such a block did not act; its
+    text is the model's, already in the model call.
+
+    >>> restates_code('task = ("Find the 2011 census " "figures.")\\nprint(task)',
+    ...     "Execution logs:\\nFind the 2011 census figures.\\n"
+    ...     "Last output from code snippet:\\nNone")
+    True
+    >>> restates_code("print(6 * 7)", "Execution logs:\\n42\\nLast output from code snippet:\\n")
+    False
+    """
+    if not observation or len(code) > MAX_CODE_CHARS or len(observation) > MAX_CODE_CHARS:
+        return False
+    logs, _, last = observation.removeprefix("Execution logs:").partition(
+        "Last output from code snippet:"
+    )
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    written = " ".join(
+        " ".join(node.value.split())
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+    )
+    said = [" ".join(line.split()) for line in logs.splitlines()]
+    said = [line for line in said if line]
+    last = " ".join(last.split())
+    if last not in ("", "None"):
+        said.append(last)
+    return bool(said) and all(line in written for line in said)
 
 
 def exit_failed(observation: str | None) -> bool:

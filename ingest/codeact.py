@@ -15,7 +15,9 @@ visible. :func:`code_step_drafts` reads the code (:mod:`features.codeact`) and m
 - a ``tool_call``/``tool_result`` pair for each other action: a managed agent's call
   (paired in order with an AGENT span under the step, whose output and status are its
   result: the sub-agent's own steps come from that span), a call to a tool that left
-  no span, or the block as one ``python`` action when it called no tool. The
+  no span, or the block as one ``python`` action when it called no tool (unless it
+  only printed its own string literals: that restates the model's text, it is no
+  action, and counting it as one would make it look like something tried). The
   observation is the result of the step's last action (the execution's output belongs
   to the whole block); a failure is the result of the statement smolagents names, and
   the actions after it did not run, so they are not made.
@@ -38,6 +40,7 @@ from features.codeact import (
     execution_failure,
     exit_failed,
     failed_position,
+    restates_code,
 )
 from ingest.draft import Draft
 from ingest.spans import STATUS_ERROR, SpanRecord
@@ -121,7 +124,9 @@ def code_step_drafts(
     if (not emitted and not traced_any) or not carried:
         block = at[0] if at is not None else 0
         whole = block_action(model_output, block)
-    if whole is not None:
+    if whole is not None and (
+        failure is not None or not restates_code(whole.arguments.get("code", ""), observation)
+    ):
         emitted.append((f"block{whole.block}", whole, failure is not None))
     if not emitted:
         return []

@@ -230,7 +230,10 @@ def test_a_call_with_its_own_tool_span_is_not_counted_twice() -> None:
     )
     drafts = run.drafts()
     # one call each, from the TOOL spans; the code adds nothing
-    assert sorted(str(tool) for tool, _ in calls(drafts)) == ["final_answer", "inspect_file_as_text"]
+    assert sorted(str(tool) for tool, _ in calls(drafts)) == [
+        "final_answer",
+        "inspect_file_as_text",
+    ]
     assert all(ref.endswith(":call") and ":code" not in ref for _, ref in calls(drafts))
 
 
@@ -323,30 +326,51 @@ def trail_spans(trace: str) -> list[Any]:
     return decode_trail(doc, source="test").spans
 
 
+def replayed(trace: str, tmp_path: Path) -> list[Any]:
+    url = f"sqlite:///{tmp_path / 'tw.db'}"
+    replay([GAIA / f"{trace}.json.xz"], settings=Settings(db_url=url))
+    with Store.open(url) as store:
+        return store.steps(trace)
+
+
 @pytest.mark.skipif(not GAIA.exists(), reason="needs ../shared/corpus beside the repo")
 def test_a_trail_trace_shows_the_managers_code_actions_with_their_results(
     tmp_path: Path,
 ) -> None:
-    # the manager prints a task for its search agent four times instead of calling it;
-    # two reads of the file fail inside TOOL spans (counted by those spans only)
-    trace = "f04b425c107f7b972209528a46c407d9"
+    # the manager simulates a game in Python twice: the first run fails, the second prints
+    trace = "7ee8e8df6e8cd101d9af8a4a4f6ceedb"
     spans = {s.span_id: s for s in trail_spans(trace)}
-    url = f"sqlite:///{tmp_path / 'tw.db'}"
-    replay([GAIA / f"{trace}.json.xz"], settings=Settings(db_url=url))
-    with Store.open(url) as store:
-        steps = store.steps(trace)
+    steps = replayed(trace, tmp_path)
     code_calls = [s for s in steps if s.kind == StepKind.TOOL_CALL and ":block" in s.step_id]
-    assert [s.tool for s in code_calls] == ["python"] * 4
-    by_id = {s.step_id: s for s in steps}
+    assert [s.tool for s in code_calls] == ["python", "python"]
+    outcomes = []
     for call in code_calls:
         (result,) = [s for s in steps if s.parent_step_id == call.step_id]
-        assert result.status == "ok" and (result.result or "").startswith("Execution logs:")
         span = spans[call.source_ref.split(":")[1]]
         assert span.name.startswith("Step ") and result.source_ref == call.source_ref
-        assert by_id[call.step_id] is call and call.step_id == f"{trace}:{span.span_id}:block0:call"
-        assert "print(" in json.loads(call.arguments or "{}")["code"]
+        assert call.step_id == f"{trace}:{span.span_id}:block0:call"
+        assert call.seq < result.seq
+        assert "simulate_game" in json.loads(call.arguments or "{}")["code"]
+        outcomes.append((result.status, (result.error or result.result or "")[:60]))
+    assert outcomes[0][0] == "error" and "Code execution failed" in outcomes[0][1]
+    assert outcomes[1][0] == "ok"
+    assert outcomes[1][1].startswith("Execution logs:\nBall with highest ejection")
+    # the failure is the failed action's result, not a second error step
+    failed_span = code_calls[0].source_ref
+    assert not [s for s in steps if s.kind == StepKind.ERROR and s.source_ref == failed_span]
+
+
+@pytest.mark.skipif(not GAIA.exists(), reason="needs ../shared/corpus beside the repo")
+def test_printing_a_task_is_no_action_and_traced_reads_count_once(tmp_path: Path) -> None:
+    # the manager prints a task for its search agent four times instead of calling it
+    # (the observation restates the code's own text: nothing ran), and reads a file twice
+    # through inspect_file_as_text, both failing inside TOOL spans
+    trace = "f04b425c107f7b972209528a46c407d9"
+    spans = trail_spans(trace)
+    steps = replayed(trace, tmp_path)
+    assert not [s for s in steps if ":block" in s.step_id or ":code" in s.step_id]
     reads = [s for s in steps if s.kind == StepKind.TOOL_CALL and s.tool == "inspect_file_as_text"]
-    traced = [s for s in spans.values() if s.attributes.get("tool.name") == "inspect_file_as_text"]
+    traced = [s for s in spans if s.attributes.get("tool.name") == "inspect_file_as_text"]
     assert len(reads) == len(traced) == 2
     answers = [s for s in steps if s.kind == StepKind.TOOL_CALL and s.tool == "final_answer"]
     assert len(answers) == 1 and ":code" not in answers[0].step_id
@@ -362,3 +386,20 @@ def test_a_trail_call_that_failed_before_its_tool_ran_is_a_failed_code_action() 
     assert results["final_answer"].status == "error"
     assert "unexpected keyword argument 'task'" in (results["final_answer"].error or "")
     assert results["python"].status == "error" and "open(" in (results["python"].error or "")
+
+
+def test_a_block_that_prints_its_own_text_is_no_action() -> None:
+    run = Run()
+    code = (
+        'task = (\n    "Please find the 2011 census figures "\n    "for tertiary education.")\n'
+        "print(task)"
+    )
+    said = "Execution logs:\nPlease find the 2011 census figures for tertiary education.\n"
+    observation = said + "Last output from code snippet:\nNone"
+    smolagents_step(run, smol(code), observation=observation)
+    assert not calls(run.drafts())
+    # the same block printing something it computed is an action
+    run = Run()
+    counted = said + "58\nLast output from code snippet:\nNone"
+    smolagents_step(run, smol(code + "\nprint(len(task))"), observation=counted)
+    assert [tool for tool, _ in calls(run.drafts())] == ["python"]
