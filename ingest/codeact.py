@@ -22,12 +22,15 @@ visible. :func:`code_step_drafts` reads the code (:mod:`features.codeact`) and m
   to the whole block); a failure is the result of the statement smolagents names, and
   the actions after it did not run, so they are not made.
 
-Step ids are stable: ``<trace>:<step span>:code<i>:call``/``:result``; every step's
-``source_ref`` is the step span, for evidence. Pure.
+Step ids are stable: ``<trace>:<step span>:code<i>:call``/``:result`` (``block<i>`` for
+a block run as a whole); every step's ``source_ref`` is the step span, for evidence.
+Pure, but for :class:`CodeMemory`: the bounded memory of the children a step span will
+need when they came in earlier batches.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -46,7 +49,14 @@ from ingest.draft import Draft
 from ingest.spans import STATUS_ERROR, SpanRecord
 from models.records import Step, StepKind
 
-__all__ = ["Child", "code_step_drafts", "is_code_step", "tagged_action_drafts"]
+__all__ = [
+    "Child",
+    "CodeMemory",
+    "ModelFacts",
+    "code_step_drafts",
+    "is_code_step",
+    "tagged_action_drafts",
+]
 
 MakeStep = Callable[..., Step]
 """``(span, kind, ts, **fields) → Step``: :func:`ingest.semconv._step`."""
@@ -56,10 +66,59 @@ MakeStep = Callable[..., Step]
 class Child:
     """A TOOL (``tool`` set) or AGENT (``tool`` None) span directly under the step."""
 
-    span: SpanRecord
+    span_id: str
     tool: str | None
-    output: str | None
-    error: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ModelFacts:
+    """What a step needs of its model call: when it ended, its output, the tools its
+    system prompt lists."""
+
+    end_ns: int
+    output: str
+    tools: frozenset[str]
+
+
+class CodeMemory:
+    """The model calls and traced calls of steps whose span has not arrived yet, bounded.
+
+    A step span ends after its children, and an exporter sends spans as they end: with
+    OpenTelemetry's ``SimpleSpanProcessor`` (smolagents' documented setup) each span is
+    a request of its own, with the batch processor a step that ran longer than its
+    schedule delay is split. So the model call and the tool spans under a step usually
+    come before the step, in other batches. They are kept here per parent span (the
+    ``max_parents`` most recent parents, ``MAX_CHILDREN`` children each) until their
+    step arrives and takes them. In-memory only; a restart forgets them (a step whose
+    children came before the restart shows no code actions, as before)."""
+
+    MAX_CHILDREN = 64
+    MAX_OUTPUT_CHARS = 65_536
+
+    def __init__(self, max_parents: int = 4096) -> None:
+        self.max_parents = max_parents
+        self._models: OrderedDict[str, ModelFacts] = OrderedDict()
+        self._children: OrderedDict[str, list[Child]] = OrderedDict()
+
+    def remember_model(self, parent: str, facts: ModelFacts) -> None:
+        self._models[parent] = ModelFacts(
+            facts.end_ns, facts.output[: self.MAX_OUTPUT_CHARS], facts.tools
+        )
+        self._models.move_to_end(parent)
+        while len(self._models) > self.max_parents:
+            self._models.popitem(last=False)
+
+    def remember_child(self, parent: str, child: Child) -> None:
+        found = self._children.setdefault(parent, [])
+        self._children.move_to_end(parent)
+        if len(found) < self.MAX_CHILDREN and all(c.span_id != child.span_id for c in found):
+            found.append(child)
+        while len(self._children) > self.max_parents:
+            self._children.popitem(last=False)
+
+    def take(self, step: str) -> tuple[ModelFacts | None, list[Child]]:
+        """The model call and children remembered for span ``step``, forgotten here."""
+        return self._models.pop(step, None), self._children.pop(step, [])
 
 
 def is_code_step(span: SpanRecord) -> bool:

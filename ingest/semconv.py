@@ -57,7 +57,14 @@ from ingest.attributes import (
     json_value,
     real_id,
 )
-from ingest.codeact import Child, code_step_drafts, is_code_step, tagged_action_drafts
+from ingest.codeact import (
+    Child,
+    CodeMemory,
+    ModelFacts,
+    code_step_drafts,
+    is_code_step,
+    tagged_action_drafts,
+)
 from ingest.dialects import restate
 from ingest.draft import Draft, compaction_key
 from ingest.spans import SPAN_KIND_CLIENT, STATUS_ERROR, SpanRecord
@@ -85,20 +92,26 @@ def spans_to_drafts(
     *,
     session_attribute: str | None = None,
     arrival: int = 0,
+    memory: CodeMemory | None = None,
 ) -> list[Draft]:
-    """Map a batch of spans to drafts. Pure; spans that mean nothing to trajwatch
-    (plain CHAIN or framework spans without errors) produce no draft.
+    """Map a batch of spans to drafts. Pure but for ``memory``; spans that mean nothing
+    to trajwatch (plain CHAIN or framework spans without errors) produce no draft.
 
     ``session_attribute`` is an extra attribute that names the session, read after
-    ``gen_ai.conversation.id`` and ``session.id``.
+    ``gen_ai.conversation.id`` and ``session.id``. ``memory`` keeps, across batches, the
+    model calls and traced calls under step spans not seen yet (:class:`CodeMemory`);
+    without it a CodeAct step shows its code actions only when its children are in the
+    same batch.
     """
     batch = restate(spans)
     by_id = {s.span_id: s for s in batch}
     main = _main_agents(batch, by_id)
     children = _children(batch)
+    if memory is not None:
+        _remember(batch, by_id, memory)
     drafts: list[Draft] = []
     for span in batch:
-        for draft in _span_drafts(span, by_id, main, session_attribute, children):
+        for draft in _span_drafts(span, by_id, main, session_attribute, children, memory):
             draft.arrival = arrival + len(drafts)
             drafts.append(draft)
     return drafts
@@ -338,13 +351,15 @@ def _span_drafts(
     main: AbstractSet[str],
     session_attribute: str | None,
     children: Mapping[str, list[SpanRecord]],
+    memory: CodeMemory | None = None,
 ) -> list[Draft]:
     role = operation_of(span)
     base = _base(span, session_attribute)
     ref = f"{span.trace_id}:{span.span_id}"
     drafts: list[Draft] = []
-    if role == "other" and span.span_id in children and is_code_step(span):
-        drafts.extend(_code_drafts(span, by_id, children[span.span_id], base))
+    if role == "other" and is_code_step(span):
+        earlier = memory.take(span.span_id) if memory is not None else (None, [])
+        drafts.extend(_code_drafts(span, by_id, children.get(span.span_id, []), earlier, base))
     if role == "model":
         parent = by_id.get(span.parent_span_id or "")
         if parent is None or operation_of(parent) != "model":
@@ -397,38 +412,76 @@ def _code_drafts(
     step: SpanRecord,
     by_id: Mapping[str, SpanRecord],
     under: list[SpanRecord],
+    earlier: tuple[ModelFacts | None, list[Child]],
     base: dict[str, Any],
 ) -> list[Draft]:
     """The code actions of a smolagents step span (:mod:`ingest.codeact`), read from its
-    model call's output, with its TOOL and AGENT children as the calls traced already."""
-    model = next((s for s in under if operation_of(s) == "model"), None)
+    model call's output, with its TOOL and AGENT children as the calls traced already
+    (those of this batch, and those ``earlier`` batches left in the memory)."""
+    model = next((_model_facts(s) for s in under if operation_of(s) == "model"), None)
+    model = model or earlier[0]
     if model is None:
         return []
-    tools: set[str] = set(prompt_tools(_system_text(model.attributes)))
+    tools = set(model.tools)
     agent = _agent_parent(step, by_id)
     if agent is not None:
         tools.update(_smolagents_tools(agent.attributes))
-    found: list[Child] = []
+    found = list(earlier[1])
+    seen = {c.span_id for c in found}
     for span in under:
-        role = operation_of(span)
-        if role == "tool":
-            name = first_str(span.attributes, ("gen_ai.tool.name", "tool.name"))
-            found.append(Child(span, name or span.name, _result_text(span.attributes), None))
-        elif role == "agent":
-            output = _output_text(span.attributes)
-            found.append(Child(span, None, output, _error_text(span)))
-    observation = first_str(step.attributes, ("output.value",))
+        child = _child(span)
+        if child is not None and child.span_id not in seen:
+            found.append(child)
     return code_step_drafts(
         step,
-        model_output=_output_text(model.attributes),
+        model_output=model.output,
         model_end_ns=model.end_ns,
         tools=frozenset(tools),
         children=found,
-        observation=observation,
+        observation=first_str(step.attributes, ("output.value",)),
         error=_error_text(step),
         make_step=_step,
         base=base,
     )
+
+
+def _model_facts(span: SpanRecord) -> ModelFacts:
+    return ModelFacts(
+        span.end_ns,
+        _output_text(span.attributes) or "",
+        prompt_tools(_system_text(span.attributes)),
+    )
+
+
+def _child(span: SpanRecord) -> Child | None:
+    """A tool or agent span as the step above it needs it (None for other spans)."""
+    role = operation_of(span)
+    if role == "tool":
+        name = first_str(span.attributes, ("gen_ai.tool.name", "tool.name"))
+        return Child(span.span_id, name or span.name)
+    if role == "agent":
+        return Child(span.span_id, None)
+    return None
+
+
+def _remember(
+    batch: Iterable[SpanRecord], by_id: Mapping[str, SpanRecord], memory: CodeMemory
+) -> None:
+    """Keep what a step span that is not in this batch will need: a model call whose
+    output holds code, and the tool and agent spans beside it, by their parent."""
+    for span in batch:
+        parent = span.parent_span_id
+        if not parent or parent in by_id:
+            continue  # the parent is here: it is handled in this batch
+        if operation_of(span) == "model":
+            output = _output_text(span.attributes) or ""
+            if code_blocks(output):  # the system prompt is read only then
+                tools = prompt_tools(_system_text(span.attributes))
+                memory.remember_model(parent, ModelFacts(span.end_ns, output, tools))
+        else:
+            child = _child(span)
+            if child is not None:
+                memory.remember_child(parent, child)
 
 
 def _tagged_drafts(

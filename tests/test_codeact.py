@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.trace import Status, StatusCode
 
 from features.codeact import (
@@ -23,6 +24,7 @@ from features.codeact import (
     prompt_tools,
 )
 from ingest.draft import Draft
+from ingest.pipeline import Pipeline
 from ingest.semconv import spans_to_drafts
 from ingest.trail import decode_trail
 from models.records import StepKind
@@ -34,6 +36,9 @@ from trajwatch.settings import Settings
 ROOT = Path(__file__).resolve().parents[1]
 GAIA = ROOT.parent / "shared" / "corpus" / "trail" / "traces" / "gaia"
 TOOLS = {"web_search", "visit_page", "inspect_file_as_text", "final_answer", "search_agent"}
+SYSTEM = "You only have access to these tools:\n" + "".join(
+    f"- {name}: does {name}.\n    Takes inputs: {{}}\n" for name in sorted(TOOLS)
+)
 
 
 def smol(code: str, thought: str = "Thought: go.") -> str:
@@ -190,6 +195,7 @@ def smolagents_step(
                 "openinference.span.kind": "LLM",
                 "llm.output_messages.0.message.role": "assistant",
                 "llm.output_messages.0.message.content": output,
+                "input.value": json.dumps({"messages": [{"role": "system", "content": SYSTEM}]}),
                 "llm.token_count.prompt": 1000,
                 "llm.token_count.completion": 50,
             },
@@ -403,3 +409,44 @@ def test_a_block_that_prints_its_own_text_is_no_action() -> None:
     counted = said + "58\nLast output from code snippet:\nNone"
     smolagents_step(run, smol(code + "\nprint(len(task))"), observation=counted)
     assert [tool for tool, _ in calls(run.drafts())] == ["python"]
+
+
+def step_rows(store: Store, session: str) -> list[tuple[Any, ...]]:
+    return [
+        (s.step_id, s.kind, s.tool, s.arguments, s.status, s.result, s.parent_step_id)
+        for s in store.steps(session)
+        if s.kind in (StepKind.TOOL_CALL, StepKind.TOOL_RESULT, StepKind.ERROR)
+    ]
+
+
+def test_spans_exported_one_by_one_give_the_same_code_actions(tmp_path: Path) -> None:
+    # OpenTelemetry's SimpleSpanProcessor (smolagents' documented setup) sends each span
+    # as it ends: the model call and the tool span reach the pipeline before their step
+    run = Run()
+    code = (
+        'text = inspect_file_as_text(file_path="a.pdf")\n'
+        "print(len(text) * 2)\n"
+        "web_search(query=text)"
+    )
+    smolagents_step(
+        run,
+        smol(code),
+        traced=("inspect_file_as_text",),
+        observation="Execution logs:\n84\nLast output from code snippet:\nNone",
+    )
+    spans = run.exporter.get_finished_spans()
+    rows = []
+    for name, requests in (("batch", [spans]), ("one_by_one", [[s] for s in spans])):
+        with Store.open(f"sqlite:///{tmp_path / name}.db") as store:
+            pipeline = Pipeline(store, settings=Settings(lateness_ms=1_000_000))
+            for i, request in enumerate(requests):
+                data = encode_spans(request).SerializeToString()
+                pipeline.feed_otlp_proto(data, source="t", location=str(i), partition="p")
+            pipeline.close()
+            (session,) = store.sessions()
+            rows.append(step_rows(store, session.session_id))
+    assert rows[0] == rows[1]
+    tools = [(row[2], row[4]) for row in rows[0] if row[1] == StepKind.TOOL_RESULT]
+    # web_search left no span (an untraced call): its result is the observation
+    assert tools == [("inspect_file_as_text", "ok"), ("web_search", "ok")]
+    assert rows[0][-1][5] == "Execution logs:\n84\nLast output from code snippet:\nNone"
