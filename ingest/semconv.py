@@ -446,11 +446,30 @@ def _code_drafts(
 
 
 def _model_facts(span: SpanRecord) -> ModelFacts:
-    return ModelFacts(
-        span.end_ns,
-        _output_text(span.attributes) or "",
-        prompt_tools(_system_text(span.attributes)),
-    )
+    """What a step needs of its model call; no output when the model answered with
+    structured tool calls (a ``ToolCallingAgent`` step: its code blocks, if any, are
+    text, not actions)."""
+    attrs = span.attributes
+    output = "" if _calls_tools(attrs) else _output_text(attrs) or ""
+    tools = prompt_tools(_system_text(attrs)) if code_blocks(output) else frozenset()
+    return ModelFacts(span.end_ns, output, tools)
+
+
+def _calls_tools(attrs: Mapping[str, Any]) -> bool:
+    """Whether a model call's output holds structured tool calls (OpenInference's
+    flattened ``tool_calls``, or a ``tool_call`` part of the GenAI output messages)."""
+    if "llm.output_messages.0.message.tool_calls.0.tool_call.function.name" in attrs:
+        return True
+    messages = json_value(attrs.get("gen_ai.output.messages"))
+    if not isinstance(messages, list):
+        return False
+    for message in messages[:16]:
+        parts = message.get("parts") if isinstance(message, Mapping) else None
+        if isinstance(parts, list) and any(
+            isinstance(part, Mapping) and part.get("type") == "tool_call" for part in parts
+        ):
+            return True
+    return False
 
 
 def _child(span: SpanRecord) -> Child | None:
@@ -474,10 +493,9 @@ def _remember(
         if not parent or parent in by_id:
             continue  # the parent is here: it is handled in this batch
         if operation_of(span) == "model":
-            output = _output_text(span.attributes) or ""
-            if code_blocks(output):  # the system prompt is read only then
-                tools = prompt_tools(_system_text(span.attributes))
-                memory.remember_model(parent, ModelFacts(span.end_ns, output, tools))
+            facts = _model_facts(span)
+            if facts.output and code_blocks(facts.output):
+                memory.remember_model(parent, facts)
         else:
             child = _child(span)
             if child is not None:

@@ -450,3 +450,19 @@ def test_spans_exported_one_by_one_give_the_same_code_actions(tmp_path: Path) ->
     # web_search left no span (an untraced call): its result is the observation
     assert tools == [("inspect_file_as_text", "ok"), ("web_search", "ok")]
     assert rows[0][-1][5] == "Execution logs:\n84\nLast output from code snippet:\nNone"
+
+
+def test_a_tool_calling_step_with_code_in_its_text_is_no_code_action() -> None:
+    # a ToolCallingAgent step: the model called a tool the structured way; the code in
+    # its text is an example it wrote, not something smolagents ran
+    run = Run()
+    with run.span("Step 1", {"openinference.span.kind": "CHAIN"}):
+        run.leaf(
+            "LiteLLMModel.__call__",
+            {
+                "openinference.span.kind": "LLM",
+                "llm.output_messages.0.message.content": smol("web_search(query='x')"),
+                "llm.output_messages.0.message.tool_calls.0.tool_call.function.name": "visit",
+            },
+        )
+    assert not calls(run.drafts())
