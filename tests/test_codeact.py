@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.trace import Status, StatusCode
 
@@ -22,6 +24,7 @@ from features.codeact import (
     exit_failed,
     failed_position,
     prompt_tools,
+    restates_code,
 )
 from ingest.draft import Draft
 from ingest.pipeline import Pipeline
@@ -466,3 +469,64 @@ def test_a_tool_calling_step_with_code_in_its_text_is_no_code_action() -> None:
             },
         )
     assert not calls(run.drafts())
+
+
+_FRAGMENTS = st.sampled_from(
+    [
+        "```py\n",
+        "```\n",
+        "\n```",
+        "<code>",
+        "</code>",
+        "<execute_bash>",
+        "</execute_bash>",
+        "<execute_ipython>",
+        "web_search(",
+        "query=",
+        "'a'",
+        '"b"',
+        ")",
+        "(",
+        "[",
+        "]",
+        "{",
+        "}",
+        "\n",
+        "    ",
+        "x = ",
+        "print(",
+        "final_answer(",
+        "**k",
+        "*a",
+        "1e999",
+        "lambda: ",
+        "f'{x}'",
+        "def f():\n",
+        "import os\n",
+        "#",
+        "\\",
+        "Code execution failed at line '",
+        "' due to: ",
+        "Execution logs:\n",
+        "Last output from code snippet:\n",
+    ]
+)
+_TEXT = st.lists(st.one_of(_FRAGMENTS, st.text(max_size=8)), max_size=40).map("".join)
+
+
+@given(output=_TEXT, observation=_TEXT, error=st.one_of(st.none(), _TEXT))
+@settings(max_examples=150, deadline=None)
+def test_any_model_output_and_observation_map_without_raising(
+    output: str, observation: str, error: str | None
+) -> None:
+    actions = code_actions(output, tools=TOOLS)
+    assert len(actions) <= 32
+    for _, code in code_blocks(output):
+        restates_code(code, observation)
+    failure = execution_failure(error)
+    if failure is not None:
+        failed_position(output, failure)
+    run = Run()
+    smolagents_step(run, output, observation=observation, error=error)
+    for draft in run.drafts():
+        assert draft.step.source_ref
