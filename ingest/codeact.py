@@ -7,20 +7,22 @@ tool the code called through the instrumented ``Tool.__call__`` (``final_answer`
 step's ``output.value`` is the observation (``Execution logs:`` … ``Last output from
 code snippet:`` …) and a failed execution fails the span with smolagents' "Code
 execution failed at line '…' due to: …". The pipeline saw the model call and the
-traced tools only: a step that computed, printed or called a managed agent did nothing
-visible. :func:`code_step_drafts` reads the code (:mod:`features.codeact`) and makes:
+traced calls only: a step that computed did nothing visible, a failed one left an
+``error`` step. :func:`code_step_drafts` reads the code (:mod:`features.codeact`) and
+makes:
 
-- nothing for a call that has its own TOOL span under the step (matched in order by
-  tool name): that span is already its call and result;
-- a ``tool_call``/``tool_result`` pair for each other action: a managed agent's call
-  (paired in order with an AGENT span under the step, whose output and status are its
-  result: the sub-agent's own steps come from that span), a call to a tool that left
-  no span, or the block as one ``python`` action when it called no tool (unless it
-  only printed its own string literals: that restates the model's text, it is no
+- nothing for a call that has its own span under the step: a TOOL span (matched in
+  order by tool name) is its call and result; an AGENT span (paired in order with a
+  call of no traced tool name: a managed agent) is the sub-agent's start and steps;
+- a ``tool_call``/``tool_result`` pair for each other action: a call to a tool that
+  left no span, or the block as one ``python`` action when it called no tool (unless
+  it only printed its own string literals: that restates the model's text, it is no
   action, and counting it as one would make it look like something tried). The
   observation is the result of the step's last action (the execution's output belongs
-  to the whole block); a failure is the result of the statement smolagents names, and
-  the actions after it did not run, so they are not made.
+  to the whole block);
+- a failure is the result of the statement smolagents names: of its call, or of the
+  block as a ``python`` action when no failed call of that statement carries it; the
+  calls after it did not run and are not made.
 
 Step ids are stable: ``<trace>:<step span>:code<i>:call``/``:result`` (``block<i>`` for
 a block run as a whole); every step's ``source_ref`` is the step span, for evidence.
@@ -68,6 +70,7 @@ class Child:
 
     span_id: str
     tool: str | None
+    failed: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,7 +176,7 @@ def code_step_drafts(
         if traced is not None:
             (tools_left if traced.tool else agents_left).remove(traced)
             traced_any = True
-            carried = carried or where == at
+            carried = carried or (where == at and traced.failed)
             continue
         if failure is not None and at is None:
             continue  # whether a call without a span ran before the failure is unknown

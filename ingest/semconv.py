@@ -477,9 +477,9 @@ def _child(span: SpanRecord) -> Child | None:
     role = operation_of(span)
     if role == "tool":
         name = first_str(span.attributes, ("gen_ai.tool.name", "tool.name"))
-        return Child(span.span_id, name or span.name)
+        return Child(span.span_id, name or span.name, span.status_code == STATUS_ERROR)
     if role == "agent":
-        return Child(span.span_id, None)
+        return Child(span.span_id, None, span.status_code == STATUS_ERROR)
     return None
 
 

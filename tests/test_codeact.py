@@ -530,3 +530,15 @@ def test_any_model_output_and_observation_map_without_raising(
     smolagents_step(run, output, observation=observation, error=error)
     for draft in run.drafts():
         assert draft.step.source_ref
+
+
+def test_a_statement_failing_after_its_traced_call_succeeded_is_a_failed_python_action() -> None:
+    run = Run()
+    statement = 'text = inspect_file_as_text(file_path="a.pdf")[99]'
+    error = f"Code execution failed at line '{statement}' due to: IndexError: out of range"
+    smolagents_step(
+        run, smol(statement + "\nprint(text)"), traced=("inspect_file_as_text",), error=error
+    )
+    drafts = run.drafts()
+    results = [(d.step.tool, d.step.status) for d in drafts if d.step.kind == StepKind.TOOL_RESULT]
+    assert results == [("inspect_file_as_text", "ok"), ("python", "error")]
