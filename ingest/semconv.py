@@ -24,7 +24,11 @@ span                                          steps
                                               (or the agent an outermost workflow wraps)
 HTTP or MCP ``CLIENT`` span                   ``egress`` at start, linked to its tool call
 span event ``trajwatch.compaction``           ``compaction`` at the event's time
-any other span with status ERROR              ``error`` at end
+smolagents ``Step N`` CHAIN span              the code actions no span records
+                                              (:mod:`ingest.codeact`)
+OpenHands CodeAct tags in a model output      its action, observed in the next call
+any other span with status ERROR              ``error`` at end (a failed code
+                                              action carries its step's failure)
 ============================================  ====================================
 
 The explicit compaction marker is the span event ``trajwatch.compaction`` with
