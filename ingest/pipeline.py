@@ -38,6 +38,7 @@ from features.ordering import Reorderer
 from features.redact import redact_dead_letter, redact_step
 from features.text import analysed_step
 from features.trajectory import TrajectoryFeatures
+from ingest.codeact import CodeMemory
 from ingest.draft import Draft
 from ingest.errors import DecodeError
 from ingest.options import PipelineOptions
@@ -141,6 +142,7 @@ class Pipeline:
         self._lateness_ns = self.settings.lateness_ms * 1_000_000
         self._partitions: dict[str, Reorderer[Draft]] = {}
         self._traces = TraceIndex(max_traces=self.settings.max_traces)
+        self._code = CodeMemory()
         self._sessions: OrderedDict[str, _Session] = OrderedDict()
         self._arrival = 0
         self._ready: list[Draft] = []
@@ -201,7 +203,9 @@ class Pipeline:
                 span.trace_id, span.span_id, span.parent_span_id, session_hint(span, attribute)
             )
         self._add_drafts(
-            spans_to_drafts(spans, session_attribute=attribute, arrival=self._arrival),
+            spans_to_drafts(
+                spans, session_attribute=attribute, arrival=self._arrival, memory=self._code
+            ),
             partition=partition,
         )
 

@@ -24,7 +24,11 @@ span                                          steps
                                               (or the agent an outermost workflow wraps)
 HTTP or MCP ``CLIENT`` span                   ``egress`` at start, linked to its tool call
 span event ``trajwatch.compaction``           ``compaction`` at the event's time
-any other span with status ERROR              ``error`` at end
+smolagents ``Step N`` CHAIN span              the code actions no span records
+                                              (:mod:`ingest.codeact`)
+OpenHands CodeAct tags in a model output      its action, observed in the next call
+any other span with status ERROR              ``error`` at end (a failed code
+                                              action carries its step's failure)
 ============================================  ====================================
 
 The explicit compaction marker is the span event ``trajwatch.compaction`` with
@@ -41,6 +45,7 @@ from typing import Any
 
 from features.actions import tool_call_fields
 from features.canonical import canonical_json
+from features.codeact import code_blocks, prompt_tools
 from features.hosts import host_of
 from features.redact import redact
 from features.text import excerpt
@@ -55,6 +60,14 @@ from ingest.attributes import (
     first_str,
     json_value,
     real_id,
+)
+from ingest.codeact import (
+    Child,
+    CodeMemory,
+    ModelFacts,
+    code_step_drafts,
+    is_code_step,
+    tagged_action_drafts,
 )
 from ingest.dialects import restate
 from ingest.draft import Draft, compaction_key
@@ -83,19 +96,26 @@ def spans_to_drafts(
     *,
     session_attribute: str | None = None,
     arrival: int = 0,
+    memory: CodeMemory | None = None,
 ) -> list[Draft]:
-    """Map a batch of spans to drafts. Pure; spans that mean nothing to trajwatch
-    (plain CHAIN or framework spans without errors) produce no draft.
+    """Map a batch of spans to drafts. Pure but for ``memory``; spans that mean nothing
+    to trajwatch (plain CHAIN or framework spans without errors) produce no draft.
 
     ``session_attribute`` is an extra attribute that names the session, read after
-    ``gen_ai.conversation.id`` and ``session.id``.
+    ``gen_ai.conversation.id`` and ``session.id``. ``memory`` keeps, across batches, the
+    model calls and traced calls under step spans not seen yet (:class:`CodeMemory`);
+    without it a CodeAct step shows its code actions only when its children are in the
+    same batch.
     """
     batch = restate(spans)
     by_id = {s.span_id: s for s in batch}
     main = _main_agents(batch, by_id)
+    children = _children(batch)
+    if memory is not None:
+        _remember(batch, by_id, memory)
     drafts: list[Draft] = []
     for span in batch:
-        for draft in _span_drafts(span, by_id, main, session_attribute):
+        for draft in _span_drafts(span, by_id, main, session_attribute, children, memory):
             draft.arrival = arrival + len(drafts)
             drafts.append(draft)
     return drafts
@@ -334,15 +354,24 @@ def _span_drafts(
     by_id: Mapping[str, SpanRecord],
     main: AbstractSet[str],
     session_attribute: str | None,
+    children: Mapping[str, list[SpanRecord]],
+    memory: CodeMemory | None = None,
 ) -> list[Draft]:
     role = operation_of(span)
     base = _base(span, session_attribute)
     ref = f"{span.trace_id}:{span.span_id}"
     drafts: list[Draft] = []
+    if role == "other" and is_code_step(span):
+        earlier = memory.take(span.span_id) if memory is not None else (None, [])
+        drafts.extend(_code_drafts(span, by_id, children.get(span.span_id, []), earlier, base))
     if role == "model":
         parent = by_id.get(span.parent_span_id or "")
         if parent is None or operation_of(parent) != "model":
-            drafts.append(_model_draft(span, base, ref, _agent_context(span, by_id, main)))
+            model = _model_draft(span, base, ref, _agent_context(span, by_id, main))
+            drafts.append(model)
+            text = model.step.text
+            if text and "<execute_" in text and (parent is None or not is_code_step(parent)):
+                drafts.extend(_tagged_drafts(span, text, children, base))
         # else: the provider SDK's span under a framework's span of the same call
         # (LangChain's ChatOpenAI.chat over openai.chat): one model call, counted once
     elif role == "tool":
@@ -351,7 +380,11 @@ def _span_drafts(
         drafts.extend(_agent_drafts(span, span.span_id in main, base, ref))
     elif role == "egress":
         drafts.append(_egress_draft(span, base, ref))
-    elif span.status_code == STATUS_ERROR and span.attributes.get(OPERATION) != NOT_A_STEP:
+    elif (
+        span.status_code == STATUS_ERROR
+        and span.attributes.get(OPERATION) != NOT_A_STEP
+        and not drafts  # a failed code action carries its step's failure
+    ):
         error = excerpt(_error_text(span) or "error")
         step = _step(
             span,
@@ -366,6 +399,181 @@ def _span_drafts(
         if event.name == COMPACTION_EVENT:
             drafts.append(_compaction_draft(span, event.time_ns, event.attributes, base, ref))
     return drafts
+
+
+def _children(batch: Iterable[SpanRecord]) -> dict[str, list[SpanRecord]]:
+    """Parent span id → its children in the batch, by start time."""
+    out: dict[str, list[SpanRecord]] = {}
+    for span in batch:
+        if span.parent_span_id:
+            out.setdefault(span.parent_span_id, []).append(span)
+    for spans in out.values():
+        spans.sort(key=lambda s: (s.start_ns, s.span_id))
+    return out
+
+
+def _code_drafts(
+    step: SpanRecord,
+    by_id: Mapping[str, SpanRecord],
+    under: list[SpanRecord],
+    earlier: tuple[ModelFacts | None, list[Child]],
+    base: dict[str, Any],
+) -> list[Draft]:
+    """The code actions of a smolagents step span (:mod:`ingest.codeact`), read from its
+    model call's output, with its TOOL and AGENT children as the calls traced already
+    (those of this batch, and those ``earlier`` batches left in the memory)."""
+    model = next((_model_facts(s) for s in under if operation_of(s) == "model"), None)
+    model = model or earlier[0]
+    if model is None:
+        return []
+    tools = set(model.tools)
+    agent = _agent_parent(step, by_id)
+    if agent is not None:
+        tools.update(_smolagents_tools(agent.attributes))
+    found = list(earlier[1])
+    seen = {c.span_id for c in found}
+    for span in under:
+        child = _child(span)
+        if child is not None and child.span_id not in seen:
+            found.append(child)
+    return code_step_drafts(
+        step,
+        model_output=model.output,
+        model_end_ns=model.end_ns,
+        tools=frozenset(tools),
+        children=found,
+        observation=first_str(step.attributes, ("output.value",)),
+        error=_error_text(step),
+        make_step=_step,
+        base=base,
+    )
+
+
+def _model_facts(span: SpanRecord) -> ModelFacts:
+    """What a step needs of its model call; no output when the model answered with
+    structured tool calls (a ``ToolCallingAgent`` step: its code blocks, if any, are
+    text, not actions)."""
+    attrs = span.attributes
+    output = "" if _calls_tools(attrs) else _output_text(attrs) or ""
+    tools = prompt_tools(_system_text(attrs)) if code_blocks(output) else frozenset()
+    return ModelFacts(span.end_ns, output, tools)
+
+
+def _calls_tools(attrs: Mapping[str, Any]) -> bool:
+    """Whether a model call's output holds structured tool calls (OpenInference's
+    flattened ``tool_calls``, or a ``tool_call`` part of the GenAI output messages)."""
+    if "llm.output_messages.0.message.tool_calls.0.tool_call.function.name" in attrs:
+        return True
+    messages = json_value(attrs.get("gen_ai.output.messages"))
+    if not isinstance(messages, list):
+        return False
+    for message in messages[:16]:
+        parts = message.get("parts") if isinstance(message, Mapping) else None
+        if isinstance(parts, list) and any(
+            isinstance(part, Mapping) and part.get("type") == "tool_call" for part in parts
+        ):
+            return True
+    return False
+
+
+def _child(span: SpanRecord) -> Child | None:
+    """A tool or agent span as the step above it needs it (None for other spans)."""
+    role = operation_of(span)
+    if role == "tool":
+        name = first_str(span.attributes, ("gen_ai.tool.name", "tool.name"))
+        return Child(span.span_id, name or span.name, span.status_code == STATUS_ERROR)
+    if role == "agent":
+        return Child(span.span_id, None, span.status_code == STATUS_ERROR)
+    return None
+
+
+def _remember(
+    batch: Iterable[SpanRecord], by_id: Mapping[str, SpanRecord], memory: CodeMemory
+) -> None:
+    """Keep what a step span that is not in this batch will need: a model call whose
+    output holds code, and the tool and agent spans beside it, by their parent."""
+    for span in batch:
+        parent = span.parent_span_id
+        if not parent or parent in by_id:
+            continue  # the parent is here: it is handled in this batch
+        if operation_of(span) == "model":
+            facts = _model_facts(span)
+            if facts.output and code_blocks(facts.output):
+                memory.remember_model(parent, facts)
+        else:
+            child = _child(span)
+            if child is not None:
+                memory.remember_child(parent, child)
+
+
+def _tagged_drafts(
+    model: SpanRecord, output: str, children: Mapping[str, list[SpanRecord]], base: dict[str, Any]
+) -> list[Draft]:
+    """An OpenHands CodeAct action in a model call's (redacted) output
+    (:mod:`ingest.codeact`), its observation read from the next model call of the same
+    parent in the batch."""
+    observation, observed = None, model.end_ns
+    siblings = children.get(model.parent_span_id or "", [])
+    later = [s for s in siblings if s.start_ns >= model.end_ns and operation_of(s) == "model"]
+    if later:
+        observation = _reply_to(later[0].attributes, output)
+        observed = later[0].start_ns
+    return tagged_action_drafts(
+        model,
+        model_output=output,
+        observation=observation,
+        observed_ns=observed,
+        make_step=_step,
+        base=base,
+    )
+
+
+def _reply_to(attrs: Mapping[str, Any], output: str) -> str | None:
+    """The text of the message that follows, in a model call's input, the last assistant
+    message holding ``output``'s first code block (the observation of the action it
+    wrote), or None."""
+    blocks = code_blocks(output)
+    if not blocks or not blocks[0][1]:
+        return None
+    code = blocks[0][1]
+    messages: list[Any] = []
+    for name in ("gen_ai.input.messages", "input.value"):
+        messages = _messages(attrs.get(name))
+        if messages:
+            break
+    for i in range(len(messages) - 2, -1, -1):
+        message = messages[i]
+        if (
+            isinstance(message, Mapping)
+            and message.get("role") == "assistant"
+            and code in (_message_text(message) or "")
+        ):
+            return _message_text(messages[i + 1])
+    return None
+
+
+def _system_text(attrs: Mapping[str, Any]) -> str | None:
+    """The system message of a model call's input (where smolagents lists the tools)."""
+    for name in ("gen_ai.input.messages", "input.value"):
+        for message in _messages(attrs.get(name)):
+            if isinstance(message, Mapping) and message.get("role") == "system":
+                return _message_text(message)
+    return first_str(attrs, ("gen_ai.system_instructions",))
+
+
+def _smolagents_tools(attrs: Mapping[str, Any]) -> set[str]:
+    """The tool and managed-agent names smolagents' instrumentation puts on its agent
+    span: ``smolagents.tools_names`` and ``smolagents.managed_agents.<i>.name``."""
+    names: set[str] = set()
+    listed = json_value(attrs.get("smolagents.tools_names"))
+    if isinstance(listed, list):
+        names.update(n for n in listed if isinstance(n, str))
+    for i in range(64):
+        name = attrs.get(f"smolagents.managed_agents.{i}.name")
+        if not isinstance(name, str):
+            break
+        names.add(name)
+    return names
 
 
 def _agent_context(
