@@ -47,6 +47,18 @@ class Settings:
     folder when unset and present."""
     commit_every: int = field(default=5_000, metadata=_env("TRAJWATCH_COMMIT_EVERY"))
     """Replay writes to the store after this many input records."""
+    inbound_dir: str = field(default="trajwatch-inbound", metadata=_env("TRAJWATCH_INBOUND_DIR"))
+    """``serve``'s write-ahead log of accepted requests, replayed at restart."""
+    idle_flush_ms: int = field(default=30_000, metadata=_env("TRAJWATCH_IDLE_FLUSH_MS"))
+    """``serve``: a trace (or session log) that receives nothing for this long (wall clock)
+    is ended, as a recording's end ends it in a replay: longer than an exporter's batch
+    delay, so a run's root span arriving last still finds its trace open."""
+    max_body_bytes: int = field(default=16 << 20, metadata=_env("TRAJWATCH_MAX_BODY_BYTES"))
+    """``serve``: the largest request body, counted after decompression (413 beyond)."""
+    queue_size: int = field(default=64, metadata=_env("TRAJWATCH_QUEUE_SIZE"))
+    """``serve``: accepted requests waiting for the pipeline; a full queue answers 503."""
+    auth_token: str | None = field(default=None, metadata=_env("TRAJWATCH_AUTH_TOKEN"))
+    """``serve``: when set, requests must carry ``Authorization: Bearer <token>``."""
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
@@ -75,6 +87,9 @@ class Settings:
             "max_traces",
             "max_sessions",
             "commit_every",
+            "idle_flush_ms",
+            "max_body_bytes",
+            "queue_size",
         ):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")

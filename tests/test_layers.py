@@ -1,4 +1,5 @@
-"""The layering of STYLE.md, kept by parsing imports: models ← features ← detectors ← ingest,
+"""The layering of STYLE.md, kept by parsing imports: models ← features ← detectors ← ingest
+← trajwatch (the composition root: it may import everything, nothing imports it),
 and features/detectors do no I/O and never read the wall clock."""
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-LAYERS = ["models", "features", "detectors", "ingest"]
+LAYERS = ["models", "features", "detectors", "ingest", "trajwatch"]
 """Each package may import only the packages before it (and itself)."""
 FORBIDDEN_IN_PURE = {"os", "socket", "requests", "urllib.request", "sqlalchemy", "kafka", "time"}
 """Modules that mean I/O or the wall clock; ``features`` and ``detectors`` must not use them."""
