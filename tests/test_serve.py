@@ -29,7 +29,6 @@ import requests
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.exporter.otlp.proto.http import Compression
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 from opentelemetry.sdk.trace.export import SpanExportResult
 
@@ -305,10 +304,17 @@ def test_full_queue_answers_503_and_the_sdk_retries_after_it(
     assert first[0].status_code == 200
 
 
-def test_logs_carrying_session_events_become_steps(service: Any, tmp_path: Path) -> None:
+def test_sdk_log_exporter_carrying_session_events_becomes_steps(service: Any) -> None:
+    from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
+    from opentelemetry.sdk._logs import LoggerProvider
+    from opentelemetry.sdk._logs.export import SimpleLogRecordProcessor
+
     running = service()
-    request = ExportLogsServiceRequest()
-    records = request.resource_logs.add().scope_logs.add().log_records
+    provider = LoggerProvider()
+    provider.add_log_record_processor(
+        SimpleLogRecordProcessor(OTLPLogExporter(endpoint=f"{running.base}/v1/logs"))
+    )
+    logger = provider.get_logger("agent-runtime")
     events = [
         {
             "type": "session_start",
@@ -329,18 +335,42 @@ def test_logs_carrying_session_events_become_steps(service: Any, tmp_path: Path)
         },
     ]
     for event in events:
-        records.add().body.string_value = json.dumps(event)
-    records.add().body.string_value = "not an event"
-    answer = requests.post(
-        f"{running.base}/v1/logs",
-        data=request.SerializeToString(),
-        headers={"Content-Type": "application/x-protobuf"},
-    )
+        logger.emit(body=json.dumps(event), timestamp=int(event["ts"] * 1e9))
+    provider.shutdown()
+    # OTLP/JSON too, with one record that is not a session event: partial success.
+    doc = {
+        "resourceLogs": [
+            {
+                "scopeLogs": [
+                    {
+                        "logRecords": [
+                            {
+                                "body": {
+                                    "stringValue": json.dumps(
+                                        {**events[1], "seq": 2, "call_id": "c2"}
+                                    )
+                                }
+                            },
+                            {"body": {"stringValue": "not an event"}},
+                        ]
+                    }
+                ]
+            }
+        ]
+    }
+    answer = requests.post(f"{running.base}/v1/logs", json=doc)
     assert answer.status_code == 200
+    assert answer.json()["partialSuccess"]["rejectedLogRecords"] == "1"
     wait_until(lambda: settled(running.base), 10, "the session to be stored")
+    assert metric(running.base, "trajwatch_log_records_received_total") == 4
     running.stop()
     with Store.open(running.service.settings.db_url) as store:
-        assert [s.kind.value for s in store.steps("logs-1")] == ["start", "tool_call"]
+        steps = store.steps("logs-1")
+    assert [(s.kind.value, s.call_id) for s in steps] == [
+        ("start", None),
+        ("tool_call", "c1"),
+        ("tool_call", "c2"),
+    ]
 
 
 # -- the process: SIGTERM and SIGKILL ---------------------------------------------------
