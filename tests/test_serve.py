@@ -419,15 +419,23 @@ def test_sigkill_mid_stream_then_restart_loses_and_doubles_nothing(
         for batch in batches[:half]:
             assert sdk.export(batch) == SpanExportResult.SUCCESS
         assert metric(base, "trajwatch_alerts_total") >= 1, "some alerts before the crash"
+        # Killed while the next batch is on its way: before it is read, while it is
+        # written, or after it is logged but before it is answered (then the exporter's
+        # retry delivers it twice).
+        results: list[SpanExportResult] = []
+        inflight = threading.Thread(target=lambda: results.append(sdk.export(batches[half])))
+        inflight.start()
         first.send_signal(signal.SIGKILL)
         first.wait(timeout=10)
     finally:
         first.kill()
         first.wait()
-    second = spawn(tmp_path, url, port, idle_ms=4_000)
+    second = spawn(tmp_path, url, port, idle_ms=1_500)
     try:
         # The exporter finds the port closed and retries until the new process answers.
-        for batch in batches[half:]:
+        inflight.join(timeout=40)
+        assert results == [SpanExportResult.SUCCESS]
+        for batch in batches[half + 1 :]:
             assert sdk.export(batch) == SpanExportResult.SUCCESS
         sdk.shutdown()
         wait_until(lambda: settled(base), 30, "the traces to go quiet and be stored")

@@ -68,6 +68,11 @@ GROUP_MAX = 64
 """Most requests committed in one transaction."""
 TICK_S = 0.05
 """How often the pipeline thread looks for quiet partitions when no request comes."""
+RESUME_GRACE_S = 10.0
+"""After a restart, the partitions fed again from the log are not quiet: their senders
+were refused while the service was down and are backing off (an OTel exporter gives up
+on a batch after its 10 s timeout). Their idle clocks start when the first request comes
+in, or after this long."""
 
 
 @dataclass(slots=True)
@@ -103,6 +108,7 @@ class LiveIngest:
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name="trajwatch-pipeline")
         self._seen = (0, 0)
+        self._resumed: list[str] = []
         self.recovered = self._recover()
 
     # -- lifecycle ----------------------------------------------------------------
@@ -126,6 +132,9 @@ class LiveIngest:
         if records:
             self._commit([], now)
         self.log.recovered = []
+        self._resumed = list(self._open)
+        for entry in self._open.values():
+            entry.last = now + RESUME_GRACE_S
         return len(records)
 
     def _run(self) -> None:
@@ -170,6 +179,10 @@ class LiveIngest:
     # -- one cycle ------------------------------------------------------------------
 
     def _accept(self, group: list[Accepted], now: float) -> None:
+        for partition in self._resumed:  # input has resumed: see RESUME_GRACE_S
+            if partition in self._open:
+                self._open[partition].last = now
+        self._resumed = []
         seqs = self.log.append((a.kind, a.body) for a in group)
         for accepted, seq in zip(group, seqs, strict=True):
             batch = self._decode(accepted.kind, accepted.body, seq)
