@@ -57,7 +57,7 @@ from ingest.otlp_http import (
 )
 from ingest.pipeline import Pipeline
 from ingest.settings import Settings
-from models.records import Alert
+from models.records import Alert, DeadLetter
 from models.store import Store
 
 __all__ = ["LiveIngest", "Service", "serve"]
@@ -194,12 +194,17 @@ class LiveIngest:
             self._feed(seq, batch, now)
 
     def _decode(self, kind: str, body: bytes, seq: int) -> Batch:
-        return decode_body(
-            kind,
-            body,
-            location=f"{SOURCE} #{seq}",
-            max_attribute_bytes=self.settings.max_attribute_bytes,
-        )
+        location = f"{SOURCE} #{seq}"
+        try:
+            return decode_body(
+                kind, body, location=location, max_attribute_bytes=self.settings.max_attribute_bytes
+            )
+        except Exception as exc:  # a decoder bug must not make the logged record a poison pill
+            log.exception("decoding %s failed", location)
+            reason = f"decoder failed: {type(exc).__name__}: {exc}"
+            return Batch(
+                rejects=[DeadLetter(source=SOURCE, location=location, reason=reason, payload=body)]
+            )
 
     def _feed(self, seq: int, batch: Batch, now: float) -> None:
         """A request's batch is one unit: its spans by trace, its log drafts by session."""
