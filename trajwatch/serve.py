@@ -128,7 +128,7 @@ class LiveIngest:
         records = self.log.recovered
         now = time.monotonic()
         for record in records:
-            self._feed(record.seq, self._decode(record.kind, record.body, record.seq), now)
+            self._feed(record.seq, self._decode(record.kind, record.body), now)
         if records:
             self._commit([], now)
         self.log.recovered = []
@@ -185,7 +185,7 @@ class LiveIngest:
         self._resumed = []
         seqs = self.log.append((a.kind, a.body) for a in group)
         for accepted, seq in zip(group, seqs, strict=True):
-            batch = self._decode(accepted.kind, accepted.body, seq)
+            batch = self._decode(accepted.kind, accepted.body)
             if accepted.kind.startswith("traces"):
                 self.metrics.spans.inc(batch.records)
             else:
@@ -193,8 +193,10 @@ class LiveIngest:
             accepted.answer.set_result(_answer(batch))
             self._feed(seq, batch, now)
 
-    def _decode(self, kind: str, body: bytes, seq: int) -> Batch:
-        location = f"{SOURCE} #{seq}"
+    def _decode(self, kind: str, body: bytes) -> Batch:
+        # Not the seq: an exporter's retry of a batch is another record, and its rejects
+        # are the same dead letters (their ids derive from the location and the bytes).
+        location = f"/v1/{kind.split('/')[0]}"
         try:
             return decode_body(
                 kind, body, location=location, max_attribute_bytes=self.settings.max_attribute_bytes
