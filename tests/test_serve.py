@@ -493,3 +493,32 @@ def test_inbound_log_keeps_what_was_acknowledged_and_cuts_a_torn_tail(tmp_path: 
     assert final.recovered == []
     assert next_seqs[0] > later[0]
     final.close()
+
+
+def test_sessions_evicted_and_reopened_resume_their_detector_state(
+    runs: list[list[list[Any]]], tmp_path: Path
+) -> None:
+    """``keep_state``: with room for one session in memory, runs delivered interleaved
+    reopen their sessions from the store at every turn, and raise a replay's alerts."""
+
+    from ingest.pipeline import Pipeline
+
+    url = f"sqlite:///{tmp_path / 'evicting.db'}"
+    detectors = detector_set(load_config(CONFIG))
+    with Store.open(url) as store:
+        pipeline = Pipeline(
+            store,
+            settings=Settings(db_url=url, max_sessions=1),
+            detectors=detectors,
+            keep_state=True,
+        )
+        for index, group in enumerate(itertools.zip_longest(*runs)):
+            for run, batch in enumerate(group):
+                if batch is not None:
+                    data = encode_spans(batch).SerializeToString()
+                    pipeline.feed_otlp_proto(
+                        data, source="test", location=f"{index}", partition=f"run-{run}"
+                    )
+            pipeline.commit()
+        pipeline.close()
+    assert stored_alert_ids(url) == replayed_alert_ids(runs, tmp_path)
