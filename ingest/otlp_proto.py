@@ -48,12 +48,16 @@ class Decoded:
     drafts: list[Draft] = field(default_factory=list)
     skipped: int = 0
     """Records knowingly not read (a log record that is no event of a known runtime)."""
+    records: int = 0
+    """Input records the decoder read, whatever each became (set by the log decoders,
+    which make several drafts of one record, or none)."""
 
     def extend(self, other: Decoded) -> None:
         self.spans.extend(other.spans)
         self.rejects.extend(other.rejects)
         self.drafts.extend(other.drafts)
         self.skipped += other.skipped
+        self.records += other.records
 
 
 def decode_otlp_proto(

@@ -26,6 +26,7 @@ actions' outbox), and tells the sinks once it is durable.
 
 from __future__ import annotations
 
+import pickle
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -133,9 +134,15 @@ class Pipeline:
         settings: PipelineOptions | None = None,
         detectors: DetectorSet | None = None,
         sinks: Sequence[Sink] = (),
+        keep_state: bool = False,
     ) -> None:
+        """``keep_state``: store each touched session's feature and detector state in its
+        cursor at every commit, and restore it when the session is reopened (after an
+        eviction or a restart), so a resumed session raises the alerts an unbroken run
+        would have. The live service needs it; a replay, which never resumes, does not."""
         self.store = store
         self.sinks = list(sinks)
+        self.keep_state = keep_state
         self.settings = settings or PipelineOptions()
         self.detectors = detectors or DetectorSet([])
         self.stats = Stats()
@@ -298,6 +305,8 @@ class Pipeline:
                 self._reject(alert, reason)
             for session_id in touched:
                 session = self._sessions[session_id]
+                if self.keep_state:
+                    session.state = _session_state(session)
                 try:
                     unit.upsert_session(session.info, session.cursor())
                 except Unstorable as error:
@@ -552,12 +561,14 @@ class Pipeline:
             detectors=self.detectors.for_session(),
             state=cursor.state,
         )
+        if self.keep_state and cursor.state is not None:
+            _restore_state(session, cursor.state)
         self._sessions[session_id] = session
         return session
 
     def _evict(self) -> None:
         # Evicted sessions' cursors are in the store (written by the commit that
-        # just ran); detector state persistence comes with the live service.
+        # just ran), with their state when ``keep_state`` is on.
         while len(self._sessions) > self.settings.max_sessions:
             self._sessions.popitem(last=False)
 
@@ -625,6 +636,39 @@ def _check_identity(draft: Draft, session_id: str, step_id: str) -> None:
     if draft.step.kind == StepKind.MODEL_CALL:
         longest = f"{step_id}/compaction-inferred"
     check_step_fields(session_id=session_id, step_id=longest)
+
+
+def _session_state(session: _Session) -> bytes:
+    """What a session's analysis has learnt, as the cursor's opaque ``state``.
+
+    Pickled: the store is the service's own, written only by this pipeline, and the
+    detectors' ``state_dict`` is plain picklable data by contract."""
+    return pickle.dumps(
+        {
+            "features": session.features,
+            "compaction": session.compaction.state_dict(),
+            "detectors": {d.name: d.state_dict() for d in session.detectors},
+        },
+        protocol=pickle.HIGHEST_PROTOCOL,
+    )
+
+
+def _restore_state(session: _Session, state: bytes) -> None:
+    """Undo :func:`_session_state`. A detector configured since is left fresh; an
+    unreadable state (another version's) leaves the session fresh rather than failing."""
+    try:
+        saved = pickle.loads(state)
+        features = saved["features"]
+        compaction = saved["compaction"]
+        detectors = saved["detectors"]
+    except Exception:  # any unpickling failure means: not a state this version wrote
+        return
+    if isinstance(features, TrajectoryFeatures):
+        session.features = features
+    session.compaction.load_state_dict(compaction)
+    for detector in session.detectors:
+        if detector.name in detectors:
+            detector.load_state_dict(detectors[detector.name])
 
 
 def _merge_sources(resolved: list[tuple[Draft, str]], ids: list[str]) -> None:

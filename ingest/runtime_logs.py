@@ -169,6 +169,7 @@ def read_records(
     letter (``source`` names where the batch came from), or is skipped and counted. A
     record with an attribute over ``max_attribute_bytes`` is a dead letter."""
     events: list[tuple[int, int, _Event]] = []
+    out.records += len(records)
     for index, record in enumerate(records):
         try:
             reason = oversized_attribute(record.attributes, max_attribute_bytes)

@@ -1,5 +1,5 @@
 """The layering of STYLE.md, kept by parsing imports: models ← features ← detectors ← ingest
-← trajwatch (the composition root, which nothing imports),
+← trajwatch (the composition root: it may import everything, nothing imports it),
 and features/detectors do no I/O and never read the wall clock."""
 
 from __future__ import annotations

@@ -54,6 +54,7 @@ _FLAGS = {
     "db_url": ("db", "--db"),
     "lateness_ms": ("lateness_ms", "--lateness-ms"),
     "session_attribute": ("session_attribute", "--session-attribute"),
+    "inbound_dir": ("inbound_dir", "--inbound-dir"),
 }
 """Settings field → (argparse dest, flag) of the flags that override settings."""
 
@@ -113,6 +114,19 @@ def _parser() -> argparse.ArgumentParser:
     ss = sub.add_parser("sessions", parents=[common], help="list sessions with their state")
     ss.add_argument("--db", help="store URL (default: $TRAJWATCH_DB_URL or sqlite:///trajwatch.db)")
     ss.add_argument("--json", action="store_true", help='print {"sessions": [...]}')
+    sp = sub.add_parser(
+        "serve", parents=[common], help="run the live service (OTLP/HTTP receiver + pipeline)"
+    )
+    sp.add_argument("--db", help="store URL (default: $TRAJWATCH_DB_URL or sqlite:///trajwatch.db)")
+    sp.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
+    sp.add_argument("--port", type=int, default=4318, help="port (default: 4318, OTLP/HTTP's)")
+    sp.add_argument(
+        "--config", type=Path, help="TOML config (default: ./trajwatch.toml if present)"
+    )
+    sp.add_argument(
+        "--inbound-dir",
+        help="write-ahead log folder (default: $TRAJWATCH_INBOUND_DIR or ./trajwatch-inbound)",
+    )
     sub.add_parser("schema", parents=[common], help="print the session-event JSON Schema")
     sub.add_parser(
         "defaults", parents=[common], help="print every detector parameter and its default"
@@ -211,6 +225,10 @@ def _run(args: argparse.Namespace, flags: dict[str, str]) -> int:
         return _dead_letters(args, settings, flags)
     if args.command in ("alerts", "sessions"):
         return _list(args, settings, flags)
+    if args.command == "serve":
+        from trajwatch.serve import serve  # uvicorn and starlette load only for serve
+
+        return serve(settings, _detectors(args, settings), host=args.host, port=args.port)
     if args.command == "eval":
         return _eval(args, settings)
     return _replay(args, settings)

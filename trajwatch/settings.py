@@ -28,6 +28,18 @@ class Settings(PipelineOptions):
     folder when unset and present."""
     commit_every: int = field(default=5_000, metadata=env("TRAJWATCH_COMMIT_EVERY"))
     """Replay writes to the store after this many input records."""
+    inbound_dir: str = field(default="trajwatch-inbound", metadata=env("TRAJWATCH_INBOUND_DIR"))
+    """``serve``'s write-ahead log of accepted requests, replayed at restart."""
+    idle_flush_ms: int = field(default=30_000, metadata=env("TRAJWATCH_IDLE_FLUSH_MS"))
+    """``serve``: a trace (or session log) that receives nothing for this long (wall clock)
+    is ended, as a recording's end ends it in a replay: longer than an exporter's batch
+    delay, so a run's root span arriving last still finds its trace open."""
+    max_body_bytes: int = field(default=16 << 20, metadata=env("TRAJWATCH_MAX_BODY_BYTES"))
+    """``serve``: the largest request body, counted after decompression (413 beyond)."""
+    queue_size: int = field(default=64, metadata=env("TRAJWATCH_QUEUE_SIZE"))
+    """``serve``: accepted requests waiting for the pipeline; a full queue answers 503."""
+    auth_token: str | None = field(default=None, metadata=env("TRAJWATCH_AUTH_TOKEN"))
+    """``serve``: when set, requests must carry ``Authorization: Bearer <token>``."""
 
     @classmethod
     def from_env(
@@ -71,7 +83,13 @@ class Settings(PipelineOptions):
         return env if environ.get(env) else "default"
 
     def _rules(self) -> tuple[tuple[str, str, Callable[[Any], bool]], ...]:
-        return (*PipelineOptions._rules(self), ("commit_every", ">= 1", lambda v: v >= 1))
+        return (*PipelineOptions._rules(self), *_RULES)
+
+
+_RULES: tuple[tuple[str, str, Callable[[Any], bool]], ...] = tuple(
+    (name, ">= 1", lambda v: v >= 1)
+    for name in ("commit_every", "idle_flush_ms", "max_body_bytes", "queue_size")
+)
 
 
 def _convert(env: str, raw: str, default: Any) -> Any:

@@ -1,0 +1,532 @@
+"""``trajwatch serve`` with real parts: uvicorn on loopback, the OpenTelemetry SDK's own
+OTLP/HTTP exporter, SQLite and PostgreSQL, and a process killed with SIGKILL.
+
+The runs are the fixture generator's (the real SDK, batches as ``BatchSpanProcessor``
+makes them: children before parents, the root span last). What the service stores must
+be what ``ingest.replay.replay`` stores for the same spans: the same alert ids.
+"""
+
+from __future__ import annotations
+
+import gzip
+import importlib.util
+import itertools
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.exporter.otlp.proto.http import Compression
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+from opentelemetry.sdk.trace.export import SpanExportResult
+
+from models.store import Store
+from trajwatch.config import detector_set, load_config
+from trajwatch.replay import replay
+from trajwatch.serve import Service
+from trajwatch.settings import Settings
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIG = ROOT / "trajwatch.toml"
+SCENARIOS = (
+    "loop_retry_after_npm_install_failure",
+    "decay_push_without_approval_explicit",
+    "egress_upstream_fix_git_fetch",
+    "healthy_plain_coding",
+)
+
+
+def _generator() -> Any:
+    spec = importlib.util.spec_from_file_location(
+        "fixtures_generate", ROOT / "fixtures/generate.py"
+    )
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses resolve annotations through sys.modules
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def runs() -> list[list[list[Any]]]:
+    """Each scenario's run as the export batches of its ReadableSpans."""
+    gen = _generator()
+    by_name = {name: (kind, builder) for name, kind, builder in gen.SCENARIOS}
+    out = []
+    for index, name in enumerate(SCENARIOS):
+        kind, builder = by_name[name]
+        run, _ = gen.build_run(11, name, kind, builder, 0, f"run-{index:03d}-serve")
+        out.append(run.processor.batches)
+    return out
+
+
+def interleaved(runs: list[list[list[Any]]]) -> list[list[Any]]:
+    """The batches as one service receives them from several agents at once."""
+    return [b for group in itertools.zip_longest(*runs) for b in group if b is not None]
+
+
+def replayed_alert_ids(runs: list[list[list[Any]]], tmp: Path) -> set[str]:
+    """``trajwatch replay`` of the same spans, one recording per run."""
+    paths = []
+    for index, batches in enumerate(runs):
+        path = tmp / f"run-{index}.otlp.binpb"
+        messages = [encode_spans(batch).SerializeToString() for batch in batches]
+        path.write_bytes(b"".join(_varint(len(m)) + m for m in messages))
+        paths.append(path)
+    url = f"sqlite:///{tmp / 'replayed.db'}"
+    summary = replay(
+        paths, settings=Settings(db_url=url), detectors=detector_set(load_config(CONFIG))
+    )
+    return {a.alert_id for a in summary.alerts}
+
+
+def stored_alert_ids(url: str) -> set[str]:
+    with Store.open(url) as store:
+        sessions = [s.session_id for s in store.sessions()]
+        return {a.alert_id for a in store.alerts(sessions)} if sessions else set()
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        low, n = n & 0x7F, n >> 7
+        out.append(low | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def metric(base: str, name: str) -> float:
+    text = requests.get(f"{base}/metrics", timeout=5).text
+    total = 0.0
+    for line in text.splitlines():
+        if line.startswith(name) and not line.startswith("#"):
+            total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
+def wait_until(condition: Any, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if condition():
+                return
+        except requests.ConnectionError:
+            pass
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def settled(base: str) -> bool:
+    """Every accepted request is stored and its log records retired."""
+    return metric(base, "trajwatch_inbound_records") == 0 and (
+        metric(base, "trajwatch_pending_steps") == 0
+    )
+
+
+# -- in-process service (uvicorn in a thread) --------------------------------------------
+
+
+class Running:
+    def __init__(self, service: Service, port: int) -> None:
+        self.service = service
+        self.base = f"http://127.0.0.1:{port}"
+        self.thread = threading.Thread(target=service.run, daemon=True)  # a failed test never hangs the run
+
+    def start(self, *, ingest: bool = True) -> Running:
+        if ingest:
+            self.thread.start()
+        else:  # the server alone: nothing takes from the queue until start_ingest()
+            self.thread = threading.Thread(target=self.service.server.run)
+            self.thread.start()
+        wait_until(lambda: requests.get(f"{self.base}/healthz", timeout=1).ok, 10, "startup")
+        return self
+
+    def stop(self) -> None:
+        self.service.shutdown()
+        self.thread.join(timeout=20)
+        assert not self.thread.is_alive()
+
+
+@pytest.fixture
+def service(tmp_path: Path) -> Iterator[Any]:
+    started: list[Running] = []
+
+    def start(db_url: str | None = None, *, ingest: bool = True, **overrides: Any) -> Running:
+        port = free_port()
+        settings = Settings(
+            db_url=db_url or f"sqlite:///{tmp_path / 'live.db'}",
+            inbound_dir=str(tmp_path / "inbound"),
+            idle_flush_ms=300,
+            **overrides,
+        )
+        running = Running(
+            Service(settings, detector_set(load_config(CONFIG)), host="127.0.0.1", port=port),
+            port,
+        )
+        started.append(running.start(ingest=ingest))
+        return running
+
+    yield start
+    for running in started:
+        if running.thread.is_alive():
+            running.stop()
+
+
+def exporter(base: str, **kwargs: Any) -> OTLPSpanExporter:
+    return OTLPSpanExporter(endpoint=f"{base}/v1/traces", **kwargs)
+
+
+def test_sdk_exporter_into_serve_stores_the_replayed_alerts(
+    runs: list[list[list[Any]]], service: Any, db_url: str, tmp_path: Path
+) -> None:
+    running = service(db_url)
+    sdk = exporter(running.base, compression=Compression.Gzip)
+    for batch in interleaved(runs):
+        assert sdk.export(batch) == SpanExportResult.SUCCESS
+    sdk.shutdown()
+    wait_until(lambda: settled(running.base), 15, "the traces to go quiet and be stored")
+    expected = replayed_alert_ids(runs, tmp_path)
+    assert len(expected) >= 2, "the runs should raise alerts"
+    assert stored_alert_ids(db_url) == expected
+    spans = sum(len(b) for r in runs for b in r)
+    assert metric(running.base, "trajwatch_spans_received_total") == spans
+    assert metric(running.base, "trajwatch_alerts_total") == len(expected)
+    assert metric(running.base, "trajwatch_span_to_alert_seconds_count") == len(expected)
+    running.stop()
+
+
+def test_protocol_errors_are_answered_per_the_otlp_spec(service: Any) -> None:
+    running = service(max_body_bytes=64 << 10, auth_token="s3cret")
+    url = f"{running.base}/v1/traces"
+    auth = {"Authorization": "Bearer s3cret"}
+    proto = {**auth, "Content-Type": "application/x-protobuf"}
+
+    assert (
+        requests.post(url, data=b"", headers={"Content-Type": "application/x-protobuf"}).status_code
+        == 401
+    )
+    wrong = requests.post(url, data=b"", headers={**proto, "Authorization": "Bearer nope"})
+    assert wrong.status_code == 401
+
+    unknown = requests.post(url, data=b"x", headers={**auth, "Content-Type": "text/plain"})
+    assert unknown.status_code == 415
+
+    bad = requests.post(url, data=b"\xff\xff\xff\x0f not protobuf", headers=proto)
+    assert bad.status_code == 400
+    assert bad.headers["content-type"] == "application/x-protobuf"
+    assert b"corrupt protobuf" in bad.content  # a google.rpc.Status with the reason
+
+    big = requests.post(url, data=b"\x00" * (65 << 10), headers=proto)
+    assert big.status_code == 413
+    bomb = gzip.compress(b"\x00" * (64 << 20))  # 64 MiB of zeros in ~64 KiB
+    assert len(bomb) < 64 << 10
+    started = time.monotonic()
+    answer = requests.post(url, data=bomb, headers={**proto, "Content-Encoding": "gzip"})
+    assert answer.status_code == 413
+    assert time.monotonic() - started < 2, "the bomb is cut off at the cap, not inflated"
+    odd = requests.post(url, data=b"x", headers={**proto, "Content-Encoding": "br"})
+    assert odd.status_code == 415
+
+    # One good span and one with a malformed trace id: 200, partial success, JSON in JSON out.
+    good = {
+        "traceId": "ab" * 16,
+        "spanId": "cd" * 8,
+        "name": "chat gpt-4o",
+        "startTimeUnixNano": "1700000000000000000",
+        "endTimeUnixNano": "1700000001000000000",
+        "attributes": [{"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}}],
+    }
+    broken = {**good, "traceId": "not-hex", "spanId": "ef" * 8}
+    doc = {"resourceSpans": [{"scopeSpans": [{"spans": [good, broken]}]}]}
+    partial = requests.post(url, json=doc, headers=auth)
+    assert partial.status_code == 200
+    assert partial.headers["content-type"] == "application/json"
+    assert partial.json()["partialSuccess"]["rejectedSpans"] == "1"
+    deflated = zlib.compress(json.dumps(doc).encode())
+    again = requests.post(
+        url,
+        data=deflated,
+        headers={**auth, "Content-Type": "application/json", "Content-Encoding": "deflate"},
+    )
+    assert again.status_code == 200
+    whole = requests.post(url, data=ExportTraceServiceResponse().SerializeToString(), headers=proto)
+    assert whole.status_code == 200
+    wait_until(lambda: settled(running.base), 10, "the requests to be stored")
+    running.stop()
+    with Store.open(running.service.settings.db_url) as store:
+        letters = store.dead_letters()
+    # The garbage batch, and the broken span once: its second delivery is the same letter.
+    assert sorted(letter.location.split(" ")[0] for letter in letters) == [
+        "/v1/traces",
+        "/v1/traces",
+    ]
+    assert any("corrupt protobuf" in letter.reason for letter in letters)
+
+
+def test_full_queue_answers_503_and_the_sdk_retries_after_it(
+    runs: list[list[list[Any]]], service: Any
+) -> None:
+    running = service(queue_size=1, ingest=False)
+    url = f"{running.base}/v1/traces"
+    batch = encode_spans(runs[0][0]).SerializeToString()
+    headers = {"Content-Type": "application/x-protobuf"}
+    first: list[requests.Response] = []
+    waiting = threading.Thread(
+        target=lambda: first.append(requests.post(url, data=batch, headers=headers))
+    )
+    waiting.start()
+    wait_until(lambda: running.service.inbox.full(), 5, "the queue to fill")
+    refused = requests.post(url, data=batch, headers=headers)
+    assert refused.status_code == 503
+    assert refused.headers["Retry-After"] == "1"
+
+    results: list[SpanExportResult] = []
+    sdk = threading.Thread(target=lambda: results.append(exporter(running.base).export(runs[1][0])))
+    sdk.start()
+    wait_until(
+        lambda: metric(running.base, 'trajwatch_requests_total{code="503"') >= 2,
+        5,
+        "the exporter's first attempt to be refused",
+    )
+    running.service.ingest.start()  # the pipeline catches up; the SDK's retry gets in
+    sdk.join(timeout=15)
+    waiting.join(timeout=15)
+    assert results == [SpanExportResult.SUCCESS]
+    assert first[0].status_code == 200
+
+
+def test_sdk_log_exporter_carrying_session_events_becomes_steps(service: Any) -> None:
+    from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
+    from opentelemetry.sdk._logs import LoggerProvider
+    from opentelemetry.sdk._logs.export import SimpleLogRecordProcessor
+
+    running = service()
+    provider = LoggerProvider()
+    provider.add_log_record_processor(
+        SimpleLogRecordProcessor(OTLPLogExporter(endpoint=f"{running.base}/v1/logs"))
+    )
+    logger = provider.get_logger("agent-runtime")
+    events = [
+        {
+            "type": "session_start",
+            "session_id": "logs-1",
+            "seq": 0,
+            "ts": 1_700_000_000.0,
+            "goal": "fix the failing test",
+            "agent": "coder",
+        },
+        {
+            "type": "tool_call",
+            "session_id": "logs-1",
+            "seq": 1,
+            "ts": 1_700_000_001.0,
+            "call_id": "c1",
+            "tool": "bash",
+            "arguments": {"command": "pytest"},
+        },
+    ]
+    for event in events:
+        logger.emit(body=json.dumps(event), timestamp=int(event["ts"] * 1e9))
+    provider.shutdown()
+    # OTLP/JSON too, with a session event that breaks its schema (a dead letter: partial
+    # success) and a plain application log line (no event of any runtime: skipped).
+    doc = {
+        "resourceLogs": [
+            {
+                "scopeLogs": [
+                    {
+                        "logRecords": [
+                            {
+                                "body": {
+                                    "stringValue": json.dumps(
+                                        {**events[1], "seq": 2, "call_id": "c2"}
+                                    )
+                                }
+                            },
+                            {
+                                "body": {
+                                    "stringValue": json.dumps(
+                                        {"type": "tool_call", "session_id": "logs-1"}
+                                    )
+                                }
+                            },
+                            {"body": {"stringValue": "not an event"}},
+                        ]
+                    }
+                ]
+            }
+        ]
+    }
+    answer = requests.post(f"{running.base}/v1/logs", json=doc)
+    assert answer.status_code == 200
+    assert answer.json()["partialSuccess"]["rejectedLogRecords"] == "1"
+    wait_until(lambda: settled(running.base), 10, "the session to be stored")
+    assert metric(running.base, "trajwatch_log_records_received_total") == 5
+    running.stop()
+    with Store.open(running.service.settings.db_url) as store:
+        steps = store.steps("logs-1")
+    assert [(s.kind.value, s.call_id) for s in steps] == [
+        ("start", None),
+        ("tool_call", "c1"),
+        ("tool_call", "c2"),
+    ]
+
+
+# -- the process: SIGTERM and SIGKILL ---------------------------------------------------
+
+
+def spawn(tmp: Path, url: str, port: int, idle_ms: int) -> subprocess.Popen[bytes]:
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "TRAJWATCH_IDLE_FLUSH_MS": str(idle_ms),
+        "TRAJWATCH_INBOUND_DIR": str(tmp / "inbound"),
+    }
+    with (tmp / "serve.log").open("ab") as log:  # the child keeps its own copy of the fd
+        return subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "trajwatch.cli",
+                "serve",
+                "--db",
+                url,
+                "--port",
+                str(port),
+                "--config",
+                str(CONFIG),
+            ],
+            env=env,
+            cwd=tmp,
+            stderr=log,
+        )
+
+
+@pytest.mark.parametrize(
+    ("dialect", "stop"),
+    [
+        pytest.param("sqlite", signal.SIGKILL, id="sqlite-sigkill"),
+        pytest.param("sqlite", signal.SIGTERM, id="sqlite-sigterm"),
+    ],
+)
+def test_stopped_mid_stream_then_restarted_loses_and_doubles_nothing(
+    runs: list[list[list[Any]]], tmp_path: Path, db_url: str, stop: signal.Signals
+) -> None:
+    """SIGKILL: a crash. SIGTERM: a deploy; the process drains, exits 0, and the traces
+    it still held resume from its log in the next process. (SQLite only: each case costs
+    two process starts and the exporter's backoff; PostgreSQL is covered by the
+    exporter test, and the log that makes this work is the same for both.)"""
+    url = db_url
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    batches = interleaved(runs)
+    half = len(batches) // 2
+    # A long idle time: the first process never ends a trace; all it holds is in its log.
+    first = spawn(tmp_path, url, port, idle_ms=600_000)
+    try:
+        wait_until(lambda: requests.get(f"{base}/healthz", timeout=1).ok, 30, "startup")
+        sdk = exporter(base, timeout=30)
+        for batch in batches[:half]:
+            assert sdk.export(batch) == SpanExportResult.SUCCESS
+        assert metric(base, "trajwatch_alerts_total") >= 1, "some alerts before the crash"
+        # Killed while the next batch is on its way: before it is read, while it is
+        # written, or after it is logged but before it is answered (then the exporter's
+        # retry delivers it twice).
+        results: list[SpanExportResult] = []
+        inflight = threading.Thread(target=lambda: results.append(sdk.export(batches[half])))
+        inflight.start()
+        first.send_signal(stop)
+        status = first.wait(timeout=20)
+        if stop == signal.SIGTERM:
+            assert status == 0, (tmp_path / "serve.log").read_text()
+    finally:
+        first.kill()
+        first.wait()
+    second = spawn(tmp_path, url, port, idle_ms=1_500)
+    try:
+        # The exporter finds the port closed and retries until the new process answers.
+        inflight.join(timeout=40)
+        assert results == [SpanExportResult.SUCCESS]
+        for batch in batches[half + 1 :]:
+            assert sdk.export(batch) == SpanExportResult.SUCCESS
+        sdk.shutdown()
+        wait_until(lambda: settled(base), 30, "the traces to go quiet and be stored")
+        second.send_signal(signal.SIGTERM)
+        assert second.wait(timeout=20) == 0, (tmp_path / "serve.log").read_text()
+    finally:
+        second.kill()
+        second.wait()
+    assert stored_alert_ids(url) == replayed_alert_ids(runs, tmp_path)
+
+
+def test_inbound_log_keeps_what_was_acknowledged_and_cuts_a_torn_tail(tmp_path: Path) -> None:
+    from ingest.inbound_log import InboundLog
+
+    log = InboundLog(tmp_path, segment_bytes=64)
+    seqs = log.append([("traces/proto", b"a" * 40), ("traces/json", b"{}")])
+    later = log.append([("logs/json", b"b" * 40)])  # past 64 bytes: a second segment
+    log.retire([seqs[0]])
+    log.close()
+    segments = sorted(tmp_path.glob("*.wal"))
+    assert len(segments) == 2
+    with segments[-1].open("ab") as torn:  # a crash in the middle of the next append
+        torn.write(b"\x40\x00\x00\x00\x01\x02")
+    again = InboundLog(tmp_path)
+    assert [(r.seq, r.kind) for r in again.recovered] == [
+        (seqs[1], "traces/json"),
+        (later[0], "logs/json"),
+    ]
+    next_seqs = again.append([("traces/proto", b"c")])
+    again.retire([seqs[1], later[0], *next_seqs])
+    again.close()
+    final = InboundLog(tmp_path)
+    assert final.recovered == []
+    assert next_seqs[0] > later[0]
+    final.close()
+
+
+def test_sessions_evicted_and_reopened_resume_their_detector_state(
+    runs: list[list[list[Any]]], tmp_path: Path
+) -> None:
+    """``keep_state``: with room for one session in memory, runs delivered interleaved
+    reopen their sessions from the store at every turn, and raise a replay's alerts."""
+
+    from ingest.pipeline import Pipeline
+
+    url = f"sqlite:///{tmp_path / 'evicting.db'}"
+    detectors = detector_set(load_config(CONFIG))
+    with Store.open(url) as store:
+        pipeline = Pipeline(
+            store,
+            settings=Settings(db_url=url, max_sessions=1),
+            detectors=detectors,
+            keep_state=True,
+        )
+        for index, group in enumerate(itertools.zip_longest(*runs)):
+            for run, batch in enumerate(group):
+                if batch is not None:
+                    data = encode_spans(batch).SerializeToString()
+                    pipeline.feed_otlp_proto(
+                        data, source="test", location=f"{index}", partition=f"run-{run}"
+                    )
+            pipeline.commit()
+        pipeline.close()
+    assert stored_alert_ids(url) == replayed_alert_ids(runs, tmp_path)

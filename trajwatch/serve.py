@@ -1,0 +1,351 @@
+"""``trajwatch serve``: the OTLP/HTTP receiver, the pipeline and the store in one process.
+
+Threads: uvicorn's event loop runs the receiver (:mod:`ingest.otlp_http`), which only
+checks requests and queues them (bounded: a full queue answers 503); one pipeline thread
+(:class:`LiveIngest`) owns the :class:`~ingest.pipeline.Pipeline` and does everything
+else, in order:
+
+1. takes the queued requests, several at once (group commit);
+2. appends their bodies to the write-ahead log (:mod:`ingest.inbound_log`) and fsyncs;
+3. answers them — 200 (with ``partial_success`` for what it rejected) or 400 — now that
+   a restart would see them again: the exporter's retry is the only redelivery needed;
+4. feeds them to the pipeline, one partition per trace (spans) or session (logs), and
+   commits: steps, alerts, dead letters and each touched session's detector state in one
+   transaction;
+5. ends the partitions that have been quiet for ``idle_flush_ms`` (a replay ends a
+   recording's partition at the end of the file) and retires the log records whose
+   partitions are all ended and committed.
+
+Why a log and not a flush per request: the live pipeline holds steps back by the
+lateness watermark, so that a run's root span — sent last, children before parents —
+still takes its place first. Flushing to answer sooner would judge steps out of order and
+raise different alerts than a replay. With the log, what the pipeline holds is also on
+disk: after a crash, the live records are fed again in order, the steps already stored are
+recognised by their ids, the sessions resume from their stored detector state, and the
+alerts are those of an unbroken run.
+
+SIGTERM (or Ctrl-C): uvicorn stops accepting connections and finishes the requests in
+flight; the pipeline thread drains the queue, commits and closes the log. Partitions are
+not ended at shutdown: their records stay in the log and the next start resumes them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import queue
+import sys
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import uvicorn
+
+from detectors.registry import DetectorSet
+from ingest.inbound_log import InboundLog
+from ingest.otlp_http import (
+    SOURCE,
+    Accepted,
+    Answer,
+    ReceiverMetrics,
+    create_app,
+    decode_body,
+    unreadable,
+)
+from ingest.otlp_proto import Decoded
+from ingest.pipeline import Pipeline
+from models.records import Alert, DeadLetter
+from models.store import Store
+from trajwatch.settings import Settings
+
+__all__ = ["LiveIngest", "Service", "serve"]
+
+log = logging.getLogger("trajwatch.serve")
+
+GROUP_MAX = 64
+"""Most requests committed in one transaction."""
+TICK_S = 0.05
+"""How often the pipeline thread looks for quiet partitions when no request comes."""
+RESUME_GRACE_S = 10.0
+"""After a restart, the partitions fed again from the log are not quiet: their senders
+were refused while the service was down and are backing off (an OTel exporter gives up
+on a batch after its 10 s timeout). Their idle clocks start when the first request comes
+in, or after this long."""
+
+
+@dataclass(slots=True)
+class _Open:
+    """A partition the pipeline holds steps of, and the log records that fed it."""
+
+    last: float
+    records: set[int] = field(default_factory=set)
+
+
+class LiveIngest:
+    """The pipeline thread. ``start()``, then ``stop()`` to drain and finish."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store,
+        detectors: DetectorSet,
+        inbox: queue.Queue[Accepted],
+        metrics: ReceiverMetrics,
+        on_failure: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.settings = settings
+        self._on_failure = on_failure
+        self.pipeline = Pipeline(store, settings=settings, detectors=detectors, keep_state=True)
+        self.inbox = inbox
+        self.metrics = metrics
+        self.log = InboundLog(Path(settings.inbound_dir))
+        self.failed: BaseException | None = None
+        self._idle_s = settings.idle_flush_ms / 1000
+        self._open: dict[str, _Open] = {}
+        self._partitions_of: dict[int, set[str]] = {}
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="trajwatch-pipeline")
+        self._seen = (0, 0)
+        self._resumed: list[str] = []
+        self.recovered = self._recover()
+
+    # -- lifecycle ----------------------------------------------------------------
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Finish what is queued, commit, close the log; returns when done."""
+        self._stopping.set()
+        if self._thread.is_alive():
+            self._thread.join()
+        self.log.close()
+
+    def _recover(self) -> int:
+        """Feed the log's live records again, as they were accepted."""
+        records = self.log.recovered
+        now = time.monotonic()
+        for record in records:
+            self._feed(record.seq, self._decode(record.kind, record.body), now)
+        if records:
+            self._commit([], now)
+        self.log.recovered = []
+        self._resumed = list(self._open)
+        for entry in self._open.values():
+            entry.last = now + RESUME_GRACE_S
+        return len(records)
+
+    def _run(self) -> None:
+        try:
+            while True:
+                group = self._take()
+                now = time.monotonic()
+                if group:
+                    self._accept(group, now)
+                closed = self._quiet(now)
+                if group or closed:
+                    self._commit(closed, min((a.received for a in group), default=now))
+                if not group and self._stopping.is_set() and self.inbox.empty():
+                    return
+        except BaseException as exc:  # the store failed: stop, and let a restart replay
+            self.failed = exc
+            log.exception("pipeline thread stopped; accepted input is in %s", self.log.directory)
+            self._refuse_queued()
+            self._on_failure()
+
+    def _take(self) -> list[Accepted]:
+        try:
+            group = [self.inbox.get(timeout=TICK_S)]
+        except queue.Empty:
+            return []
+        while len(group) < GROUP_MAX:
+            try:
+                group.append(self.inbox.get_nowait())
+            except queue.Empty:
+                break
+        self.metrics.queue_depth.set(self.inbox.qsize())
+        return group
+
+    def _refuse_queued(self) -> None:
+        while True:
+            try:
+                accepted = self.inbox.get_nowait()
+            except queue.Empty:
+                return
+            accepted.answer.set_result(Answer(status=503, message="pipeline stopped"))
+
+    # -- one cycle ------------------------------------------------------------------
+
+    def _accept(self, group: list[Accepted], now: float) -> None:
+        for partition in self._resumed:  # input has resumed: see RESUME_GRACE_S
+            if partition in self._open:
+                self._open[partition].last = now
+        self._resumed = []
+        seqs = self.log.append((a.kind, a.body) for a in group)
+        for accepted, seq in zip(group, seqs, strict=True):
+            batch = self._decode(accepted.kind, accepted.body)
+            if accepted.kind.startswith("traces"):
+                self.metrics.spans.inc(batch.records)
+            else:
+                self.metrics.log_records.inc(batch.records)
+            accepted.answer.set_result(_answer(batch))
+            self._feed(seq, batch, now)
+
+    def _decode(self, kind: str, body: bytes) -> Decoded:
+        # Not the seq: an exporter's retry of a batch is another record, and its rejects
+        # are the same dead letters (their ids derive from the location and the bytes).
+        location = f"/v1/{kind.split('/')[0]}"
+        try:
+            return decode_body(
+                kind, body, location=location, max_attribute_bytes=self.settings.max_attribute_bytes
+            )
+        except Exception as exc:  # a decoder bug must not make the logged record a poison pill
+            log.exception("decoding %s failed", location)
+            reason = f"decoder failed: {type(exc).__name__}: {exc}"
+            return Decoded(
+                rejects=[DeadLetter(source=SOURCE, location=location, reason=reason, payload=body)]
+            )
+
+    def _feed(self, seq: int, batch: Decoded, now: float) -> None:
+        """A request's batch is one unit: its spans by trace, its log drafts by session."""
+        pipeline = self.pipeline
+        pipeline.feed_decoded(Decoded(rejects=batch.rejects), partition="")
+        parts: set[str] = set()
+        traces = defaultdict(list)
+        for span in batch.spans:
+            traces[span.trace_id].append(span)
+        for trace_id, spans in traces.items():
+            partition = f"trace:{trace_id}"
+            pipeline.feed_decoded(Decoded(spans=spans), partition=partition)
+            parts.add(partition)
+        sessions = defaultdict(list)
+        for draft in batch.drafts:
+            sessions[draft.session_hint or draft.trace_id or ""].append(draft)
+        for key, drafts in sessions.items():
+            partition = f"session:{key}"
+            pipeline.feed_decoded(Decoded(drafts=drafts), partition=partition)
+            parts.add(partition)
+        for partition in parts:
+            entry = self._open.get(partition)
+            if entry is None:
+                entry = self._open[partition] = _Open(now)
+            entry.last = now
+            entry.records.add(seq)
+        self._partitions_of[seq] = parts
+
+    def _quiet(self, now: float) -> list[str]:
+        """End the partitions quiet for ``idle_flush_ms``; returns them."""
+        closed = [p for p, entry in self._open.items() if now - entry.last >= self._idle_s]
+        for partition in closed:
+            self.pipeline.end_partition(partition)
+        return closed
+
+    def _commit(self, closed: list[str], since: float) -> None:
+        alerts = self.pipeline.commit()
+        done: list[int] = []
+        for partition in closed:
+            for seq in self._open.pop(partition).records:
+                parts = self._partitions_of.get(seq)
+                if parts is not None:
+                    parts.discard(partition)
+        for seq, parts in list(self._partitions_of.items()):
+            if not parts:
+                done.append(seq)
+                del self._partitions_of[seq]
+        if done:
+            self.log.retire(done)
+        self._measure(alerts, since)
+
+    def _measure(self, alerts: list[Alert], since: float) -> None:
+        stats, metrics = self.pipeline.stats, self.metrics
+        steps, dead = self._seen
+        metrics.steps.inc(stats.new_steps - steps)
+        metrics.dead_letters.inc(stats.dead_letters - dead)
+        self._seen = (stats.new_steps, stats.dead_letters)
+        elapsed = time.monotonic() - since
+        for alert in alerts:
+            metrics.alerts.labels(alert.detector, str(alert.severity)).inc()
+            metrics.alert_latency.observe(elapsed)
+        metrics.pending.set(self.pipeline.pending())
+        metrics.inbound.set(self.log.live_count())
+
+
+def _answer(batch: Decoded) -> Answer:
+    if unreadable(batch):
+        return Answer(status=400, message=batch.rejects[0].reason)
+    if batch.rejects:
+        first = batch.rejects[0]
+        return Answer(
+            rejected=len(batch.rejects),
+            message=f"{len(batch.rejects)} rejected; first: {first.location}: {first.reason}",
+        )
+    return Answer()
+
+
+class _Server(uvicorn.Server):
+    """uvicorn, minus one habit: after a graceful stop it raises the caught SIGTERM again,
+    which would end the process before the pipeline thread drains. The service drains,
+    then exits with its own status."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        with super().capture_signals():
+            try:
+                yield
+            finally:
+                self._captured_signals.clear()
+
+
+class Service:
+    """The whole of ``serve``: store, pipeline thread, receiver and HTTP server."""
+
+    def __init__(self, settings: Settings, detectors: DetectorSet, *, host: str, port: int) -> None:
+        self.settings = settings
+        self.store = Store.open(settings.db_url)
+        self.metrics = ReceiverMetrics()
+        self.inbox: queue.Queue[Accepted] = queue.Queue(maxsize=settings.queue_size)
+        self.ingest = LiveIngest(
+            settings, self.store, detectors, self.inbox, self.metrics, on_failure=self.shutdown
+        )
+        self._draining = False
+        app = create_app(
+            self.inbox,
+            max_body_bytes=settings.max_body_bytes,
+            auth_token=settings.auth_token,
+            metrics=self.metrics,
+            accepting=lambda: not self._draining and self.ingest.failed is None,
+        )
+        config = uvicorn.Config(
+            app, host=host, port=port, lifespan="off", log_level="warning", access_log=False
+        )
+        self.server = _Server(config)
+
+    def run(self) -> int:
+        """Serve until SIGTERM/SIGINT (or :meth:`shutdown`); then drain. Exit status."""
+        self.ingest.start()
+        try:
+            self.server.run()
+        finally:
+            self._draining = True
+            self.ingest.stop()
+            self.store.close()
+        return 1 if self.ingest.failed is not None else 0
+
+    def shutdown(self) -> None:
+        """Ask :meth:`run` to return, as SIGTERM does (from another thread)."""
+        self.server.should_exit = True
+
+
+def serve(settings: Settings, detectors: DetectorSet, *, host: str, port: int) -> int:
+    """``trajwatch serve``: run until signalled; the exit status."""
+    service = Service(settings, detectors, host=host, port=port)
+    print(
+        f"trajwatch serve: OTLP/HTTP on http://{host}:{port} (/v1/traces, /v1/logs), "
+        f"store {settings.db_url}, {service.ingest.recovered} logged requests resumed",
+        file=sys.stderr,
+        flush=True,
+    )
+    return service.run()
