@@ -148,7 +148,8 @@ class Running:
     def __init__(self, service: Service, port: int) -> None:
         self.service = service
         self.base = f"http://127.0.0.1:{port}"
-        self.thread = threading.Thread(target=service.run, daemon=True)  # a failed test never hangs the run
+        # daemon: a test that fails before stopping the service must not hang the run
+        self.thread = threading.Thread(target=service.run, daemon=True)
 
     def start(self, *, ingest: bool = True) -> Running:
         if ingest:
