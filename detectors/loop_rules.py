@@ -1,0 +1,175 @@
+"""Loop rules judged by results: pure functions :mod:`detectors.runaway_loop` composes.
+
+A loop is told by what the calls *got back*, not by how their arguments look:
+
+- :func:`result_signature` — what a failure says once the parts that vary with the
+  call are masked: the call's own argument values echoed back (``No results found for
+  query: '<the query>'``), quoted spans, paths and URLs, the numbers the agent passed
+  (pages, offsets, line numbers), ids, hashes and timestamps. Counts the tool computed
+  stay (``2 failed`` is not ``1 failed``: that is progress). Two calls of one tool that
+  fail with one signature failed the same way however their arguments changed.
+- :func:`specific` — whether a signature says enough to tell failures apart. ``Exit
+  code 1`` is every failing shell command's: only near-same calls may share such an
+  error; ``TypeError: forward() got an unexpected keyword argument <q>`` is one bug.
+- :func:`same_shape` — calls that vary an argument's value, not what they pass: the
+  same tool with the same argument names (a query, a page, a flag's value tweaked).
+- :func:`critical_needed` — how many repeats kill: a loop of reads answered the same
+  burns only tokens, so it needs more evidence than one that fails or acts.
+
+Everything here is a pure function of its arguments (no state, no I/O, no clock) and
+bounded: texts are read up to :data:`SIGNATURE_CHARS` characters.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from functools import lru_cache
+from typing import Any
+
+__all__ = [
+    "SIGNATURE_CHARS",
+    "argument_values",
+    "critical_needed",
+    "result_signature",
+    "same_shape",
+    "specific",
+]
+
+SIGNATURE_CHARS = 300
+"""Characters of a result read for its signature (errors say what they are up front)."""
+_KEPT = 160  # characters of the masked signature kept
+_MIN_VALUE = 3  # argument values shorter than this are not masked (too common as text)
+_MAX_VALUES = 16  # argument values masked per call
+_MIN_LETTERS = 12  # letters a specific signature keeps after masking
+
+# Volatile parts, in order: ISO timestamps, UUIDs, URLs, paths (a word with a slash or a
+# file extension), hex digests and long ids, words mixing letters and digits, quoted
+# spans (an unclosed quote runs to the line's end: runtimes cut long errors), long numbers.
+_MASKS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"\d{4}-\d{2}-\d{2}[T _]?[\d:.,]*Z?"), "<ts>"),
+    (
+        re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"),
+        "<id>",
+    ),
+    (re.compile(r"\b[a-z][a-z0-9+.-]*://\S+", re.IGNORECASE), "<url>"),
+    (re.compile(r"(?:[\w.~-]*[/\\][\w.~@%+=:-]*)+|\b[\w-]+\.[A-Za-z][A-Za-z0-9]{0,4}\b"), "<path>"),
+    (re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,}\b"), "<id>"),
+    # keys, tokens and random suffixes: a word of 6+ characters mixing letters and digits
+    (re.compile(r"\b(?=[\w-]*[A-Za-z])(?=[\w-]*\d)[\w-]{6,}\b"), "<id>"),
+    (re.compile(r"'[^'\n]*(?:'|$)|\"[^\"\n]*(?:\"|$)|`[^`\n]*(?:`|$)", re.MULTILINE), "<q>"),
+    (re.compile(r"\d{5,}"), "#"),
+)
+_DIGITS_RE = re.compile(r"\d+")
+_LETTERS_RE = re.compile(r"[^\W\d_]")
+
+
+def argument_values(value: Any) -> tuple[str, ...]:
+    """The string and number values of a parsed arguments value, longest first (at most
+    ``_MAX_VALUES``; strings shorter than ``_MIN_VALUE`` characters are left out).
+
+    >>> argument_values({"query": "bird species", "page": 3, "flags": ["-v", "--all"]})
+    ('bird species', '--all', '3')
+    """
+    out: list[str] = []
+
+    def walk(v: Any, depth: int) -> None:
+        if len(out) >= 4 * _MAX_VALUES or depth > 4:
+            return
+        if isinstance(v, str):
+            s = v.strip()
+            if len(s) >= _MIN_VALUE:
+                out.append(s)
+        elif isinstance(v, bool):
+            return
+        elif isinstance(v, int | float):
+            out.append(str(v))
+        elif isinstance(v, dict):
+            for item in v.values():
+                walk(item, depth + 1)
+        elif isinstance(v, list | tuple):
+            for item in v:
+                walk(item, depth + 1)
+
+    walk(value, 0)
+    unique = sorted(set(out), key=lambda s: (-len(s), s))
+    return tuple(unique[:_MAX_VALUES])
+
+
+@lru_cache(maxsize=1024)
+def result_signature(text: str, values: tuple[str, ...] = ()) -> str:
+    """What a result says once what varies with its call is masked (at most ``_KEPT``
+    characters, lower-cased, spaces collapsed). ``values``: the call's argument values
+    (:func:`argument_values`): where the result echoes one back it is masked, and so are
+    the numbers the agent passed (a page, an offset); other short numbers stay.
+
+    >>> a = result_signature("Exception: No results found for query: 'bird count 2019'."
+    ...                      " Use a less specific query.", ("bird count 2019",))
+    >>> b = result_signature("Exception: No results found for query: 'YouTube birds'."
+    ...                      " Use a less specific query.", ("YouTube birds",))
+    >>> a == b, a
+    (True, 'exception: no results found for query: <arg>. use a less specific query.')
+    >>> result_signature("page 7 of 9 is out of range", ("7",))
+    'page <n> of 9 is out of range'
+    >>> result_signature("2 failed, 5 passed") == result_signature("1 failed, 6 passed")
+    False
+    """
+    head = " ".join(text[:SIGNATURE_CHARS].split())
+    for value in values:
+        if value.isdigit() or _is_number(value):
+            continue
+        v = " ".join(value.split())
+        if len(v) >= _MIN_VALUE and v in head:
+            head = head.replace(v, "<arg>")
+    numbers = {v for v in values if _is_number(v)}
+    for pattern, mask in _MASKS:
+        head = pattern.sub(mask, head)
+    head = head.replace("<q>", "<arg>")
+    if numbers:
+        head = _DIGITS_RE.sub(lambda m: "<n>" if m.group(0) in numbers else m.group(0), head)
+    return head[:_KEPT].lower()
+
+
+def _is_number(value: str) -> bool:
+    return value.isdigit() or (value.replace(".", "", 1).isdigit() and value.count(".") == 1)
+
+
+def specific(signature: str) -> bool:
+    """Whether a masked signature says enough to call two failures of one tool the same
+    failure whatever their arguments: at least ``_MIN_LETTERS`` letters outside the masks
+    (``exit code 1`` has 8, ``command failed`` 13 but says no more than its tool: callers
+    also require :func:`same_shape`).
+
+    >>> specific("exit code 1"), specific("typeerror: forward() got an unexpected keyword")
+    (False, True)
+    """
+    bare = re.sub(r"<(?:arg|path|url|id|ts|n)>", "", signature)
+    return len(_LETTERS_RE.findall(bare)) >= _MIN_LETTERS
+
+
+def same_shape(tool_a: str, names_a: Iterable[str], tool_b: str, names_b: Iterable[str]) -> bool:
+    """Two calls vary values, not what they pass: the same tool with the same argument
+    names (``web_search(query=…)`` twice; ``read(path=…, offset=…)`` twice).
+
+    >>> same_shape("web_search", ["query"], "web_search", ["query"])
+    True
+    >>> same_shape("web_search", ["query"], "web_search", ["query", "filter_year"])
+    False
+    """
+    return tool_a == tool_b and frozenset(names_a) == frozenset(names_b)
+
+
+def critical_needed(
+    *, critical_cycles: int, critical_read_cycles: int, failed: bool, reads_only: bool
+) -> int:
+    """Repeats of a loop that kill it. A loop whose calls failed the same way, or that
+    acts (a payment, a message, an edit, any shell command), is killed at
+    ``critical_cycles``; one made only of reads answered successfully burns nothing but
+    tokens (a stuck agent listing the same files), so it needs ``critical_read_cycles``.
+
+    >>> critical_needed(critical_cycles=5, critical_read_cycles=10, failed=False, reads_only=True)
+    10
+    >>> critical_needed(critical_cycles=5, critical_read_cycles=10, failed=True, reads_only=True)
+    5
+    """
+    return critical_read_cycles if reads_only and not failed else critical_cycles
