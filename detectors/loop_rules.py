@@ -31,6 +31,7 @@ __all__ = [
     "SIGNATURE_CHARS",
     "argument_values",
     "critical_needed",
+    "mask_echo",
     "result_signature",
     "same_shape",
     "specific",
@@ -42,6 +43,8 @@ _KEPT = 160  # characters of the masked signature kept
 _MIN_VALUE = 3  # argument values shorter than this are not masked (too common as text)
 _MAX_VALUES = 16  # argument values masked per call
 _MIN_LETTERS = 12  # letters a specific signature keeps after masking
+_ECHO = 16  # characters of a result that, found among the arguments, are an echo
+_ECHO_CHARS = 4_096  # characters of the arguments an echo is looked for in
 
 # Volatile parts, in order: ISO timestamps, UUIDs, URLs, paths (a word with a slash or a
 # file extension), hex digests and long ids, words mixing letters and digits, quoted
@@ -96,6 +99,42 @@ def argument_values(value: Any) -> tuple[str, ...]:
     return tuple(unique[:_MAX_VALUES])
 
 
+def mask_echo(head: str, arguments: str) -> str:
+    """``head`` with every run of it that the arguments contain (pieces of at least
+    ``_ECHO`` characters: a printed task, a query, a path echoed back, even when the
+    arguments split it across string literals) replaced by ``<arg>``. Both texts are
+    compared with their spaces collapsed; the arguments are read up to ``_ECHO_CHARS``.
+
+    >>> code = 'task = ("Please find the 2011 census figures " "for Bulgaria by gender")'
+    >>> mask_echo("Execution logs: Please find the 2011 census figures for Bulgaria by "
+    ...           "gender Last output: None", code)
+    'Execution logs: <arg> Last output: None'
+    """
+    if len(arguments) < _ECHO or len(head) < _ECHO:
+        return head
+    hay = " ".join(arguments[:_ECHO_CHARS].split())
+    last = len(head) - _ECHO
+    # an echoed piece of 2 × _ECHO - 1 characters or more holds a window starting at a
+    # multiple of _ECHO / 2: look there first, and cover the rest only if one is found
+    if not any(head[i : i + _ECHO] in hay for i in range(0, last + 1, _ECHO // 2)):
+        return head
+    covered = bytearray(len(head))
+    i = 0
+    while i <= last:
+        if head[i : i + _ECHO] in hay:
+            covered[i : i + _ECHO] = b"\x01" * _ECHO
+        i += 1
+    if not any(covered):
+        return head
+    out: list[str] = []
+    for j, ch in enumerate(head):
+        if not covered[j]:
+            out.append(ch)
+        elif j == 0 or not covered[j - 1]:
+            out.append("<arg>")
+    return "".join(out)
+
+
 @lru_cache(maxsize=1024)
 def result_signature(text: str, values: tuple[str, ...] = ()) -> str:
     """What a result says once what varies with its call is masked (at most ``_KEPT``
@@ -115,6 +154,7 @@ def result_signature(text: str, values: tuple[str, ...] = ()) -> str:
     False
     """
     head = " ".join(text[:SIGNATURE_CHARS].split())
+    head = mask_echo(head, "\x1f".join(v for v in values if not _is_number(v)))
     for value in values:
         if value.isdigit() or _is_number(value):
             continue

@@ -61,11 +61,15 @@ _END = StepKind.END
 _MODEL_CALL = StepKind.MODEL_CALL
 
 _UNVERIFIABLE_RE = re.compile(
-    r"(?i)(\.(md|markdown|rst|txt|adoc|org|csv|tsv|log)$)"
+    r"(?i)(\.(md|markdown|rst|txt|adoc|org|csv|tsv|log"
+    r"|docx?|odt|rtf|xlsx?|ods|pptx?|odp|pdf)$)"
     r"|(^|/)(readme|changelog|changes|news|history|authors|contributors|license|notice|todo)[^/]*$"
     r"|(^|/)(docs?|notes|changelog\.d|\.notes)/"
+    r"|^[^/.]* [^/.]*$"
 )
-"""Paths whose edits no test or build verifies: prose, notes, data."""
+"""Paths whose edits no test or build verifies: prose, notes, data, office documents,
+and document titles (a name with spaces and no extension: ``grocery list`` in a cloud
+drive is no source file)."""
 
 _FAILED_OUTPUT_RE = re.compile(
     r"(?im)\b[1-9]\d* (failed|failing|errors?)\b|^FAILED\b|^FAIL\b|\bexit (status|code) [1-9]"

@@ -119,8 +119,9 @@ from detectors.loop_rules import (
     specific,
 )
 from detectors.registry import register
-from features.call_facts import read_tool
+from features.call_facts import read_tool, sending_tool
 from features.canonical import arguments_value
+from features.tool_view import tool_view
 from models.records import Action, Alert, Severity, Step, StepKind
 
 __all__ = ["RunawayLoop"]
@@ -184,6 +185,7 @@ class _Call:
     names: frozenset[str]  # its argument names (same_shape)
     values: tuple[str, ...]  # its argument values, masked in its result's signature
     reads: bool  # its tool only reads (loop_rules.critical_needed)
+    acts: bool  # it writes a file or sends something: its answer is a receipt
     # session totals before the model call that chose this call (as of the last result)
     tokens: int  # tokens in + out
     out_tokens: int  # output tokens
@@ -195,6 +197,17 @@ class _Call:
     error: int = 0  # crc32 of tool + error signature, when it failed
     chain: int = 0  # identity of the failure chain it joined (its error and first call)
     checked: bool = False  # cycle rules evaluated for it
+
+
+@dataclass(slots=True)
+class _Answers:
+    """Consecutive successful calls of one tool and shape, arguments changing, that got
+    the same answer (their own arguments masked)."""
+
+    signature: str
+    first: _Call
+    members: list[_Call] = field(default_factory=list)
+    count: int = 1
 
 
 @dataclass(slots=True)
@@ -288,6 +301,13 @@ def _argument_facts(arguments: str | None) -> tuple[frozenset[str], tuple[str, .
     if len(arguments) > _MEMO_MAX_CHARS:
         return _argument_facts_of(arguments)
     return _memo_argument_facts(arguments)
+
+
+def _acts(step: Step) -> bool:
+    """Whether a call writes a file or sends something (its answer is then a receipt:
+    ``Edited <path>: 1 replacement`` says nothing about progress)."""
+    view = tool_view(step)
+    return bool(view is not None and (view.writes or view.unknown_write)) or sending_tool(step.tool)
 
 
 def _numbers_crc(arguments: str) -> int:
@@ -448,6 +468,7 @@ class RunawayLoop(Detector):
         self._runs = [0] * (self.max_period + 1)  # [p]: calls equal to the call p before
         self._open: dict[str, _Call] = {}  # call id and step id → call awaiting its result
         self._chains: dict[int, _Chain] = {}  # error → chain of failures
+        self._answers: _Answers | None = None  # the current run of the same answer
         self._novel = 0
         self._compacted = False  # a compaction since the last call
         self._tokens = 0
@@ -516,6 +537,7 @@ class RunawayLoop(Detector):
             names,
             values,
             read_tool(step.tool),
+            _acts(step),
             tokens,
             out_tokens,
             models,
@@ -611,7 +633,12 @@ class RunawayLoop(Detector):
         if any(self._runs):  # only a running repeat can show progress
             self._progress(call)
         # the error signature and text ignore leading space: the unstripped text will do
-        alerts = self._on_failure(step, call, text or "") if failed else self._on_success(call)
+        if failed:
+            self._answers = None
+            alerts = self._on_failure(step, call, text or "")
+        else:
+            alerts = self._on_success(call)
+            alerts += self._same_answer(step, call, text or "")
         if self._calls and self._calls[-1] is call:
             if any(self._runs):
                 alerts += self._check_cycle(step)
@@ -650,6 +677,48 @@ class RunawayLoop(Detector):
             )
             if worked or answered:
                 self._runs[p] = 0
+
+    # -- the same answer to changing arguments ----------------------------------------
+
+    def _same_answer(self, step: Step, call: _Call, text: str) -> list[Alert]:
+        """Consecutive successful calls of one tool and shape that vary their arguments
+        and get the same answer, once what echoes the arguments is masked (a task
+        re-worded and printed back, a query answered by the same page): no call learns
+        anything the first did not. Identical calls are the cycle rules' to judge, and
+        calls that write or send are left out (their answer is a receipt)."""
+        answers = self._answers
+        if call.acts or not text:
+            self._answers = None
+            return []
+        signature = result_signature(text, call.values)
+        if not specific(signature):
+            self._answers = None
+            return []
+        if (
+            answers is None
+            or answers.signature != signature
+            or not same_shape(answers.first.tool, answers.first.names, call.tool, call.names)
+        ):
+            self._answers = _Answers(signature, call, [call])
+            return []
+        if call.exact == answers.members[-1].exact:
+            return []  # the same call again: a cycle, not changed arguments
+        answers.members.append(call)
+        answers.count += 1
+        if len(answers.members) > MAX_EVIDENCE:  # keep the first, the onset and the latest
+            del answers.members[2 : len(answers.members) - MAX_EVIDENCE + 2]
+        count = answers.count
+        if count < self.warn_cycles:
+            return []
+        onset = answers.members[1]
+        reason = (
+            f"{count} calls of `{call.tool}` with changing arguments (`{answers.first.label}` "
+            f"… `{call.label}`) got the same answer `{signature[:80]}` (their own arguments "
+            f"masked as <arg>): none learnt anything new{self._spend(onset)}"
+        )
+        keys = {_crc(f"answer\x1f{signature}\x1f{answers.first.key}")}
+        severity = self._severity(count, onset, self.critical_read_cycles)
+        return self._raise(step, keys, severity, onset, answers.members, reason, count)
 
     # -- retry after failure ---------------------------------------------------------
 

@@ -202,3 +202,60 @@ def test_rereading_one_file_whose_content_changes_is_not_a_cycle_of_two() -> Non
         body = f"// a.rs\nfn {'abcdef'[i] * 3}() {{}}"
         steps += [s.model(), *s.tool("read", {"file": "a.rs"}, result=body)]
     assert feed(steps) == []
+
+
+def test_rewording_a_request_that_gets_the_same_answer_is_a_loop() -> None:
+    """A manager re-words its request to a helper three times and each time gets its
+    own words back (the code printed the task and called nothing): the same answer,
+    once the echo of its arguments is masked."""
+    s = Session("reworded")
+    steps = warmup(s)
+    tasks = [
+        "Please find the official 2011 census figures for tertiary education by gender",
+        "Could you please retrieve the 2011 census counts of graduates, men and women",
+        "Dear team member, help me get the official 2011 census numbers by gender",
+    ]
+    results = []
+    for task in tasks:
+        code = f'task = (\n    "{task[:40]}"\n    "{task[40:]}"\n)\nprint(task)'
+        call, result = s.tool(
+            "python", {"code": code}, result=f"Execution logs:\n{task}\nLast output: None"
+        )
+        steps += [s.model(), call, result]
+        results.append(result)
+    (alert,) = feed(steps)
+    assert alert.raised_seq == results[2].seq and alert.severity == Severity.WARN
+    assert "got the same answer `execution logs: <arg> last output: none`" in alert.reason
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "answer"),
+    [
+        # edits of other files: the same receipt is no lack of progress
+        (
+            "edit_file",
+            lambda i: {"path": f"src/m{i}.py", "old": "TODO", "new": "NOTE"},
+            lambda i: f"Edited src/m{i}.py: 1 replacement",
+        ),
+        # payments to other people: a receipt too
+        (
+            "send_money",
+            lambda i: {"recipient": f"GB{i}1234567", "amount": 10 + i},
+            lambda i: f"Transaction to GB{i}1234567 sent.",
+        ),
+        # searches with other answers
+        (
+            "web_search",
+            lambda i: {"query": f"moons of saturn {'abc'[i]}"},
+            lambda i: f"1. [{['Titan', 'Rhea', 'Iapetus'][i]}](https://w.org/{i}) radius",
+        ),
+    ],
+)
+def test_other_arguments_with_receipts_or_new_answers_are_not_a_loop(
+    tool: str, arguments: object, answer: object
+) -> None:
+    s = Session("receipts")
+    steps = warmup(s)
+    for i in range(3):
+        steps += [s.model(), *s.tool(tool, arguments(i), result=answer(i))]  # type: ignore[operator]
+    assert feed(steps) == []

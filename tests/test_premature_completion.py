@@ -208,3 +208,10 @@ def test_a_later_turn_claiming_again_over_the_same_failure_is_not_reported_twice
     alerts = feed(steps)
     assert len(alerts) == 2  # the failed check once, then the new unverified edit
     assert "failed: 1 failed" in alerts[0].reason and "src/new.py" in alerts[1].reason
+
+
+@pytest.mark.parametrize("path", ["hawaii-packing-list.docx", "grocery list", "q3/report.xlsx"])
+def test_documents_an_office_agent_edits_need_no_check(path: str) -> None:
+    s = Session()
+    steps = [s.start(), *edit(s, path), s.model(text="I have updated the file; the task is done.")]
+    assert feed([*steps, span_end(s)]) == []
