@@ -46,24 +46,13 @@ _MIN_LETTERS = 12  # letters a specific signature keeps after masking
 _ECHO = 16  # characters of a result that, found among the arguments, are an echo
 _ECHO_CHARS = 4_096  # characters of the arguments an echo is looked for in
 
-# Volatile parts, in order: ISO timestamps, UUIDs, URLs, paths (a word with a slash or a
-# file extension), hex digests and long ids, words mixing letters and digits, quoted
-# spans (an unclosed quote runs to the line's end: runtimes cut long errors), long numbers.
-_MASKS: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"\d{4}-\d{2}-\d{2}[T _]?[\d:.,]*Z?"), "<ts>"),
-    (
-        re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"),
-        "<id>",
-    ),
-    (re.compile(r"\b[a-z][a-z0-9+.-]*://\S+", re.IGNORECASE), "<url>"),
-    (re.compile(r"(?:[\w.~-]*[/\\][\w.~@%+=:-]*)+|\b[\w-]+\.[A-Za-z][A-Za-z0-9]{0,4}\b"), "<path>"),
-    (re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,}\b"), "<id>"),
-    # keys, tokens and random suffixes: a word of 6+ characters mixing letters and digits
-    (re.compile(r"\b(?=[\w-]*[A-Za-z])(?=[\w-]*\d)[\w-]{6,}\b"), "<id>"),
-    (re.compile(r"'[^'\n]*(?:'|$)|\"[^\"\n]*(?:\"|$)|`[^`\n]*(?:`|$)", re.MULTILINE), "<q>"),
-    (re.compile(r"\d{5,}"), "#"),
-)
-_DIGITS_RE = re.compile(r"\d+")
+# Quoted spans (an unclosed quote runs to the line's end: runtimes cut long errors).
+_QUOTED_RE = re.compile(r"'[^'\n]*(?:'|$)|\"[^\"\n]*(?:\"|$)|`[^`\n]*(?:`|$)")
+# Punctuation around a word that is kept when the word is masked.
+_EDGE = "()[]{}<>,;:.!?"
+_FILE_RE = re.compile(r"[\w-]+\.[A-Za-z][A-Za-z0-9]{0,4}")
+_UUID_RE = re.compile(r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}")
+_TS_RE = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T _][\d:.,]*Z?)?|\d{1,2}:\d{2}(?::\d{2})?[.,\d]*Z?")
 _LETTERS_RE = re.compile(r"[^\W\d_]")
 
 
@@ -114,24 +103,40 @@ def mask_echo(head: str, arguments: str) -> str:
         return head
     hay = " ".join(arguments[:_ECHO_CHARS].split())
     last = len(head) - _ECHO
-    # an echoed piece of 2 × _ECHO - 1 characters or more holds a window starting at a
-    # multiple of _ECHO / 2: look there first, and cover the rest only if one is found
+    # an echoed piece of 1.5 × _ECHO - 1 characters or more holds a window starting at
+    # a multiple of _ECHO / 2: look there first (a result with no echo, the common case,
+    # costs len(head) / 8 searches), and cover the rest only if one is found
     if not any(head[i : i + _ECHO] in hay for i in range(0, last + 1, _ECHO // 2)):
         return head
-    covered = bytearray(len(head))
-    i = 0
+    # the runs of head found in hay: from each window that matches, grow the run while
+    # it is still found (every window inside a found run is found: skip past them)
+    runs: list[tuple[int, int]] = []
+    i, n = 0, len(head)
     while i <= last:
-        if head[i : i + _ECHO] in hay:
-            covered[i : i + _ECHO] = b"\x01" * _ECHO
-        i += 1
-    if not any(covered):
-        return head
+        if head[i : i + _ECHO] not in hay:
+            i += 1
+            continue
+        j = i + _ECHO
+        step = _ECHO
+        while j < n:
+            k = min(n, j + step)
+            if head[i:k] in hay:
+                j = k
+            elif step > 1:
+                step //= 2
+            else:
+                break
+        if runs and i <= runs[-1][1]:
+            runs[-1] = (runs[-1][0], j)  # overlaps the run before: one run
+        else:
+            runs.append((i, j))
+        i = j - _ECHO + 1 if j - _ECHO + 1 > i else i + 1
     out: list[str] = []
-    for j, ch in enumerate(head):
-        if not covered[j]:
-            out.append(ch)
-        elif j == 0 or not covered[j - 1]:
-            out.append("<arg>")
+    at = 0
+    for a, b in runs:
+        out += (head[at:a], "<arg>")
+        at = b
+    out.append(head[at:])
     return "".join(out)
 
 
@@ -161,13 +166,42 @@ def result_signature(text: str, values: tuple[str, ...] = ()) -> str:
         v = " ".join(value.split())
         if len(v) >= _MIN_VALUE and v in head:
             head = head.replace(v, "<arg>")
-    numbers = {v for v in values if _is_number(v)}
-    for pattern, mask in _MASKS:
-        head = pattern.sub(mask, head)
-    head = head.replace("<q>", "<arg>")
-    if numbers:
-        head = _DIGITS_RE.sub(lambda m: "<n>" if m.group(0) in numbers else m.group(0), head)
-    return head[:_KEPT].lower()
+    numbers = frozenset(v for v in values if _is_number(v))
+    head = _QUOTED_RE.sub("<arg>", head)
+    return " ".join(_mask_word(w, numbers) for w in head.split(" "))[:_KEPT].lower()
+
+
+def _mask_word(word: str, numbers: frozenset[str]) -> str:
+    """One word of a result with what varies masked (its surrounding punctuation kept):
+    URLs, paths and file names, timestamps, UUIDs, keys and ids (6+ characters mixing
+    letters and digits), long numbers, and numbers the call passed. Word by word, not
+    by regex over the text: most words are plain and leave at the first test."""
+    if word.isalpha() or not word:
+        return word
+    core = word.strip(_EDGE)
+    if not core or core.isalpha():
+        return word
+    left = word[: word.index(core[0])]
+    right = word[len(left) + len(core) :]
+    if "://" in core:
+        mask = "<url>"
+    elif "/" in core or "\\" in core:
+        mask = "<path>"
+    elif core.isdigit():
+        mask = "<n>" if core in numbers else "#" if len(core) >= 5 else core
+    elif _UUID_RE.fullmatch(core):
+        mask = "<id>"
+    elif _TS_RE.fullmatch(core):
+        mask = "<ts>"
+    elif "." in core and _FILE_RE.fullmatch(core):
+        mask = "<path>"
+    elif len(core) >= 6 and any(c.isdigit() for c in core) and any(c.isalpha() for c in core):
+        mask = "<id>"
+    elif core in numbers:
+        mask = "<n>"
+    else:
+        return word
+    return f"{left}{mask}{right}"
 
 
 def _is_number(value: str) -> bool:

@@ -259,3 +259,37 @@ def test_other_arguments_with_receipts_or_new_answers_are_not_a_loop(
     for i in range(3):
         steps += [s.model(), *s.tool(tool, arguments(i), result=answer(i))]  # type: ignore[operator]
     assert feed(steps) == []
+
+
+def test_mask_echo_masks_exactly_the_union_of_echoed_windows() -> None:
+    """Against the plain definition: once a window of 16 starting at a multiple of 8 is
+    found in the arguments (any echo of 23+ characters holds one), every character inside
+    some window of 16 that the arguments contain is masked, runs of them as one ``<arg>``."""
+    import random
+
+    from detectors.loop_rules import mask_echo
+
+    def reference(head: str, hay: str) -> str:
+        if not any(head[i : i + 16] in hay for i in range(0, len(head) - 15, 8)):
+            return head
+        covered = [False] * len(head)
+        for i in range(len(head) - 15):
+            if head[i : i + 16] in hay:
+                covered[i : i + 16] = [True] * 16
+        out = []
+        for j, ch in enumerate(head):
+            if not covered[j]:
+                out.append(ch)
+            elif j == 0 or not covered[j - 1]:
+                out.append("<arg>")
+        return "".join(out)
+
+    rng = random.Random(7)
+    words = ["alpha", "beta", "gamma", "delta", "the", "census", "2011", "men", "x"]
+    for _ in range(300):
+        hay = " ".join(rng.choice(words) for _ in range(rng.randint(0, 40)))
+        head = " ".join(rng.choice(words) for _ in range(rng.randint(0, 40)))
+        if rng.random() < 0.5 and len(hay) > 20:  # splice pieces of the arguments in
+            a = rng.randrange(len(hay) - 20)
+            head = f"{head[:10]}{hay[a : a + rng.randint(10, 60)]}{head[10:]}"
+        assert mask_echo(head, hay) == reference(head, hay), (head, hay)
