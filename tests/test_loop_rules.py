@@ -293,3 +293,22 @@ def test_mask_echo_masks_exactly_the_union_of_echoed_windows() -> None:
             a = rng.randrange(len(hay) - 20)
             head = f"{head[:10]}{hay[a : a + rng.randint(10, 60)]}{head[10:]}"
         assert mask_echo(head, hay) == reference(head, hay), (head, hay)
+
+
+def test_rereading_a_file_after_editing_it_is_not_a_loop() -> None:
+    """Read, edit, then the file read three times more (to check the edit, then again
+    before the next step): the first re-read shows the change, the others are re-reads."""
+    s = Session("after-edit")
+    steps = warmup(s)
+    steps += [s.model(), *s.tool("read_file", {"path": "src/app.py"}, result="x = 1\ny = 2")]
+    steps += [
+        s.model(),
+        *s.tool("edit_file", {"path": "src/app.py", "old": "x = 1", "new": "x = 3"}),
+    ]
+    for _ in range(3):
+        steps += [s.model(), *s.tool("read_file", {"path": "src/app.py"}, result="x = 3\ny = 2")]
+    assert feed(steps) == []
+    # ... while the OpenLIT baseline counts four identical reads
+    from trajwatch.evaluate import baseline_openlit
+
+    assert baseline_openlit(steps) is not None
