@@ -1,7 +1,6 @@
 """Premature completion: the agent claims success while its own checks say otherwise.
 
-At the session's END (``detail["claimed_done"]`` true, or ``end_status`` success) it
-fires when
+At an END that claims completion it fires when
 
 - the last check failed: a test/lint/type-check/build run (recognised generically by
   command words, :func:`features.tool_view.is_check_command`, or a tool named like
@@ -16,6 +15,17 @@ logs) and writes whose path is unknown. So a research agent that saves its answe
 ``notes/answer.md`` and a coding agent that updates the changelog after the tests pass
 are fine. Needs no policy. Warn, ``notify``: the work may be fine, the claim is not
 backed.
+
+What claims completion (:mod:`features.completion`): the runtime's record
+(``detail["claimed_done"]`` true; false is no claim), a final-answer tool called in the
+turn (``final_answer``, ``attempt_completion``, ``submit``, ``finish``), or the agent's
+last message before the end saying the work is done. A span's OK status is no claim: it
+says no exception was raised. A conversation traced one trace per turn has an END per
+turn (later turns' carry ``detail.turn_end``; the first turn's cannot, it is released
+before a later turn is known), and a turn that ends on a failed test and a question
+("test_x still fails, should I …?") claims nothing. So every END is judged, each by
+what was claimed in its turn, with the checks before it; a finding is raised once (the
+same failed check or unverified edit is not reported again at a later turn's end).
 
 A check the runtime cancelled before it ran (status ``cancelled``: Claude Code cancels
 the siblings of a parallel call that failed) neither passed nor failed: the check before
@@ -39,6 +49,7 @@ from functools import lru_cache
 
 from detectors.base import Detector, make_alert
 from detectors.registry import register
+from features.completion import claims_done, final_answer_tool
 from features.tool_view import ToolView, is_scratch, tool_view
 from models.records import Action, Alert, Severity, Step, StepKind
 
@@ -47,13 +58,18 @@ _TOOL_CALL = StepKind.TOOL_CALL
 _TOOL_RESULT = StepKind.TOOL_RESULT
 _START = StepKind.START
 _END = StepKind.END
+_MODEL_CALL = StepKind.MODEL_CALL
 
 _UNVERIFIABLE_RE = re.compile(
-    r"(?i)(\.(md|markdown|rst|txt|adoc|org|csv|tsv|log)$)"
+    r"(?i)(\.(md|markdown|rst|txt|adoc|org|csv|tsv|log"
+    r"|docx?|odt|rtf|xlsx?|ods|pptx?|odp|pdf)$)"
     r"|(^|/)(readme|changelog|changes|news|history|authors|contributors|license|notice|todo)[^/]*$"
     r"|(^|/)(docs?|notes|changelog\.d|\.notes)/"
+    r"|^[^/.]* [^/.]*$"
 )
-"""Paths whose edits no test or build verifies: prose, notes, data."""
+"""Paths whose edits no test or build verifies: prose, notes, data, office documents,
+and document titles (a name with spaces and no extension: ``grocery list`` in a cloud
+drive is no source file)."""
 
 _FAILED_OUTPUT_RE = re.compile(
     r"(?im)\b[1-9]\d* (failed|failing|errors?)\b|^FAILED\b|^FAIL\b|\bexit (status|code) [1-9]"
@@ -94,11 +110,23 @@ class PrematureCompletion(Detector):
         self._edits_since_check = 0
         self._before_check: tuple[StepRef | None, str | None, int] = (None, None, 0)
         """The last check, its failure and the edits since it, before the pending check."""
-        self._done = False
+        self._final: str | None = None
+        """The final-answer tool called in the current turn, if any."""
+        self._last_text: str | None = None
+        """The agent's last message, when no tool call came after it."""
+        self._reported: tuple[str, ...] = ()
+        """Step ids of the last two checks or edits reported (a failed check, then an
+        edit after it): one finding each."""
 
     def update(self, step: Step) -> list[Alert]:
         kind = step.kind
-        if kind == _TOOL_CALL:
+        if kind == _MODEL_CALL:
+            if step.text:
+                self._last_text = step.text
+        elif kind == _TOOL_CALL:
+            self._last_text = None  # the agent acted after it spoke: not its last word
+            if final_answer_tool(step.tool):
+                self._final = step.tool
             self._tool_call(step)
         elif kind == _TOOL_RESULT:
             if self._check_call_id is not None and step.call_id == self._check_call_id:
@@ -113,10 +141,13 @@ class PrematureCompletion(Detector):
         elif kind == _START:
             detail = step.detail if isinstance(step.detail, Mapping) else {}
             ws = detail.get("workspace")
-            self._workspace = ws if isinstance(ws, str) and ws else None
-        elif kind == _END and not self._done:
-            self._done = True
-            return self._end(step)
+            if isinstance(ws, str) and ws:
+                self._workspace = ws  # a later turn's start keeps the session's workspace
+            self._final = self._last_text = None
+        elif kind == _END:
+            alerts = self._end(step)
+            self._final = self._last_text = None  # what the next turn claims is its own
+            return alerts
         return []
 
     def _tool_call(self, step: Step) -> None:
@@ -140,34 +171,58 @@ class PrematureCompletion(Detector):
             self._check_failed = None
             self._edits_since_check = 0
 
-    def _end(self, step: Step) -> list[Alert]:
+    def _claim(self, step: Step) -> str | None:
+        """How the END's turn claimed completion, or None when it claimed nothing."""
         detail = step.detail if isinstance(step.detail, Mapping) else {}
-        claimed = detail.get("claimed_done") is True or detail.get("end_status") == "success"
-        if not claimed:
+        recorded = detail.get("claimed_done")
+        if recorded is True:
+            return "claimed success"
+        if recorded is False:
+            return None  # the runtime says not done, whatever was said
+        if self._final is not None:
+            return f"claimed success (called `{self._final}`)"
+        if claims_done(self._last_text):
+            return "claimed success in its last message"
+        return None  # an OK status or a turn's end is no claim
+
+    def _end(self, step: Step) -> list[Alert]:
+        claimed = self._claim(step)
+        if claimed is None:
             return []
         check = self._last_check
-        if check is not None and self._check_failed is not None:
+        # one finding each: a failed check or an unverified edit reported at an earlier
+        # turn's end is not reported again (a check or edit that stopped being the last
+        # cannot become it again, so their ids are enough)
+        unreported_failure = (
+            check is not None and self._check_failed is not None and check[0] not in self._reported
+        )
+        if check is not None and unreported_failure:
             reason = (
-                f"claimed success, but the last check `{check[4]}` (step {check[1]}) failed: "
+                f"{claimed}, but the last check `{check[4]}` (step {check[1]}) failed: "
                 f"{self._check_failed}"
             )
             evidence = [check]
-        elif self._last_edit is not None and self._edits_since_check >= self.min_edits:
+        elif (
+            self._last_edit is not None
+            and self._edits_since_check >= self.min_edits
+            and self._last_edit[0] not in self._reported
+        ):
             edit = self._last_edit
             if check is None:
                 reason = (
-                    f"claimed success, but no test, lint or build ever ran; the last edit "
+                    f"{claimed}, but no test, lint or build ever ran; the last edit "
                     f"({edit[4]}, step {edit[1]}) is unverified"
                 )
                 evidence = [edit]
             else:
                 reason = (
-                    f"claimed success, but nothing verified the last edit ({edit[4]}, step "
+                    f"{claimed}, but nothing verified the last edit ({edit[4]}, step "
                     f"{edit[1]}): the last check `{check[4]}` ran at step {check[1]}"
                 )
                 evidence = [edit, check]
         else:
             return []
+        self._reported = (*self._reported[-1:], evidence[0][0])
         stubs = [
             Step(
                 step_id=r[0],

@@ -17,9 +17,16 @@ Two kinds of evidence, both over the recent tool calls only (a bounded window):
    --stat`` between edits trips it) or Gemini CLI's *consecutive* identical calls
    (blind to A-B-A-B and to retries with a changed flag), only uninterrupted
    repetition counts.
-2. **Retry after failure.** Failures with the same error text (volatile parts removed)
-   of near-same calls of one tool (the arguments that differ share ≥ half their
-   words: ``npm install`` ~ ``rm -rf node_modules && npm install``): fires at the
+2. **Retry after failure, judged by the result.** Failures of one tool with the same
+   error *signature* (:func:`detectors.loop_rules.result_signature`: the call's own
+   arguments echoed back, quoted spans, paths, URLs, ids and the numbers it passed
+   masked) of near-same calls (the arguments that differ share ≥ half their words:
+   ``npm install`` ~ ``rm -rf node_modules && npm install``) — or of calls that only
+   vary their values (the same argument names: a query, a page, an offset, a flag's
+   value) when the signature is specific enough to name one failure (``TypeError: …
+   unexpected keyword argument <arg>``, not ``Exit code 1``). Changing arguments look
+   like progress; the same answer to each is not. Such a chain ends when the tool
+   works with other arguments (the agent is searching, not stuck). It fires at the
    second failure when nothing new was tried between them (TRAIL labels such a retry
    Resource Abuse), else once the failures outnumber the new calls tried between them
    by two (``pip config list`` between retries is a look, not a fix; an edit between
@@ -28,6 +35,12 @@ Two kinds of evidence, both over the recent tool calls only (a bounded window):
 
 Exemptions (progress)
 ---------------------
+- **Re-reads**: the same call answered the same, none failed (a file re-read after a
+  compaction or to check an edit, a status looked at again) needs one cycle more than
+  ``warn_cycles`` (the fourth identical call: OpenLIT's "3 identical calls" fires on
+  the third). A compaction starts every run anew: re-reading is how an agent recovers
+  what the summary dropped. One call repeated back to back whose body changed made
+  progress at every period (a file read 6 times over its edits also matches at 2).
 - **Polling**: an identical call whose result changed, or, repeated back to back,
   whose wait since its previous occurrence grew by ``wait_growth`` (back-off), resets
   the run: the world is changing, or the agent is waiting for it to. Back to
@@ -55,7 +68,9 @@ Severity
   with the same results (the same edit re-applied after its revert, then the same
   failing test: warned at the test's call, not its failure; fixtures seeds 11/13/17,
   validated on 41/43: edit/test/revert delay 4 → 3 steps, no new alert elsewhere).
-- ``critical`` (KILL) at ``critical_cycles`` cycles (or failures), or when the tokens
+- ``critical`` (KILL) at ``critical_cycles`` cycles (or failures) — at
+  ``critical_read_cycles`` for a cycle made only of reads that neither failed (it burns
+  nothing but tokens: :func:`detectors.loop_rules.critical_needed`) — or when the tokens
   (``critical_tokens``) or dollars (``critical_cost``) spent since the first repeat pass
   a limit. Action: KILL, not ROLLBACK — a loop wastes budget but its repeated steps
   rarely damage the workspace, and rolling back would also discard the good work done
@@ -96,7 +111,17 @@ from functools import lru_cache
 from typing import ClassVar
 
 from detectors.base import MAX_EVIDENCE, Checkpoints, Detector, StepRef, make_alert
+from detectors.loop_rules import (
+    argument_values,
+    critical_needed,
+    result_signature,
+    same_shape,
+    specific,
+)
 from detectors.registry import register
+from features.call_facts import read_tool, sending_tool
+from features.canonical import arguments_value
+from features.tool_view import tool_view
 from models.records import Action, Alert, Severity, Step, StepKind
 
 __all__ = ["RunawayLoop"]
@@ -108,6 +133,7 @@ _MODEL_CALL = StepKind.MODEL_CALL
 _TOOL_CALL = StepKind.TOOL_CALL
 _TOOL_RESULT = StepKind.TOOL_RESULT
 _CHECKPOINT = StepKind.CHECKPOINT
+_COMPACTION = StepKind.COMPACTION
 _CRITICAL = Severity.CRITICAL
 _WARN = Severity.WARN
 _MAX_WORDS = 48  # words kept per call for near-same tests (the key uses them all)
@@ -156,6 +182,10 @@ class _Call:
     words: frozenset[str]
     label: str
     novel: bool  # its key was not in the window before it
+    names: frozenset[str]  # its argument names (same_shape)
+    values: tuple[str, ...]  # its argument values, masked in its result's signature
+    reads: bool  # its tool only reads (loop_rules.critical_needed)
+    acts: bool  # it writes a file or sends something: its answer is a receipt
     # session totals before the model call that chose this call (as of the last result)
     tokens: int  # tokens in + out
     out_tokens: int  # output tokens
@@ -164,8 +194,20 @@ class _Call:
     status: str | None = None  # of its result, once seen
     head: int | None = None  # crc32 of the result's first line; None when no text
     body: int | None = None  # crc32 of the result's first _BODY characters
-    error: int = 0  # crc32 of tool + error text, when it failed
+    error: int = 0  # crc32 of tool + error signature, when it failed
+    chain: int = 0  # identity of the failure chain it joined (its error and first call)
     checked: bool = False  # cycle rules evaluated for it
+
+
+@dataclass(slots=True)
+class _Answers:
+    """Consecutive successful calls of one tool and shape, arguments changing, that got
+    the same answer (their own arguments masked)."""
+
+    signature: str
+    first: _Call
+    members: list[_Call] = field(default_factory=list)
+    count: int = 1
 
 
 @dataclass(slots=True)
@@ -175,6 +217,8 @@ class _Chain:
     error: int
     error_text: str
     first: _Call
+    ident: int  # the loop's identity: its error, and the call that first failed so
+    by_shape: bool = False  # a member joined by its result alone, its arguments changed
     members: list[_Call] = field(default_factory=list)
     count: int = 0
     novel_mark: int = 0  # the detector's novel-call count at the last failure
@@ -239,6 +283,31 @@ def _action_facts(tool: str | None, action: str) -> tuple[int, frozenset[str], i
     if len(words) > _MAX_WORDS:
         words = frozenset(sorted(words)[:_MAX_WORDS])
     return key, words, _crc(action), _label(tool, action)
+
+
+def _argument_facts_of(arguments: str) -> tuple[frozenset[str], tuple[str, ...]]:
+    value = arguments_value(arguments)
+    names = frozenset(value) if isinstance(value, dict) else frozenset()
+    return names, argument_values(value)
+
+
+_memo_argument_facts = lru_cache(maxsize=1024)(_argument_facts_of)
+
+
+def _argument_facts(arguments: str | None) -> tuple[frozenset[str], tuple[str, ...]]:
+    """(argument names, argument values) of a call's raw arguments."""
+    if not arguments:
+        return frozenset(), ()
+    if len(arguments) > _MEMO_MAX_CHARS:
+        return _argument_facts_of(arguments)
+    return _memo_argument_facts(arguments)
+
+
+def _acts(step: Step) -> bool:
+    """Whether a call writes a file or sends something (its answer is then a receipt:
+    ``Edited <path>: 1 replacement`` says nothing about progress)."""
+    view = tool_view(step)
+    return bool(view is not None and (view.writes or view.unknown_write)) or sending_tool(step.tool)
 
 
 def _numbers_crc(arguments: str) -> int:
@@ -324,6 +393,11 @@ class RunawayLoop(Detector):
         more is needed when the repeated calls' results are unknown.
     critical_cycles
         Occurrences of a cycle, or failures of a retry chain, that raise ``critical``.
+    critical_read_cycles
+        Occurrences that raise ``critical`` for a cycle made only of reads
+        (:func:`features.call_facts.read_tool`) that neither failed: such a loop burns
+        tokens only (AgentDojo's healthy runs list the same files 5-16 times), so it
+        is killed on twice the evidence, or on the token and cost limits.
     burn_ratio
         Token burn: mean output tokens of the model calls inside a repeated cycle, as a
         multiple of the session's mean before it, that confirms the waste early.
@@ -347,6 +421,7 @@ class RunawayLoop(Detector):
         max_period: int = 6,  # fixtures: loop cycles have 1–3 calls; TRAIL: 1
         warn_cycles: int = 3,  # OpenLIT's 3; fixtures seeds 7+11: healthy runs repeat ≤ 2.5 cycles
         critical_cycles: int = 5,  # fixtures seeds 7+11: loops run 5–12 cycles
+        critical_read_cycles: int = 10,  # twice the evidence for reads answered the same
         burn_ratio: float = 4.0,  # fixtures seeds 7+11: burn loops spend 16–25× usual
         critical_tokens: int = 1_000_000,  # ≈ $3 at $3/Mtok: stop the loop before it costs more
         critical_cost: float = 5.0,
@@ -356,6 +431,7 @@ class RunawayLoop(Detector):
         self.max_period = max_period
         self.warn_cycles = warn_cycles
         self.critical_cycles = critical_cycles
+        self.critical_read_cycles = critical_read_cycles
         self.burn_ratio = burn_ratio
         self.critical_tokens = critical_tokens
         self.critical_cost = critical_cost
@@ -369,6 +445,11 @@ class RunawayLoop(Detector):
         if critical_cycles < warn_cycles:
             raise ValueError(
                 f"critical_cycles must be >= warn_cycles ({warn_cycles}), got {critical_cycles}"
+            )
+        if critical_read_cycles < critical_cycles:
+            raise ValueError(
+                f"critical_read_cycles must be >= critical_cycles ({critical_cycles}), "
+                f"got {critical_read_cycles}"
             )
         if burn_ratio <= 1:
             raise ValueError(f"burn_ratio must be > 1, got {burn_ratio}")
@@ -387,7 +468,9 @@ class RunawayLoop(Detector):
         self._runs = [0] * (self.max_period + 1)  # [p]: calls equal to the call p before
         self._open: dict[str, _Call] = {}  # call id and step id → call awaiting its result
         self._chains: dict[int, _Chain] = {}  # error → chain of failures
+        self._answers: _Answers | None = None  # the current run of the same answer
         self._novel = 0
+        self._compacted = False  # a compaction since the last call
         self._tokens = 0
         self._out_tokens = 0
         self._models = 0
@@ -418,6 +501,11 @@ class RunawayLoop(Detector):
             return self._on_result(step)
         if kind == _CHECKPOINT:
             self._checkpoints.update(step)
+        elif kind == _COMPACTION:
+            # the context was compacted: re-reading what it held is how an agent recovers
+            # it, so the first call after it repeats nothing (a loop that goes on is seen
+            # anew from there)
+            self._compacted = True
         return []
 
     def _on_call(self, step: Step) -> list[Alert]:
@@ -428,6 +516,7 @@ class RunawayLoop(Detector):
         # the previous call's result never came: judge its cycle now
         alerts = self._check_cycle(step) if calls and not calls[-1].checked else []
         key, words, exact, label = _action_facts(step.tool, action)
+        names, values = _argument_facts(step.arguments)
         seen = self._seen
         novel = key not in seen
         self._novel += novel
@@ -445,6 +534,10 @@ class RunawayLoop(Detector):
             words,
             label,
             novel,
+            names,
+            values,
+            read_tool(step.tool),
+            _acts(step),
             tokens,
             out_tokens,
             models,
@@ -452,7 +545,8 @@ class RunawayLoop(Detector):
         )
         n = len(calls)
         runs = self._runs
-        if novel:
+        if novel or self._compacted:
+            self._compacted = False
             # no call in the window has its key, so it repeats none of the last
             # max_period calls (window > max_period): every run ends
             for p in range(1, len(runs)):
@@ -539,7 +633,12 @@ class RunawayLoop(Detector):
         if any(self._runs):  # only a running repeat can show progress
             self._progress(call)
         # the error signature and text ignore leading space: the unstripped text will do
-        alerts = self._on_failure(step, call, text or "") if failed else self._on_success(call)
+        if failed:
+            self._answers = None
+            alerts = self._on_failure(step, call, text or "")
+        else:
+            alerts = self._on_success(call)
+            alerts += self._same_answer(step, call, text or "")
         if self._calls and self._calls[-1] is call:
             if any(self._runs):
                 alerts += self._check_cycle(step)
@@ -568,13 +667,58 @@ class RunawayLoop(Detector):
             if prev.exact != call.exact:
                 continue
             worked = prev.status == "error" and call.status != "error"
+            # back to back is the call just before being this same call, whatever the
+            # period: a run of one call read 6 times also matches at period 2
+            back_to_back = p == 1 or calls[i - 1].exact == call.exact
             answered = (
                 call.head is not None
                 and prev.head is not None
-                and (call.head != prev.head or (p == 1 and call.body != prev.body))
+                and (call.head != prev.head or (back_to_back and call.body != prev.body))
             )
             if worked or answered:
                 self._runs[p] = 0
+
+    # -- the same answer to changing arguments ----------------------------------------
+
+    def _same_answer(self, step: Step, call: _Call, text: str) -> list[Alert]:
+        """Consecutive successful calls of one tool and shape that vary their arguments
+        and get the same answer, once what echoes the arguments is masked (a task
+        re-worded and printed back, a query answered by the same page): no call learns
+        anything the first did not. Identical calls are the cycle rules' to judge, and
+        calls that write or send are left out (their answer is a receipt)."""
+        answers = self._answers
+        if call.acts or not text:
+            self._answers = None
+            return []
+        signature = result_signature(text, call.values)
+        if not specific(signature):
+            self._answers = None
+            return []
+        if (
+            answers is None
+            or answers.signature != signature
+            or not same_shape(answers.first.tool, answers.first.names, call.tool, call.names)
+        ):
+            self._answers = _Answers(signature, call, [call])
+            return []
+        if call.exact == answers.members[-1].exact:
+            return []  # the same call again: a cycle, not changed arguments
+        answers.members.append(call)
+        answers.count += 1
+        if len(answers.members) > MAX_EVIDENCE:  # keep the first, the onset and the latest
+            del answers.members[2 : len(answers.members) - MAX_EVIDENCE + 2]
+        count = answers.count
+        if count < self.warn_cycles:
+            return []
+        onset = answers.members[1]
+        reason = (
+            f"{count} calls of `{call.tool}` with changing arguments (`{answers.first.label}` "
+            f"… `{call.label}`) got the same answer `{signature[:80]}` (their own arguments "
+            f"masked as <arg>): none learnt anything new{self._spend(onset)}"
+        )
+        keys = {_crc(f"answer\x1f{signature}\x1f{answers.first.key}")}
+        severity = self._severity(count, onset, self.critical_read_cycles)
+        return self._raise(step, keys, severity, onset, answers.members, reason, count)
 
     # -- retry after failure ---------------------------------------------------------
 
@@ -582,24 +726,48 @@ class RunawayLoop(Detector):
         if not self._chains:
             return []
         for error in [
-            e for e, c in self._chains.items() if any(m.key == call.key for m in c.members)
+            e
+            for e, c in self._chains.items()
+            if any(m.key == call.key for m in c.members)
+            or (c.by_shape and same_shape(c.first.tool, c.first.names, call.tool, call.names))
         ]:
-            del self._chains[error]  # a call that had failed now worked: it was transient
+            # a call that had failed now worked: it was transient; or, for failures of
+            # changing arguments, the tool works with others: the agent is searching
+            del self._chains[error]
         return []
 
     def _on_failure(self, step: Step, call: _Call, text: str) -> list[Alert]:
-        error = _crc(f"{call.tool}\x1f{_text_sig(text)}")
+        signature = result_signature(text, call.values)
+        error = _crc(f"{call.tool}\x1f{signature}")
         call.error = error
         chain = self._chains.get(error)
-        if chain is not None and _near(chain.first, call):
+        near = chain is not None and _near(chain.first, call)
+        # the same specific failure of a call varying its values (a page, an offset, a
+        # query, a flag's value): judged by the result, not the changed arguments
+        shaped = (
+            chain is not None
+            and not near
+            and specific(signature)
+            and same_shape(chain.first.tool, chain.first.names, call.tool, call.names)
+        )
+        if chain is not None and (near or shaped):
             # new calls tried since the last failure, not counting this retry itself
             chain.novel_between += self._novel - chain.novel_mark - call.novel
+            chain.by_shape = chain.by_shape or shaped
         else:
-            chain = _Chain(error=error, error_text=" ".join(text.split())[:80], first=call)
+            # the signature masks echoed arguments (``<arg> failed``), so the identity
+            # also names the first call: `npm install` and `cargo build` are two loops
+            chain = _Chain(
+                error=error,
+                error_text=" ".join(text.split())[:80],
+                first=call,
+                ident=_crc(f"{error}\x1f{call.key}"),
+            )
             self._chains.pop(error, None)
             while len(self._chains) >= _MAX_CHAINS:
                 del self._chains[next(iter(self._chains))]
         self._chains[error] = chain
+        call.chain = chain.ident
         chain.novel_mark = self._novel
         chain.count += 1
         chain.members.append(call)
@@ -618,11 +786,19 @@ class RunawayLoop(Detector):
             if chain.novel_between
             else ", retried with nothing else tried"
         )
-        reason = (
-            f"{failures} near-identical calls `{chain.first.label}` failed with the same "
-            f"error `{chain.error_text}`{tried}{self._spend(onset)}"
-        )
-        keys = {error}  # the same loop may also be a cycle: one identity, one alert
+        if chain.by_shape:
+            what = (
+                f"{failures} calls of `{call.tool}` with changing arguments (`{chain.first.label}`"
+                f" … `{call.label}`) got the same failure `{chain.error_text}` (the same once "
+                "their own arguments, paths and ids are masked)"
+            )
+        else:
+            what = (
+                f"{failures} near-identical calls `{chain.first.label}` failed with the same "
+                f"error `{chain.error_text}`"
+            )
+        reason = f"{what}{tried}{self._spend(onset)}"
+        keys = {chain.ident}  # the same loop may also be a cycle: one identity, one alert
         cycle = self._current_cycle()
         if cycle is not None and cycle[1] <= call.seq:
             keys.add(cycle[0])
@@ -684,6 +860,12 @@ class RunawayLoop(Detector):
         # 4 times in a row, results unrecorded)
         known = all(c.head is not None or c.status == "error" for c in repeated)
         needed = self.warn_cycles if known else self.warn_cycles + 2
+        # the same call answered the same, none failed: a re-read (after a compaction,
+        # to check an edit, a status looked at again); a few are tolerated, one more
+        # than a cycle needs (OpenLIT's "3 identical calls" fires on them)
+        reread = p == 1 and known and not any(c.status == "error" for c in (*cycle, *repeated))
+        if reread:
+            needed += 1
         # early, after one repeat: only for exact repeats (an edit and its revert share
         # their words) with hard evidence of waste
         exact = all(c.exact == calls[n - run - p + i].exact for i, c in enumerate(repeated))
@@ -699,12 +881,19 @@ class RunawayLoop(Detector):
             f"{run + p} tool calls since step {cycle[0].seq} repeat {what}: "
             f"{cycles:g} cycles, no new action"
             + ("" if known else " (results not recorded)")
+            + (", every answer the same" if reread else "")
             + (f"; {confirmed}" if confirmed else "")
             + self._spend(onset)
         )
         evidence = [*cycle, *repeated]
-        keys = {_cycle_key(cycle)} | {c.error for c in evidence if c.error}
-        severity = self._severity(int(cycles), onset)
+        keys = {_cycle_key(cycle)} | {c.chain for c in evidence if c.chain}
+        kill_at = critical_needed(
+            critical_cycles=self.critical_cycles,
+            critical_read_cycles=self.critical_read_cycles,
+            failed=any(c.error for c in evidence),
+            reads_only=all(c.reads for c in cycle),
+        )
+        severity = self._severity(int(cycles), onset, kill_at)
         return self._raise(step, keys, severity, onset, evidence, reason, int(cycles))
 
     def _confirmed(self, cycle: list[_Call], repeated: list[_Call]) -> str:
@@ -744,11 +933,11 @@ class RunawayLoop(Detector):
 
     # -- alerts ----------------------------------------------------------------------
 
-    def _severity(self, cycles: int, onset: _Call) -> Severity:
+    def _severity(self, cycles: int, onset: _Call, kill_at: int | None = None) -> Severity:
         spent = self._tokens - onset.tokens
         cost = self._cost - onset.cost
         if (
-            cycles >= self.critical_cycles
+            cycles >= (self.critical_cycles if kill_at is None else kill_at)
             or spent >= self.critical_tokens
             or cost >= self.critical_cost
         ):

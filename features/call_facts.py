@@ -24,6 +24,7 @@ __all__ = [
     "SENDS_RE",
     "CallFacts",
     "call_facts",
+    "read_tool",
     "sending_tool",
     "target_hosts",
 ]
@@ -90,7 +91,7 @@ def _call_facts_of(tool: str | None, args: str) -> CallFacts:
         words = benchmark_words(low)
     else:
         precursor = "env" in low and _ENV_RE.search(low) is not None
-    reads = bool(tool and _READ_TOOL_RE.match(tool))
+    reads = read_tool(tool)
     return low, workdir, git, verbs, emails, words, precursor, reads
 
 
@@ -112,6 +113,17 @@ def target_hosts(step: Step) -> set[str]:
         for t in (raw if isinstance(raw, list) else ())
         if isinstance(t, Mapping) and isinstance(t.get("host"), str)
     }
+
+
+@lru_cache(maxsize=256)
+def read_tool(tool: str | None) -> bool:
+    """Tools whose name says they only read (``get_channels``, ``read_file``,
+    ``list_files``, ``search_docs``), and say nothing of sending or changing anything.
+
+    >>> read_tool("get_channels"), read_tool("send_money"), read_tool("bash")
+    (True, False, False)
+    """
+    return bool(tool and _READ_TOOL_RE.match(tool))
 
 
 def sending_tool(tool: str | None) -> bool:

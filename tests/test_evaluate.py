@@ -57,6 +57,9 @@ def test_eval_on_the_committed_fixtures_reports_every_failure(
     openlit = rows[("runaway_loop", "baseline_openlit_repeat3")]
     assert openlit["positives"] == 10 and openlit["recall"] == 1.0  # every loop repeats ≥ 3 times
     assert openlit["false_alarm_rate"] > 0.5  # ...and so does most healthy work
+    healthy = (recorded / "labels.csv").read_text().count(",none,")
+    assert result["false_kills"]["healthy_sessions"] == healthy > 0
+    assert result["false_kills"]["killed"] == 0  # no healthy fixture run may be stopped
 
 
 @pytest.mark.skipif(not (CORPUS / "agentdojo").exists(), reason="needs ../shared/corpus")
@@ -83,3 +86,36 @@ def test_agentdojo_records_replay_with_tool_calls_and_results(
     assert steps[0].kind == "start" and steps[0].text == record["messages"][1]["content"]
     results = {s.call_id for s in steps if s.kind == "tool_result"}
     assert results == {c["id"] for c in calls}
+
+
+def test_false_kills_count_healthy_sessions_stopped_by_any_detector(tmp_path: Path) -> None:
+    """kill/rollback on a healthy session is a false kill; a warning there is not, nor is
+    a kill on a session labelled with a failure."""
+    from detectors.runaway_loop import RunawayLoop
+    from models.records import Action
+    from models.store import Store
+    from trajwatch.evaluate import Label, false_kills
+
+    def loop(session_id: str, repeats: int) -> list:
+        s = Session(session_id)
+        steps = [s.start()]
+        for _ in range(repeats):
+            steps += s.tool("bash", {"command": "make"}, ok=False, error="make: *** [all] Error 2")
+        detector = RunawayLoop()
+        return [a for step in steps for a in detector.update(step)]
+
+    killed_healthy, warned_healthy, killed_loop = loop("h1", 6), loop("h2", 2), loop("bad", 6)
+    assert {a.action for a in killed_healthy} == {Action.NOTIFY, Action.KILL}
+    assert {a.action for a in warned_healthy} == {Action.NOTIFY}
+    labels = {
+        "h1": Label("h1"),
+        "h2": Label("h2"),
+        "h3": Label("h3"),
+        "bad": Label("bad", failures={"runaway_loop"}),
+    }
+    with Store.open(f"sqlite:///{tmp_path / 'k.db'}") as store:
+        with store.unit() as unit:
+            unit.add_alerts([*killed_healthy, *warned_healthy, *killed_loop])
+        kills = false_kills(store, labels)
+    assert (kills.healthy, kills.killed, kills.by_detector) == (3, 1, (("runaway_loop", 1),))
+    assert kills.to_json()["rate"] == round(1 / 3, 4)

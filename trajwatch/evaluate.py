@@ -5,6 +5,9 @@ the service would raise), then each detector is scored per *session*:
 
 - precision, recall and F1 over the sessions labelled with the detector's failure;
 - false-alarm rate: the share of healthy sessions (no failure labelled at all) it fired on;
+- false kills (per set, over all detectors): the healthy sessions that got an alert whose
+  action stops the agent (``kill`` or ``rollback``), with the detectors that did it — a
+  warning on a healthy run costs a look, a kill costs the run;
 - detection delay: ``raised_seq − onset_seq`` of its first alert in each detected
   positive session with a known onset, in steps (median and p90).
 
@@ -37,7 +40,7 @@ from detectors.registry import DetectorSet
 from ingest.errors import InputError
 from ingest.files import read_file
 from ingest.trail import decode_trail
-from models.records import Step, StepKind
+from models.records import Action, Step, StepKind
 from models.store import Store
 from trajwatch.replay import replay
 from trajwatch.settings import Settings
@@ -363,6 +366,43 @@ class Unlabelled:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class FalseKills:
+    """Healthy sessions an alert would have stopped (``kill`` or ``rollback``)."""
+
+    healthy: int
+    killed: int
+    by_detector: tuple[tuple[str, int], ...] = ()
+    """(detector, healthy sessions it killed or rolled back), most first."""
+
+    @property
+    def rate(self) -> float:
+        return self.killed / self.healthy if self.healthy else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "healthy_sessions": self.healthy,
+            "killed": self.killed,
+            "rate": round(self.rate, 4),
+            "by_detector": dict(self.by_detector),
+        }
+
+
+_STOPS = frozenset({Action.KILL, Action.ROLLBACK})
+
+
+def false_kills(store: Store, labels: Mapping[str, Label]) -> FalseKills:
+    """The healthy sessions (no failure labelled) with a kill or rollback alert."""
+    healthy = {s for s, label in labels.items() if not label.failures}
+    stopped: dict[str, set[str]] = defaultdict(set)
+    for alert in store.alerts(sorted(healthy)):
+        if alert.action in _STOPS:
+            stopped[alert.detector].add(alert.session_id)
+    killed = set().union(*stopped.values()) if stopped else set()
+    ranked = sorted(((d, len(s)) for d, s in stopped.items()), key=lambda x: (-x[1], x[0]))
+    return FalseKills(healthy=len(healthy), killed=len(killed), by_detector=tuple(ranked))
+
+
 @dataclass(slots=True)
 class Evaluation:
     scores: list[Score]
@@ -370,6 +410,7 @@ class Evaluation:
     labelled: int
     unlabelled: int
     others: list[Unlabelled] = field(default_factory=list)
+    kills: FalseKills = field(default_factory=lambda: FalseKills(healthy=0, killed=0))
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -377,6 +418,7 @@ class Evaluation:
             "labelled_sessions": self.labelled,
             "scores": [s.to_json() for s in self.scores],
             "unlabelled_detectors": [o.to_json() for o in self.others],
+            "false_kills": self.kills.to_json(),
         }
 
     def table(self) -> str:
@@ -397,6 +439,12 @@ class Evaluation:
                 f"{'(no label)':<17} {o.detector:<29} fired on {o.fired}/{o.sessions} sessions, "
                 f"{o.fired_on_healthy}/{o.healthy} healthy"
             )
+        k = self.kills
+        who = ", ".join(f"{d} {n}" for d, n in k.by_detector)
+        lines.append(
+            f"false kills (kill/rollback on healthy sessions): {k.killed}/{k.healthy} "
+            f"({k.rate:.1%})" + (f": {who}" if who else "")
+        )
         return "\n".join(lines)
 
 
@@ -491,12 +539,14 @@ def evaluate(
         with Store.open(settings.db_url) as store:
             scores = score(store, present)
             unscored = others(store, present, detectors.names)
+            kills = false_kills(store, present)
     return Evaluation(
         scores=scores,
         sessions=len(seen),
         labelled=len(present),
         unlabelled=len(seen - set(labels)),
         others=unscored,
+        kills=kills,
     )
 
 
