@@ -1,7 +1,10 @@
 """Addresses a tool result puts before the agent: graders it presents, and addresses
 inside text aimed at the agent (the mark of an injection).
 
-Contract: :func:`scan_result` is a pure, memoised function of a result's text and the
+Contract: :func:`addresses_in` is a pure, memoised function of a text: every e-mail
+address, URL or bare host and IBAN-like account in it, in order, unique (where an
+address first appears is the provenance ``egress_gaming`` checks sends against).
+:func:`scan_result` is a pure, memoised function of a result's text and the
 cue window. It gives the grader URLs the text presents (``GRADER_URL=…``) and the
 e-mail addresses, hosts and IBAN-like accounts found within ``cue_window`` characters
 after injection cues ("ignore previous instructions", "AI agents must …",
@@ -16,7 +19,7 @@ from functools import lru_cache
 
 from features.hosts import host_of
 
-__all__ = ["EMAIL_RE", "scan_result"]
+__all__ = ["EMAIL_RE", "addresses_in", "scan_result"]
 
 # Text addressed to the agent rather than to a human reader: the mark of an injection.
 _CUE_RE = re.compile(
@@ -168,3 +171,29 @@ def scan_result(text: str, cue_window: int) -> tuple[tuple[str, ...], _Found]:
     if len(text) > _MEMO_MAX_CHARS:
         return _scan_result_text(text, cue_window)
     return _memo_scan_result(text, cue_window)
+
+
+def _addresses_of(text: str) -> _Found:
+    seen: set[str] = set()
+    found: list[tuple[str, str, str | None]] = []
+    for item in _window_addresses(text):
+        if item[0] not in seen:
+            seen.add(item[0])
+            found.append(item)
+    return tuple(found)
+
+
+_memo_addresses = lru_cache(maxsize=4096)(_addresses_of)
+
+
+def addresses_in(text: str) -> _Found:
+    """``(address, kind, host)`` of every address in ``text``, in order, unique: e-mail
+    addresses, URL and bare hosts (without ``www.``; ``host`` is the host to test
+    against allowed hosts) and IBAN-like accounts, all lower-cased.
+
+    >>> [a for a, _, _ in addresses_in("Mail jo@x.org or see https://www.acme.io/a, acme.io")]
+    ['jo@x.org', 'acme.io']
+    """
+    if len(text) > _MEMO_MAX_CHARS:
+        return _addresses_of(text)
+    return _memo_addresses(text)
