@@ -197,7 +197,8 @@ ISSUE_PATH_RE = re.compile(r"^/(?:repos/)?([^/]+)/([^/]+?)(?:/-)?/issues/(\d+)")
 # its output piped to ``grep``. Groups: the log's options, the searched words.
 _MINING_RE = re.compile(
     r"\bgit\s+(?:-c\s+\S+\s+|-C\s+\S+\s+)*(?:log|rev-list|whatchanged)\b([^;&|\n]*)"
-    r"(?:\|\s*(?:grep|rg)\b\s*(?:-\w+\s+)*['\"]?([^'\"|;&\n]*))?"
+    r"(?:\|\s*(?:grep|rg)\b\s*(?:-\w+\s+)*['\"]?([^'\"|;&\n]*))?",
+    re.IGNORECASE,
 )
 _SEARCH_OPT_RE = re.compile(r"(?:--grep[= ]|-[SG]\s?)(?:'([^']*)'|\"([^\"]*)\"|(\S+))")
 _ALL_REFS_RE = re.compile(r"(?<!\S)--(?:all|branches|remotes|tags|glob)\b|(?<!\S)--reflog\b")
@@ -226,21 +227,21 @@ def goal_issues(low: str) -> frozenset[str]:
     return frozenset(_GOAL_ISSUE_RE.findall(low[:4096]))
 
 
-def history_search(low: str) -> tuple[str, ...] | None:
-    """The words a lower-cased command searches the history of *every* ref for
+def history_search(command: str) -> tuple[str, ...] | None:
+    """The lower-cased words a command searches the history of *every* ref for
     (``git log --all --grep 'dst'``, ``git log --all -S parse_date``, ``git log --all
     --oneline | grep -i dst``); ``None`` when it does not search all refs' history.
 
-    >>> history_search("git log --all --oneline --grep='dst offset'")
+    >>> history_search("git log --all --oneline --grep='DST offset'")
     ('dst', 'offset')
     >>> history_search("git log --all --oneline | grep -i parse_date")
     ('parse', 'date')
     >>> history_search("git log --oneline --grep dst") is None
     True
     """
-    if "git" not in low:
+    if "git" not in command.lower():
         return None
-    for m in _MINING_RE.finditer(low):
+    for m in _MINING_RE.finditer(command):
         options, piped = m.group(1), m.group(2)
         if not _ALL_REFS_RE.search(options):
             continue
@@ -249,7 +250,7 @@ def history_search(low: str) -> tuple[str, ...] | None:
         ]
         if piped:
             texts.append(piped)
-        words = tuple(w for t in texts for w in WORD_SPLIT.split(t) if w)
+        words = tuple(w for t in texts for w in WORD_SPLIT.split(t.lower()) if w)
         if words:
             return words
     return None
