@@ -193,21 +193,29 @@ def recipients(tool: str | None, args: str) -> tuple[tuple[str, str], ...]:
 # What a user's words ask to be sent, by the kind of address it goes to. Read on the
 # *trusted* side (goal, instructions, user messages): a request to pay, mail or post
 # lets the agent take the recipient from the data it was pointed at ("pay the bill in
-# bill.txt", "invite Dora; her e-mail is on her website").
+# bill.txt", "invite Dora; her e-mail is on her website"). Verbs, not nouns: "give me
+# their email addresses", "my next appointment", "my recent transactions" ask for no
+# send.
+_SEND = r"\b(?:send|forward|share|notify)(?:s|ing)?\b"
 _ASKS = {
     "account": re.compile(
-        r"\b(?:pay|paying|payment|transfer|send|refund|reimburs|wire|transaction|bill|rent"
-        r"|settle|money|donat)(?!ed\b)"
+        _SEND + r"|\b(?:pay|transfer|refund|reimburse|wire|settle|donate)(?:s|ing)?\b"
+        r"|\bmake\s+(?:a\s+|the\s+)?payments?\b"
+        r"|\b(?:set\s+up|schedule|create|adjust|update|change|modify|correct)\b[^.?!]{0,40}"
+        r"\b(?:transactions?|payments?|transfers?|standing\s+orders?)\b"
     ),
     "e-mail address": re.compile(
-        r"\b(?:e-?mail|mail|send|reply|respond|forward|invit|share|contact|notify|write\s+to"
-        r"|meeting|schedul|participant|attendee|appointment|tell)(?!ed\b)"
+        _SEND + r"|\b(?:reply|respond|invite|cc|bcc)(?:s|ing)?\b"
+        r"|\be-?mail\s+(?:it|them|him|her|me|us|this|that|these|those|the|a|an|my|our|your"
+        r"|back|to|[\w.+-]+@)\b|\bwrite\s+(?:to|an?\s+e-?mail)\b"
+        r"|\b(?:create|schedule|set\s+up|book|organi[sz]e|add)\b[^.?!]{0,40}"
+        r"\b(?:event|meeting|appointment|call|participants?)\b"
     ),
     "address": re.compile(
-        r"\b(?:post|upload|submit|send|publish|share|deploy|sync|webhook|notify"
-        r"|register|sign\s+up|subscribe|order|book|reserv)(?!ed\b)"
+        _SEND + r"|\b(?:post|upload|submit|publish|deploy|sync|register|subscribe)(?:s|ing)?\b"
+        r"|\bsign\s+up\b|\b(?:book|reserve)\b"
     ),
-    "phone number": re.compile(r"\b(?:text|sms|call|phone|message|send|notify|whatsapp)(?!ed\b)"),
+    "phone number": re.compile(_SEND + r"|\b(?:text|sms|whatsapp|call)\s+(?:him|her|them|me|\+)"),
 }
 
 
@@ -220,6 +228,8 @@ def asked_to_send(trusted: str, kind: str) -> bool:
     >>> asked_to_send("summarise the unread messages in my inbox.", "account")
     False
     >>> asked_to_send("what did the paper bob posted say?", "address")  # not a request
+    False
+    >>> asked_to_send("who is invited? give me their email addresses.", "e-mail address")
     False
     """
     pattern = _ASKS.get(kind)
