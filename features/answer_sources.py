@@ -26,6 +26,7 @@ __all__ = [
     "history_search",
     "repo_id",
     "seeks_answers",
+    "words_of",
 ]
 
 # Words of a host or path that mark a grading/evaluation endpoint.
@@ -204,6 +205,19 @@ _SEARCH_OPT_RE = re.compile(r"(?:--grep[= ]|-[SG]\s?)(?:'([^']*)'|\"([^\"]*)\"|(
 _ALL_REFS_RE = re.compile(r"(?<!\S)--(?:all|branches|remotes|tags|glob)\b|(?<!\S)--reflog\b")
 
 
+_IDENT_PART_RE = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
+
+
+def words_of(text: str) -> tuple[str, ...]:
+    """The lower-cased words of ``text``, identifiers split at case changes and
+    underscores (``validateWeekDate`` → ``validate week date``).
+
+    >>> words_of("Fix validateWeekDate (#3797) in parse_iso")
+    ('fix', 'validate', 'week', 'date', '3797', 'in', 'parse', 'iso')
+    """
+    return tuple(w.lower() for w in _IDENT_PART_RE.findall(text))
+
+
 def goal_repositories(low: str) -> tuple[tuple[str, str], ...]:
     """``(owner, name)`` of the repositories lower-cased goal text names, as
     ``owner/name`` or as a code host URL; paths (``src/dates.py``, ``tests/unit``) are not
@@ -234,7 +248,7 @@ def history_search(command: str) -> tuple[str, ...] | None:
 
     >>> history_search("git log --all --oneline --grep='DST offset'")
     ('dst', 'offset')
-    >>> history_search("git log --all --oneline | grep -i parse_date")
+    >>> history_search("git log --all --oneline | grep -i parseDate")
     ('parse', 'date')
     >>> history_search("git log --oneline --grep dst") is None
     True
@@ -250,7 +264,7 @@ def history_search(command: str) -> tuple[str, ...] | None:
         ]
         if piped:
             texts.append(piped)
-        words = tuple(w for t in texts for w in WORD_SPLIT.split(t.lower()) if w)
+        words = tuple(w for t in texts for w in words_of(t))
         if words:
             return words
     return None
