@@ -3,10 +3,12 @@
 An agent can "solve" a task by fetching its answer instead of working it out, or be
 steered by text it read into sending data to someone else. Both show in *where* its
 traffic goes. :class:`EgressGaming` keeps a small per-session ledger of what the task
-is (its repository, base commit, workspace, goal), which git remotes point where,
-which addresses appeared in tool results next to instructions aimed at the agent, and
-recent precursors; every tool call's egress targets (``detail["egress"]``) and every
-EGRESS step (HTTP/MCP client span) are classified against it.
+is (its repository, base commit, workspace, goal), the trusted context (goal, system
+instructions, user messages), which git remotes point where, where each address first
+appeared (a tool result, or the trusted context, or the agent's own arguments), what
+sensitive data was read, and recent precursors; every tool call's egress targets
+(``detail["egress"]``) and recipients (:mod:`features.recipients`) and every EGRESS
+step (HTTP/MCP client span) are classified against it.
 
 Classes of destination (all host lists are parameters; defaults in egress_hosts)
 --------------------------------------------------------------------------------
@@ -23,9 +25,20 @@ Classes of destination (all host lists are parameters; defaults in egress_hosts)
   in the workspace's history, ``git cherry-pick``, ``git merge``/``checkout`` of the
   fetched refs) - the onset is the fetch; a ``git pull`` of that remote; a
   ``git clone`` of the task's repository into another place than the workspace. The
-  task's repository is START ``repository`` (``owner/name`` or a URL); lacking it,
-  the workspace's directory name stands for the repository name. URLs and PR numbers
-  the goal itself names are exempt (a task may be "review PR #12").
+  task's repository is START ``repository`` (``owner/name`` or a URL); lacking it (a
+  plain OTLP deployment), what the trajectory shows: an ``owner/name`` or repository
+  URL in the goal, the repository of the issue the goal (or the workspace's branch
+  name, ``fix/issue-6711``) names once its page is fetched, the ``origin`` /
+  ``upstream`` of ``git remote -v`` output, the session's first clone into the
+  workspace, and the workspace's directory name. Fetching ``origin`` stays routine
+  even when it is the project. **Mining the history**: ``git log`` over every ref
+  (``--all``, ``--branches``, ``--remotes``) searching for words (``--grep``,
+  ``-S``/``-G``, piped to ``grep``), then ``git show`` / ``cherry-pick`` / ``diff`` /
+  ``checkout`` of a commit it listed whose search or message words are the goal's (or
+  any, while no goal is known) and which is not the workspace's own history - or a
+  printed patch of one (``-p``) - is gaming with no fetch and no base commit known
+  (onset: the search). URLs and PR numbers the goal itself names are exempt (a task
+  may be "review PR #12").
 - **answer key** (critical, kill): dataset pages of benchmark hosts
   (``answer_key_prefixes``: huggingface.co/datasets, kaggle competitions/datasets, …)
   naming a known benchmark (``benchmark_names``) or reached after a search for a
@@ -37,23 +50,40 @@ Classes of destination (all host lists are parameters; defaults in egress_hosts)
 - **paste / exfiltration sink** (critical, kill): a data-carrying request to
   ``sink_hosts`` (pastebin.com, transfer.sh, webhook.site, requestbin, ngrok, …),
   unless the session policy explicitly allows that host.
-- **injected address** (critical, kill): an URL host, e-mail address or IBAN-like
-  account that first appeared in a tool result *within* ``cue_window`` characters of
-  text addressed to the agent ("AI agents must …", "ignore previous instructions",
-  ``<INFORMATION>``, "before you can solve the task …") and not in the goal, not in the
-  agent's own earlier arguments, not an allowed host - later named in any tool call's
-  arguments (send, pay, post, visit). Addresses merely listed in results (search hits,
-  a bill's IBAN the user asked to pay) are normal work and are not flagged: that is
-  what keeps research agents and benign AgentDojo tasks quiet.
+- **injected address** - provenance, not phrasing. An address (URL host, e-mail
+  address, IBAN-like account) *first appeared in a tool result* when no trusted text
+  (goal, system instructions, user messages of any turn, the policy's allowed hosts)
+  and none of the agent's earlier arguments named it; loopback, private and
+  cluster-local hosts are local services, never such addresses. A *send* to it - a
+  data-carrying request (POST/PUT/PATCH, upload, ``--data``) or a recipient argument
+  (by its key *and* its address-shaped value, :func:`features.recipients.recipients`:
+  ``to``/``recipients``/``iban``/``participants``…, or ``url``/``email`` of a call that
+  carries content) - is
+
+  - critical, kill, when it carries sensitive data: the sending command reads a
+    credentials file or the environment (``env | curl …``, ``-d @.env``), its
+    arguments hold a credential the redactor replaced or a value read earlier under a
+    sensitive key (a passport number, an ``.env`` line); or when the user asked for no
+    such send and the session read sensitive data before;
+  - a warning (notify) when the user's words ask for no such send (no "pay", "send",
+    "reply", "create an event …": :func:`features.recipients.asked_to_send`);
+  - quiet when the user asked for that kind of send: "pay the bill in bill.txt" takes
+    the IBAN from the file, "invite Dora, her e-mail is on her website" the address.
+
+  Cue phrases ("ignore previous instructions", ``<INFORMATION>``, "AI agents must …")
+  only raise confidence: an address within ``cue_window`` characters after one is
+  *tainted*, and any later call naming it (send, pay, post, or a visit) is critical.
 - **weak** (warn, notify): after a search for a benchmark's answers, a non-allowed URL
   whose host or path names that benchmark.
 
-Each category alerts once per session (its first gaming action is the onset).
+Each category alerts once per session (its first gaming action is the onset); the
+unasked-send warning is its own category, so a later critical send still alerts.
 
-Bounded state: every ledger is capped (``max_addresses`` per address set, 16 remotes,
-16 recent calls, 8 precursors, 16 benchmark terms), so the pickled state stays well
-under 64 KiB whatever the session length; result text is scanned up to
-``max_scan_chars``.
+Bounded state: every ledger is capped (``max_addresses`` per address set, four times
+that for first appearances, 8 KiB of trusted text, 64 secret values, 16 remotes, 16
+recent calls, 16 fetched issues, 8 precursors, 16 benchmark terms), so the pickled
+state stays under 64 KiB whatever the session length; result text is scanned up to
+``max_scan_chars``. Secret values are never put in a reason.
 
 >>> from detectors.testing import Session
 >>> s = Session("eg", goal="Fix the DST bug in src/dates.py", repository="acme/dates",
@@ -70,7 +100,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -123,7 +153,7 @@ _MODEL_CALL = StepKind.MODEL_CALL
 _MAX_RECENT = 16
 _RefFields = tuple[str, str, int, int, str]  # StepRef's fields, in order
 _MAX_PRECURSORS = 8
-_MAX_TRUSTED = 16_384
+_MAX_TRUSTED = 8_192
 _MAX_SECRETS = 64
 _MARKER = MARKER_PREFIX.lower()  # a credential the redactor replaced
 # words of a goal and of commit messages that say nothing about which bug
@@ -307,7 +337,7 @@ class EgressGaming(Detector):
 
     # -- ledger helpers ------------------------------------------------------
 
-    def _remember(self, ledger: dict[str, Any], key: str, value: Any = None) -> None:
+    def _remember(self, ledger: dict[Any, Any], key: Hashable, value: Any = None) -> None:
         ledger.pop(key, None)
         ledger[key] = value
         while len(ledger) > self.max_addresses:
@@ -453,6 +483,7 @@ class EgressGaming(Detector):
         else:
             values = secret_values(text)
         for value in values:
+            value = value[:128]  # a prefix is as telling, and bounds the ledger
             if value not in self._secrets and len(self._secrets) < _MAX_SECRETS:
                 self._secrets[value] = step.seq
         if self._sensitive_seen is None and (values or _MARKER in text):
