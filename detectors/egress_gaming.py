@@ -319,7 +319,7 @@ class EgressGaming(Detector):
         self._shas: dict[str, None] = {}  # workspace history seen before the fetch (LRU)
         self._tainted: dict[str, tuple[int, str]] = {}  # address -> (seq, kind)
         # every address first seen in a tool result (not trusted, not the agent's own)
-        self._origin: dict[str, tuple[int, str]] = {}
+        self._origin: dict[str, tuple[int, str] | None] = {}
         self._secrets: dict[str, int] = {}  # values read under sensitive keys -> seq
         self._sensitive_call: str | None = None  # a call reading a sensitive source
         self._sensitive_seen: tuple[int, str] | None = None  # first sensitive read: seq, what
@@ -495,15 +495,17 @@ class EgressGaming(Detector):
         """Note where each address first appeared: a tool result, unless the trusted
         context or the agent itself named it first (or it is an allowed or local host)."""
         cap = 4 * self.max_addresses
+        origin = self._origin
         for address, kind, host in addresses_in(text):
-            if address in self._origin or address in self._agent:
+            if address in origin or address in self._agent:
                 continue
-            if host is not None and (self._allowed(host) or _local(host)):
-                continue
-            if self._in_trusted(address):
-                continue
-            self._origin[address] = (step.seq, kind)
-            if len(self._origin) > cap:
+            # an allowed, local or trusted address is noted as seen and no candidate
+            # (None): each is judged once, where it first appears
+            trusted = (host is not None and (self._allowed(host) or _local(host))) or (
+                self._in_trusted(address)
+            )
+            origin[address] = None if trusted else (step.seq, kind)
+            if len(origin) > cap:
                 del self._origin[next(iter(self._origin))]
 
     def _on_mined(self, result: Step, text: str) -> list[Alert]:

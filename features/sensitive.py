@@ -67,7 +67,7 @@ _ANCHORS = (
 )
 # A sensitive key and its value: KEY=VALUE, key: value, "key": "value", 'key': 'value'.
 _SECRET_RE = re.compile(
-    r"[\w.-]*(?:secret|token|passw(?:or)?d|api[_-]?key|access[_-]?key|private[_-]?key"
+    r"(?:secret|token|passw(?:or)?d|api[_-]?key|access[_-]?key|private[_-]?key"
     r"|credential|passport|ssn|social[_ ]security|id[_ ]number|national[_ ]id"
     r"|credit[_ ]card|card[_ ]number|cvv|bank[_ ]account|account[_ ]number)[\w.-]*"
     r"['\"]?\s*[:=]\s*['\"]?([^\s'\",}{\]\[]{6,})",

@@ -329,3 +329,33 @@ def test_a_search_for_other_words_that_finds_the_fix_is_mining() -> None:
     )
     use = s.tool("bash", {"command": f"git cherry-pick {MINED[:7]}"})
     assert only(feed([*steps, *log, *use])).onset_seq == log[0].seq
+
+
+# -- the fast whole-result scanners find what the forward patterns find ---------------
+
+TRICKY = [
+    "Mail jo.doe+x@mail.acme.io, or ops@x.co.uk; not a@b, nor @host.com, nor x@@y.com",
+    "------------------------------- a-b.c@d-e.org -- www.evil.com/x?next=other.net",
+    "see https://www.acme.io/a/b.io, docs.python.org and api.sub.example.com.",
+    "weird: ..dots.com, -lead.com, trail-.com, under_score.com, café.com, 1.2.3.com",
+    "IBAN: GB29NWBK60161331926819, xGB29NWBK60161331926819, GB29 NWBK, DE89370400440532013000",
+    "first@a.com@b.com x@y.com.z@w.org and a@b.c@d.io",
+]
+
+
+def _random_texts(n: int) -> list[str]:
+    import random
+
+    rng = random.Random(7)
+    alphabet = "ab.-@_/ :GB290Xcom\n"
+    return ["".join(rng.choice(alphabet) for _ in range(rng.randrange(1, 60))) for _ in range(n)]
+
+
+@pytest.mark.parametrize("text", TRICKY + _random_texts(400))
+def test_fast_address_scanners_match_the_patterns(text: str) -> None:
+    from features import result_addresses as ra
+
+    low = text.lower()
+    assert ra._emails(low) == ra._EMAIL_LOW.findall(low)
+    assert ra._bare_hosts(low) == ra._BARE_HOST_RE.findall(low)
+    assert ra._ibans(text) == [m.lower() for m in ra._IBAN_RE.findall(text)]
