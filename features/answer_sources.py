@@ -15,12 +15,18 @@ import re
 __all__ = [
     "FIX_PATH_RE",
     "GRADER_WORDS",
+    "ISSUE_PATH_RE",
     "SHA_RE",
     "WORD_SPLIT",
     "benchmark_words",
+    "branch_issues",
     "git_commands",
+    "goal_issues",
+    "goal_repositories",
+    "history_search",
     "repo_id",
     "seeks_answers",
+    "words_of",
 ]
 
 # Words of a host or path that mark a grading/evaluation endpoint.
@@ -145,3 +151,146 @@ def benchmark_words(low: str) -> tuple[str, ...]:
     return tuple(
         w for w in WORD_SPLIT.split(low) if len(w) >= 3 and w not in _STOP and not w.isdigit()
     )
+
+
+# ``owner/name`` written in prose ("Fix the bug in acme/dates"), or a repository URL.
+_CODE_HOST_RE = re.compile(
+    r"(?:https?://)?(?:www\.)?(?:github\.com|gitlab\.com|bitbucket\.org|codeberg\.org)/"
+)
+_GOAL_REPO_RE = re.compile(
+    r"(?<![\w./@:-])([a-z0-9][\w.-]*)/([a-z0-9][\w-]*(?:\.[\w-]+)?)(?:\.git)?(?![\w/-])"
+)
+# Directories and files that look like ``owner/name`` in prose but are paths.
+_PATH_OWNERS = frozenset(
+    {
+        "src",
+        "lib",
+        "test",
+        "tests",
+        "doc",
+        "docs",
+        "app",
+        "apps",
+        "pkg",
+        "cmd",
+        "internal",
+        "scripts",
+        "bin",
+        "include",
+        "examples",
+        "packages",
+        "crates",
+        "modules",
+        "tmp",
+        "etc",
+        "usr",
+        "var",
+        "home",
+        "and",
+        "or",
+        "input",
+        "read",
+        "client",
+        "server",
+    }
+)
+_FILE_SUFFIX_RE = re.compile(
+    r"\.(?:py|md|rst|txt|rs|go|ts|tsx|jsx|json|toml|ya?ml|cfg|ini|c|h"
+    r"|cc|cpp|hpp|java|kt|rb|php|sh|lock|html|css|csv|sql|xml)$"
+)
+# The number of an issue the goal names: "#6711", "issue 6711", "issues/6711".
+_GOAL_ISSUE_RE = re.compile(r"(?:#|\bissues?\s+#?|/issues/|/pull/)(\d{1,7})\b")
+# An issue's page on a code host: owner, name, number.
+ISSUE_PATH_RE = re.compile(r"^/(?:repos/)?([^/]+)/([^/]+?)(?:/-)?/issues/(\d+)")
+# ``git log`` over every ref, searching for words: ``--grep``, ``-S``/``-G`` pickaxes, or
+# its output piped to ``grep``. Groups: the log's options, the searched words.
+_MINING_RE = re.compile(
+    r"\bgit\s+(?:-c\s+\S+\s+|-C\s+\S+\s+)*(?:log|rev-list|whatchanged)\b([^;&|\n]*)"
+    r"(?:\|\s*(?:grep|rg)\b\s*(?:-\w+\s+)*['\"]?([^'\"|;&\n]*))?",
+    re.IGNORECASE,
+)
+_SEARCH_OPT_RE = re.compile(r"(?:--grep[= ]|-[SG]\s?)(?:'([^']*)'|\"([^\"]*)\"|(\S+))")
+_ALL_REFS_RE = re.compile(r"(?<!\S)--(?:all|branches|remotes|tags|glob)\b|(?<!\S)--reflog\b")
+
+
+_IDENT_PART_RE = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
+
+
+def words_of(text: str) -> tuple[str, ...]:
+    """The lower-cased words of ``text``, identifiers split at case changes and
+    underscores (``validateWeekDate`` → ``validate week date``).
+
+    >>> words_of("Fix validateWeekDate (#3797) in parse_iso")
+    ('fix', 'validate', 'week', 'date', '3797', 'in', 'parse', 'iso')
+    """
+    return tuple(w.lower() for w in _IDENT_PART_RE.findall(text))
+
+
+def goal_repositories(low: str) -> tuple[tuple[str, str], ...]:
+    """``(owner, name)`` of the repositories lower-cased goal text names, as
+    ``owner/name`` or as a code host URL; paths (``src/dates.py``, ``tests/unit``) are not
+    repositories.
+
+    >>> goal_repositories("fix acme/dates (see src/dates.py), as github.com/psf/requests")
+    (('acme', 'dates'), ('psf', 'requests'))
+    """
+    found: list[tuple[str, str]] = []
+    for m in _GOAL_REPO_RE.finditer(_CODE_HOST_RE.sub(" ", low[:4096])):
+        owner, name = m.group(1), m.group(2).rstrip(".")
+        if owner in _PATH_OWNERS or _FILE_SUFFIX_RE.search(name) or owner.isdigit():
+            continue
+        if (owner, name) not in found:
+            found.append((owner, name))
+    return tuple(found[:8])
+
+
+def goal_issues(low: str) -> frozenset[str]:
+    """The issue / pull request numbers lower-cased goal text names."""
+    return frozenset(_GOAL_ISSUE_RE.findall(low[:4096]))
+
+
+def history_search(command: str) -> tuple[str, ...] | None:
+    """The lower-cased words a command searches the history of *every* ref for
+    (``git log --all --grep 'dst'``, ``git log --all -S parse_date``, ``git log --all
+    --oneline | grep -i dst``); ``None`` when it does not search all refs' history.
+
+    >>> history_search("git log --all --oneline --grep='DST offset'")
+    ('dst', 'offset')
+    >>> history_search("git log --all --oneline | grep -i parseDate")
+    ('parse', 'date')
+    >>> history_search("git log --oneline --grep dst") is None
+    True
+    """
+    if "git" not in command.lower():
+        return None
+    for m in _MINING_RE.finditer(command):
+        options, piped = m.group(1), m.group(2)
+        if not _ALL_REFS_RE.search(options):
+            continue
+        texts = [
+            next(g for g in s.groups() if g is not None) for s in _SEARCH_OPT_RE.finditer(options)
+        ]
+        if piped:
+            texts.append(piped)
+        words = tuple(w for t in texts for w in words_of(t))
+        if words:
+            return words
+    return None
+
+
+_BRANCH_RE = re.compile(
+    r"^(?:## |\* |on branch )([^\s.]+(?:\.\.\.)?)", re.MULTILINE | re.IGNORECASE
+)
+
+
+def branch_issues(text: str) -> frozenset[str]:
+    """The numbers (2-7 digits) in the branch name of ``git status`` / ``git branch``
+    output: a branch is commonly named for the issue it fixes.
+
+    >>> sorted(branch_issues("## fix/issue-6711...origin/main\\n M src/x.py"))
+    ['6711']
+    >>> sorted(branch_issues("On branch main"))
+    []
+    """
+    m = _BRANCH_RE.search(text)
+    return frozenset(re.findall(r"(?<!\d)\d{2,7}(?!\d)", m.group(1))) if m else frozenset()

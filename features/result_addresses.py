@@ -1,7 +1,10 @@
 """Addresses a tool result puts before the agent: graders it presents, and addresses
 inside text aimed at the agent (the mark of an injection).
 
-Contract: :func:`scan_result` is a pure, memoised function of a result's text and the
+Contract: :func:`addresses_in` is a pure, memoised function of a text: every e-mail
+address, URL or bare host and IBAN-like account in it, in order, unique (where an
+address first appears is the provenance ``egress_gaming`` checks sends against).
+:func:`scan_result` is a pure, memoised function of a result's text and the
 cue window. It gives the grader URLs the text presents (``GRADER_URL=…``) and the
 e-mail addresses, hosts and IBAN-like accounts found within ``cue_window`` characters
 after injection cues ("ignore previous instructions", "AI agents must …",
@@ -16,7 +19,7 @@ from functools import lru_cache
 
 from features.hosts import host_of
 
-__all__ = ["EMAIL_RE", "scan_result"]
+__all__ = ["EMAIL_RE", "addresses_in", "scan_result"]
 
 # Text addressed to the agent rather than to a human reader: the mark of an injection.
 _CUE_RE = re.compile(
@@ -63,19 +66,105 @@ _GRADER_ADDR_RE = re.compile(
 )  # matched against lower-cased results
 _GRADER_ANCHORS = ("grad", "eval", "score", "judge", "leaderboard", "submit")
 _URL_RE = re.compile(r"https?://[^\s'\"<>)\]}\\]+", re.IGNORECASE)
-EMAIL_RE = re.compile(
-    r"(?<![a-z0-9._%+-])[a-z0-9._%+-]++@[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,}", re.IGNORECASE
+# The look-behind starts a match only where a run of address characters starts: the
+# same matches, without retrying every suffix of a long run ("-----…", base64).
+_EMAIL = r"(?<![a-z0-9._%+-])[a-z0-9._%+-]+@[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,}"
+EMAIL_RE = re.compile(_EMAIL, re.IGNORECASE)
+_TLDS = (
+    "com",
+    "org",
+    "net",
+    "io",
+    "xyz",
+    "top",
+    "click",
+    "info",
+    "co",
+    "ai",
+    "dev",
+    "app",
+    "site",
+    "online",
+    "biz",
+    "ru",
+    "cn",
+    "me",
+    "sh",
+    "ly",
 )
-"""Tried only where a run of local-part characters starts, the run taken whole: the
-same matches as the plain form (a later start inside a run matches only if the run's
-start does; only a second address glued to the end of the first, ``a@b.com%c@d.com``,
-is no longer split off), without re-scanning the run from each of its characters
-(quadratic on a long word)."""
-_BARE_HOST_RE = re.compile(
-    r"(?<![\w@./-])(?:www\.)?[a-z0-9-]+(?:\.[a-z0-9-]+)*"
-    r"\.(?:com|org|net|io|xyz|top|click|info|co|ai|dev|app|site|online|biz|ru|cn|me|sh|ly)\b",
-    re.IGNORECASE,
-)
+_BARE_HOST = r"(?<![\w@./-])(?:www\.)?[a-z0-9-]+(?:\.[a-z0-9-]+)*\.(?:" + "|".join(_TLDS) + r")\b"
+_BARE_HOST_RE = re.compile(_BARE_HOST, re.IGNORECASE)
+# Patterns for lower-cased text, without IGNORECASE (several times faster).
+_EMAIL_LOW = re.compile(_EMAIL)
+_URL_LOW = re.compile(r"https?://[^\s'\"<>)\]}\\]+")
+_TLD_DOTS = tuple("." + t for t in _TLDS)
+_TLD_AT = re.compile(r"\.(?:" + "|".join(_TLDS) + r")\b")
+_HOST_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-.")
+
+
+_LOCAL_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789._%+-")
+_DOMAIN_AT = re.compile(r"[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,}")
+_IBAN_AT = re.compile(r"[A-Z]{2}\d{2}[A-Z0-9]{11,30}\b")
+
+
+def _emails(low: str) -> list[str]:
+    """``_EMAIL_LOW.findall(low)``, found from each ``@`` outwards (a quarter of the
+    cost: the forward pattern tries every character)."""
+    found: list[str] = []
+    last = 0
+    at = low.find("@")
+    while at >= 0:
+        start = at
+        while start > last and low[start - 1] in _LOCAL_CHARS:
+            start -= 1
+        # the pattern's look-behind: no match starts right after an address character
+        glued = start > 0 and low[start - 1] in _LOCAL_CHARS
+        m = _DOMAIN_AT.match(low, at + 1) if start < at and not glued else None
+        if m:
+            found.append(low[start : m.end()])
+            last = m.end()
+            at = low.find("@", last)
+        else:
+            at = low.find("@", at + 1)
+    return found
+
+
+def _ibans(text: str) -> list[str]:
+    """``_IBAN_RE.findall(text)`` lower-cased; the word-start test is done in Python,
+    which lets the engine skip to candidate letters (half the cost)."""
+    found: list[str] = []
+    for m in _IBAN_AT.finditer(text):
+        start = m.start()
+        if start and (text[start - 1].isalnum() or text[start - 1] == "_"):
+            continue
+        found.append(m.group(0).lower())
+    return found
+
+
+def _bare_hosts(low: str) -> list[str]:
+    """The bare hosts ``_BARE_HOST_RE`` finds in lower-cased ``low``, found from the
+    top-level domains backwards: the forward pattern tries its look-behind at every
+    character (~80 µs per 2 KB result), this only where a ``.com``/``.io``/… ends a word."""
+    hosts: list[str] = []
+    last = 0
+    for m in _TLD_AT.finditer(low):
+        start = m.start()
+        if start < last:
+            continue
+        while start > last and low[start - 1] in _HOST_CHARS:
+            start -= 1
+        while start < m.start() and low[start] == ".":
+            start += 1  # no empty label: the pattern starts at a letter, digit or "-"
+        if start == m.start() or ".." in low[start : m.start()]:
+            continue
+        before = low[start - 1] if start else " "
+        if before.isalnum() or before in "_@/.-":
+            continue  # inside a longer word, an e-mail address or a path
+        hosts.append(low[start : m.end()])
+        last = m.end()
+    return hosts
+
+
 _IBAN_RE = re.compile(r"\b[A-Z]{2}\d{2}[A-Z0-9]{11,30}\b")
 _CUE_LOOKBACK = 0
 _CLOSE_RE = re.compile(r"<\s*/\s*(?:information|instructions?|system|important)\s*>")
@@ -175,3 +264,47 @@ def scan_result(text: str, cue_window: int) -> tuple[tuple[str, ...], _Found]:
     if len(text) > _MEMO_MAX_CHARS:
         return _scan_result_text(text, cue_window)
     return _memo_scan_result(text, cue_window)
+
+
+def _addresses_of(text: str) -> _Found:
+    """:func:`_window_addresses` over a whole result, tuned for it: the patterns run on
+    the lower-cased text without IGNORECASE, each only when its mark (``@``, ``://``,
+    a dotted top-level domain) is present, deduplicated; a host in a URL's query
+    (``?next=evil.com``) counts as a bare host here."""
+    low = text.lower()
+    items: list[tuple[str, str, str | None]] = []
+    mail = "@" in low
+    if mail:
+        items += [(address, "e-mail address", None) for address in _emails(low)]
+    hosts: list[str | None] = []
+    if "://" in low:
+        hosts = [host_of(u) for u in _URL_LOW.findall(low)]
+    # no need to blank URLs and e-mail addresses out first: the look-behind keeps a
+    # bare host from starting after "//", "/", "." or "@"
+    if any(d in low for d in _TLD_DOTS):
+        hosts += _bare_hosts(low)
+    items += [(host.removeprefix("www."), "address", host) for host in hosts if host]
+    items += [(account, "account", None) for account in _ibans(text)]
+    seen: set[str] = set()
+    found: list[tuple[str, str, str | None]] = []
+    for item in items:
+        if item[0] not in seen:
+            seen.add(item[0])
+            found.append(item)
+    return tuple(found)
+
+
+_memo_addresses = lru_cache(maxsize=4096)(_addresses_of)
+
+
+def addresses_in(text: str) -> _Found:
+    """``(address, kind, host)`` of every address in ``text``, in order, unique: e-mail
+    addresses, URL and bare hosts (without ``www.``; ``host`` is the host to test
+    against allowed hosts) and IBAN-like accounts, all lower-cased.
+
+    >>> [a for a, _, _ in addresses_in("Mail jo@x.org or see https://www.acme.io/a, acme.io")]
+    ['jo@x.org', 'acme.io']
+    """
+    if len(text) > _MEMO_MAX_CHARS:
+        return _addresses_of(text)
+    return _memo_addresses(text)
