@@ -260,9 +260,10 @@ class Pipeline:
         # A model call may have been stored with an inferred compaction before it;
         # ask for those too so a re-delivery counts the same steps.
         wanted = set(ids) | {
-            f"{step_id}/compaction-inferred"
+            f"{step_id}/{suffix}"
             for (draft, _), step_id in zip(resolved, ids, strict=True)
             if draft.step.kind == StepKind.MODEL_CALL
+            for suffix in ("compaction-inferred", "compaction-signalled")
         }
         stored = unit.existing_step_ids(wanted) if ids else set()
         seen: set[str] = set()
@@ -272,7 +273,11 @@ class Pipeline:
         _merge_sources(resolved, ids)
         for (draft, session_id), step_id in zip(resolved, ids, strict=True):
             if step_id in stored or step_id in seen:
-                self.stats.duplicates += 1 + (f"{step_id}/compaction-inferred" in stored)
+                self.stats.duplicates += (
+                    1
+                    + (f"{step_id}/compaction-inferred" in stored)
+                    + (f"{step_id}/compaction-signalled" in stored)
+                )
                 self.stats.sessions.add(session_id)
                 if step_id in stored and draft.step.kind in (StepKind.START, StepKind.END):
                     # Too late for the detectors, but the session record learns the
@@ -369,7 +374,12 @@ class Pipeline:
         if step.kind == StepKind.COMPACTION:
             session.compaction.explicit()
         elif step.kind == StepKind.MODEL_CALL:
-            inferred = session.compaction.model_call(draft.context or "main", step.tokens_in)
+            context = draft.context or "main"
+            if session.compaction.signalled(context, *_compaction_signal(step)):
+                before = session.compaction.last_tokens(context)
+                compaction = _signalled_compaction(step, step_id, session_id, before)
+                out.append(self._place(session, compaction))
+            inferred = session.compaction.model_call(context, step.tokens_in)
             if inferred is not None:
                 compaction = Step(
                     step_id=f"{step_id}/compaction-inferred",
@@ -528,3 +538,38 @@ def _updated_info(info: SessionInfo, step: Step) -> SessionInfo:
     if info.started_ts is None or info.agent is None:
         return replace(info, agent=info.agent or step.agent, started_ts=started)
     return info
+
+
+def _compaction_signal(step: Step) -> tuple[bool, str | None]:
+    """A model call's compaction signals (:func:`ingest.semconv._compaction_signal`):
+    (marked compacted, the id of its compaction part or None)."""
+    detail = step.detail if isinstance(step.detail, Mapping) else {}
+    part = detail.get("compaction_part")
+    part_id = part.get("id") if isinstance(part, Mapping) else None
+    return detail.get("compacted") is True, part_id if isinstance(part_id, str) else None
+
+
+def _signalled_compaction(
+    call: Step, step_id: str, session_id: str, tokens_before: int | None
+) -> Step:
+    """The explicit compaction a model call's signals report, placed just before it."""
+    detail = call.detail if isinstance(call.detail, Mapping) else {}
+    part = detail.get("compaction_part")
+    summary = part.get("summary") if isinstance(part, Mapping) else None
+    signal = "compaction part" if isinstance(part, Mapping) else "gen_ai.conversation.compacted"
+    return Step(
+        step_id=f"{step_id}/compaction-signalled",
+        session_id=session_id,
+        kind=StepKind.COMPACTION,
+        ts=call.ts,
+        agent=call.agent,
+        source=call.source,
+        source_ref=call.source_ref,
+        text=summary if isinstance(summary, str) else None,
+        detail={
+            "tokens_before": tokens_before,
+            "tokens_after": call.tokens_in,
+            "inferred": False,
+            "signal": signal,
+        },
+    )

@@ -24,17 +24,28 @@ span                                          steps
                                               (or the agent an outermost workflow wraps)
 HTTP or MCP ``CLIENT`` span                   ``egress`` at start, linked to its tool call
 span event ``trajwatch.compaction``           ``compaction`` at the event's time
+a compaction span (``compact`` operation,     ``compaction`` at end (tokens from
+``compact_messages``, or any other span       ``compaction.tokens_before``/``_after``)
+marked ``gen_ai.conversation.compacted``)
+inference span marked                         ``model_call`` with ``detail.compacted`` /
+``gen_ai.conversation.compacted``, or with a  ``detail.compaction_part``; the pipeline puts
+``compaction`` message part                   an explicit ``compaction`` before the first
+                                              such call (and before each new part)
 any other span with status ERROR              ``error`` at end
 ============================================  ====================================
 
 The explicit compaction marker is the span event ``trajwatch.compaction`` with
 optional attributes ``trajwatch.compaction.tokens_before``,
 ``trajwatch.compaction.tokens_after`` and ``trajwatch.compaction.summary``
-(the GenAI conventions have no compaction signal yet).
+(kept for instrumentations that predate the GenAI conventions' compaction signals:
+``gen_ai.conversation.compacted`` and the ``compaction`` message part, PR #162 of
+open-telemetry/semantic-conventions-genai). Without any of these, the pipeline infers a
+compaction from a sharp drop of input tokens (:mod:`features.compaction`).
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from typing import Any
@@ -351,6 +362,27 @@ def _span_drafts(
         drafts.extend(_agent_drafts(span, span.span_id in main, base, ref))
     elif role == "egress":
         drafts.append(_egress_draft(span, base, ref))
+    elif _is_compaction_span(span):
+        attrs = span.attributes
+        drafts.append(
+            _compaction_draft(
+                span,
+                span.end_ns,
+                {
+                    "trajwatch.compaction.tokens_before": first(
+                        attrs, ("trajwatch.compaction.tokens_before", "compaction.tokens_before")
+                    ),
+                    "trajwatch.compaction.tokens_after": first(
+                        attrs, ("trajwatch.compaction.tokens_after", "compaction.tokens_after")
+                    ),
+                    "trajwatch.compaction.summary": first(
+                        attrs, ("trajwatch.compaction.summary", "compaction.summary")
+                    ),
+                },
+                base,
+                ref,
+            )
+        )
     elif span.status_code == STATUS_ERROR and span.attributes.get(OPERATION) != NOT_A_STEP:
         error = excerpt(_error_text(span) or "error")
         step = _step(
@@ -393,6 +425,10 @@ def _model_draft(span: SpanRecord, base: dict[str, Any], ref: str, context: str)
         detail["provider"] = provider
     if user:
         detail["user_message"] = excerpt(user, 4096)
+    instructions = first_str(attrs, ("gen_ai.system_instructions",))
+    if instructions:
+        detail["system_instructions"] = excerpt(instructions, 4096)
+    detail.update(_compaction_signal(attrs))
     step = _step(
         span,
         StepKind.MODEL_CALL,
@@ -409,6 +445,40 @@ def _model_draft(span: SpanRecord, base: dict[str, Any], ref: str, context: str)
     )
     natural = f"model_call/{response_id}" if response_id else None
     return Draft(step=step, fallback_id=ref, natural_key=natural, context=context, **base)
+
+
+def _compaction_signal(attrs: Mapping[str, Any]) -> dict[str, Any]:
+    """What an inference span says about compaction (GenAI conventions, semantic-conventions-genai
+    PR #162): ``gen_ai.conversation.compacted`` (the call's context is a compacted view of a
+    prior conversation; set only when true) as ``compacted``, and the last compaction message
+    part (``{"type": "compaction", "id", "content"}``) of the input or output messages as
+    ``compaction_part``: its id (else a digest of its content) and its summary, redacted.
+    The pipeline turns a change of these into an explicit compaction step."""
+    out: dict[str, Any] = {}
+    flag = attrs.get("gen_ai.conversation.compacted")
+    if flag is True or (isinstance(flag, str) and flag.strip().lower() == "true"):
+        out["compacted"] = True
+    part: Mapping[str, Any] | None = None
+    for name in ("gen_ai.input.messages", "gen_ai.output.messages"):
+        for message in _messages(attrs.get(name))[-MAX_SCANNED_MESSAGES:]:
+            parts = message.get("parts") if isinstance(message, Mapping) else None
+            if isinstance(parts, list):
+                for p in parts[-MAX_SCANNED_MESSAGES:]:
+                    if isinstance(p, Mapping) and p.get("type") == "compaction":
+                        part = p
+    if part is not None:
+        content = part.get("content") if isinstance(part.get("content"), str) else ""
+        ident = part.get("id") if isinstance(part.get("id"), str) and part.get("id") else None
+        if ident is None:
+            ident = "sha256:" + hashlib.sha256(content.encode("utf-8", "replace")).hexdigest()[:16]
+        out["compaction_part"] = {"id": excerpt(ident, 120)}
+        if content:
+            out["compaction_part"]["summary"] = excerpt(content)
+    return out
+
+
+MAX_SCANNED_MESSAGES = 512
+"""Messages (and parts of one message) read for a compaction part: a bound on one span's work."""
 
 
 def _tool_drafts(span: SpanRecord, base: dict[str, Any], ref: str) -> list[Draft]:
@@ -546,6 +616,28 @@ def _egress_draft(span: SpanRecord, base: dict[str, Any], ref: str) -> Draft:
         detail=detail,
     )
     return Draft(step=step, fallback_id=ref, **base)
+
+
+COMPACTION_OPERATIONS = frozenset({"compact", "compaction", "context_compaction"})
+COMPACTION_SPAN_NAMES = frozenset(
+    {"compact", "compaction", "compact_messages", "context_compaction"}
+)
+"""Spans that are a compaction: the operation name instrumentations give one (``compact``,
+custom but the one in use), or the span names of SDKs that emit a span per compaction
+(pydantic-ai's ``compact_messages``, with ``compaction.tokens_before``/``_after``)."""
+
+
+def _is_compaction_span(span: SpanRecord) -> bool:
+    """A span (not a model, tool or agent span) standing for a compaction: named or
+    operated as one, or marked ``gen_ai.conversation.compacted`` itself."""
+    attrs = span.attributes
+    op = attrs.get(OPERATION)
+    if isinstance(op, str) and op.lower() in COMPACTION_OPERATIONS:
+        return True
+    if span.name.strip().lower() in COMPACTION_SPAN_NAMES:
+        return True
+    flag = attrs.get("gen_ai.conversation.compacted")
+    return flag is True or (isinstance(flag, str) and flag.strip().lower() == "true")
 
 
 def _compaction_draft(
