@@ -13,7 +13,16 @@ Decisions
   tool that asked (``request_approval``, ``ask_human``), not to ``bash``. An approval
   opens the ``require_approval_for`` rules that the preceding approval request names
   (its arguments match the rule's regex), or all of them when the request names none;
-  the next matching call consumes it. A denied approval closes them.
+  the next matching call consumes it. A denied approval closes them, and a matching call
+  after it is reported as done after the denial. An approval request is recognised by
+  its name (``approval_tools``) or by what it does (its arguments ask a person to approve
+  an action: :func:`features.tool_view._asks_approval`); its *result* is the answer when
+  it is one ("Approved", ``{"approved": false}``: :func:`features.tool_view.approval_answer`),
+  as an ``approval`` step is. An approval that names no action holds for the current
+  turn only (it ends at the next ``start``). A runtime's decision about one call
+  (Claude Code's and Codex's ``tool_decision`` events: an ``approval`` step with the
+  call's id) approves or denies that call: a denied call did not run, so it breaks no
+  rule.
 - **Tests before commit**: the ``requires`` call must come after the last edit and, by
   default, must not have failed: "tests ran, failed, committed anyway" is the failure the
   rule exists for. A ``requires`` call whose result has not arrived yet counts as run.
@@ -45,6 +54,7 @@ from features.policy_format import (
 from features.tool_view import (
     DEFAULT_APPROVAL_RE,
     ToolView,
+    approval_answer,
     is_scratch,
     normalise_path,
     view_of_call,
@@ -73,6 +83,8 @@ APPROVAL = "require_approval_for"
 REQUIRE_BEFORE = "require_before"
 BUDGET = "budget"
 _POSITIVE = frozenset({APPROVAL, REQUIRE_BEFORE})
+# PolicyState.approvals values
+_NAMED, _FOR_TURN, _DENIED = 1, 2, -1
 
 _START = StepKind.START
 _MODEL_CALL = StepKind.MODEL_CALL
@@ -223,6 +235,10 @@ class Policy:
         if kind == _TOOL_RESULT:
             if history.pending:
                 self._tool_result(step, history)
+            if history.request_call_id is not None and step.call_id == history.request_call_id:
+                answer = approval_answer(step.result) if step.status == "ok" else None
+                if answer is not None:
+                    self._answer(history, answer)
             return [], []
         if kind == _APPROVAL:
             self._approval(step, history)
@@ -240,6 +256,8 @@ class Policy:
                 return self._egress(step, (step.egress_host,), history)
             return [], []
         if kind == _START:
+            if history.approvals:  # a new turn: approvals that named no action end with theirs
+                history.approvals = [0 if a == _FOR_TURN else a for a in history.approvals]
             history.start_ts = step.ts
             ws = _detail(step).get("workspace")
             history.workspace = ws if isinstance(ws, str) and ws else None
@@ -254,7 +272,10 @@ class Policy:
             rules = self._rules_of(tool, arguments, h.workspace)
         if rules.view.approval_request:
             h.approval_request = (arguments or "")[:500]
+            h.request_call_id = step.call_id
+            h.request_named = None
             return [], []
+        decided = h.decided.pop(step.call_id, None) if step.call_id and h.decided else None
         seq = step.seq
         out = [Violation(rule, kind, seq, detail) for rule, kind, detail in rules.violations]
         honoured = list(rules.honoured)
@@ -304,18 +325,18 @@ class Policy:
         # approvals
         for i in rules.approvals:
             rule_name = self._approval_rules[i]
-            if h.approvals[i]:
+            if decided is False:
+                continue  # the runtime asked and the person said no: the call did not run
+            if decided or h.approvals[i] > 0:
                 honoured.append(rule_name)
             else:
-                out.append(
-                    Violation(
-                        rule_name,
-                        APPROVAL,
-                        seq,
-                        f"`{_clip(rules.view.text, 80)}` without an approval",
-                    )
+                after = (
+                    "after its approval was denied" if h.approvals[i] < 0 else "without an approval"
                 )
-            h.approvals[i] = False
+                out.append(
+                    Violation(rule_name, APPROVAL, seq, f"`{_clip(rules.view.text, 80)}` {after}")
+                )
+            h.approvals[i] = 0
         out.extend(self._budget(step, h))
         return out, honoured
 
@@ -436,10 +457,30 @@ class Policy:
         approved = _detail(step).get("approved")
         if approved is None:
             approved = step.status == "ok"
-        request = h.approval_request or ""
-        named = [i for i, p in enumerate(self.require_approval_for) if p.search(request)]
+        call_id = step.call_id
+        if call_id and call_id != h.request_call_id and h.approval_request is None:
+            # a decision about one call (a runtime's tool_decision): that call, by its id
+            h.decided[call_id] = bool(approved)
+            while len(h.decided) > 16:
+                h.decided.pop(next(iter(h.decided)))
+            return
+        self._answer(h, bool(approved))
+
+    def _answer(self, h: PolicyState, approved: bool) -> None:
+        """A person's answer to the latest approval request: it opens (or, denied, closes)
+        the approval rules the request names, or every rule for this turn when it names
+        none. The same request answered twice (its result, then the runtime's approval
+        event) opens the same rules."""
+        h.ensure(self)
+        if h.request_named is None:
+            request = h.approval_request or ""
+            h.request_named = tuple(
+                i for i, p in enumerate(self.require_approval_for) if p.search(request)
+            )
+        named = h.request_named
+        state = (_NAMED if named else _FOR_TURN) if approved else _DENIED
         for i in named or range(len(self.require_approval_for)):
-            h.approvals[i] = bool(approved)
+            h.approvals[i] = state
         h.approval_request = None
 
     def _egress(
@@ -580,8 +621,16 @@ class PolicyState:
     pending ``requires`` runs, the hosts of the last tool call)."""
 
     workspace: str | None = None
-    approvals: list[bool] = field(default_factory=list)
+    approvals: list[int] = field(default_factory=list)
+    """Per approval rule: 1 approved by a request naming it, 2 approved for this turn by
+    one naming no action, -1 denied, 0 neither."""
     approval_request: str | None = None
+    request_call_id: str | None = None
+    """The call id of the latest approval request (its result may be the answer)."""
+    request_named: tuple[int, ...] | None = None
+    """The approval rules the latest request names, once answered."""
+    decided: dict[str, bool] = field(default_factory=dict)
+    """Runtime decisions about calls not seen yet: call id → approved (at most 16)."""
     last_edit_seq: int = -1
     req_seq: list[int] = field(default_factory=list)
     req_failed_seq: list[int] = field(default_factory=list)
@@ -599,7 +648,7 @@ class PolicyState:
     def ensure(self, policy: Policy) -> None:
         """Size the per-rule lists for ``policy`` (a state starts empty)."""
         if len(self.approvals) != len(policy.require_approval_for):
-            self.approvals = [False] * len(policy.require_approval_for)
+            self.approvals = [0] * len(policy.require_approval_for)
         if len(self.req_seq) != len(policy.require_before):
             self.req_seq = [-1] * len(policy.require_before)
             self.req_failed_seq = [-1] * len(policy.require_before)
