@@ -49,7 +49,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -77,6 +77,7 @@ _NEG = (
     r"(?:you\s+are\s+|you're\s+|it\s+is\s+|is\s+)?(?:not\s+(?:allowed|permitted)|forbidden|"
     r"prohibited)\s+to|no\s+one\s+may)"
 )
+_SUBJECT = r"(?:(?:you|we|the\s+agent|agents)\s+)?"
 _EVER = r"(?:\s+(?:ever|directly|manually|yourself))?"
 
 ACTIONS: tuple[tuple[str, str], ...] = (
@@ -200,9 +201,7 @@ _FILE_EXTENSIONS = frozenset(
         "jsx",
         "cfg",
         "ini",
-        "sh",
         "env",
-        "lock",
         "go",
         "rs",
         "rb",
@@ -225,6 +224,8 @@ _FILE_EXTENSIONS = frozenset(
         "ipynb",
     ]
 )
+"""Endings of file names that look like host names (``package-lock.json``); ``sh`` is not
+among them: ``transfer.sh`` is a host, and a host is only read after an egress verb."""
 _HOST_RE = re.compile(r"(?:\*\.)?(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,24}\b")
 _URL_RE = re.compile(r"https?://([^/\s:]+)")
 _PATH_RE = re.compile(r"(?:~|\.{1,2})?/?(?:[\w*?.\-]+/)*[\w*?.\-]*")
@@ -238,7 +239,7 @@ _HEAD_RE = re.compile(
 )
 _DIRECTIVE_RE = re.compile(
     rf"(?:^|\b)(?:{_NEG}|always|only|must|ask\s+(?:for|before)|approval|permission|"
-    r"make\s+sure|ensure|required?|before\s+\w+ing)\b"
+    r"make\s+sure|ensure|required?|before\s+\w+ing|limited\s+to|restricted\s+to)\b"
 )
 _LEADING_CONDITION_RE = re.compile(r"^(?:if|when|whenever|unless|in\s+case|once|after)\b")
 _CONDITIONAL_RE = re.compile(
@@ -266,7 +267,6 @@ class Derivation:
     unused: tuple[tuple[str, str], ...] = ()
     descriptive: int = 0
     truncated: bool = False
-    _keys: tuple[str, ...] = field(default=(), repr=False)
 
     def mapping(self, policy_id: str) -> dict[str, Any]:
         """The policy table (``policy_id`` plus one key per kind of rule, values in order,
@@ -399,14 +399,17 @@ def _sentence_rules(sentence: str) -> tuple[list[DerivedRule], str | None]:
 # -- clause shapes ----------------------------------------------------------------------
 
 _WRITE_RE = re.compile(
-    rf"^{_NEG}{_EVER}\s+(?:modify|edit|write(?:\s+to)?|change|touch|delete|remove|overwrite|"
+    rf"^{_SUBJECT}{_NEG}{_EVER}\s+(?:modify|edit|write(?:\s+to)?|change|touch|delete|remove|overwrite|"
     r"alter|update|commit\s+changes\s+to)\s+(?P<rest>.+)$"
 )
-_RUN_RE = re.compile(rf"^{_NEG}{_EVER}\s+(?:run|execute|use|call|invoke|type)\s+(?P<rest>.+)$")
-_NEG_VERB_RE = re.compile(rf"^{_NEG}{_EVER}\s+(?P<rest>.+)$")
+_RUN_RE = re.compile(
+    rf"^{_SUBJECT}{_NEG}{_EVER}\s+(?:run|execute|use|call|invoke|type)\s+(?P<rest>.+)$"
+)
+_NEG_VERB_RE = re.compile(rf"^{_SUBJECT}{_NEG}{_EVER}\s+(?P<rest>.+)$")
 _DENY_HOST_RE = re.compile(
-    rf"^{_NEG}{_EVER}\s+(?:access|contact|call|reach|visit|browse|connect\s+to|fetch\s+from|"
-    r"download\s+from|upload\s+to|send\s+(?:\w+\s+){0,3}to|post\s+to|use)\s+(?P<rest>.+)$"
+    rf"^{_SUBJECT}{_NEG}{_EVER}\s+(?:access|contact|call|reach|visit|browse|connect\s+to|fetch\s+from|"
+    r"download\s+from|upload\s+(?:\w+\s+){0,2}to|send\s+(?:\w+\s+){0,3}to|post\s+to)"
+    r"\s+(?P<rest>.+)$"
 )
 _ONLY_HOST_RE = re.compile(
     r"^(?:you\s+(?:may|must|should|can)\s+)?(?:only|use\s+only|exclusively)\s+"
@@ -421,13 +424,15 @@ _APPROVAL_WORDS = (
 )
 _ASK_BEFORE_RE = re.compile(
     r"^(?:always\s+|you\s+must\s+|you\s+should\s+|must\s+)?(?:ask|get|obtain|request|seek|wait|"
-    r"require|need|check\s+with\s+(?:the\s+)?(?:user|a\s+human|me))\w*\s+(?:for\s+)?"
+    r"require|need|check\s+with\s+(?:the\s+)?(?:user|a\s+human|me))\w*\s+"
+    r"(?:(?:the\s+)?(?:user|a\s+human|me|a\s+maintainer|an?\s+operator|a\s+person)\s+)?"
+    r"(?:for\s+)?"
     rf"(?:(?:the\s+|a\s+|an\s+)?(?:user'?s?\s+|human\s+|explicit\s+|written\s+|my\s+)*{_APPROVAL_WORDS}\s+)?"
     r"(?:(?:from|of)\s+(?:the\s+)?(?:user|a\s+human|me|a\s+maintainer|an?\s+operator)\s+)?"
     r"before\s+(?P<rest>.+)$"
 )
 _WITHOUT_APPROVAL_RE = re.compile(
-    rf"^{_NEG}{_EVER}\s+(?P<rest>.+?)\s+without\s+(?:(?:first\s+)?asking|(?:the\s+user'?s?\s+|"
+    rf"^{_SUBJECT}{_NEG}{_EVER}\s+(?P<rest>.+?)\s+without\s+(?:(?:first\s+)?asking|(?:the\s+user'?s?\s+|"
     rf"explicit\s+|prior\s+|human\s+|written\s+)*{_APPROVAL_WORDS}|being\s+asked|checking\s+with)"
 )
 _ONLY_AFTER_APPROVAL_RE = re.compile(
@@ -443,14 +448,14 @@ _PASS_BEFORE_RE = re.compile(
     r"|succeed|succeeds)\s+(?:before|prior\s+to)\s+(?P<action>.+)$"
 )
 _NEG_WITHOUT_CHECK_RE = re.compile(
-    rf"^{_NEG}{_EVER}\s+(?P<action>.+?)\s+(?:without\s+(?:first\s+)?(?:running|passing)|before\s+"
+    rf"^{_SUBJECT}{_NEG}{_EVER}\s+(?P<action>.+?)\s+(?:without\s+(?:first\s+)?(?:running|passing)|before\s+"
     r"(?:running|passing))\s+(?P<check>.+)$"
 )
 _REQUIRE_BEFORE_UNLESS = re.compile(
-    rf"^{_NEG}{_EVER}\s+.+?\s+unless\s+.+\s+(?:pass|passes|are\s+green)$"
+    rf"^{_SUBJECT}{_NEG}{_EVER}\s+.+?\s+unless\s+.+\s+(?:pass|passes|are\s+green)$"
 )
 _NEG_UNLESS_CHECK_RE = re.compile(
-    rf"^{_NEG}{_EVER}\s+(?P<action>.+?)\s+unless\s+(?P<check>.+?)\s+(?:pass|passes|are\s+green)$"
+    rf"^{_SUBJECT}{_NEG}{_EVER}\s+(?P<action>.+?)\s+unless\s+(?P<check>.+?)\s+(?:pass|passes|are\s+green)$"
 )
 
 
@@ -507,10 +512,21 @@ def _command_regex(command: str) -> str:
     return f"{head}{body}{tail}"
 
 
+_QUOTED_OBJECT_RE = re.compile(
+    r"^(?:(?:running|executing|using|calling|invoking)\s+)?(?:the\s+|any\s+|a\s+)?"
+    r"(?:commands?\s+|programs?\s+|scripts?\s+)?"
+    r"(?:like\s+|such\s+as\s+|e\.g\.\s+)?[`\"']"
+)
+
+
 def _commands(rest: str, *, bare: bool = True) -> list[str]:
-    """Commands named in ``rest``: backticked or quoted ones, else (``bare``) the words up
-    to the clause's end when they start with a known program or carry a ``-flag``."""
-    ticked = _TICKED_RE.findall(rest) or re.findall(r"\"([^\"]{1,200})\"|'([^']{2,200})'", rest)
+    """Commands named in ``rest``: backticked or quoted ones when they are the object
+    (``never `git push -f```, ``do not run commands like `rm -rf` ``; not a file quoted
+    later in the clause), else (``bare``) the words up to the clause's end when they
+    start with a known program or carry a ``-flag``."""
+    ticked: list[Any] = []
+    if _QUOTED_OBJECT_RE.match(rest):
+        ticked = _TICKED_RE.findall(rest) or re.findall(r"\"([^\"]{1,200})\"|'([^']{2,200})'", rest)
     if ticked:
         found = [t if isinstance(t, str) else (t[0] or t[1]) for t in ticked]
         return [_command_regex(c) for c in found if c.strip()]
@@ -532,11 +548,11 @@ def _actions(rest: str, *, whole: bool = False) -> list[str]:
     """The command regexes of the actions ``rest`` names (``any git push``, ``pushing or
     deploying``, a backticked command). With ``whole``, the action must be all of
     ``rest`` (``never force-push`` is a rule, ``never push yourself too hard`` no action)."""
-    ticked = _TICKED_RE.findall(rest)
+    ticked = _TICKED_RE.findall(rest) if _QUOTED_OBJECT_RE.match(rest) else []
     if ticked:
         return [_command_regex(c) for c in ticked if c.strip()]
     text = re.sub(
-        r"^(?:you\s+|we\s+)?(?:any|a|an|the|each|every|all|doing\s+an?)\s+", "", rest.strip()
+        r"^(?:you\s+|we\s+)?(?:(?:any|a|an|the|each|every|all|doing\s+an?)\s+)?", "", rest.strip()
     )
     out: list[str] = []
     for part in re.split(r"\s*(?:,|\bor\b|\band\b|/)\s*", text):

@@ -321,9 +321,9 @@ def _item(rollout: _Rollout, payload: Mapping[str, Any], common: dict[str, Any],
                 # Codex sends the project's AGENTS.md as the first user input item,
                 # "# AGENTS.md instructions for <cwd>" then <INSTRUCTIONS>…</INSTRUCTIONS>:
                 # the rules the session runs under (features.instructions)
-                text = "\n".join(_texts(payload.get("content")))
-                if text.startswith(_AGENTS_MD_HEADER):
-                    rollout.workspace["system_instructions"] = excerpt(text, 4096)
+                given = "\n".join(_texts(payload.get("content")))
+                if given.startswith(_AGENTS_MD_HEADER):
+                    rollout.workspace["system_instructions"] = excerpt(given, 4096)
     elif kind == "reasoning":
         _respond(rollout, common, add)
     elif kind in _CALL_ITEMS:

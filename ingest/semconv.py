@@ -467,10 +467,13 @@ def _compaction_signal(attrs: Mapping[str, Any]) -> dict[str, Any]:
                     if isinstance(p, Mapping) and p.get("type") == "compaction":
                         part = p
     if part is not None:
-        content = part.get("content") if isinstance(part.get("content"), str) else ""
-        ident = part.get("id") if isinstance(part.get("id"), str) and part.get("id") else None
-        if ident is None:
-            ident = "sha256:" + hashlib.sha256(content.encode("utf-8", "replace")).hexdigest()[:16]
+        raw_content, raw_id = part.get("content"), part.get("id")
+        content = raw_content if isinstance(raw_content, str) else ""
+        if isinstance(raw_id, str) and raw_id:
+            ident = raw_id
+        else:
+            digest = hashlib.sha256(content.encode("utf-8", "replace")).hexdigest()[:16]
+            ident = f"sha256:{digest}"
         out["compaction_part"] = {"id": excerpt(ident, 120)}
         if content:
             out["compaction_part"]["summary"] = excerpt(content)

@@ -353,7 +353,6 @@ def _human(summary: ReplaySummary, db_url: str) -> str:
     return "\n".join(lines)
 
 
-
 def _policy(path: Path, policy_id: str | None) -> int:
     """``trajwatch policy --from-instructions FILE``: the policy its sentences state, as
     TOML to check and attach (what a session with these instructions is checked against
@@ -376,4 +375,3 @@ def _policy(path: Path, policy_id: str | None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
-
