@@ -72,7 +72,7 @@ MAX_SENTENCES = 400
 # -- vocabulary ---------------------------------------------------------------------------
 
 _NEG = (
-    r"(?:never|do\s+not|does\s+not|must\s+not|should\s+not|shall\s+not|may\s+not|cannot|"
+    r"(?:(?:(?:must|should|shall|will|may|can)\s+)?never|do\s+not|does\s+not|must\s+not|should\s+not|shall\s+not|may\s+not|cannot|"
     r"can\s+not|avoid|please\s+do\s+not|under\s+no\s+circumstances\s+(?:should\s+you\s+)?|"
     r"(?:you\s+are\s+|you're\s+|it\s+is\s+|is\s+)?(?:not\s+(?:allowed|permitted)|forbidden|"
     r"prohibited)\s+to|no\s+one\s+may)"

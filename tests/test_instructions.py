@@ -28,6 +28,11 @@ TESTS = re.compile(derive("Run the tests before committing.").rules[0].value["re
         ("Never run rm -rf.", "forbidden_commands", r"\brm\s+\-rf\b"),
         ("Do not run `git reset --hard`.", "forbidden_commands", r"\bgit\s+reset\s+\-\-hard\b"),
         ("You are not allowed to use sudo.", "forbidden_commands", r"\bsudo\b"),
+        (
+            "You must never run `terraform destroy`.",
+            "forbidden_commands",
+            r"\bterraform\s+destroy\b",
+        ),
         ("Never force-push.", "forbidden_commands", r"git\s+push\s+(?:.*\s)?(?:-f|--force)"),
         ("Never push to main.", "forbidden_commands", r"(?:git\s+push)\s+(?:.*\s)?main\b"),
         ("Ask for approval before any git push.", "require_approval_for", r"git\s+push"),
