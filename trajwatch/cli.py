@@ -361,7 +361,7 @@ def _policy(path: Path, policy_id: str | None) -> int:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError(f"instructions file {path} is not UTF-8 text; save it as UTF-8") from exc
-    derivation = derive(text)
+    derivation = derive(redact(text))  # what is shown derives from redacted text
     pid = policy_id or f"derived-{path.stem.lower()}"
     Policy.from_mapping(pid, derivation.mapping(pid))  # what is printed must load
     print(to_toml(derivation, pid), end="")
