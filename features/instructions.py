@@ -72,8 +72,8 @@ MAX_SENTENCES = 400
 # -- vocabulary ---------------------------------------------------------------------------
 
 _NEG = (
-    r"(?:(?:(?:must|should|shall|will|may|can)\s+)?never|do\s+not|does\s+not|must\s+not|should\s+not|shall\s+not|may\s+not|cannot|"
-    r"can\s+not|avoid|please\s+do\s+not|under\s+no\s+circumstances\s+(?:should\s+you\s+)?|"
+    r"(?:(?:(?:must|should|shall|will|may|can)\s+)?never|do\s+not|does\s+not|must\s+not"
+    r"|should\s+not|shall\s+not|may\s+not|cannot|can\s+not|avoid|please\s+do\s+not|under\s+no\s+circumstances\s+(?:should\s+you\s+)?|"
     r"(?:you\s+are\s+|you're\s+|it\s+is\s+|is\s+)?(?:not\s+(?:allowed|permitted)|forbidden|"
     r"prohibited)\s+to|no\s+one\s+may)"
 )
@@ -241,7 +241,7 @@ _DIRECTIVE_RE = re.compile(
     rf"(?:^|\b)(?:{_NEG}|always|only|must|ask\s+(?:for|before)|approval|permission|"
     r"make\s+sure|ensure|required?|before\s+\w+ing|limited\s+to|restricted\s+to)\b"
 )
-_LEADING_CONDITION_RE = re.compile(r"^(?:if|when|whenever|unless|in\s+case|once|after)\b")
+_LEADING_CONDITION_RE = re.compile(r"^(?:if|when|whenever|unless|in\s+case)\b")
 _CONDITIONAL_RE = re.compile(
     r"^(?:if|when|whenever|unless|in\s+case|where)\b|\b(?:if|unless|when)\b"
 )
