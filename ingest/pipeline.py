@@ -26,6 +26,7 @@ actions' outbox), and tells the sinks once it is durable.
 
 from __future__ import annotations
 
+import hashlib
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -61,6 +62,10 @@ class _Session:
     detectors: list[Detector]
     features: TrajectoryFeatures = field(default_factory=TrajectoryFeatures)
     state: bytes | None = None
+    instructions: bytes | None = None
+    """Digest of the system instructions last stored in the session: a model call repeating
+    them (the GenAI conventions put ``gen_ai.system_instructions`` on every inference
+    span) does not store them again. Live only: after a restart they are stored once more."""
     turns: dict[str, int] = field(default_factory=dict)
     """Turn index by trace, for a conversation traced one trace per turn; the trace of
     turn 0 owns the session's ``start`` and ``end``. Live only (like the features): after
@@ -369,7 +374,7 @@ class Pipeline:
     def _sequence(self, session: _Session, draft: Draft, step_id: str) -> list[Step]:
         """Give the draft's step its identity and place; may prepend an inferred compaction."""
         out: list[Step] = []
-        step = draft.step
+        step = _once_per_session_instructions(session, draft.step)
         session_id = session.info.session_id
         if step.kind == StepKind.COMPACTION:
             session.compaction.explicit()
@@ -573,3 +578,19 @@ def _signalled_compaction(
             "signal": signal,
         },
     )
+
+
+def _once_per_session_instructions(session: _Session, step: Step) -> Step:
+    """``step`` without the system instructions the session has already stored (see
+    :attr:`_Session.instructions`): the first copy stays, and each change."""
+    if step.kind not in (StepKind.START, StepKind.MODEL_CALL):
+        return step
+    detail = step.detail if isinstance(step.detail, Mapping) else {}
+    text = detail.get("system_instructions")
+    if not isinstance(text, str):
+        return step
+    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    if digest != session.instructions:
+        session.instructions = digest
+        return step
+    return step.with_(detail={k: v for k, v in detail.items() if k != "system_instructions"})

@@ -1,7 +1,7 @@
 """Compaction as the GenAI conventions mark it (semantic-conventions-genai PR #162):
 ``gen_ai.conversation.compacted`` on inference spans, the ``compaction`` message part, and
 the compaction spans SDKs emit, each an explicit ``compaction`` step; the token-drop rule
-stays the fallback."""
+stays the fallback. Also what inference spans keep of their system instructions."""
 
 from __future__ import annotations
 
@@ -141,3 +141,15 @@ def test_no_signal_no_compaction(store: Store) -> None:
     steps = _replay(store, [{}, {}, {}])
     assert _compactions(steps) == []
     assert all("compacted" not in s.detail for s in steps if s.kind == "model_call")
+
+
+def test_system_instructions_on_every_inference_span_are_stored_once(store: Store) -> None:
+    rules = json.dumps([{"type": "text", "content": "Never run rm -rf."}])
+    other = json.dumps([{"type": "text", "content": "Ask before any git push."}])
+    steps = _replay(
+        store,
+        [{"gen_ai.system_instructions": rules}] * 3 + [{"gen_ai.system_instructions": other}],
+    )
+    kept = [s.detail.get("system_instructions") for s in steps if s.kind == "model_call"]
+    assert kept[1:3] == [None, None]
+    assert "Never run rm -rf." in kept[0] and "Ask before any git push." in kept[3]
