@@ -229,6 +229,30 @@ def _first_user_text(attrs: Mapping[str, Any]) -> str | None:
     return None
 
 
+def _system_text(attrs: Mapping[str, Any]) -> str | None:
+    """The system instructions of a model or agent input: ``gen_ai.system_instructions``
+    (a JSON list of text parts, or text), else the system messages the GenAI conventions
+    keep in the chat history (``gen_ai.input.messages``, deprecated ``gen_ai.prompt``)."""
+    value = json_value(attrs.get("gen_ai.system_instructions"))
+    if isinstance(value, list):
+        texts = [p.get("content") for p in value if isinstance(p, Mapping)]
+        joined = "\n".join(t for t in texts if isinstance(t, str) and t)
+        if joined:
+            return joined
+    elif isinstance(value, str) and value:
+        return value
+    for name in ("gen_ai.input.messages", "gen_ai.prompt"):
+        texts = []
+        for message in _messages(attrs.get(name))[:MAX_SCANNED_MESSAGES]:
+            if isinstance(message, Mapping) and message.get("role") in ("system", "developer"):
+                text = _message_text(message)
+                if text:
+                    texts.append(text)
+        if texts:
+            return "\n".join(texts)
+    return None
+
+
 def _output_text(attrs: Mapping[str, Any]) -> str | None:
     for name in ("gen_ai.output.messages", "gen_ai.completion"):
         value = json_value(attrs.get(name))
@@ -425,7 +449,7 @@ def _model_draft(span: SpanRecord, base: dict[str, Any], ref: str, context: str)
         detail["provider"] = provider
     if user:
         detail["user_message"] = excerpt(user, 4096)
-    instructions = first_str(attrs, ("gen_ai.system_instructions",))
+    instructions = _system_text(attrs)
     if instructions:
         detail["system_instructions"] = excerpt(instructions, 4096)
     detail.update(_compaction_signal(attrs))
@@ -551,7 +575,7 @@ def _agent_drafts(span: SpanRecord, outermost: bool, base: dict[str, Any], ref: 
     attrs = span.attributes
     goal = _goal_text(attrs)
     detail: dict[str, Any] = {"subagent": not outermost}
-    instructions = first_str(attrs, ("gen_ai.system_instructions",))
+    instructions = _system_text(attrs)
     if instructions:
         detail["system_instructions"] = excerpt(instructions, 4096)
     start = _step(
