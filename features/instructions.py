@@ -276,6 +276,10 @@ class Derivation:
             values = out.setdefault(rule.key, [])
             if rule.value not in values:
                 values.append(rule.value)
+        if "require_approval_for" in out:
+            # the sentences say to *ask*: a request naming the action counts when telemetry
+            # does not show the answer (approved out of band); a denial still does not
+            out["require_approval_answer"] = False
         return out
 
 
@@ -694,6 +698,14 @@ def to_toml(derivation: Derivation, policy_id: str) -> str:
         cited.setdefault((rule.key, repr(rule.value)), rule.sentence)
     for key, values in mapping.items():
         if key in ("policy_id", "require_before"):
+            continue
+        if key == "require_approval_answer":
+            lines += [
+                "",
+                "# The instructions say to ask: an approval request naming the action counts",
+                "# when its answer is not seen; a denial does not. Set true to need a grant.",
+                f"{key} = {'true' if values else 'false'}",
+            ]
             continue
         lines.append("")
         sentences = dict.fromkeys(cited[(key, repr(value))] for value in values)

@@ -13,16 +13,19 @@ Decisions
   tool that asked (``request_approval``, ``ask_human``), not to ``bash``. An approval
   opens the ``require_approval_for`` rules that the preceding approval request names
   (its arguments match the rule's regex), or all of them when the request names none;
-  the next matching call consumes it. A denied approval closes them, and a matching call
-  after it is reported as done after the denial. An approval request is recognised by
-  its name (``approval_tools``) or by what it does (its arguments ask a person to approve
-  an action: :func:`features.tool_view._asks_approval`); its *result* is the answer when
-  it is one ("Approved", ``{"approved": false}``: :func:`features.tool_view.approval_answer`),
-  as an ``approval`` step is. An approval that names no action holds for the current
-  turn only (it ends at the next ``start``). A runtime's decision about one call
-  (Claude Code's and Codex's ``tool_decision`` events: an ``approval`` step with the
-  call's id) approves or denies that call: a denied call did not run, so it breaks no
-  rule.
+  the next matching call consumes it. A denied approval closes them, and a matching
+  call after it is reported as done after the denial. An approval request is known by
+  its name (``approval_tools``) or by what it does (its arguments ask a person to
+  approve an action: :func:`features.tool_view._asks_approval`); its *result* is the
+  answer when it is one ("Approved", ``{"approved": false}``:
+  :func:`features.tool_view.approval_answer`), as an ``approval`` step is. A request
+  naming the action whose answer telemetry does not show (approved out of band:
+  "Approval requested; waiting") is *asked*: enough where the policy only says to ask
+  (``require_approval_answer = false``, as the rules derived from "ask for approval
+  before …" say), not otherwise. An approval that names no action holds for the current
+  turn only (it ends at the next ``start``). A runtime's decision about one call (Claude
+  Code's and Codex's ``tool_decision`` events: an ``approval`` step with the call's id)
+  approves or denies that call: a denied call did not run, so it breaks no rule.
 - **Tests before commit**: the ``requires`` call must come after the last edit and, by
   default, must not have failed: "tests ran, failed, committed anyway" is the failure the
   rule exists for. A ``requires`` call whose result has not arrived yet counts as run.
@@ -84,7 +87,8 @@ REQUIRE_BEFORE = "require_before"
 BUDGET = "budget"
 _POSITIVE = frozenset({APPROVAL, REQUIRE_BEFORE})
 # PolicyState.approvals values
-_NAMED, _FOR_TURN, _DENIED = 1, 2, -1
+_NAMED, _FOR_TURN, _ASKED, _DENIED = 1, 2, 3, -1
+_APPROVED = (_NAMED, _FOR_TURN)
 
 _START = StepKind.START
 _MODEL_CALL = StepKind.MODEL_CALL
@@ -165,6 +169,7 @@ class Policy:
     allow_loopback_egress: bool = True
     require_approval_for: tuple[re.Pattern[str], ...] = ()
     require_before: tuple[RequireBefore, ...] = ()
+    require_approval_answer: bool = True
     approval_tools: re.Pattern[str] = DEFAULT_APPROVAL_RE
     budget: Budget = field(default_factory=Budget)
     _write_re: re.Pattern[str] | None = None
@@ -257,7 +262,9 @@ class Policy:
             return [], []
         if kind == _START:
             if history.approvals:  # a new turn: approvals that named no action end with theirs
-                history.approvals = [0 if a == _FOR_TURN else a for a in history.approvals]
+                history.approvals = [
+                    0 if a in (_FOR_TURN, _ASKED) else a for a in history.approvals
+                ]
             history.start_ts = step.ts
             ws = _detail(step).get("workspace")
             history.workspace = ws if isinstance(ws, str) and ws else None
@@ -271,9 +278,15 @@ class Policy:
         if rules is None:
             rules = self._rules_of(tool, arguments, h.workspace)
         if rules.view.approval_request:
-            h.approval_request = (arguments or "")[:500]
+            request = (arguments or "")[:500]
+            h.approval_request = request
             h.request_call_id = step.call_id
-            h.request_named = None
+            h.request_named = tuple(
+                i for i, p in enumerate(self.require_approval_for) if p.search(request)
+            )
+            for i in h.request_named:  # asked; the answer, if telemetry shows one, decides
+                if h.approvals[i] not in _APPROVED:
+                    h.approvals[i] = _ASKED
             return [], []
         decided = h.decided.pop(step.call_id, None) if step.call_id and h.decided else None
         seq = step.seq
@@ -327,11 +340,20 @@ class Policy:
             rule_name = self._approval_rules[i]
             if decided is False:
                 continue  # the runtime asked and the person said no: the call did not run
-            if decided or h.approvals[i] > 0:
+            state = h.approvals[i]
+            if (
+                decided
+                or state in _APPROVED
+                or (state == _ASKED and not self.require_approval_answer)
+            ):
                 honoured.append(rule_name)
             else:
                 after = (
-                    "after its approval was denied" if h.approvals[i] < 0 else "without an approval"
+                    "after its approval was denied"
+                    if state == _DENIED
+                    else "after a request whose answer was not seen"
+                    if state == _ASKED
+                    else "without an approval"
                 )
                 out.append(
                     Violation(rule_name, APPROVAL, seq, f"`{_clip(rules.view.text, 80)}` {after}")
@@ -472,12 +494,7 @@ class Policy:
         none. The same request answered twice (its result, then the runtime's approval
         event) opens the same rules."""
         h.ensure(self)
-        if h.request_named is None:
-            request = h.approval_request or ""
-            h.request_named = tuple(
-                i for i, p in enumerate(self.require_approval_for) if p.search(request)
-            )
-        named = h.request_named
+        named = h.request_named or ()
         state = (_NAMED if named else _FOR_TURN) if approved else _DENIED
         for i in named or range(len(self.require_approval_for)):
             h.approvals[i] = state
@@ -623,12 +640,13 @@ class PolicyState:
     workspace: str | None = None
     approvals: list[int] = field(default_factory=list)
     """Per approval rule: 1 approved by a request naming it, 2 approved for this turn by
-    one naming no action, -1 denied, 0 neither."""
+    one naming no action, 3 asked by a request naming it with no answer seen, -1 denied,
+    0 none of these."""
     approval_request: str | None = None
     request_call_id: str | None = None
     """The call id of the latest approval request (its result may be the answer)."""
     request_named: tuple[int, ...] | None = None
-    """The approval rules the latest request names, once answered."""
+    """The approval rules the latest request names."""
     decided: dict[str, bool] = field(default_factory=dict)
     """Runtime decisions about calls not seen yet: call id → approved (at most 16)."""
     last_edit_seq: int = -1

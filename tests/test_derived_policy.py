@@ -127,24 +127,49 @@ def test_an_approval_tool_is_known_by_what_it_does_not_by_its_name() -> None:
     assert len(_alerts(PolicyViolation(), [_start(s), *asked, *s.tool("bash", PUSH)])) == 1
 
 
-def test_a_request_still_waiting_is_no_approval_and_the_event_after_it_is() -> None:
-    s = Session("wait")
-    call, result = s.tool(
-        "request_approval",
-        {"action": "git push origin fix-1"},
-        result="Approval requested; waiting for a human.",
+def _waiting(s: Session, action: str = "git push origin fix-1") -> list[Step]:
+    return list(
+        s.tool(
+            "request_approval",
+            {"action": action},
+            result="Approval requested; waiting for a human.",
+        )
     )
-    steps = [_start(s), call, result]
-    pending = [*steps, *s.tool("bash", PUSH)]
-    assert len(_alerts(PolicyViolation(), pending)) == 1
+
+
+def test_a_request_whose_answer_is_not_seen_is_asking_which_the_sentence_asks_for() -> None:
+    # "Ask for approval before any git push": approved out of band (Slack, a UI), the
+    # answer is not in the telemetry; the agent asked, and nothing says no
     s = Session("wait")
-    call, result = s.tool(
-        "request_approval",
-        {"action": "git push origin fix-1"},
-        result="Approval requested; waiting for a human.",
+    assert _alerts(PolicyViolation(), [_start(s), *_waiting(s), *s.tool("bash", PUSH)]) == []
+    # asking about something else is not asking about the push
+    s = Session("other")
+    steps = [_start(s), *_waiting(s, "rm build/"), *s.tool("bash", PUSH)]
+    assert len(_alerts(PolicyViolation(), steps)) == 1
+    # and a denial seen after the request closes it
+    s = Session("no")
+    steps = [_start(s), *_waiting(s)]
+    steps += [s.approval("request_approval", approved=False).with_(call_id=steps[1].call_id)]
+    assert len(_alerts(PolicyViolation(), [*steps, *s.tool("bash", PUSH)])) == 1
+
+
+def test_a_policy_file_needs_the_answer_unless_it_says_otherwise() -> None:
+    strict = {"p": {"require_approval_for": [r"git\s+push"]}}
+    s = Session("file", policy_id="p")
+    (alert,) = _alerts(
+        PolicyViolation(policies=strict), [s.start(), *_waiting(s), *s.tool("bash", PUSH)]
     )
+    assert "after a request whose answer was not seen" in alert.reason
+    lenient = {"p": {"require_approval_for": [r"git\s+push"], "require_approval_answer": False}}
+    s = Session("file2", policy_id="p")
+    steps = [s.start(), *_waiting(s), *s.tool("bash", PUSH)]
+    assert _alerts(PolicyViolation(policies=lenient), steps) == []
+    # the runtime's approval event for the request answers it
+    s = Session("file3", policy_id="p")
+    call, result = _waiting(s)
     event = s.approval("request_approval").with_(call_id=call.call_id)
-    assert _alerts(PolicyViolation(), [_start(s), call, result, event, *s.tool("bash", PUSH)]) == []
+    steps = [s.start(), call, result, event, *s.tool("bash", PUSH)]
+    assert _alerts(PolicyViolation(policies=strict), steps) == []
 
 
 def test_an_approval_naming_no_action_lasts_one_turn() -> None:

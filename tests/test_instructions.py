@@ -196,6 +196,7 @@ def test_cli_prints_the_derived_toml_and_what_it_could_not_use(
     assert parsed["policy_id"] == "derived-agents"
     assert parsed["forbidden_write_paths"] == ["tests/**"]
     assert parsed["require_approval_for"] == [r"git\s+push"]
+    assert parsed["require_approval_answer"] is False  # the sentence says to ask
     assert '"Should I refactor?" (a question, not a rule)' in out
     assert main(["policy", "--from-instructions", str(agents), "--id", "team-rules"]) == 0
     assert tomllib.loads(capsys.readouterr().out)["policy_id"] == "team-rules"
