@@ -133,6 +133,9 @@ class PolicyDetector(Detector):
         self._instructions: str | None = None
         """For a session no policy names: the instructions its rules were derived from
         ("" when they state none), from the first step that carries any."""
+        self._early: list[Step] = []
+        """Until those instructions arrive: the last MAX_EARLY steps the policy's state
+        depends on (calls, results, approvals; slimmed), replayed into it when they do."""
 
     def state_dict(self) -> dict[str, Any]:
         state = super().state_dict()
@@ -191,8 +194,21 @@ class PolicyDetector(Detector):
         if self._instructions is None:
             text = instructions_of(step)
             if text is None:
+                if step.kind in _EARLY_KINDS and step.seq < EARLY_UNTIL:
+                    self._early.append(_slim(step))
+                    del self._early[:-MAX_EARLY]
+                elif self._early and step.seq >= EARLY_UNTIL:
+                    self._early = []  # instructions this late would be another session's
                 return None
-            self._instructions = text if derived_policy(text) is not None else ""
+            policy = derived_policy(text)
+            self._instructions = text if policy is not None else ""
+            if policy is not None:
+                # the instructions may come late (a root span sent when the run ends): what
+                # the session did before them sets the policy's state (an approval asked,
+                # an edit, a test run), though it is not reported
+                for early in self._early:
+                    policy.observe(early, self._pstate)
+            self._early = []
         return derived_policy(self._instructions) if self._instructions else None
 
     @property
@@ -210,6 +226,29 @@ class PolicyDetector(Detector):
         quoted = "; ".join(f'"{_clip(s)}"' for s in sentences)
         status = "unconfirmed, so a warning" if self._unconfirmed else "enforced by config"
         return f" [rule derived from the session's instructions ({status}): {quoted}]"
+
+
+MAX_EARLY = 16
+"""Steps kept before a session's instructions arrive (see ``PolicyDetector._early``): what
+matters of them is recent (the request before a guarded call, the tests after the last
+edit). Bounded: 16 slimmed steps (arguments cut at 2 KB, results at 300 characters)."""
+EARLY_UNTIL = 512
+"""Sessions past this many steps without instructions keep no early steps."""
+_EARLY_KINDS = frozenset(
+    {StepKind.START, StepKind.TOOL_CALL, StepKind.TOOL_RESULT, StepKind.APPROVAL}
+)
+_EARLY_DETAIL = ("approved", "workspace", "egress", "mcp_method")
+
+
+def _slim(step: Step) -> Step:
+    """What the policy's state needs of an early step: bounded text, a few detail keys."""
+    detail = step.detail if isinstance(step.detail, Mapping) else {}
+    return step.with_(
+        text=None,
+        arguments=step.arguments[:2048] if step.arguments else step.arguments,
+        result=step.result[:300] if step.result else step.result,
+        detail={k: detail[k] for k in _EARLY_DETAIL if k in detail},
+    )
 
 
 def _clip(text: str, n: int = 160) -> str:

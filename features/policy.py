@@ -23,7 +23,7 @@ Decisions
   "Approval requested; waiting") is *asked*: enough where the policy only says to ask
   (``require_approval_answer = false``, as the rules derived from "ask for approval
   before …" say), not otherwise. An approval that names no action holds for the current
-  turn only (it ends at the next ``start``). A runtime's decision about one call (Claude
+  turn only (it ends at the start of the next turn). A runtime's decision about one call (Claude
   Code's and Codex's ``tool_decision`` events: an ``approval`` step with the call's id)
   approves or denies that call: a denied call did not run, so it breaks no rule.
 - **Tests before commit**: the ``requires`` call must come after the last edit and, by
@@ -261,7 +261,9 @@ class Policy:
                 return self._egress(step, (step.egress_host,), history)
             return [], []
         if kind == _START:
-            if history.approvals:  # a new turn: approvals that named no action end with theirs
+            if history.approvals and _starts_turn(step):
+                # a new turn: approvals that named no action, and unanswered requests,
+                # end with the turn they were made in
                 history.approvals = [
                     0 if a in (_FOR_TURN, _ASKED) else a for a in history.approvals
                 ]
@@ -621,6 +623,14 @@ def _detail(step: Step) -> Mapping[str, Any]:
 
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
+def _starts_turn(step: Step) -> bool:
+    """A ``start`` that begins a later turn of the conversation (``detail.turn``), not a
+    sub-agent's, and not the session's own start delivered late (a root span sent when
+    the run ended)."""
+    detail = _detail(step)
+    return bool(detail.get("turn")) and not detail.get("subagent") and not detail.get("late")
 
 
 def _hosts_of(step: Step) -> tuple[str, ...]:

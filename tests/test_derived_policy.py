@@ -175,8 +175,28 @@ def test_a_policy_file_needs_the_answer_unless_it_says_otherwise() -> None:
 def test_an_approval_naming_no_action_lasts_one_turn() -> None:
     s = Session("turn")
     steps = [_start(s), *s.tool("request_approval", {"reason": "ready to ship"}, result="approved")]
-    steps += [_start(s)]  # the next turn
+    late = _start(s)
+    late = late.with_(detail={**late.detail, "late": True})
+    assert _alerts(PolicyViolation(), [*steps, late, *s.tool("bash", PUSH)]) == []
+    s = Session("turn")
+    steps = [_start(s), *s.tool("request_approval", {"reason": "ready to ship"}, result="approved")]
+    turn = _start(s)
+    steps += [turn.with_(detail={**turn.detail, "turn": 1})]  # the next turn
     steps += s.tool("bash", PUSH)
+    assert len(_alerts(PolicyViolation(), steps)) == 1
+
+
+def test_instructions_that_arrive_late_still_see_the_request_before_them() -> None:
+    # a plain-OTLP run: the root agent span (the only one with the instructions) is sent
+    # when the run ends, so its start lands between the approval request and the push
+    s = Session("late")
+    start = _start(s)
+    request = s.tool("request_approval", {"action": "git push origin fix-1"}, result="approved")
+    steps = [*request, start.with_(detail={**start.detail, "late": True}), *s.tool("bash", PUSH)]
+    assert _alerts(PolicyViolation(), steps) == []
+    s = Session("late-none")
+    start = _start(s)
+    steps = [*s.tool("bash", {"command": "ls"}), start, *s.tool("bash", PUSH)]
     assert len(_alerts(PolicyViolation(), steps)) == 1
 
 
