@@ -135,11 +135,14 @@ class PolicyDetector(Detector):
         ("" when they state none), from the first step that carries any."""
         self._early: list[Step] = []
         """Until those instructions arrive: the last MAX_EARLY steps the policy's state
-        depends on (calls, results, approvals; slimmed), replayed into it when they do."""
+        depends on (calls, results, approvals; slimmed in checkpoints), replayed into it
+        when they do."""
 
     def state_dict(self) -> dict[str, Any]:
         state = super().state_dict()
         state.pop("_compiled", None)
+        if state.get("_early"):
+            state["_early"] = [_slim(step) for step in state["_early"]]
         return state
 
     def _observe(self, step: Step) -> tuple[Finding | None, bool]:
@@ -195,7 +198,7 @@ class PolicyDetector(Detector):
             text = instructions_of(step)
             if text is None:
                 if step.kind in _EARLY_KINDS and step.seq < EARLY_UNTIL:
-                    self._early.append(_slim(step))
+                    self._early.append(step)  # slimmed when checkpointed (state_dict)
                     del self._early[:-MAX_EARLY]
                 elif self._early and step.seq >= EARLY_UNTIL:
                     self._early = []  # instructions this late would be another session's
@@ -231,7 +234,8 @@ class PolicyDetector(Detector):
 MAX_EARLY = 16
 """Steps kept before a session's instructions arrive (see ``PolicyDetector._early``): what
 matters of them is recent (the request before a guarded call, the tests after the last
-edit). Bounded: 16 slimmed steps (arguments cut at 2 KB, results at 300 characters)."""
+edit). Bounded: 16 steps, checkpointed slim (no text, results cut at the 500 characters
+an approval's answer is read from, only the detail the policy reads): exact for the policy."""
 EARLY_UNTIL = 512
 """Sessions past this many steps without instructions keep no early steps."""
 _EARLY_KINDS = frozenset(
@@ -241,12 +245,11 @@ _EARLY_DETAIL = ("approved", "workspace", "egress", "mcp_method")
 
 
 def _slim(step: Step) -> Step:
-    """What the policy's state needs of an early step: bounded text, a few detail keys."""
+    """All the policy's state needs of an early step (see MAX_EARLY)."""
     detail = step.detail if isinstance(step.detail, Mapping) else {}
     return step.with_(
         text=None,
-        arguments=step.arguments[:2048] if step.arguments else step.arguments,
-        result=step.result[:300] if step.result else step.result,
+        result=step.result[:500] if step.result else step.result,
         detail={k: detail[k] for k in _EARLY_DETAIL if k in detail},
     )
 
