@@ -93,8 +93,8 @@ def instructions_of(step: Step) -> str | None:
 @lru_cache(maxsize=64)
 def derived_policy(text: str) -> Policy | None:
     """The policy of the rules stated in ``text`` (:func:`features.instructions.derive`),
-    None when it states none. A derived pattern that does not compile leaves its rule out
-    rather than the session unchecked."""
+    None when it states none. Derived patterns are escaped text or fixed regexes, so they
+    compile; were one not to, the session would go unchecked rather than the detector fail."""
     mapping = derive(text).mapping(derived_policy_id(text))
     if len(mapping) == 1:
         return None
