@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -737,12 +737,3 @@ def _toml_str(value: str, *, comment: bool = False) -> str:
     if "'" not in value and "\n" not in value:
         return f"'{value}'"
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
-
-
-def mapping_or_none(text: str, policy_id: str | None = None) -> Mapping[str, Any] | None:
-    """The policy table derived from ``text`` (id :func:`derived_policy_id`), None when it
-    states no rule."""
-    derivation = derive(text)
-    if not derivation.rules:
-        return None
-    return derivation.mapping(policy_id or derived_policy_id(text))
