@@ -55,7 +55,14 @@ from detectors.base import Checkpoints, Detector, StepRef, make_alert
 from detectors.registry import register
 from features.compliance_ledger import ComplianceLedger, Finding
 from features.policy import BUDGET, Policy, PolicyState, Violation
-from features.policy_catalog import compile_policies, resolve_policy_id
+from features.policy_catalog import (
+    DERIVED_MODES,
+    compile_policies,
+    derived_policy,
+    instructions_of,
+    resolve_policy_id,
+    rule_sentences,
+)
 from models.records import Action, Alert, Severity, Step, StepKind
 
 MAX_KEPT = 19
@@ -85,6 +92,7 @@ class PolicyDetector(Detector):
         alpha: float = 0.01,
         min_honoured: int = 1,
         min_rate_violations: int = 2,
+        derived_policies: str = "warn",
     ) -> None:
         self.policies = policies
         self.agent_policies = agent_policies
@@ -92,6 +100,10 @@ class PolicyDetector(Detector):
         self.alpha = alpha
         self.min_honoured = min_honoured
         self.min_rate_violations = min_rate_violations
+        self.derived_policies = derived_policies
+        if derived_policies not in DERIVED_MODES:
+            modes = ", ".join(DERIVED_MODES)
+            raise ValueError(f"derived_policies must be one of {modes}, got {derived_policies!r}")
         if not 0 < alpha < 1:
             raise ValueError(f"alpha must be in (0, 1), got {alpha}")
         if min_honoured < 1:
@@ -118,10 +130,19 @@ class PolicyDetector(Detector):
         """The latest compaction: its step and a description for reasons."""
         self._violating: list[StepRef] = []
         """Violating steps since the latest compaction (first = onset), at most MAX_KEPT."""
+        self._instructions: str | None = None
+        """For a session no policy names: the instructions its rules were derived from
+        ("" when they state none), from the first step that carries any."""
+        self._early: list[Step] = []
+        """Until those instructions arrive: the last MAX_EARLY steps the policy's state
+        depends on (calls, results, approvals; slimmed in checkpoints), replayed into it
+        when they do."""
 
     def state_dict(self) -> dict[str, Any]:
         state = super().state_dict()
         state.pop("_compiled", None)
+        if state.get("_early"):
+            state["_early"] = [_slim(step) for step in state["_early"]]
         return state
 
     def _observe(self, step: Step) -> tuple[Finding | None, bool]:
@@ -132,9 +153,13 @@ class PolicyDetector(Detector):
             self._policy_id = resolve_policy_id(
                 step, self._compiled, self.agent_policies, self.default_policy
             )
-        if self._policy_id is None:
-            return None, False
-        policy = self._compiled[self._policy_id]
+        if self._policy_id is not None:
+            policy = self._compiled[self._policy_id]
+        else:
+            derived = self._derived(step)
+            if derived is None:
+                return None, False
+            policy = derived
         kind = step.kind
         if kind == _CHECKPOINT:  # the only kind Checkpoints keeps; skip the call otherwise
             self._checkpoints.update(step)
@@ -163,6 +188,75 @@ class PolicyDetector(Detector):
         ):
             self._violating.append(StepRef.of(step))
         return finding, compacted
+
+    def _derived(self, step: Step) -> Policy | None:
+        """The policy derived from the session's own instructions (``derived_policies``
+        not ``off``), once a step has carried them; None before, or when they state no rule."""
+        if self.derived_policies == "off":
+            return None
+        if self._instructions is None:
+            text = instructions_of(step)
+            if text is None:
+                if step.kind in _EARLY_KINDS and step.seq < EARLY_UNTIL:
+                    self._early.append(step)  # slimmed when checkpointed (state_dict)
+                    del self._early[:-MAX_EARLY]
+                elif self._early and step.seq >= EARLY_UNTIL:
+                    self._early = []  # instructions this late would be another session's
+                return None
+            policy = derived_policy(text)
+            self._instructions = text if policy is not None else ""
+            if policy is not None:
+                # the instructions may come late (a root span sent when the run ends): what
+                # the session did before them sets the policy's state (an approval asked,
+                # an edit, a test run), though it is not reported
+                for early in self._early:
+                    policy.observe(early, self._pstate)
+            self._early = []
+        return derived_policy(self._instructions) if self._instructions else None
+
+    @property
+    def _unconfirmed(self) -> bool:
+        """The session runs under rules derived from its instructions that no person has
+        confirmed: alerts warn and notify whatever the rule (``derived_policies = "warn"``)."""
+        return self._policy_id is None and self.derived_policies == "warn"
+
+    def _derived_note(self, rules: list[str]) -> str:
+        """Where derived rules came from, for reasons: the sentence of each."""
+        if self._policy_id is not None or not self._instructions:
+            return ""
+        cited = rule_sentences(self._instructions)
+        sentences = list(dict.fromkeys(cited[r] for r in rules if r in cited))
+        quoted = "; ".join(f'"{_clip(s)}"' for s in sentences)
+        status = "unconfirmed, so a warning" if self._unconfirmed else "enforced by config"
+        return f" [rule derived from the session's instructions ({status}): {quoted}]"
+
+
+MAX_EARLY = 16
+"""Steps kept before a session's instructions arrive (see ``PolicyDetector._early``): what
+matters of them is recent (the request before a guarded call, the tests after the last
+edit). Bounded: 16 steps, checkpointed slim (no text, results cut at the 500 characters
+an approval's answer is read from, only the detail the policy reads): exact for the policy."""
+EARLY_UNTIL = 512
+"""Sessions past this many steps without instructions keep no early steps."""
+_EARLY_KINDS = frozenset(
+    {StepKind.START, StepKind.TOOL_CALL, StepKind.TOOL_RESULT, StepKind.APPROVAL}
+)
+_EARLY_DETAIL = ("approved", "workspace", "egress", "mcp_method")
+
+
+def _slim(step: Step) -> Step:
+    """All the policy's state needs of an early step (see MAX_EARLY)."""
+    detail = step.detail if isinstance(step.detail, Mapping) else {}
+    return step.with_(
+        text=None,
+        result=step.result[:500] if step.result else step.result,
+        detail={k: detail[k] for k in _EARLY_DETAIL if k in detail},
+    )
+
+
+def _clip(text: str, n: int = 160) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 1] + "…"
 
 
 def _describe_compaction(step: Step) -> str:
@@ -253,15 +347,21 @@ class ComplianceDecay(PolicyDetector):
             )
             score = 1.0 - finding.p_value
         checkpoint = self._checkpoints.before(onset.seq)
+        reason += self._derived_note([v.rule for v in finding.decayed])
+        if self._unconfirmed:
+            severity, action, checkpoint = Severity.WARN, Action.NOTIFY, None
+        else:
+            severity = Severity.CRITICAL
+            action = Action.ROLLBACK if checkpoint else Action.KILL
         return make_alert(
             self.name,
             onset=onset,
             raised=step,
             evidence=evidence,
             score=score,
-            severity=Severity.CRITICAL,
+            severity=severity,
             reason=reason,
-            action=Action.ROLLBACK if checkpoint else Action.KILL,
+            action=action,
             checkpoint_id=checkpoint,
         )
 

@@ -11,9 +11,13 @@ reported here first when it is the first of its kind, and by ``compliance_decay`
 it shows decay; never both for the same finding.
 
 Severity: a forbidden command or tool (``git push --force``, ``rm -rf /``) is critical
-with action ``kill``: the policy drew that line in advance. Everything else (writes to
-protected paths, unapproved guarded actions, tests skipped before commit, egress
-outside the allowed hosts) is a warning with ``notify``. Budget overruns are off by
+with action ``kill``: the policy drew that line in advance. A session no policy names is
+checked against the rules derived from its own instructions (``derived_policies``, see
+:mod:`features.instructions`); those only warn (``notify``), citing their sentence, until
+a person confirms them by attaching them as a policy file (``trajwatch policy
+--from-instructions`` prints it), unless ``derived_policies = "enforce"``. Everything else
+(writes to protected paths, unapproved guarded actions, tests skipped before commit,
+egress outside the allowed hosts) is a warning with ``notify``. Budget overruns are off by
 default (``report_budget``): billed tokens of a long run with a large context exceed
 the fixtures' budgets in healthy runs (seed 11: 3 of 36 healthy runs), and spend has
 its own detectors.
@@ -63,6 +67,7 @@ class PolicyViolation(PolicyDetector):
         min_honoured: int = 1,
         min_rate_violations: int = 2,
         report_budget: bool = False,
+        derived_policies: str = "warn",
     ) -> None:
         self.report_budget = report_budget
         super().__init__(
@@ -72,6 +77,7 @@ class PolicyViolation(PolicyDetector):
             alpha=alpha,
             min_honoured=min_honoured,
             min_rate_violations=min_rate_violations,
+            derived_policies=derived_policies,
         )
 
     def _reset(self) -> None:
@@ -98,13 +104,16 @@ class PolicyViolation(PolicyDetector):
         del self._reported[:-MAX_REPORTED]
         if not fresh:
             return []
-        critical = any(v.kind in (FORBIDDEN_COMMAND, FORBIDDEN_TOOL) for v in fresh)
+        critical = not self._unconfirmed and any(
+            v.kind in (FORBIDDEN_COMMAND, FORBIDDEN_TOOL) for v in fresh
+        )
         where = (
             "before any compaction"
             if self._ledger.model_session == 0
             else "after a compaction, a rule not exercised before it"
         )
         reason = "; ".join(f"broke {v.rule}: {v.detail}" for v in fresh) + f" ({where})"
+        reason += self._derived_note([v.rule for v in fresh])
         return [
             make_alert(
                 self.name,

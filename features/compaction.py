@@ -16,6 +16,14 @@ calls. Measured on the TRAIL GAIA traces, which contain no compaction: 16k gave
 5 false inferences in 113 traces, 32k gives none (``trajwatch replay`` then
 ``SELECT ... WHERE kind='compaction'``). A sub-agent with its own short context
 also looks like a drop, which is why conversations are keyed by context.
+
+Signalled compaction (:meth:`CompactionInference.signalled`): the GenAI conventions mark an
+inference whose context is a compacted view of a prior conversation
+(``gen_ai.conversation.compacted``, set on every such call by some instrumentations and
+on the first one only by others) and carry the compaction as a message part. A
+compaction is signalled by the *change*: a call marked compacted after one that was not
+(in the same conversation), or a compaction part not seen before. An explicit
+compaction step just before explains the next signal.
 """
 
 from __future__ import annotations
@@ -46,10 +54,49 @@ class CompactionInference:
         self.min_tokens = min_tokens
         self._last: dict[str, int] = {}
         self._explicit = False
+        self._compacted: dict[str, str] = {}
+        """conversation → the compaction state of its last call: "" not compacted, "flag"
+        marked compacted, else the id of the last compaction part seen."""
+        self._signal_explained = False
 
     def explicit(self) -> None:
-        """An explicit compaction was seen: the next drop is explained already."""
+        """An explicit compaction was seen: the next drop and signal are explained already."""
         self._explicit = True
+        self._signal_explained = True
+
+    def signalled(self, conversation: str, compacted: bool, part_id: str | None) -> bool:
+        """Feed one model call's compaction signals (see the module docstring); True when
+        they say a compaction happened before this call.
+
+        >>> c = CompactionInference()
+        >>> [c.signalled("main", f, p) for f, p in
+        ...  ((False, None), (True, None), (True, None), (True, "c1"), (True, "c1"), (True, "c2"))]
+        [False, True, False, False, False, True]
+        """
+        previous = self._compacted.get(conversation, "")
+        if part_id is not None:
+            # a part after a flag-only call is the part of the compaction the flag announced
+            new = part_id != previous and previous != "flag"
+            state = part_id
+        elif compacted:
+            new = previous == ""
+            state = previous or "flag"
+        else:
+            new, state = False, ""
+        self._compacted[conversation] = state
+        if len(self._compacted) > 64:
+            self._compacted.pop(next(iter(self._compacted)))
+        if not (compacted or part_id):
+            return False
+        explained, self._signal_explained = self._signal_explained, False
+        if new and not explained:
+            self._explicit = True  # the compaction this signal reports explains the drop
+            return True
+        return False
+
+    def last_tokens(self, conversation: str) -> int | None:
+        """The input tokens of the conversation's last model call, if known."""
+        return self._last.get(conversation)
 
     def model_call(self, conversation: str, tokens_in: int | None) -> InferredCompaction | None:
         """Feed one model call's input tokens; returns the compaction it reveals, if any."""
@@ -68,9 +115,19 @@ class CompactionInference:
         return None
 
     def state_dict(self) -> dict[str, object]:
-        return {"last": dict(self._last), "explicit": self._explicit}
+        return {
+            "last": dict(self._last),
+            "explicit": self._explicit,
+            "compacted": dict(self._compacted),
+            "signal_explained": self._signal_explained,
+        }
 
     def load_state_dict(self, state: dict[str, object]) -> None:
         last = state.get("last", {})
         self._last = {str(k): int(v) for k, v in last.items()} if isinstance(last, dict) else {}
         self._explicit = bool(state.get("explicit", False))
+        compacted = state.get("compacted", {})
+        self._compacted = (
+            {str(k): str(v) for k, v in compacted.items()} if isinstance(compacted, dict) else {}
+        )
+        self._signal_explained = bool(state.get("signal_explained", False))

@@ -13,7 +13,19 @@ Decisions
   tool that asked (``request_approval``, ``ask_human``), not to ``bash``. An approval
   opens the ``require_approval_for`` rules that the preceding approval request names
   (its arguments match the rule's regex), or all of them when the request names none;
-  the next matching call consumes it. A denied approval closes them.
+  the next matching call consumes it. A denied approval closes them, and a matching
+  call after it is reported as done after the denial. An approval request is known by
+  its name (``approval_tools``) or by what it does (its arguments ask a person to
+  approve an action: :func:`features.tool_view._asks_approval`); its *result* is the
+  answer when it is one ("Approved", ``{"approved": false}``:
+  :func:`features.tool_view.approval_answer`), as an ``approval`` step is. A request
+  naming the action whose answer telemetry does not show (approved out of band:
+  "Approval requested; waiting") is *asked*: enough where the policy only says to ask
+  (``require_approval_answer = false``, as the rules derived from "ask for approval
+  before …" say), not otherwise. An approval that names no action holds for the current
+  turn only (it ends at the start of the next turn). A runtime's decision about one call (Claude
+  Code's and Codex's ``tool_decision`` events: an ``approval`` step with the call's id)
+  approves or denies that call: a denied call did not run, so it breaks no rule.
 - **Tests before commit**: the ``requires`` call must come after the last edit and, by
   default, must not have failed: "tests ran, failed, committed anyway" is the failure the
   rule exists for. A ``requires`` call whose result has not arrived yet counts as run.
@@ -45,6 +57,7 @@ from features.policy_format import (
 from features.tool_view import (
     DEFAULT_APPROVAL_RE,
     ToolView,
+    approval_answer,
     is_scratch,
     normalise_path,
     view_of_call,
@@ -73,6 +86,9 @@ APPROVAL = "require_approval_for"
 REQUIRE_BEFORE = "require_before"
 BUDGET = "budget"
 _POSITIVE = frozenset({APPROVAL, REQUIRE_BEFORE})
+# PolicyState.approvals values
+_NAMED, _FOR_TURN, _ASKED, _DENIED = 1, 2, 3, -1
+_APPROVED = (_NAMED, _FOR_TURN)
 
 _START = StepKind.START
 _MODEL_CALL = StepKind.MODEL_CALL
@@ -153,6 +169,7 @@ class Policy:
     allow_loopback_egress: bool = True
     require_approval_for: tuple[re.Pattern[str], ...] = ()
     require_before: tuple[RequireBefore, ...] = ()
+    require_approval_answer: bool = True
     approval_tools: re.Pattern[str] = DEFAULT_APPROVAL_RE
     budget: Budget = field(default_factory=Budget)
     _write_re: re.Pattern[str] | None = None
@@ -223,6 +240,10 @@ class Policy:
         if kind == _TOOL_RESULT:
             if history.pending:
                 self._tool_result(step, history)
+            if history.request_call_id is not None and step.call_id == history.request_call_id:
+                answer = approval_answer(step.result) if step.status == "ok" else None
+                if answer is not None:
+                    self._answer(history, answer)
             return [], []
         if kind == _APPROVAL:
             self._approval(step, history)
@@ -240,6 +261,12 @@ class Policy:
                 return self._egress(step, (step.egress_host,), history)
             return [], []
         if kind == _START:
+            if history.approvals and _starts_turn(step):
+                # a new turn: approvals that named no action, and unanswered requests,
+                # end with the turn they were made in
+                history.approvals = [
+                    0 if a in (_FOR_TURN, _ASKED) else a for a in history.approvals
+                ]
             history.start_ts = step.ts
             ws = _detail(step).get("workspace")
             history.workspace = ws if isinstance(ws, str) and ws else None
@@ -253,8 +280,17 @@ class Policy:
         if rules is None:
             rules = self._rules_of(tool, arguments, h.workspace)
         if rules.view.approval_request:
-            h.approval_request = (arguments or "")[:500]
+            request = (arguments or "")[:500]
+            h.approval_request = request
+            h.request_call_id = step.call_id
+            h.request_named = tuple(
+                i for i, p in enumerate(self.require_approval_for) if p.search(request)
+            )
+            for i in h.request_named:  # asked; the answer, if telemetry shows one, decides
+                if h.approvals[i] not in _APPROVED:
+                    h.approvals[i] = _ASKED
             return [], []
+        decided = h.decided.pop(step.call_id, None) if step.call_id and h.decided else None
         seq = step.seq
         out = [Violation(rule, kind, seq, detail) for rule, kind, detail in rules.violations]
         honoured = list(rules.honoured)
@@ -304,18 +340,27 @@ class Policy:
         # approvals
         for i in rules.approvals:
             rule_name = self._approval_rules[i]
-            if h.approvals[i]:
+            if decided is False:
+                continue  # the runtime asked and the person said no: the call did not run
+            state = h.approvals[i]
+            if (
+                decided
+                or state in _APPROVED
+                or (state == _ASKED and not self.require_approval_answer)
+            ):
                 honoured.append(rule_name)
             else:
-                out.append(
-                    Violation(
-                        rule_name,
-                        APPROVAL,
-                        seq,
-                        f"`{_clip(rules.view.text, 80)}` without an approval",
-                    )
+                after = (
+                    "after its approval was denied"
+                    if state == _DENIED
+                    else "after a request whose answer was not seen"
+                    if state == _ASKED
+                    else "without an approval"
                 )
-            h.approvals[i] = False
+                out.append(
+                    Violation(rule_name, APPROVAL, seq, f"`{_clip(rules.view.text, 80)}` {after}")
+                )
+            h.approvals[i] = 0
         out.extend(self._budget(step, h))
         return out, honoured
 
@@ -436,10 +481,25 @@ class Policy:
         approved = _detail(step).get("approved")
         if approved is None:
             approved = step.status == "ok"
-        request = h.approval_request or ""
-        named = [i for i, p in enumerate(self.require_approval_for) if p.search(request)]
+        call_id = step.call_id
+        if call_id and call_id != h.request_call_id and h.approval_request is None:
+            # a decision about one call (a runtime's tool_decision): that call, by its id
+            h.decided[call_id] = bool(approved)
+            while len(h.decided) > 16:
+                h.decided.pop(next(iter(h.decided)))
+            return
+        self._answer(h, bool(approved))
+
+    def _answer(self, h: PolicyState, approved: bool) -> None:
+        """A person's answer to the latest approval request: it opens (or, denied, closes)
+        the approval rules the request names, or every rule for this turn when it names
+        none. The same request answered twice (its result, then the runtime's approval
+        event) opens the same rules."""
+        h.ensure(self)
+        named = h.request_named or ()
+        state = (_NAMED if named else _FOR_TURN) if approved else _DENIED
         for i in named or range(len(self.require_approval_for)):
-            h.approvals[i] = bool(approved)
+            h.approvals[i] = state
         h.approval_request = None
 
     def _egress(
@@ -565,6 +625,14 @@ def _detail(step: Step) -> Mapping[str, Any]:
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 
+def _starts_turn(step: Step) -> bool:
+    """A ``start`` that begins a later turn of the conversation (``detail.turn``), not a
+    sub-agent's, and not the session's own start delivered late (a root span sent when
+    the run ended)."""
+    detail = _detail(step)
+    return bool(detail.get("turn")) and not detail.get("subagent") and not detail.get("late")
+
+
 def _hosts_of(step: Step) -> tuple[str, ...]:
     egress = _detail(step).get("egress")
     if isinstance(egress, list):
@@ -580,8 +648,17 @@ class PolicyState:
     pending ``requires`` runs, the hosts of the last tool call)."""
 
     workspace: str | None = None
-    approvals: list[bool] = field(default_factory=list)
+    approvals: list[int] = field(default_factory=list)
+    """Per approval rule: 1 approved by a request naming it, 2 approved for this turn by
+    one naming no action, 3 asked by a request naming it with no answer seen, -1 denied,
+    0 none of these."""
     approval_request: str | None = None
+    request_call_id: str | None = None
+    """The call id of the latest approval request (its result may be the answer)."""
+    request_named: tuple[int, ...] | None = None
+    """The approval rules the latest request names."""
+    decided: dict[str, bool] = field(default_factory=dict)
+    """Runtime decisions about calls not seen yet: call id → approved (at most 16)."""
     last_edit_seq: int = -1
     req_seq: list[int] = field(default_factory=list)
     req_failed_seq: list[int] = field(default_factory=list)
@@ -599,7 +676,7 @@ class PolicyState:
     def ensure(self, policy: Policy) -> None:
         """Size the per-rule lists for ``policy`` (a state starts empty)."""
         if len(self.approvals) != len(policy.require_approval_for):
-            self.approvals = [False] * len(policy.require_approval_for)
+            self.approvals = [0] * len(policy.require_approval_for)
         if len(self.req_seq) != len(policy.require_before):
             self.req_seq = [-1] * len(policy.require_before)
             self.req_failed_seq = [-1] * len(policy.require_before)

@@ -25,6 +25,9 @@ Rules (keys of the mapping; all optional)
   configured tool server; where the tool goes is read from the call's arguments.
 - ``require_approval_for``: regexes over tool name and command text; a matching call
   needs an approved ``approval`` step since the previous matching call.
+- ``require_approval_answer`` (default ``true``): with ``false``, an earlier approval
+  request naming the call whose answer is not seen (approved out of band) is enough;
+  a denial still is not.
 - ``[[require_before]]``: ``action`` regex needs an earlier ``requires`` regex call
   since the last edit (``since = "edit"``, default) or since the start
   (``since = "start"``); with ``must_pass = true`` (default) that call must not have
@@ -70,6 +73,7 @@ KNOWN_KEYS = frozenset(
         "denied_egress_hosts",
         "allow_loopback_egress",
         "require_approval_for",
+        "require_approval_answer",
         "require_before",
         "approval_tools",
         "budget",
@@ -124,6 +128,9 @@ def policy_arguments(policy_id: str, mapping: Mapping[str, Any]) -> dict[str, An
     loopback = mapping.get("allow_loopback_egress", True)
     if not isinstance(loopback, bool):
         raise ValueError(f"policy {policy_id!r}: allow_loopback_egress must be true or false")
+    answer = mapping.get("require_approval_answer", True)
+    if not isinstance(answer, bool):
+        raise ValueError(f"policy {policy_id!r}: require_approval_answer must be true or false")
     globs = _str_list(policy_id, mapping, "forbidden_write_paths")
     rb = mapping.get("require_before", ())
     if isinstance(rb, Mapping):
@@ -183,6 +190,7 @@ def policy_arguments(policy_id: str, mapping: Mapping[str, Any]) -> dict[str, An
             _str_list(policy_id, mapping, "require_approval_for"),
         ),
         require_before=tuple(rules),
+        require_approval_answer=answer,
         approval_tools=re.compile("|".join(f"(?:{p})" for p in approval_patterns), re.IGNORECASE),
         budget=Budget(**{k: float(v) for k, v in budget_map.items()}),
         _write_re=compile_globs(globs),

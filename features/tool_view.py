@@ -35,6 +35,7 @@ __all__ = [
     "DEFAULT_APPROVAL_RE",
     "DEFAULT_APPROVAL_TOOLS",
     "ToolView",
+    "approval_answer",
     "is_check_command",
     "is_scratch",
     "normalise_path",
@@ -392,6 +393,10 @@ def _tool_view(tool: str, arguments: str | None) -> ToolView:
     else:
         skip = _CONTENT_KEYS if (writes or unknown) else _NO_SKIP
         text = " ".join([tool, *_strings(args, skip)])
+        if not writes and not unknown and is_map and _asks_approval(args):
+            # a request for approval whatever the tool is called: it quotes the action
+            # it asks about, it does not run it (the answer is its result)
+            return ToolView(tool, tool, (), (), unknown_write=False, approval_request=True)
     return ToolView(
         tool,
         text,
@@ -400,6 +405,67 @@ def _tool_view(tool: str, arguments: str | None) -> ToolView:
         unknown,
         False,
     )
+
+
+_REQUEST_KEYS = frozenset(
+    {"question", "request", "action", "command", "operation", "reason", "justification"}
+)
+_ASKING_RE = re.compile(
+    r"(?i)\b(?:approv\w*|permission|authori[sz]\w*|confirm\w*|sign[\s-]?off|consent"
+    r"|may\s+i|can\s+i|ok\s+to|allowed\s+to|go[\s-]ahead)\b"
+)
+
+
+def _asks_approval(args: Mapping[str, Any]) -> bool:
+    """A call whose arguments ask a person to approve an action: a request key
+    (``question``, ``action``, ``reason``, …) and the words of asking for approval
+    ("may I", "approve", "permission"). Tools that do this under any name (``human``,
+    ``escalate``) are approval requests, as those :data:`DEFAULT_APPROVAL_TOOLS` name."""
+    keys = [k for k in args if isinstance(k, str) and k.lower() in _REQUEST_KEYS]
+    if not keys or len(args) > 6:
+        return False
+    return any(isinstance(args[k], str) and _ASKING_RE.search(args[k][:2000]) for k in args)
+
+
+_GRANT_RE = re.compile(
+    r"(?i)^\W*(?:yes|y|ok|okay|approved?|granted|allowed|accept(?:ed)?|lgtm|go\s+ahead"
+    r"|permission\s+granted|sure|confirmed)\b(?![\s\w]{0,12}\?)"
+)
+_DENY_RE = re.compile(
+    r"(?i)^\W*(?:no(?!\s+(?:problem|worries))|n|nope|denied|deny|rejected?|refused|declined|not\s+approved"
+    r"|permission\s+denied|do\s+not|don't|abort(?:ed)?|cancel(?:led)?)\b"
+)
+_DECISION_KEYS = ("approved", "granted", "allowed", "accepted", "decision", "status", "answer")
+
+
+def approval_answer(result: str | None) -> bool | None:
+    """The answer a human-approval tool returned: True (granted), False (denied), None
+    (no answer yet: "Approval requested; waiting for a human.", or not an answer).
+
+    Reads a JSON result's ``approved``/``granted``/``decision``/``status``/``answer`` or
+    the head of a text result ("Approved", "yes, go ahead", "Denied: not now").
+
+    >>> answers = ("Approved.", '{"approved": false}', "no", "Approval requested")
+    >>> [approval_answer(r) for r in answers]
+    [True, False, False, None]
+    """
+    if not result:
+        return None
+    head = result[:500]
+    value = arguments_value(head) if head.lstrip().startswith("{") else None
+    if isinstance(value, Mapping):
+        for key in _DECISION_KEYS:
+            v = value.get(key)
+            if isinstance(v, bool):
+                return v
+            if isinstance(v, str):
+                return approval_answer(v)
+        return None
+    if _DENY_RE.match(head):
+        return False
+    if _GRANT_RE.match(head):
+        return True
+    return None
 
 
 @lru_cache(maxsize=1024)

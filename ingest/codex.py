@@ -32,7 +32,10 @@ Codex keeps each session as JSON lines in
   fails the call when non-zero; the output Codex writes for a call it did not run to its
   end, ``aborted`` or ``aborted by user …``, makes the result ``cancelled``); assistant
   ``message`` text is the model call's output;
-- ``compacted``: an explicit ``compaction`` with its summary.
+- ``compacted``: an explicit ``compaction`` with its summary;
+- the first ``user`` input item when it is the project's ``AGENTS.md`` (Codex writes it
+  as ``# AGENTS.md instructions for <cwd>`` then ``<INSTRUCTIONS>…``): the start's
+  ``system_instructions``, the rules :mod:`features.instructions` reads.
 
 Other line, event and item types (``agent_message`` events repeat the assistant
 message; ghost snapshots, exec and patch events, …) carry no step and are skipped; a line
@@ -92,6 +95,8 @@ _TURN_EVENTS = frozenset(
         "turn_aborted",
     }
 )
+_AGENTS_MD_HEADER = "# AGENTS.md instructions for "
+"""How Codex introduces the AGENTS.md it sends as the session's first user input item."""
 _SESSION_IN_NAME = re.compile(
     r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})", re.IGNORECASE
 )
@@ -312,6 +317,13 @@ def _item(rollout: _Rollout, payload: Mapping[str, Any], common: dict[str, Any],
             _respond(rollout, common, add).texts.extend(_texts(payload.get("content")))
         else:  # user, developer, system: input of the next request
             rollout.open = None
+            if payload.get("role") == "user" and not rollout.started:
+                # Codex sends the project's AGENTS.md as the first user input item,
+                # "# AGENTS.md instructions for <cwd>" then <INSTRUCTIONS>…</INSTRUCTIONS>:
+                # the rules the session runs under (features.instructions)
+                given = "\n".join(_texts(payload.get("content")))
+                if given.startswith(_AGENTS_MD_HEADER):
+                    rollout.workspace["system_instructions"] = excerpt(given, 4096)
     elif kind == "reasoning":
         _respond(rollout, common, add)
     elif kind in _CALL_ITEMS:

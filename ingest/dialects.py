@@ -24,6 +24,7 @@ sources; tests/test_dialects.py builds spans of each shape with the OpenTelemetr
   ``gen_ai.prompt.{i}.role``/``content`` and ``gen_ai.completion.{i}.content``/
   ``finish_reason``. A ``workflow`` is the agent run only at the root of its trace
   (LangChain makes every chain with no traced parent one); ``task`` spans are chains.
+  A system message in the run's input is its ``gen_ai.system_instructions``.
 - **LangSmith** OTel export: ``langsmith.span.kind`` ``tool`` | ``llm`` | ``chain`` |
   ``prompt`` | …, run inputs/outputs as JSON in ``gen_ai.prompt``/``gen_ai.completion``
   (a tool run's ``{"input": …}``/``{"output": …}``).
@@ -200,6 +201,13 @@ def _openllmetry(span: SpanRecord, attrs: Mapping[str, Any], out: dict[str, Any]
         if isinstance(entered, Mapping) and "inputs" in entered:
             entered = entered["inputs"]
         _put_goal(out, attrs, _user_text(entered))
+        system = [
+            m["content"]
+            for m in _chat_messages(entered)
+            if m.get("role") == "system" and isinstance(m.get("content"), str) and m["content"]
+        ]
+        if system:  # a SystemMessage the caller passed: the run's instructions
+            _put(out, attrs, "gen_ai.system_instructions", "\n".join(system))
     request = attrs.get("llm.request.type")
     if request == "chat" or request == "completion":
         _operation(out, attrs, "chat" if request == "chat" else "text_completion")

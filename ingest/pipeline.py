@@ -26,6 +26,7 @@ actions' outbox), and tells the sinks once it is durable.
 
 from __future__ import annotations
 
+import hashlib
 import pickle
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -74,6 +75,10 @@ class _Session:
     detectors: list[Detector]
     features: TrajectoryFeatures = field(default_factory=TrajectoryFeatures)
     state: bytes | None = None
+    instructions: bytes | None = None
+    """Digest of the system instructions last stored in the session: a model call repeating
+    them (the GenAI conventions put ``gen_ai.system_instructions`` on every inference
+    span) does not store them again. Live only: after a restart they are stored once more."""
     turns: dict[str, int] = field(default_factory=dict)
     """Turn index by trace, for a conversation traced one trace per turn; the trace of
     turn 0 owns the session's ``start`` and ``end``. Live only (like the features): after
@@ -367,9 +372,10 @@ class Pipeline:
             set(ids)
             | {p for p in parents if p}
             | {
-                f"{step_id}/compaction-inferred"
+                f"{step_id}/{suffix}"
                 for (draft, _), step_id in zip(resolved, ids, strict=True)
                 if draft.step.kind == StepKind.MODEL_CALL
+                for suffix in ("compaction-inferred", "compaction-signalled")
             }
         )
         stored = unit.existing_step_ids(wanted) if ids else set()
@@ -382,7 +388,11 @@ class Pipeline:
         for (draft, session_id), step_id, parent in zip(resolved, ids, parents, strict=True):
             if step_id in stored or step_id in seen:
                 self.stats.drafts_duplicate += 1
-                self.stats.duplicates += 1 + (f"{step_id}/compaction-inferred" in stored)
+                self.stats.duplicates += (
+                    1
+                    + (f"{step_id}/compaction-inferred" in stored)
+                    + (f"{step_id}/compaction-signalled" in stored)
+                )
                 self.stats.sessions.add(session_id)
                 if step_id in stored and draft.step.kind in (StepKind.START, StepKind.END):
                     # Too late for the detectors, but the session record learns the
@@ -490,12 +500,17 @@ class Pipeline:
     ) -> list[Step]:
         """Give the draft's step its identity and place; may prepend an inferred compaction."""
         out: list[Step] = []
-        step = draft.step
+        step = _once_per_session_instructions(session, draft.step)
         session_id = session.info.session_id
         if step.kind == StepKind.COMPACTION:
             session.compaction.explicit()
         elif step.kind == StepKind.MODEL_CALL:
-            inferred = session.compaction.model_call(draft.context or "main", step.tokens_in)
+            context = draft.context or "main"
+            if session.compaction.signalled(context, *_compaction_signal(step)):
+                before = session.compaction.last_tokens(context)
+                compaction = _signalled_compaction(step, step_id, session_id, before)
+                out.append(self._place(session, compaction))
+            inferred = session.compaction.model_call(context, step.tokens_in)
             if inferred is not None:
                 compaction = Step(
                     step_id=f"{step_id}/compaction-inferred",
@@ -753,3 +768,54 @@ def _updated_info(info: SessionInfo, step: Step) -> SessionInfo:
     if info.started_ts is None or info.agent is None:
         return replace(info, agent=info.agent or step.agent, started_ts=started)
     return info
+
+
+def _compaction_signal(step: Step) -> tuple[bool, str | None]:
+    """A model call's compaction signals (:func:`ingest.semconv._compaction_signal`):
+    (marked compacted, the id of its compaction part or None)."""
+    detail = step.detail if isinstance(step.detail, Mapping) else {}
+    part = detail.get("compaction_part")
+    part_id = part.get("id") if isinstance(part, Mapping) else None
+    return detail.get("compacted") is True, part_id if isinstance(part_id, str) else None
+
+
+def _signalled_compaction(
+    call: Step, step_id: str, session_id: str, tokens_before: int | None
+) -> Step:
+    """The explicit compaction a model call's signals report, placed just before it."""
+    detail = call.detail if isinstance(call.detail, Mapping) else {}
+    part = detail.get("compaction_part")
+    summary = part.get("summary") if isinstance(part, Mapping) else None
+    signal = "compaction part" if isinstance(part, Mapping) else "gen_ai.conversation.compacted"
+    return Step(
+        step_id=f"{step_id}/compaction-signalled",
+        session_id=session_id,
+        kind=StepKind.COMPACTION,
+        ts=call.ts,
+        agent=call.agent,
+        source=call.source,
+        source_ref=call.source_ref,
+        text=summary if isinstance(summary, str) else None,
+        detail={
+            "tokens_before": tokens_before,
+            "tokens_after": call.tokens_in,
+            "inferred": False,
+            "signal": signal,
+        },
+    )
+
+
+def _once_per_session_instructions(session: _Session, step: Step) -> Step:
+    """``step`` without the system instructions the session has already stored (see
+    :attr:`_Session.instructions`): the first copy stays, and each change."""
+    if step.kind not in (StepKind.START, StepKind.MODEL_CALL):
+        return step
+    detail = step.detail if isinstance(step.detail, Mapping) else {}
+    text = detail.get("system_instructions")
+    if not isinstance(text, str):
+        return step
+    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    if digest != session.instructions:
+        session.instructions = digest
+        return step
+    return step.with_(detail={k: v for k, v in detail.items() if k != "system_instructions"})

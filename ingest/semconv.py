@@ -27,6 +27,13 @@ span event ``trajwatch.compaction``           ``compaction`` at the event's time
 smolagents ``Step N`` CHAIN span              the code actions no span records
                                               (:mod:`ingest.codeact`)
 OpenHands CodeAct tags in a model output      its action, observed in the next call
+a compaction span (``compact`` operation,     ``compaction`` at end (tokens from
+``compact_messages``, or any other span       ``compaction.tokens_before``/``_after``)
+marked ``gen_ai.conversation.compacted``)
+inference span marked                         ``model_call`` with ``detail.compacted`` /
+``gen_ai.conversation.compacted``, or with a  ``detail.compaction_part``; the pipeline puts
+``compaction`` message part                   an explicit ``compaction`` before the first
+                                              such call (and before each new part)
 any other span with status ERROR              ``error`` at end (a failed code
                                               action carries its step's failure)
 ============================================  ====================================
@@ -34,11 +41,15 @@ any other span with status ERROR              ``error`` at end (a failed code
 The explicit compaction marker is the span event ``trajwatch.compaction`` with
 optional attributes ``trajwatch.compaction.tokens_before``,
 ``trajwatch.compaction.tokens_after`` and ``trajwatch.compaction.summary``
-(the GenAI conventions have no compaction signal yet).
+(kept for instrumentations that predate the GenAI conventions' compaction signals:
+``gen_ai.conversation.compacted`` and the ``compaction`` message part, PR #162 of
+open-telemetry/semantic-conventions-genai). Without any of these, the pipeline infers a
+compaction from a sharp drop of input tokens (:mod:`features.compaction`).
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from typing import Any
@@ -238,6 +249,30 @@ def _first_user_text(attrs: Mapping[str, Any]) -> str | None:
     return None
 
 
+def _system_text(attrs: Mapping[str, Any]) -> str | None:
+    """The system instructions of a model or agent input: ``gen_ai.system_instructions``
+    (a JSON list of text parts, or text), else the system messages the GenAI conventions
+    keep in the chat history (``gen_ai.input.messages``, deprecated ``gen_ai.prompt``,
+    OpenInference's ``input.value``: where smolagents lists its tools)."""
+    value = json_value(attrs.get("gen_ai.system_instructions"))
+    if isinstance(value, list):
+        texts = [p.get("content") for p in value if isinstance(p, Mapping)]
+        joined = "\n".join(t for t in texts if isinstance(t, str) and t)
+        if joined:
+            return joined
+    elif isinstance(value, str) and value:
+        return value
+    for name in ("gen_ai.input.messages", "gen_ai.prompt", "input.value"):
+        system = [
+            _message_text(message)
+            for message in _messages(attrs.get(name))[:MAX_SCANNED_MESSAGES]
+            if isinstance(message, Mapping) and message.get("role") in ("system", "developer")
+        ]
+        if any(system):
+            return "\n".join(text for text in system if text)
+    return None
+
+
 def _output_text(attrs: Mapping[str, Any]) -> str | None:
     for name in ("gen_ai.output.messages", "gen_ai.completion"):
         value = json_value(attrs.get(name))
@@ -380,6 +415,27 @@ def _span_drafts(
         drafts.extend(_agent_drafts(span, span.span_id in main, base, ref))
     elif role == "egress":
         drafts.append(_egress_draft(span, base, ref))
+    elif _is_compaction_span(span):
+        attrs = span.attributes
+        drafts.append(
+            _compaction_draft(
+                span,
+                span.end_ns,
+                {
+                    "trajwatch.compaction.tokens_before": first(
+                        attrs, ("trajwatch.compaction.tokens_before", "compaction.tokens_before")
+                    ),
+                    "trajwatch.compaction.tokens_after": first(
+                        attrs, ("trajwatch.compaction.tokens_after", "compaction.tokens_after")
+                    ),
+                    "trajwatch.compaction.summary": first(
+                        attrs, ("trajwatch.compaction.summary", "compaction.summary")
+                    ),
+                },
+                base,
+                ref,
+            )
+        )
     elif (
         span.status_code == STATUS_ERROR
         and span.attributes.get(OPERATION) != NOT_A_STEP
@@ -552,15 +608,6 @@ def _reply_to(attrs: Mapping[str, Any], output: str) -> str | None:
     return None
 
 
-def _system_text(attrs: Mapping[str, Any]) -> str | None:
-    """The system message of a model call's input (where smolagents lists the tools)."""
-    for name in ("gen_ai.input.messages", "input.value"):
-        for message in _messages(attrs.get(name)):
-            if isinstance(message, Mapping) and message.get("role") == "system":
-                return _message_text(message)
-    return first_str(attrs, ("gen_ai.system_instructions",))
-
-
 def _smolagents_tools(attrs: Mapping[str, Any]) -> set[str]:
     """The tool and managed-agent names smolagents' instrumentation puts on its agent
     span: ``smolagents.tools_names`` and ``smolagents.managed_agents.<i>.name``."""
@@ -601,6 +648,10 @@ def _model_draft(span: SpanRecord, base: dict[str, Any], ref: str, context: str)
         detail["provider"] = provider
     if user:
         detail["user_message"] = excerpt(user, 4096)
+    instructions = _system_text(attrs)
+    if instructions:
+        detail["system_instructions"] = excerpt(instructions, 4096)
+    detail.update(_compaction_signal(attrs))
     step = _step(
         span,
         StepKind.MODEL_CALL,
@@ -617,6 +668,43 @@ def _model_draft(span: SpanRecord, base: dict[str, Any], ref: str, context: str)
     )
     natural = f"model_call/{response_id}" if response_id else None
     return Draft(step=step, fallback_id=ref, natural_key=natural, context=context, **base)
+
+
+def _compaction_signal(attrs: Mapping[str, Any]) -> dict[str, Any]:
+    """What an inference span says about compaction (GenAI conventions, semantic-conventions-genai
+    PR #162): ``gen_ai.conversation.compacted`` (the call's context is a compacted view of a
+    prior conversation; set only when true) as ``compacted``, and the last compaction message
+    part (``{"type": "compaction", "id", "content"}``) of the input or output messages as
+    ``compaction_part``: its id (else a digest of its content) and its summary, redacted.
+    The pipeline turns a change of these into an explicit compaction step."""
+    out: dict[str, Any] = {}
+    flag = attrs.get("gen_ai.conversation.compacted")
+    if flag is True or (isinstance(flag, str) and flag.strip().lower() == "true"):
+        out["compacted"] = True
+    part: Mapping[str, Any] | None = None
+    for name in ("gen_ai.input.messages", "gen_ai.output.messages"):
+        for message in _messages(attrs.get(name))[-MAX_SCANNED_MESSAGES:]:
+            parts = message.get("parts") if isinstance(message, Mapping) else None
+            if isinstance(parts, list):
+                for p in parts[-MAX_SCANNED_MESSAGES:]:
+                    if isinstance(p, Mapping) and p.get("type") == "compaction":
+                        part = p
+    if part is not None:
+        raw_content, raw_id = part.get("content"), part.get("id")
+        content = raw_content if isinstance(raw_content, str) else ""
+        if isinstance(raw_id, str) and raw_id:
+            ident = raw_id
+        else:
+            digest = hashlib.sha256(content.encode("utf-8", "replace")).hexdigest()[:16]
+            ident = f"sha256:{digest}"
+        out["compaction_part"] = {"id": excerpt(ident, 120)}
+        if content:
+            out["compaction_part"]["summary"] = excerpt(content)
+    return out
+
+
+MAX_SCANNED_MESSAGES = 512
+"""Messages (and parts of one message) read for a compaction part: a bound on one span's work."""
 
 
 def _tool_drafts(span: SpanRecord, base: dict[str, Any], ref: str) -> list[Draft]:
@@ -686,7 +774,7 @@ def _agent_drafts(span: SpanRecord, outermost: bool, base: dict[str, Any], ref: 
     attrs = span.attributes
     goal = _goal_text(attrs)
     detail: dict[str, Any] = {"subagent": not outermost}
-    instructions = first_str(attrs, ("gen_ai.system_instructions",))
+    instructions = _system_text(attrs)
     if instructions:
         detail["system_instructions"] = excerpt(instructions, 4096)
     start = _step(
@@ -754,6 +842,28 @@ def _egress_draft(span: SpanRecord, base: dict[str, Any], ref: str) -> Draft:
         detail=detail,
     )
     return Draft(step=step, fallback_id=ref, **base)
+
+
+COMPACTION_OPERATIONS = frozenset({"compact", "compaction", "context_compaction"})
+COMPACTION_SPAN_NAMES = frozenset(
+    {"compact", "compaction", "compact_messages", "context_compaction"}
+)
+"""Spans that are a compaction: the operation name instrumentations give one (``compact``,
+custom but the one in use), or the span names of SDKs that emit a span per compaction
+(pydantic-ai's ``compact_messages``, with ``compaction.tokens_before``/``_after``)."""
+
+
+def _is_compaction_span(span: SpanRecord) -> bool:
+    """A span (not a model, tool or agent span) standing for a compaction: named or
+    operated as one, or marked ``gen_ai.conversation.compacted`` itself."""
+    attrs = span.attributes
+    op = attrs.get(OPERATION)
+    if isinstance(op, str) and op.lower() in COMPACTION_OPERATIONS:
+        return True
+    if span.name.strip().lower() in COMPACTION_SPAN_NAMES:
+        return True
+    flag = attrs.get("gen_ai.conversation.compacted")
+    return flag is True or (isinstance(flag, str) and flag.strip().lower() == "true")
 
 
 def _compaction_draft(

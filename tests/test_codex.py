@@ -411,3 +411,19 @@ def test_the_codemie_rollout_is_read_whole(
     bare_kinds = [d.step.kind for d in drafts]
     assert bare_kinds.count("model_call") == responses
     assert bare_kinds.count("tool_call") == calls
+
+
+@pytest.mark.skipif(not CODEMIE.exists(), reason="needs ../shared/corpus beside the repo")
+def test_the_agents_md_codex_sends_first_is_the_starts_system_instructions() -> None:
+    """Both real rollouts open with the project's AGENTS.md as a user input item: it is
+    where the session's rules are written (features.instructions reads it)."""
+    for path in sorted(CODEMIE.glob("*.jsonl.xz")):
+        lines = raw_lines(path)
+        drafts, rejects = rollout_drafts(located(lines))
+        assert rejects == []
+        (start,) = [d.step for d in drafts if d.step.kind == "start"]
+        instructions = start.detail["system_instructions"]
+        assert instructions.startswith("# AGENTS.md instructions for ")
+        assert "<INSTRUCTIONS>" in instructions and len(instructions) <= 4096 + 40
+        # the prompt stays the goal, not the AGENTS.md
+        assert not start.text.startswith("# AGENTS.md")

@@ -28,6 +28,8 @@ from typing import NoReturn
 from sqlalchemy.exc import SQLAlchemyError
 
 from detectors.registry import DetectorSet
+from features.instructions import derive, to_toml
+from features.policy import Policy
 from features.redact import redact
 from ingest.errors import ConfigError, StoreOpenError, UserError
 from ingest.session_events import schema
@@ -133,6 +135,17 @@ def _parser() -> argparse.ArgumentParser:
     )
     mp = sub.add_parser("migrate", parents=[common], help="upgrade the store's schema")
     mp.add_argument("--db", help="store URL")
+    pp = sub.add_parser(
+        "policy", parents=[common], help="show the policy derived from instructions, as TOML"
+    )
+    pp.add_argument(
+        "--from-instructions",
+        type=Path,
+        required=True,
+        metavar="FILE",
+        help="a system prompt, AGENTS.md or CLAUDE.md",
+    )
+    pp.add_argument("--id", help="the policy id (default: derived-<file stem>)")
     return parser
 
 
@@ -216,6 +229,8 @@ def _run(args: argparse.Namespace, flags: dict[str, str]) -> int:
     if args.command == "defaults":
         print(defaults_toml(), end="")
         return 0
+    if args.command == "policy":
+        return _policy(args.from_instructions, args.id)
     settings = _settings(args, flags)
     if args.command == "migrate":
         Store.open(settings.db_url).close()
@@ -398,6 +413,26 @@ def _human(summary: ReplaySummary, db_url: str) -> str:
         if len(summary.skipped) > SHOW_SKIPPED:
             lines.append(f"    ... {len(summary.skipped) - SHOW_SKIPPED} more (--json lists all)")
     return "\n".join(lines)
+
+
+def _policy(path: Path, policy_id: str | None) -> int:
+    """``trajwatch policy --from-instructions FILE``: the policy its sentences state, as
+    TOML to check and attach (what a session with these instructions is checked against
+    when no policy file is attached), and the sentences that could not be used."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"instructions file {path} is not UTF-8 text; save it as UTF-8") from exc
+    derivation = derive(redact(text))  # what is shown derives from redacted text
+    pid = policy_id or f"derived-{path.stem.lower()}"
+    Policy.from_mapping(pid, derivation.mapping(pid))  # what is printed must load
+    print(to_toml(derivation, pid), end="")
+    print(
+        f"# {len(derivation.rules)} rules from {path}; {derivation.descriptive} sentences "
+        "state no rule. Unconfirmed, these rules only warn; attach the file as a policy "
+        "([policies] paths) to confirm them."
+    )
+    return 0
 
 
 if __name__ == "__main__":

@@ -9,13 +9,16 @@ enabled = false                 # leave a detector out
 [policies]
 paths = ["fixtures/policies"]   # policy files (*.toml) or folders of them
 default = "coding-default-v2"   # for sessions that name no policy
+derived = "warn"                # sessions no policy names: rules from their own instructions,
+                                # "warn" until confirmed (default), "enforce", or "off"
 [policies.agents]               # agent or workflow name → policy id, for plain-OTLP sessions
 codewright = "coding-strict-v1"
 ```
 
 Relative paths are resolved against the config file's folder. Detectors that take
-``policies``/``agent_policies``/``default_policy`` parameters receive them from the
-``[policies]`` table. Every parameter left out keeps its documented default.
+``policies``/``agent_policies``/``default_policy``/``derived_policies`` parameters receive
+them from the ``[policies]`` table (``derived`` is ``derived_policies``). Every parameter
+left out keeps its documented default.
 """
 
 from __future__ import annotations
@@ -131,6 +134,8 @@ def detector_set(config: Mapping[str, Any]) -> DetectorSet:
         "agent_policies": dict(table.get("agents", {})),
         "default_policy": table.get("default"),
     }
+    if "derived" in table:
+        injected["derived_policies"] = table["derived"]
     for name, cls in REGISTRY.items():
         accepted = parameters(cls)
         for key, value in injected.items():
@@ -142,7 +147,7 @@ def detector_set(config: Mapping[str, Any]) -> DetectorSet:
         raise ConfigError(str(exc)) from exc
 
 
-_INJECTED = ("policies", "agent_policies", "default_policy")
+_INJECTED = ("policies", "agent_policies", "default_policy", "derived_policies")
 
 
 def defaults_toml() -> str:
