@@ -350,8 +350,9 @@ def test_database_connections_dropped_mid_stream_lose_and_double_nothing(
     try:
         with Store.open(worker_db.replace(name, f"{name}-test")) as store:
             for chunk in (runs[:10], runs[10:20], runs[20:]):
-                produce(options, [run for run in chunk])
-                time.sleep(0.7)
+                before = store.count("steps")
+                produce(options, chunk)
+                wait_until(lambda before=before: store.count("steps") > before)
                 with admin.connect() as connection:  # what a database restart looks like
                     killed += len(
                         connection.execute(
