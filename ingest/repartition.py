@@ -40,6 +40,7 @@ _DRAFT_FIELDS = (
     "parent_span_id",
     "context",
     "arrival",
+    "position",
 )
 
 _encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True).encode
