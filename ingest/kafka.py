@@ -431,9 +431,9 @@ class OrderingStage:
         self._rewind = False
 
     def close(self) -> None:
-        """Release everything held (the input has ended for this worker), send, commit."""
-        for tp in list(self._read):
-            self.pipeline.end_partition(f"{tp.topic}/{tp.partition}")
+        """Send what is released and commit behind what is held, then leave the group.
+        What is held is not flushed: the partitions' next owner re-reads it and orders it
+        exactly as this process would have (a flush would release it early)."""
         self._send()
         self.consumer.close(autocommit=False)
 
@@ -505,12 +505,15 @@ class SequencingStage:
             self.pipeline.feed_resolved([item])
 
     def _check_sole_owner(self) -> None:
-        """With SQLite, a worker's first assignment must be every partition."""
+        """With SQLite, a worker's first (non-empty) assignment must be every partition."""
+        owned = self.consumer.assignment()
+        if not self._sole_owner or not owned:
+            return
         self._assignments += 1
-        if not self._sole_owner or self._assignments > 1:
+        if self._assignments > 1:
             return
         total = self.consumer.partitions_for_topic(self.options.steps_topic) or set()
-        if len(self.consumer.assignment()) < len(total):
+        if len(owned) < len(total):
             raise SoleOwnerError(
                 f"another worker is in consumer group {self.options.group_id}.sessions and "
                 "this one stores into SQLite; more than one worker needs PostgreSQL: give "

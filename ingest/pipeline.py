@@ -301,6 +301,8 @@ class Pipeline:
 
         Steps, alerts, dead letters, session cursors and offsets go into one
         transaction: after a crash, either all of a commit is stored or none of it.
+        When it raises, the in-memory sessions are ahead of the store: discard this
+        pipeline and re-read the input from the stored offsets (the Kafka worker does).
         """
         ready, self._resolved = [*self._resolved, *self.resolve()], []
         dead, self._dead = self._dead, []
