@@ -12,8 +12,13 @@ so the work is split the Kafka Streams way:
    resolves their sessions, and produces each released draft to the repartition topic
    keyed by its session id (:mod:`ingest.repartition`). It commits an input partition's
    offset only once every draft read below it has been produced and acknowledged: the
-   earliest offset it still holds a draft of (:meth:`Pipeline.held_from`). After a crash
-   it re-reads from there; what it produces twice, the next stage drops by step id.
+   earliest offset it still holds a draft of (:meth:`Pipeline.held_from`), with the
+   partition's newest event time in the commit's metadata. After a crash or a rebalance
+   the partition's owner re-reads from there with that watermark, which rebuilds the
+   ordering state exactly: what follows is released in the order an uninterrupted
+   process would have released it, and what it produces twice the next stage drops by
+   step id. (The trace index — a trace's session, an egress's enclosing tool call — is
+   rebuilt only from what is re-read.)
 2. :class:`SequencingStage` (group ``<group>.sessions``) consumes the repartition topic,
    so every session has one owner: it sequences, judges and stores, the session cursors
    and detector states, the alerts, the sinks' rows (the actions' outbox) and the
