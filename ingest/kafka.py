@@ -343,6 +343,7 @@ class OrderingStage:
             # (others' data came first) is not idle, and flushing it would change the order
             caught_up = self._read[tp] >= (self.consumer.highwater(tp) or 0)
             if now - last >= idle and caught_up and self.pipeline.held_from(partition) is not None:
+                log.debug("ordering stage: %s idle, released what it held", partition)
                 self.pipeline.end_partition(partition)
         self._send()
         return read
