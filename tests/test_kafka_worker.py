@@ -108,7 +108,7 @@ class Workers:
         self.procs: list[subprocess.Popen[bytes]] = []
         self._files: list[IO[bytes]] = []
 
-    def start(self) -> subprocess.Popen[bytes]:
+    def start(self, *extra: str) -> subprocess.Popen[bytes]:
         log = open(self.logs / f"worker-{len(self.procs)}.log", "wb")  # noqa: SIM115
         self._files.append(log)
         proc = subprocess.Popen(
@@ -123,6 +123,7 @@ class Workers:
                 self.db,
                 "--config",
                 str(CONFIG),
+                *extra,
             ],
             cwd=ROOT,
             env={**os.environ, "PYTHONPATH": str(ROOT), **WORKER_ENV},
@@ -411,3 +412,22 @@ def test_a_second_worker_on_one_sqlite_file_is_refused_in_one_line(tmp_path: Pat
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "PostgreSQL" in lines[0] and "another trajwatch worker" in lines[0]
+
+
+def test_the_stages_run_apart_and_one_worker_may_store_into_sqlite(
+    options: KafkaOptions, tmp_path: Path
+) -> None:
+    """``--stage ingest`` and ``--stage detect`` as two processes, the store a SQLite
+    file (one detect worker: the sole owner of every session)."""
+    db = f"sqlite:///{tmp_path / 'worker.db'}"
+    running = Workers(options, db, tmp_path)
+    try:
+        produce(options, recorded_runs(12))
+        running.start("--stage", "ingest")
+        running.start("--stage", "detect")
+        reference = single_process(options, tmp_path / "reference.db")
+        with Store.open(db) as store:
+            wait_for(store, len(reference[0]), len(reference[1]), running)
+            assert_same(store, reference)
+    finally:
+        running.stop_all()
