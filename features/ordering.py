@@ -66,6 +66,10 @@ class Reorderer(Generic[T]):
         if self.max_ts is None or ts > self.max_ts:
             self.max_ts = ts
 
+    def items(self) -> list[T]:
+        """What is held, in no particular order."""
+        return [entry.item for entry in self._heap]
+
     def pop_ready(self) -> list[T]:
         """Items the watermark has passed, in ``(ts, arrival)`` order."""
         mark = self.watermark

@@ -35,6 +35,8 @@ class Draft:
     inferred compaction compares input tokens within one context only."""
     arrival: int = 0
     """Arrival order, the tie-break after event time: deterministic for a given input."""
+    position: int = -1
+    """Where its input was read (a Kafka offset; -1 when the source keeps no positions)."""
 
     def step_id_for(self, session_id: str) -> str:
         if self.natural_key:

@@ -27,7 +27,6 @@ actions' outbox), and tells the sinks once it is durable.
 from __future__ import annotations
 
 import hashlib
-import pickle
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -48,6 +47,7 @@ from ingest.otlp_json import decode_otlp_json
 from ingest.otlp_proto import Decoded, decode_otlp_proto
 from ingest.semconv import SPAN_SOURCE, session_hint, spans_to_drafts
 from ingest.session_events import decode_event
+from ingest.session_state import dump_state, load_state
 from ingest.sinks import Committed, Sink
 from ingest.spans import SpanRecord
 from ingest.trace_index import TraceIndex
@@ -81,10 +81,18 @@ class _Session:
     span) does not store them again. Live only: after a restart they are stored once more."""
     turns: dict[str, int] = field(default_factory=dict)
     """Turn index by trace, for a conversation traced one trace per turn; the trace of
-    turn 0 owns the session's ``start`` and ``end``. Live only (like the features): after
-    a restart the owner is read back from the stored start and later turns count on."""
+    turn 0 owns the session's ``start`` and ``end``. Kept in the state; a session stored
+    before states were kept reads the owner back from the stored start."""
 
     def cursor(self) -> SessionCursor:
+        """The cursor with the session's whole state (:mod:`ingest.session_state`)."""
+        self.state = dump_state(
+            info=self.info,
+            compaction=self.compaction,
+            features=self.features,
+            turns=self.turns,
+            detectors=self.detectors,
+        )
         return SessionCursor(
             session_id=self.info.session_id,
             next_seq=self.next_seq,
@@ -92,6 +100,19 @@ class _Session:
             last_ts=self.last_ts,
             state=self.state,
         )
+
+
+@dataclass(slots=True)
+class Resolved:
+    """A released draft with its session known: what the ordering stage hands the
+    sequencing stage (in one process, or through Kafka's repartition topic keyed by
+    ``session_id``; :mod:`ingest.repartition`)."""
+
+    draft: Draft
+    session_id: str
+    egress_parent: str | None = None
+    """For an egress step: the step id of the tool call that caused it, looked up in
+    the span tree when the draft was released (the tree lives with the ordering stage)."""
 
 
 DEAD_LETTER_EXAMPLES = 5
@@ -139,15 +160,13 @@ class Pipeline:
         settings: PipelineOptions | None = None,
         detectors: DetectorSet | None = None,
         sinks: Sequence[Sink] = (),
-        keep_state: bool = False,
     ) -> None:
-        """``keep_state``: store each touched session's feature and detector state in its
-        cursor at every commit, and restore it when the session is reopened (after an
-        eviction or a restart), so a resumed session raises the alerts an unbroken run
-        would have. The live service needs it; a replay, which never resumes, does not."""
+        """Every commit stores each touched session's whole analysis state in its cursor
+        (:mod:`ingest.session_state`), restored when the session is reopened (after an
+        eviction, a restart or a rebalance), so a resumed session raises the alerts an
+        unbroken run would have."""
         self.store = store
         self.sinks = list(sinks)
-        self.keep_state = keep_state
         self.settings = settings or PipelineOptions()
         self.detectors = detectors or DetectorSet([])
         self.stats = Stats()
@@ -158,8 +177,10 @@ class Pipeline:
         self._sessions: OrderedDict[str, _Session] = OrderedDict()
         self._arrival = 0
         self._ready: list[Draft] = []
+        self._resolved: list[Resolved] = []
         self._dead: list[DeadLetter] = []
         self._offsets: dict[tuple[str, str], int] = {}
+        self._moves: dict[tuple[str, str], tuple[int | None, int]] = {}
 
     # -- input -------------------------------------------------------------------
 
@@ -197,18 +218,21 @@ class Pipeline:
         rejects = [dead] if dead is not None else []
         self.feed_decoded(Decoded(drafts=drafts, rejects=rejects), partition=partition)
 
-    def feed_decoded(self, decoded: Decoded, *, partition: str) -> None:
+    def feed_decoded(self, decoded: Decoded, *, partition: str, position: int = -1) -> None:
         """The one entry point for decoded input: the rejects are kept as dead letters, the
         spans mapped to drafts, and the drafts (a span decoder's, then the decoder's own)
-        put in event-time order on ``partition``."""
+        put in event-time order on ``partition``. ``position`` is where the input was read
+        (a Kafka offset): :meth:`held_from` tells the earliest one still held."""
         for letter in decoded.rejects:
             self._add_dead_letter(letter)
         if decoded.spans:
-            self._add_spans(decoded.spans, partition=partition)
+            self._add_spans(decoded.spans, partition=partition, position=position)
         if decoded.drafts:
-            self._add_drafts(decoded.drafts, partition=partition)
+            self._add_drafts(decoded.drafts, partition=partition, position=position)
 
-    def _add_spans(self, spans: Sequence[SpanRecord], *, partition: str) -> None:
+    def _add_spans(
+        self, spans: Sequence[SpanRecord], *, partition: str, position: int = -1
+    ) -> None:
         attribute = self.settings.session_attribute
         for span in spans:
             self._traces.observe_span(
@@ -219,9 +243,10 @@ class Pipeline:
                 spans, session_attribute=attribute, arrival=self._arrival, memory=self._code
             ),
             partition=partition,
+            position=position,
         )
 
-    def _add_drafts(self, drafts: Iterable[Draft], *, partition: str) -> None:
+    def _add_drafts(self, drafts: Iterable[Draft], *, partition: str, position: int = -1) -> None:
         reorderer = self._partitions.get(partition)
         if reorderer is None:
             reorderer = self._partitions[partition] = Reorderer(lateness_ns=self._lateness_ns)
@@ -236,6 +261,7 @@ class Pipeline:
                 self._reject(draft.step, error.reason)
                 continue
             draft.arrival = self._arrival
+            draft.position = position
             self._arrival += 1
             self._traces.observe_draft(draft)
             reorderer.push(draft.step.ts, draft)
@@ -279,6 +305,14 @@ class Pipeline:
         """Record how far a source has been read; stored with the next commit."""
         self._offsets[(source, partition)] = position
 
+    def move_offset(self, source: str, partition: str, start: int | None, end: int) -> None:
+        """Record that ``[start, end)`` of a source's partition was read: the next commit
+        stores ``end`` only if the stored position is still ``start`` (None: never stored),
+        else it raises :class:`~models.store.OffsetMovedError` and stores nothing. For a
+        partition that can move between workers (Kafka); successive calls extend the range."""
+        earlier = self._moves.get((source, partition))
+        self._moves[(source, partition)] = (earlier[0] if earlier else start, end)
+
     def end_partition(self, partition: str) -> None:
         """The partition has no more input (end of a recorded file): release all it holds."""
         reorderer = self._partitions.pop(partition, None)
@@ -287,7 +321,63 @@ class Pipeline:
 
     def pending(self) -> int:
         """Drafts held for ordering or waiting for the next commit."""
-        return len(self._ready) + sum(len(r) for r in self._partitions.values())
+        return (
+            len(self._ready) + len(self._resolved) + sum(len(r) for r in self._partitions.values())
+        )
+
+    def newest_event_time(self, partition: str) -> int | None:
+        """The newest event time ``partition`` has seen since it was opened (its
+        watermark plus the lateness); None when it holds no ordering state."""
+        reorderer = self._partitions.get(partition)
+        return None if reorderer is None else reorderer.max_ts
+
+    def resume_partition(self, partition: str, *, newest_event_time: int) -> None:
+        """Open ``partition`` as one that had seen ``newest_event_time`` already: a source
+        re-reading from the position it committed with that time (:meth:`held_from`)
+        rebuilds the ordering state it had, and releases in the same order."""
+        reorderer = self._partitions[partition] = Reorderer(lateness_ns=self._lateness_ns)
+        reorderer.max_ts = newest_event_time
+
+    def held_from(self, partition: str) -> int | None:
+        """The earliest input position (see :meth:`feed_decoded`) of a draft ``partition``
+        still holds for ordering, or None when it holds none: a source that commits its
+        read positions commits this one, so a restart re-reads whatever was not released."""
+        reorderer = self._partitions.get(partition)
+        if reorderer is None:
+            return None
+        return min((draft.position for draft in reorderer.items()), default=None)
+
+    # -- the ordering stage's output, the sequencing stage's input ---------------
+
+    def resolve(self) -> list[Resolved]:
+        """Take every released draft with its session resolved (and an egress step's
+        cause looked up): the ordering stage's whole output. :meth:`commit` calls it; a
+        worker whose sequencing runs elsewhere calls it and sends the result on."""
+        ready, self._ready = self._ready, []
+        out = []
+        for draft in ready:
+            session_id = self._resolve_session(draft)
+            parent = None
+            if draft.step.kind == StepKind.EGRESS:
+                call = self._traces.enclosing_tool_call(draft.trace_id, draft.parent_span_id)
+                parent = call.step_id_for(session_id) if call else None
+            out.append(Resolved(draft, session_id, parent))
+        return out
+
+    def feed_resolved(self, resolved: Iterable[Resolved]) -> None:
+        """Input of the sequencing stage: drafts another process ordered and resolved,
+        in the order it released them; stored by the next :meth:`commit`."""
+        self._resolved.extend(resolved)
+
+    def take_dead_letters(self) -> list[DeadLetter]:
+        """The dead letters not yet committed (a stage that does not commit sends them on)."""
+        dead, self._dead = self._dead, []
+        return dead
+
+    def forget_sessions(self) -> None:
+        """Drop every live session (their state is in the store since the last commit):
+        after a rebalance another worker may have moved them on."""
+        self._sessions.clear()
 
     # -- release -----------------------------------------------------------------
 
@@ -296,9 +386,12 @@ class Pipeline:
 
         Steps, alerts, dead letters, session cursors and offsets go into one
         transaction: after a crash, either all of a commit is stored or none of it.
+        When it raises, the in-memory sessions are ahead of the store: discard this
+        pipeline and re-read the input from the stored offsets (the Kafka worker does).
         """
-        ready, self._ready = self._ready, []
+        ready, self._resolved = [*self._resolved, *self.resolve()], []
         offsets, self._offsets = self._offsets, {}
+        moves, self._moves = self._moves, {}
         with self.store.unit() as unit:
             steps, alerts, touched = self._release(ready, unit)
             inserted, refused = unit.add_steps_or_reject(steps)
@@ -310,8 +403,6 @@ class Pipeline:
                 self._reject(alert, reason)
             for session_id in touched:
                 session = self._sessions[session_id]
-                if self.keep_state:
-                    session.state = _session_state(session)
                 try:
                     unit.upsert_session(session.info, session.cursor())
                 except Unstorable as error:
@@ -328,6 +419,8 @@ class Pipeline:
             if refused:
                 left_out = {step.step_id for step, _ in refused}
                 steps = [step for step in steps if step.step_id not in left_out]
+            for (source, partition), (start, end) in moves.items():
+                unit.move_offset(source, partition, start, end)
             committed = Committed(steps=steps, alerts=new_alerts, dead_letters=dead)
             for sink in self.sinks:
                 sink.in_transaction(unit, committed)
@@ -345,8 +438,9 @@ class Pipeline:
         return self.commit()
 
     def _resolve_session(self, draft: Draft) -> str:
-        # The trace index learns session hints from raw span attributes: repaired here
-        # as the draft's own fields were (see models.storable).
+        # the draft's own session, else its trace's, else the trace; the trace index
+        # learns session hints from raw span attributes: repaired here as the draft's own
+        # fields were (see models.storable)
         return clean_text(
             draft.session_hint
             or self._traces.session_of(draft.trace_id)
@@ -355,9 +449,12 @@ class Pipeline:
         )
 
     def _release(
-        self, ready: list[Draft], unit: StoreUnit
+        self, ready: list[Resolved], unit: StoreUnit
     ) -> tuple[list[Step], list[Alert], list[str]]:
-        resolved = [(draft, self._resolve_session(draft)) for draft in ready]
+        resolved = [(item.draft, item.session_id) for item in ready]
+        egress_parents = {
+            id(item.draft): item.egress_parent for item in ready if item.egress_parent
+        }
         # The stored cursors of every session this release opens, in one query.
         opening = [s for s in dict.fromkeys(s for _, s in resolved) if s not in self._sessions]
         cursors = unit.session_cursors(opening) if opening else {}
@@ -367,7 +464,9 @@ class Pipeline:
         # ask for those too so a re-delivery counts the same steps.
         # A parent is linked only if it is a step (stored, or placed before in this
         # release): a result whose call was lost to a dead letter points nowhere.
-        parents = [self._parent_of(draft, session) for draft, session in resolved]
+        parents = [
+            self._parent_of(draft, session, egress_parents) for draft, session in resolved
+        ]
         wanted = (
             set(ids)
             | {p for p in parents if p}
@@ -484,15 +583,15 @@ class Pipeline:
             draft.natural_key = f"{natural}/{trace}"
             draft.step = draft.step.with_(detail=detail)
 
-    def _parent_of(self, draft: Draft, session_id: str) -> str | None:
+    @staticmethod
+    def _parent_of(draft: Draft, session_id: str, egress_parents: Mapping[int, str]) -> str | None:
         step = draft.step
         if step.kind == StepKind.TOOL_RESULT:
             if step.call_id:
                 return f"{session_id}/tool_call/{step.call_id}"
             return draft.fallback_id.removesuffix(":result") + ":call" if draft.span_id else None
         if step.kind == StepKind.EGRESS:
-            call = self._traces.enclosing_tool_call(draft.trace_id, draft.parent_span_id)
-            return call.step_id_for(session_id) if call else None
+            return egress_parents.get(id(draft))
         return step.parent_step_id
 
     def _sequence(
@@ -576,14 +675,22 @@ class Pipeline:
             detectors=self.detectors.for_session(),
             state=cursor.state,
         )
-        if self.keep_state and cursor.state is not None:
-            _restore_state(session, cursor.state)
+        state = load_state(cursor.state) if cursor.state is not None else None
+        if state is not None:
+            # a restart, a rebalance or an eviction: continue exactly where it stopped
+            session.info = state.info
+            session.compaction = state.compaction
+            session.features = state.features
+            session.turns = state.turns
+            for detector in session.detectors:
+                if detector.name in state.detectors:
+                    detector.load_state_dict(state.detectors[detector.name])
         self._sessions[session_id] = session
         return session
 
     def _evict(self) -> None:
-        # Evicted sessions' cursors are in the store (written by the commit that
-        # just ran), with their state when ``keep_state`` is on.
+        # Evicted sessions' cursors and states are in the store (written by the commit
+        # that just ran): a session that returns is reloaded whole.
         while len(self._sessions) > self.settings.max_sessions:
             self._sessions.popitem(last=False)
 
@@ -651,39 +758,6 @@ def _check_identity(draft: Draft, session_id: str, step_id: str) -> None:
     if draft.step.kind == StepKind.MODEL_CALL:
         longest = f"{step_id}/compaction-inferred"
     check_step_fields(session_id=session_id, step_id=longest)
-
-
-def _session_state(session: _Session) -> bytes:
-    """What a session's analysis has learnt, as the cursor's opaque ``state``.
-
-    Pickled: the store is the service's own, written only by this pipeline, and the
-    detectors' ``state_dict`` is plain picklable data by contract."""
-    return pickle.dumps(
-        {
-            "features": session.features,
-            "compaction": session.compaction.state_dict(),
-            "detectors": {d.name: d.state_dict() for d in session.detectors},
-        },
-        protocol=pickle.HIGHEST_PROTOCOL,
-    )
-
-
-def _restore_state(session: _Session, state: bytes) -> None:
-    """Undo :func:`_session_state`. A detector configured since is left fresh; an
-    unreadable state (another version's) leaves the session fresh rather than failing."""
-    try:
-        saved = pickle.loads(state)
-        features = saved["features"]
-        compaction = saved["compaction"]
-        detectors = saved["detectors"]
-    except Exception:  # any unpickling failure means: not a state this version wrote
-        return
-    if isinstance(features, TrajectoryFeatures):
-        session.features = features
-    session.compaction.load_state_dict(compaction)
-    for detector in session.detectors:
-        if detector.name in detectors:
-            detector.load_state_dict(detectors[detector.name])
 
 
 def _merge_sources(resolved: list[tuple[Draft, str]], ids: list[str]) -> None:

@@ -135,6 +135,32 @@ class Step:
         return {"seq": self.seq, "step_id": self.step_id, "source_ref": self.source_ref}
 
 
+def step_to_json(step: Step) -> dict[str, Any]:
+    """``step`` as a JSON object of its fields (what crosses a process boundary, such as
+    Kafka's repartition topic); :func:`step_from_json` gives the same step back.
+
+    >>> step = Step(step_id="s/1", session_id="s", kind=StepKind.TOOL_CALL, ts=1,
+    ...             tool="bash", detail={"cluster": 2, "progress": 0.5})
+    >>> import json
+    >>> step_from_json(json.loads(json.dumps(step_to_json(step)))) == step
+    True
+    """
+    out = dict(zip(_STEP_FIELD_NAMES, _get_step_fields(step), strict=True))
+    out["kind"] = str(step.kind)
+    out["detail"] = dict(step.detail)
+    return out
+
+
+def step_from_json(data: Mapping[str, Any]) -> Step:
+    """The step :func:`step_to_json` wrote; raises ``TypeError``/``ValueError`` for an
+    object that is not one (an unknown field, an unknown kind)."""
+    unknown = data.keys() - _STEP_FIELD_SET
+    if unknown:
+        raise TypeError(f"Step has no field {sorted(unknown)[0]!r}")
+    detail = dict(data.get("detail") or {})
+    return Step(**{**data, "kind": StepKind(data["kind"]), "detail": detail})
+
+
 _STEP_FIELD_NAMES = tuple(f.name for f in dataclasses.fields(Step))
 _STEP_FIELD_SET = frozenset(_STEP_FIELD_NAMES)
 _get_step_fields = operator.attrgetter(*_STEP_FIELD_NAMES)

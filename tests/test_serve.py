@@ -507,8 +507,8 @@ def test_inbound_log_keeps_what_was_acknowledged_and_cuts_a_torn_tail(tmp_path: 
 def test_sessions_evicted_and_reopened_resume_their_detector_state(
     runs: list[list[list[Any]]], tmp_path: Path
 ) -> None:
-    """``keep_state``: with room for one session in memory, runs delivered interleaved
-    reopen their sessions from the store at every turn, and raise a replay's alerts."""
+    """With room for one session in memory, runs delivered interleaved reopen their
+    sessions from the store (their saved state) at every turn, and raise a replay's alerts."""
 
     from ingest.pipeline import Pipeline
 
@@ -519,7 +519,6 @@ def test_sessions_evicted_and_reopened_resume_their_detector_state(
             store,
             settings=Settings(db_url=url, max_sessions=1),
             detectors=detectors,
-            keep_state=True,
         )
         for index, group in enumerate(itertools.zip_longest(*runs)):
             for run, batch in enumerate(group):

@@ -1,6 +1,7 @@
 """The ``trajwatch`` command line.
 
 ``trajwatch replay PATH...``              recorded files through the pipeline into the store
+``trajwatch worker --bootstrap-servers H:P``  one Kafka consumer-group worker (run N)
 ``trajwatch eval PATH... --labels FILE``  detectors scored against labelled recordings
 ``trajwatch dead-letters``                what could not be read, and why (newest first)
 ``trajwatch schema``                      the session-event JSON Schema
@@ -88,6 +89,25 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument(
         "--config", type=Path, help="TOML config (default: ./trajwatch.toml if present)"
     )
+    wk = sub.add_parser(
+        "worker", parents=[common], help="consume spans and events from Kafka (run N of them)"
+    )
+    wk.add_argument(
+        "--bootstrap-servers", help="Kafka brokers, HOST:PORT[,...] (default: localhost:9092)"
+    )
+    wk.add_argument("--group", help="consumer group id (default: trajwatch)")
+    wk.add_argument("--db", help="store URL; PostgreSQL when more than one worker runs")
+    wk.add_argument(
+        "--config", type=Path, help="TOML config (default: ./trajwatch.toml if present)"
+    )
+    wk.add_argument(
+        "--stage",
+        choices=["all", "ingest", "detect"],
+        default="all",
+        help="ingest: decode and order into the repartition topic; detect: sequence, "
+        "judge and store; all (default): both",
+    )
+    wk.add_argument("--lateness-ms", type=int, help="event-time lateness for ordering")
     ev = sub.add_parser("eval", parents=[common], help="score the detectors against labels")
     ev.add_argument("paths", nargs="+", type=Path, help="recorded files or folders")
     ev.add_argument(
@@ -246,6 +266,8 @@ def _run(args: argparse.Namespace, flags: dict[str, str]) -> int:
         return serve(settings, _detectors(args, settings), host=args.host, port=args.port)
     if args.command == "eval":
         return _eval(args, settings)
+    if args.command == "worker":
+        return _worker(args, settings)
     return _replay(args, settings)
 
 
@@ -281,6 +303,25 @@ def _config_path(args: argparse.Namespace, settings: Settings) -> Path | None:
 
 def _detectors(args: argparse.Namespace, settings: Settings) -> DetectorSet:
     return detector_set(load_config(_config_path(args, settings)))
+
+
+def _worker(args: argparse.Namespace, settings: Settings) -> int:
+    import logging
+
+    from trajwatch.worker import kafka_options, run_worker
+
+    logging.basicConfig(level=logging.INFO, format="trajwatch worker: %(message)s")
+    logging.getLogger("kafka").setLevel(logging.WARNING)  # the client's chatter
+    config = load_config(_config_path(args, settings))
+    options = kafka_options(config, bootstrap_servers=args.bootstrap_servers, group_id=args.group)
+    stats = run_worker(
+        settings=settings, options=options, detectors=detector_set(config), stage=args.stage
+    )
+    print(
+        f"worker stopped: {stats.read} messages read, {stats.sequenced} steps sequenced, "
+        f"{stats.alerts} alerts, {stats.failures} failures survived"
+    )
+    return 0
 
 
 def _eval(args: argparse.Namespace, settings: Settings) -> int:

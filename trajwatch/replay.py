@@ -60,7 +60,6 @@ class ReplaySummary:
 SKIP_REASON = "unknown format: not a recording by its name"
 
 
-
 def replay(
     paths: list[Path],
     *,

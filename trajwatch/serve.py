@@ -98,7 +98,7 @@ class LiveIngest:
     ) -> None:
         self.settings = settings
         self._on_failure = on_failure
-        self.pipeline = Pipeline(store, settings=settings, detectors=detectors, keep_state=True)
+        self.pipeline = Pipeline(store, settings=settings, detectors=detectors)
         self.inbox = inbox
         self.metrics = metrics
         self.log = InboundLog(Path(settings.inbound_dir))
