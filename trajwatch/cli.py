@@ -6,6 +6,9 @@
 ``trajwatch schema``                      the session-event JSON Schema
 ``trajwatch defaults``                    every detector parameter and its default (TOML)
 ``trajwatch migrate``                     upgrade the store's schema to the current version
+``trajwatch deliveries list|redeliver|enable``  the webhook outbox: show, resend, re-enable
+``trajwatch dispatch``                    send the outbox (what serve and worker run inside)
+``trajwatch actions backtest --since T``  what a candidate action policy would have fired
 
 A mistake of the user's (a flag, a setting, a file, the store URL: any
 :class:`~ingest.errors.UserError`) is one line on stderr, ``trajwatch: error: <what is
@@ -21,6 +24,7 @@ import json
 import re
 import sys
 import traceback
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
@@ -34,8 +38,10 @@ from ingest.session_events import schema
 from models.open_errors import shown, sqlite_file
 from models.records import DeadLetter
 from models.store import Store
-from trajwatch import listing
-from trajwatch.config import defaults_toml, detector_set, load_config
+from models.tables import DELIVERY_STATUSES
+from trajwatch import actions_cli, listing
+from trajwatch.actions.endpoints import ActionsConfig
+from trajwatch.config import actions_config, defaults_toml, detector_set, load_config
 from trajwatch.evaluate import evaluate
 from trajwatch.replay import SKIP_REASON, ReplaySummary, replay
 from trajwatch.settings import Settings
@@ -85,6 +91,11 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument(
         "--config", type=Path, help="TOML config (default: ./trajwatch.toml if present)"
     )
+    rp.add_argument(
+        "--deliver",
+        action="store_true",
+        help="send the actions the alerts fire (a replay only reports them otherwise)",
+    )
     ev = sub.add_parser("eval", parents=[common], help="score the detectors against labels")
     ev.add_argument("paths", nargs="+", type=Path, help="recorded files or folders")
     ev.add_argument(
@@ -119,7 +130,42 @@ def _parser() -> argparse.ArgumentParser:
     )
     mp = sub.add_parser("migrate", parents=[common], help="upgrade the store's schema")
     mp.add_argument("--db", help="store URL")
+    _actions_parsers(sub, common)
     return parser
+
+
+def _actions_parsers(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    db = "store URL (default: $TRAJWATCH_DB_URL or sqlite:///trajwatch.db)"
+    config = "TOML config (default: ./trajwatch.toml if present)"
+    dv = sub.add_parser("deliveries", parents=[common], help="the webhook outbox")
+    dsub = dv.add_subparsers(dest="deliveries_command", required=True, parser_class=_Parser)
+    ls = dsub.add_parser("list", parents=[common], help="list deliveries, newest first")
+    ls.add_argument("--db", help=db)
+    ls.add_argument("--status", choices=DELIVERY_STATUSES, help="only this status")
+    ls.add_argument("--limit", type=_positive, default=50, help="newest N (default 50)")
+    ls.add_argument("--json", action="store_true", help='print {"deliveries": [...], ...}')
+    rd = dsub.add_parser("redeliver", parents=[common], help="send deliveries again")
+    rd.add_argument("ids", nargs="*", help="delivery ids (webhook-id) to resend")
+    rd.add_argument("--dead", action="store_true", help="resend every dead delivery")
+    rd.add_argument("--db", help=db)
+    en = dsub.add_parser("enable", parents=[common], help="re-enable an endpoint a 410 disabled")
+    en.add_argument("endpoint", help="the endpoint's name")
+    en.add_argument("--db", help=db)
+    dp = sub.add_parser("dispatch", parents=[common], help="send the outbox until stopped")
+    dp.add_argument("--db", help=db)
+    dp.add_argument("--config", type=Path, help=config)
+    dp.add_argument(
+        "--until-idle", action="store_true", help="exit once nothing is left to send"
+    )
+    ac = sub.add_parser("actions", parents=[common], help="the action policy")
+    asub = ac.add_subparsers(dest="actions_command", required=True, parser_class=_Parser)
+    bt = asub.add_parser(
+        "backtest", parents=[common], help="what a policy would have fired on stored alerts"
+    )
+    bt.add_argument("--since", required=True, help="an ISO time, or 90m / 6h / 2d / 1w ago")
+    bt.add_argument("--config", type=Path, help="the candidate policy's config (" + config + ")")
+    bt.add_argument("--db", help=db)
+    bt.add_argument("--json", action="store_true", help="print exactly one JSON object")
 
 
 def _positive(text: str) -> int:
@@ -213,6 +259,8 @@ def _run(args: argparse.Namespace, flags: dict[str, str]) -> int:
         return _list(args, settings, flags)
     if args.command == "eval":
         return _eval(args, settings)
+    if args.command in ("deliveries", "dispatch", "actions"):
+        return actions_cli.run(args, settings, _existing_store(settings, flags), _config_path)
     return _replay(args, settings)
 
 
@@ -226,7 +274,14 @@ def _replay(args: argparse.Namespace, settings: Settings) -> int:
         bar = tqdm(desc="replay", unit="recording", file=sys.stderr)
         progress = bar.update
     try:
-        summary = replay(args.paths, settings=settings, detectors=detectors, progress=progress)
+        summary = replay(
+            args.paths,
+            settings=settings,
+            detectors=detectors,
+            progress=progress,
+            actions_config=_actions_config(args, settings),
+            deliver=args.deliver,
+        )
     finally:
         if bar is not None:
             bar.close()
@@ -244,6 +299,10 @@ def _config_path(args: argparse.Namespace, settings: Settings) -> Path | None:
         return Path(settings.config_path)
     default = Path("trajwatch.toml")
     return default if default.exists() else None
+
+
+def _actions_config(args: argparse.Namespace, settings: Settings) -> ActionsConfig:
+    return actions_config(load_config(_config_path(args, settings)), settings)
 
 
 def _detectors(args: argparse.Namespace, settings: Settings) -> DetectorSet:
@@ -374,6 +433,15 @@ def _human(summary: ReplaySummary, db_url: str) -> str:
             f"onset=step {alert.onset_seq} score={alert.score:.2f} action={alert.action}: "
             f"{alert.reason}"
         )
+    fired = Counter(str(d.action) for d in summary.would_fire if d.mode == "enforce")
+    shadow = sum(d.mode == "shadow" for d in summary.would_fire)
+    what = ", ".join(f"{name} {n}" for name, n in sorted(fired.items())) or "none"
+    if summary.queued:
+        sent = summary.queued - summary.undelivered
+        lines.append(f"  actions       {what}; {sent} of {summary.queued} webhooks sent")
+    else:
+        lines.append(f"  would fire    {what}" + (f" (+{shadow} in shadow mode)" if shadow else "")
+                     + "; --deliver sends them")
     if summary.skipped:
         lines.append(f"  skipped       {len(summary.skipped)} files ({SKIP_REASON}):")
         lines += [f"    {path}" for path in summary.skipped[:SHOW_SKIPPED]]
