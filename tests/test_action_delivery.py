@@ -241,6 +241,8 @@ def test_a_replay_reports_what_would_fire_and_sends_nothing_without_deliver(
     with Store.open(db) as store:
         assert store.count("deliveries") == 0
     assert not receiver.received
+    assert cli.main(["replay", str(RUNS[0]), "--db", db, "--deliver"]) == 2
+    assert "--deliver needs a webhook endpoint" in capsys.readouterr().err
 
 
 def test_a_410_disables_the_endpoint_visibly_until_it_is_re_enabled(

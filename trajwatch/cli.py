@@ -266,6 +266,12 @@ def _run(args: argparse.Namespace, flags: dict[str, str]) -> int:
 
 def _replay(args: argparse.Namespace, settings: Settings) -> int:
     detectors = _detectors(args, settings)
+    actions = _actions_config(args, settings)
+    if args.deliver and not actions.endpoints:
+        raise ConfigError(
+            "--deliver needs a webhook endpoint; set TRAJWATCH_WEBHOOK_URL and "
+            "TRAJWATCH_WEBHOOK_SECRET, or add [webhooks.NAME] to the config"
+        )
     progress = None
     bar = None
     if sys.stderr.isatty():
@@ -279,7 +285,7 @@ def _replay(args: argparse.Namespace, settings: Settings) -> int:
             settings=settings,
             detectors=detectors,
             progress=progress,
-            actions_config=_actions_config(args, settings),
+            actions_config=actions,
             deliver=args.deliver,
         )
     finally:
