@@ -247,6 +247,23 @@ class Outbox:
             )
         return None if row is None else to_record(row)
 
+    def statuses(self, alert_ids: Sequence[str]) -> dict[str, int]:
+        """status → rows, over the deliveries of ``alert_ids``."""
+        from sqlalchemy import func
+
+        counts: dict[str, int] = {}
+        ids = list(dict.fromkeys(alert_ids))
+        with self._engine.connect() as connection:
+            for start in range(0, len(ids), 500):
+                query = (
+                    select(_deliveries.c.status, func.count())
+                    .where(_deliveries.c.alert_id.in_(ids[start : start + 500]))
+                    .group_by(_deliveries.c.status)
+                )
+                for status, n in connection.execute(query):
+                    counts[status] = counts.get(status, 0) + n
+        return counts
+
     def pending(self) -> int:
         """Rows still to send (pending, whether due or waiting for a retry)."""
         from sqlalchemy import func

@@ -442,9 +442,12 @@ def _human(summary: ReplaySummary, db_url: str) -> str:
     fired = Counter(str(d.action) for d in summary.would_fire if d.mode == "enforce")
     shadow = sum(d.mode == "shadow" for d in summary.would_fire)
     what = ", ".join(f"{name} {n}" for name, n in sorted(fired.items())) or "none"
-    if summary.queued:
-        sent = summary.queued - summary.undelivered
-        lines.append(f"  actions       {what}; {sent} of {summary.queued} webhooks sent")
+    if summary.delivery_statuses:
+        statuses = ", ".join(f"{n} {s}" for s, n in sorted(summary.delivery_statuses.items()))
+        lines.append(
+            f"  actions       {what}; {summary.queued} webhooks queued by this replay; "
+            f"deliveries: {statuses} (trajwatch deliveries list)"
+        )
     else:
         lines.append(f"  would fire    {what}" + (f" (+{shadow} in shadow mode)" if shadow else "")
                      + "; --deliver sends them")

@@ -57,6 +57,9 @@ class ReplaySummary:
     """Outbox rows this replay queued (``deliver`` only)."""
     undelivered: int = 0
     """Of those, still pending when the replay stopped waiting (``deliver`` only)."""
+    delivery_statuses: dict[str, int] = field(default_factory=dict)
+    """status → outbox rows of the replayed alerts, when the replay stopped waiting
+    (``deliver`` only)."""
 
     def to_json(self) -> dict[str, Any]:
         """The stable shape of ``trajwatch replay --json``."""
@@ -132,6 +135,9 @@ def replay(
             would_fire=[d for d in decisions if d.fires],
             queued=0 if sink is None else sink.queued,
             undelivered=undelivered,
+            delivery_statuses=store.outbox().statuses([a.alert_id for a in alerts])
+            if deliver
+            else {},
         )
     finally:
         if dispatcher is not None:
