@@ -28,6 +28,7 @@ lint: $(VENV)/.installed
 bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/bench_decode.py
 	$(BIN)/python benchmarks/bench_detectors.py
+	$(BIN)/python benchmarks/bench_actions.py
 
 # The README's evaluation tables. HELDOUT_SEED was never used for tuning: the
 # held-apart split is generated here, not committed. It is scored as recorded

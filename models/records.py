@@ -221,6 +221,47 @@ class Alert:
         }
 
 
+def delivery_id(alert_id: str, endpoint: str, action: Action) -> str:
+    """The outbox key and Standard Webhooks ``webhook-id`` of one action sent to one
+    endpoint: the same on every retry and on every replay of the same input.
+
+    >>> delivery_id("al_1f", "ops", Action.KILL)
+    'al_1f:ops:kill'
+    """
+    return f"{alert_id}:{endpoint}:{action}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Delivery:
+    """One row of the webhook outbox: an action the policy decided for an alert, for one
+    endpoint, and where its delivery stands.
+
+    ``status`` is ``pending`` (to send at ``next_attempt_at``), ``delivered``, ``dead``
+    (every attempt failed), ``disabled`` (held: the endpoint answered 410), ``shadow``
+    (shadow mode: recorded, never sent) or ``suppressed`` (a per-session cooldown).
+    ``payload`` is the JSON body every attempt sends; times are wall-clock ns except
+    ``alert_ts`` (the alert's event time)."""
+
+    delivery_id: str
+    alert_id: str
+    endpoint: str
+    action: Action
+    mode: str = "enforce"
+    status: str = "pending"
+    session_id: str | None = None
+    agent: str | None = None
+    alert_ts: int | None = None
+    decision: str | None = None
+    """Why the policy decided this (the rule, a rollback's fallback to kill)."""
+    payload: str | None = None
+    attempts: int = 0
+    next_attempt_at: int | None = None
+    last_error: str | None = None
+    last_status_code: int | None = None
+    created: int = 0
+    updated: int = 0
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DeadLetter:
     """An input that could not become steps, kept whole with the reason.

@@ -55,12 +55,14 @@ from sqlalchemy.exc import ArgumentError, DataError, DBAPIError, IntegrityError,
 from sqlalchemy.pool import ConnectionPoolEntry
 
 from models import migrations
+from models import outbox as _outbox
 from models.errors import StoreOpenError
 from models.open_errors import EXAMPLE_URLS, open_error, shown
 from models.records import (
     Action,
     Alert,
     DeadLetter,
+    Delivery,
     SessionInfo,
     Severity,
     Step,
@@ -318,6 +320,15 @@ class Store:
         )
         with self._read() as connection:
             return [(reason, count) for reason, count in connection.execute(query)]
+
+    def checkpoints(self, session_ids: Sequence[str]) -> list[tuple[str, int, str, str | None]]:
+        """(session, seq, checkpoint id, workspace commit) of the sessions' checkpoints."""
+        with self._read() as connection:
+            return _outbox.checkpoints(connection, session_ids)
+
+    def outbox(self) -> _outbox.Outbox:
+        """The webhook outbox on this store's engine (the dispatcher, the CLI)."""
+        return _outbox.Outbox(self._engine)
 
     def count(self, table: str) -> int:
         """Rows in ``table``: sessions, steps, alerts, dead_letters, deliveries or
@@ -712,36 +723,46 @@ class StoreUnit:
                 "consumed it"
             )
 
-    def add_deliveries(
-        self, alert_ids: Sequence[str], endpoints: Sequence[str], *, now: int | None = None
-    ) -> int:
-        """Queue one webhook delivery per (alert, endpoint), due at once; returns the number
-        of new outbox rows. A pair already queued is left as it is, whatever its status.
+    def add_deliveries(self, deliveries: Sequence[Delivery], *, now: int | None = None) -> int:
+        """Queue ``deliveries`` (the action policy's decisions, one per alert and
+        endpoint), due at once; returns the number of new outbox rows. A ``delivery_id``
+        already queued is left as it is, whatever its status: replaying the same input
+        never sends a second webhook.
 
-        ``delivery_id`` is ``f"{alert_id}:{endpoint}"``, the ``webhook-id`` receivers use
-        to drop duplicates. ``now`` (wall-clock ns, default the current time) stamps
-        ``created``, ``updated`` and ``next_attempt_at``. The alerts must be stored
-        (foreign key) — in this unit or before.
+        ``now`` (wall-clock ns, default the current time) stamps ``created``, ``updated``
+        and ``next_attempt_at``. The alerts must be stored (foreign key) — in this unit or
+        before.
         """
-        if not alert_ids or not endpoints:
+        if not deliveries:
             return 0
         stamp = time.time_ns() if now is None else now
-        rows = [
-            {
-                "delivery_id": f"{alert_id}:{endpoint}",
-                "alert_id": alert_id,
-                "endpoint": endpoint,
-                "status": "pending",
-                "attempts": 0,
+        rows = {
+            d.delivery_id: {
+                **{f.name: getattr(d, f.name) for f in dataclasses.fields(Delivery)},
+                "action": str(d.action),
                 "next_attempt_at": stamp,
                 "created": stamp,
                 "updated": stamp,
             }
-            for alert_id in dict.fromkeys(alert_ids)
-            for endpoint in dict.fromkeys(endpoints)
-        ]
+            for d in deliveries
+        }
         statement = self._insert(_deliveries).on_conflict_do_nothing(index_elements=["delivery_id"])
-        return self._insert_many(statement, rows)
+        return self._insert_many(statement, list(rows.values()))
+
+    def session_agents(self, session_ids: Sequence[str]) -> dict[str, str | None]:
+        """session id → its agent (or workflow) name, for the stored sessions among
+        ``session_ids`` (this unit's writes included)."""
+        query = select(_sessions.c.session_id, _sessions.c.agent)
+        rows = _select_in(self._connection, query, _sessions.c.session_id, session_ids)
+        return {row["session_id"]: row["agent"] for row in rows}
+
+    def checkpoints(self, session_ids: Sequence[str]) -> list[tuple[str, int, str, str | None]]:
+        """(session, seq, checkpoint id, workspace commit) of the sessions' checkpoints."""
+        return _outbox.checkpoints(self._connection, session_ids)
+
+    def fired_actions(self, session_ids: Sequence[str]) -> list[tuple[str, int, Action]]:
+        """(session, alert event time, action) of the actions already fired in the sessions."""
+        return _outbox.fired(self._connection, session_ids)
 
 
 _RAW_STEPS_INSERT: dict[str, tuple[str, bool]] = {}

@@ -149,21 +149,30 @@ class AlertRow(Base):
     ts: Mapped[int] = mapped_column(BigInteger)
 
 
-DELIVERY_STATUSES = ("pending", "delivered", "failed", "dead", "disabled")
+DELIVERY_STATUSES = ("pending", "delivered", "dead", "disabled", "shadow", "suppressed")
+"""``pending`` (due at ``next_attempt_at``, retried until ``delivered`` or ``dead``);
+``disabled`` (held: its endpoint answered 410 and is disabled until re-enabled);
+``shadow`` and ``suppressed`` record what the action policy decided without sending
+(shadow mode; a per-session cooldown) and are never sent."""
 
 
 class DeliveryRow(Base):
-    """The webhook outbox: one row per (alert, endpoint).
+    """The webhook outbox: one row per (alert, endpoint), written in the transaction that
+    stores the alert, with what the action policy decided.
 
-    ``delivery_id`` is ``f"{alert_id}:{endpoint}"`` and doubles as the Standard Webhooks
-    ``webhook-id`` idempotency key. Status is one of :data:`DELIVERY_STATUSES`; the
-    dispatcher polls ``status = 'pending' AND next_attempt_at <= now`` (indexed).
+    ``delivery_id`` is ``f"{alert_id}:{endpoint}:{action}"`` and doubles as the Standard
+    Webhooks ``webhook-id`` idempotency key: the same on every retry. ``payload`` is the
+    JSON body, fixed when the row is written, so every attempt signs the same bytes.
+    ``session_id``/``alert_ts``/``action`` feed the per-session cooldown. Status is one of
+    :data:`DELIVERY_STATUSES`; the dispatcher polls ``status = 'pending' AND
+    next_attempt_at <= now`` (indexed).
     """
 
     __tablename__ = "deliveries"
     __table_args__ = (
         UniqueConstraint("alert_id", "endpoint"),
         Index(None, "status", "next_attempt_at"),
+        Index(None, "session_id"),
     )
 
     delivery_id: Mapped[str] = mapped_column(Text, primary_key=True)
@@ -175,6 +184,25 @@ class DeliveryRow(Base):
     last_error: Mapped[str | None] = mapped_column(Text)
     last_status_code: Mapped[int | None] = mapped_column(Integer)
     created: Mapped[int] = mapped_column(BigInteger)
+    updated: Mapped[int] = mapped_column(BigInteger)
+    action: Mapped[str] = mapped_column(String(16), default="notify", server_default="notify")
+    mode: Mapped[str] = mapped_column(String(16), default="enforce", server_default="enforce")
+    session_id: Mapped[str | None] = mapped_column(SESSION_ID)
+    agent: Mapped[str | None] = mapped_column(NAME)
+    alert_ts: Mapped[int | None] = mapped_column(BigInteger)
+    decision: Mapped[str | None] = mapped_column(Text)
+    payload: Mapped[str | None] = mapped_column(Text)
+
+
+class EndpointRow(Base):
+    """A webhook endpoint's state, by the name the config gives it. A row exists once an
+    endpoint was disabled (a 410 answer) or re-enabled; an endpoint without one is enabled."""
+
+    __tablename__ = "webhook_endpoints"
+
+    name: Mapped[str] = mapped_column(NAME, primary_key=True)
+    enabled: Mapped[bool] = mapped_column(Boolean)
+    reason: Mapped[str | None] = mapped_column(Text)
     updated: Mapped[int] = mapped_column(BigInteger)
 
 

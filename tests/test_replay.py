@@ -128,6 +128,7 @@ def test_debug_bundle_files_are_one_session_stored_once(
         "alerts",
         "skipped",
         "dead_letter_reasons",
+        "would_fire",
     }
     assert result == {
         "sessions": 1,
@@ -136,6 +137,7 @@ def test_debug_bundle_files_are_one_session_stored_once(
         "alerts": [],
         "skipped": [],
         "dead_letter_reasons": [],
+        "would_fire": [],
     }
     again = replay_json(capsys, str(tmp_path / "bundle"), "--db", db)
     assert again == result

@@ -19,11 +19,13 @@ from models.records import (
     Action,
     Alert,
     DeadLetter,
+    Delivery,
     SessionInfo,
     Severity,
     Step,
     StepKind,
     alert_id,
+    delivery_id,
 )
 from models.store import SessionCursor, Store
 from models.tables import Base, StepRow
@@ -247,18 +249,31 @@ def test_alerts_filter_and_order(store: Store) -> None:
     assert store.alerts([]) == []
 
 
+def _deliveries(alert_ids: list[str], endpoints: list[str]) -> list[Delivery]:
+    return [
+        Delivery(
+            delivery_id=delivery_id(alert_id, endpoint, Action.KILL),
+            alert_id=alert_id,
+            endpoint=endpoint,
+            action=Action.KILL,
+        )
+        for alert_id in alert_ids
+        for endpoint in endpoints
+    ]
+
+
 def test_deliveries_are_queued_once_per_alert_and_endpoint(store: Store) -> None:
     a, b = loop_alert(10), loop_alert(30)
-    endpoints = ["https://hooks.example.com/trajwatch", "https://ops.example.org/agents"]
+    endpoints = ["hooks", "ops"]
     with store.unit() as unit:
         unit.add_alerts([a, b])
-        assert unit.add_deliveries([a.alert_id, b.alert_id], endpoints, now=T0) == 4
+        assert unit.add_deliveries(_deliveries([a.alert_id, b.alert_id], endpoints), now=T0) == 4
     with store.unit() as unit:
-        assert unit.add_deliveries([a.alert_id], endpoints) == 0
-        assert unit.add_deliveries([a.alert_id], []) == 0
+        assert unit.add_deliveries(_deliveries([a.alert_id], endpoints)) == 0
+        assert unit.add_deliveries([]) == 0
     assert store.count("deliveries") == 4
     with pytest.raises(IntegrityError), store.unit() as unit:
-        unit.add_deliveries(["al_missing"], endpoints)
+        unit.add_deliveries(_deliveries(["al_missing"], endpoints))
 
 
 def test_dead_letters_keep_large_payloads_and_are_stored_once(store: Store) -> None:
@@ -382,7 +397,7 @@ def test_a_failed_unit_leaves_nothing(store: Store) -> None:
     with pytest.raises(RuntimeError, match="detector crashed"), store.unit() as unit:
         unit.add_steps([tool_call(seq) for seq in range(20)])
         unit.add_alerts([alert])
-        unit.add_deliveries([alert.alert_id], ["https://hooks.example.com/trajwatch"])
+        unit.add_deliveries(_deliveries([alert.alert_id], ["hooks"]))
         unit.add_dead_letters([bad_span(1)])
         unit.upsert_session(SessionInfo(session_id=SESSION), SessionCursor(session_id=SESSION))
         unit.set_offset("kafka:otlp_spans", "3", 1042)

@@ -7,6 +7,9 @@
 ``trajwatch schema``                      the session-event JSON Schema
 ``trajwatch defaults``                    every detector parameter and its default (TOML)
 ``trajwatch migrate``                     upgrade the store's schema to the current version
+``trajwatch deliveries list|redeliver|enable``  the webhook outbox: show, resend, re-enable
+``trajwatch dispatch``                    send the outbox (what serve and worker run inside)
+``trajwatch actions backtest --since T``  what a candidate action policy would have fired
 
 A mistake of the user's (a flag, a setting, a file, the store URL: any
 :class:`~ingest.errors.UserError`) is one line on stderr, ``trajwatch: error: <what is
@@ -22,6 +25,7 @@ import json
 import re
 import sys
 import traceback
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
@@ -37,8 +41,10 @@ from ingest.session_events import schema
 from models.open_errors import shown, sqlite_file
 from models.records import DeadLetter
 from models.store import Store
-from trajwatch import listing
-from trajwatch.config import defaults_toml, detector_set, load_config
+from models.tables import DELIVERY_STATUSES
+from trajwatch import actions_cli, listing
+from trajwatch.actions.endpoints import ActionsConfig
+from trajwatch.config import actions_config, defaults_toml, detector_set, load_config
 from trajwatch.evaluate import evaluate
 from trajwatch.replay import SKIP_REASON, ReplaySummary, replay
 from trajwatch.settings import Settings
@@ -108,6 +114,11 @@ def _parser() -> argparse.ArgumentParser:
         "judge and store; all (default): both",
     )
     wk.add_argument("--lateness-ms", type=int, help="event-time lateness for ordering")
+    rp.add_argument(
+        "--deliver",
+        action="store_true",
+        help="send the actions the alerts fire (a replay only reports them otherwise)",
+    )
     ev = sub.add_parser("eval", parents=[common], help="score the detectors against labels")
     ev.add_argument("paths", nargs="+", type=Path, help="recorded files or folders")
     ev.add_argument(
@@ -166,7 +177,42 @@ def _parser() -> argparse.ArgumentParser:
         help="a system prompt, AGENTS.md or CLAUDE.md",
     )
     pp.add_argument("--id", help="the policy id (default: derived-<file stem>)")
+    _actions_parsers(sub, common)
     return parser
+
+
+def _actions_parsers(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    db = "store URL (default: $TRAJWATCH_DB_URL or sqlite:///trajwatch.db)"
+    config = "TOML config (default: ./trajwatch.toml if present)"
+    dv = sub.add_parser("deliveries", parents=[common], help="the webhook outbox")
+    dsub = dv.add_subparsers(dest="deliveries_command", required=True, parser_class=_Parser)
+    ls = dsub.add_parser("list", parents=[common], help="list deliveries, newest first")
+    ls.add_argument("--db", help=db)
+    ls.add_argument("--status", choices=DELIVERY_STATUSES, help="only this status")
+    ls.add_argument("--limit", type=_positive, default=50, help="newest N (default 50)")
+    ls.add_argument("--json", action="store_true", help='print {"deliveries": [...], ...}')
+    rd = dsub.add_parser("redeliver", parents=[common], help="send deliveries again")
+    rd.add_argument("ids", nargs="*", help="delivery ids (webhook-id) to resend")
+    rd.add_argument("--dead", action="store_true", help="resend every dead delivery")
+    rd.add_argument("--db", help=db)
+    en = dsub.add_parser("enable", parents=[common], help="re-enable an endpoint a 410 disabled")
+    en.add_argument("endpoint", help="the endpoint's name")
+    en.add_argument("--db", help=db)
+    dp = sub.add_parser("dispatch", parents=[common], help="send the outbox until stopped")
+    dp.add_argument("--db", help=db)
+    dp.add_argument("--config", type=Path, help=config)
+    dp.add_argument(
+        "--until-idle", action="store_true", help="exit once nothing is left to send"
+    )
+    ac = sub.add_parser("actions", parents=[common], help="the action policy")
+    asub = ac.add_subparsers(dest="actions_command", required=True, parser_class=_Parser)
+    bt = asub.add_parser(
+        "backtest", parents=[common], help="what a policy would have fired on stored alerts"
+    )
+    bt.add_argument("--since", required=True, help="an ISO time, or 90m / 6h / 2d / 1w ago")
+    bt.add_argument("--config", type=Path, help="the candidate policy's config (" + config + ")")
+    bt.add_argument("--db", help=db)
+    bt.add_argument("--json", action="store_true", help="print exactly one JSON object")
 
 
 def _positive(text: str) -> int:
@@ -268,11 +314,19 @@ def _run(args: argparse.Namespace, flags: dict[str, str]) -> int:
         return _eval(args, settings)
     if args.command == "worker":
         return _worker(args, settings)
+    if args.command in ("deliveries", "dispatch", "actions"):
+        return actions_cli.run(args, settings, _existing_store(settings, flags), _config_path)
     return _replay(args, settings)
 
 
 def _replay(args: argparse.Namespace, settings: Settings) -> int:
     detectors = _detectors(args, settings)
+    actions = _actions_config(args, settings)
+    if args.deliver and not actions.endpoints:
+        raise ConfigError(
+            "--deliver needs a webhook endpoint; set TRAJWATCH_WEBHOOK_URL and "
+            "TRAJWATCH_WEBHOOK_SECRET, or add [webhooks.NAME] to the config"
+        )
     progress = None
     bar = None
     if sys.stderr.isatty():
@@ -281,7 +335,14 @@ def _replay(args: argparse.Namespace, settings: Settings) -> int:
         bar = tqdm(desc="replay", unit="recording", file=sys.stderr)
         progress = bar.update
     try:
-        summary = replay(args.paths, settings=settings, detectors=detectors, progress=progress)
+        summary = replay(
+            args.paths,
+            settings=settings,
+            detectors=detectors,
+            progress=progress,
+            actions_config=actions,
+            deliver=args.deliver,
+        )
     finally:
         if bar is not None:
             bar.close()
@@ -299,6 +360,10 @@ def _config_path(args: argparse.Namespace, settings: Settings) -> Path | None:
         return Path(settings.config_path)
     default = Path("trajwatch.toml")
     return default if default.exists() else None
+
+
+def _actions_config(args: argparse.Namespace, settings: Settings) -> ActionsConfig:
+    return actions_config(load_config(_config_path(args, settings)), settings)
 
 
 def _detectors(args: argparse.Namespace, settings: Settings) -> DetectorSet:
@@ -448,6 +513,18 @@ def _human(summary: ReplaySummary, db_url: str) -> str:
             f"onset=step {alert.onset_seq} score={alert.score:.2f} action={alert.action}: "
             f"{alert.reason}"
         )
+    fired = Counter(str(d.action) for d in summary.would_fire if d.mode == "enforce")
+    shadow = sum(d.mode == "shadow" for d in summary.would_fire)
+    what = ", ".join(f"{name} {n}" for name, n in sorted(fired.items())) or "none"
+    if summary.delivery_statuses:
+        statuses = ", ".join(f"{n} {s}" for s, n in sorted(summary.delivery_statuses.items()))
+        lines.append(
+            f"  actions       {what}; {summary.queued} webhooks queued by this replay; "
+            f"deliveries: {statuses} (trajwatch deliveries list)"
+        )
+    else:
+        lines.append(f"  would fire    {what}" + (f" (+{shadow} in shadow mode)" if shadow else "")
+                     + "; --deliver sends them")
     if summary.skipped:
         lines.append(f"  skipped       {len(summary.skipped)} files ({SKIP_REASON}):")
         lines += [f"    {path}" for path in summary.skipped[:SHOW_SKIPPED]]

@@ -13,6 +13,25 @@ derived = "warn"                # sessions no policy names: rules from their own
                                 # "warn" until confirmed (default), "enforce", or "off"
 [policies.agents]               # agent or workflow name → policy id, for plain-OTLP sessions
 codewright = "coding-strict-v1"
+
+[actions]                       # the action policy (see trajwatch/actions/policy.py)
+shadow = false                  # record what would fire without sending
+cooldown_s = 300                # per session: no action as strong again within 5 min
+explorer_url = "https://trajwatch.example.com"
+allow_private = false           # the SSRF guard (TRAJWATCH_WEBHOOK_ALLOW_PRIVATE=1)
+[actions.retry]
+max_attempts = 12               # then the delivery is dead
+backoff_s = 2.0
+[[actions.rules]]               # first match wins; no rules: each alert's own action
+detector = "egress_gaming"      # omit for any detector
+severity = "critical"           # this severity or above
+agents = ["codewright"]         # omit for any agent
+action = "kill"                 # notify | kill | rollback | recommended | none
+[actions.agents.codewright]
+shadow = true                   # shadow mode for one agent
+[webhooks.breaker]              # endpoints by name; the secrets come from the environment
+url = "https://breaker.example.com/trajwatch"
+secret_env = "BREAKER_WEBHOOK_SECRET"   # or a list of variables
 ```
 
 Relative paths are resolved against the config file's folder. Detectors that take
@@ -32,6 +51,11 @@ from typing import Any
 
 from detectors.registry import REGISTRY, DetectorSet, load_builtin, parameters
 from ingest.errors import ConfigError
+from models.records import Action, Severity
+from trajwatch.actions.endpoints import ActionsConfig, Endpoint, RetryPolicy
+from trajwatch.actions.policy import RECOMMENDED, ActionPolicy, AgentSettings, Rule
+from trajwatch.actions.signing import signers
+from trajwatch.settings import Settings, environment_secrets
 
 
 def load_config(path: Path | None) -> dict[str, Any]:
@@ -40,7 +64,7 @@ def load_config(path: Path | None) -> dict[str, Any]:
     if path is None:
         return {}
     config = _read_toml(path, "config file")
-    for table in ("detectors", "policies"):
+    for table in ("detectors", "policies", "actions", "webhooks"):
         if not isinstance(config.get(table, {}), dict):
             raise ConfigError(f"config file {path}: `{table}` must be a table; write [{table}]")
     for name, values in config.get("detectors", {}).items():
@@ -187,3 +211,140 @@ def _toml(value: Any) -> str:
     if isinstance(value, Mapping):
         return "{ " + ", ".join(f"{k} = {_toml(v)}" for k, v in value.items()) + " }"
     raise TypeError(f"cannot write {type(value).__name__} as TOML")
+
+
+def actions_config(
+    config: Mapping[str, Any], settings: Settings, environ: Mapping[str, str] | None = None
+) -> ActionsConfig:
+    """The action policy and webhook endpoints from ``[actions]``, ``[webhooks.NAME]`` and
+    the settings (``TRAJWATCH_WEBHOOK_URL`` + ``TRAJWATCH_WEBHOOK_SECRET`` add the endpoint
+    ``default``). Raises ConfigError, one line naming the key, for a value that is wrong."""
+    origin = config.get("_path", "the config")
+    table = config.get("actions", {})
+    policy = ActionPolicy(
+        rules=tuple(_rule(rule, i, origin) for i, rule in enumerate(_list(table, "rules", origin))),
+        shadow=_typed(table, "shadow", bool, False, origin),
+        cooldown_ns=_seconds(table, "cooldown_s", origin),
+        agents={
+            str(name): AgentSettings(
+                shadow=_typed(values, "shadow", bool, None, origin),
+                cooldown_ns=_seconds(values, "cooldown_s", origin)
+                if "cooldown_s" in values
+                else None,
+            )
+            for name, values in _table(table, "agents", origin).items()
+        },
+    )
+    retry_table = _table(table, "retry", origin)
+    defaults = RetryPolicy()
+    retry = RetryPolicy(
+        **{
+            key: _number(retry_table, key, getattr(defaults, key), origin)
+            for key in ("max_attempts", "backoff_s", "max_backoff_s", "timeout_s", "lease_s")
+        }
+    )
+    if retry.lease_s <= retry.timeout_s:
+        raise ConfigError(f"{origin}: [actions.retry] lease_s must exceed timeout_s")
+    endpoints: dict[str, Endpoint] = {}
+    if settings.webhook_url:
+        secrets = (settings.webhook_secret or "").split()
+        if not secrets:
+            raise ConfigError(
+                "TRAJWATCH_WEBHOOK_URL is set without TRAJWATCH_WEBHOOK_SECRET; "
+                "export TRAJWATCH_WEBHOOK_SECRET=whsec_..."
+            )
+        endpoints["default"] = Endpoint(
+            "default", settings.webhook_url, signers(secrets, where="TRAJWATCH_WEBHOOK_SECRET")
+        )
+    for name, values in config.get("webhooks", {}).items():
+        where = f"{origin}: [webhooks.{name}]"
+        if not isinstance(values, dict) or not isinstance(values.get("url"), str):
+            raise ConfigError(f'{where} needs url = "https://..."')
+        names = values.get("secret_env")
+        names = [names] if isinstance(names, str) else names
+        if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
+            raise ConfigError(f'{where} needs secret_env = "VARIABLE" (or a list of them)')
+        secrets = environment_secrets(names, environ)
+        endpoints[str(name)] = Endpoint(str(name), values["url"], signers(secrets, where=where))
+    return ActionsConfig(
+        policy=policy,
+        endpoints=endpoints,
+        retry=retry,
+        allow_private=settings.webhook_allow_private
+        or _typed(table, "allow_private", bool, False, origin),
+        explorer_url=settings.explorer_url or _typed(table, "explorer_url", str, None, origin),
+    )
+
+
+_ACTIONS = (*[str(a) for a in Action], RECOMMENDED, "none")
+
+
+def _rule(raw: Any, index: int, origin: str) -> Rule:
+    where = f"{origin}: [[actions.rules]] #{index + 1}"
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where} must be a table")
+    unknown = set(raw) - {"detector", "severity", "agents", "action"}
+    if unknown:
+        raise ConfigError(f"{where}: unknown key {sorted(unknown)[0]!r}; use detector, "
+                          "severity, agents, action")
+    action = raw.get("action")
+    if action not in _ACTIONS:
+        raise ConfigError(f"{where}: action must be one of {', '.join(_ACTIONS)}, got {action!r}")
+    severity = raw.get("severity")
+    if severity is not None and severity not in [str(s) for s in Severity]:
+        raise ConfigError(f"{where}: severity must be info, warn or critical, got {severity!r}")
+    detector = raw.get("detector")
+    if detector is not None and detector != "*":
+        load_builtin()
+        if detector not in REGISTRY:
+            raise ConfigError(
+                f"{where}: unknown detector {detector!r}; known: {', '.join(sorted(REGISTRY))}"
+            )
+    agents = raw.get("agents")
+    if agents is not None and (
+        not isinstance(agents, list) or not all(isinstance(a, str) for a in agents)
+    ):
+        raise ConfigError(f'{where}: agents must be a list of names, e.g. ["codewright"]')
+    return Rule(
+        action=None if action == "none" else (RECOMMENDED if action == RECOMMENDED
+                                              else Action(action)),
+        detector=None if detector in (None, "*") else detector,
+        severity=None if severity is None else Severity(severity),
+        agents=None if agents is None else frozenset(agents),
+    )
+
+
+def _table(table: Mapping[str, Any], key: str, origin: str) -> dict[str, Any]:
+    value = table.get(key, {})
+    if not isinstance(value, dict):
+        raise ConfigError(f"{origin}: [actions] {key} must be a table; write [actions.{key}]")
+    return value
+
+
+def _list(table: Mapping[str, Any], key: str, origin: str) -> list[Any]:
+    value = table.get(key, [])
+    if not isinstance(value, list):
+        raise ConfigError(f"{origin}: actions.{key} must be an array of tables; "
+                          f"write [[actions.{key}]]")
+    return value
+
+
+def _typed(table: Mapping[str, Any], key: str, kind: type, default: Any, origin: str) -> Any:
+    value = table.get(key, default)
+    if value is not None and not isinstance(value, kind):
+        raise ConfigError(f"{origin}: {key} must be a {kind.__name__}, got {value!r}")
+    return value
+
+
+def _number(table: Mapping[str, Any], key: str, default: float, origin: str) -> Any:
+    value = table.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise ConfigError(f"{origin}: [actions.retry] {key} must be a number > 0, got {value!r}")
+    return int(value) if isinstance(default, int) else float(value)
+
+
+def _seconds(table: Mapping[str, Any], key: str, origin: str) -> int:
+    value = table.get(key, 0)
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        raise ConfigError(f"{origin}: {key} must be a number of seconds >= 0, got {value!r}")
+    return int(value * 1_000_000_000)

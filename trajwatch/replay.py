@@ -6,6 +6,12 @@ the same ``lateness_ms`` watermark; its files are merged by the time the live se
 would have received each record (:func:`ingest.formats.delivered`). So a replay raises
 exactly the alerts the live service raised on the same input. Replaying the same files
 again stores nothing twice: every step, alert and dead letter has a stable id.
+
+A replay fires no action unless asked (``deliver``): it reports what the action policy
+would have fired (``would_fire``). With ``deliver`` the actions' outbox sink joins the
+pipeline and the replay waits (up to ``deliver_timeout_s``) for the dispatcher to send
+what it queued; alerts already stored by an earlier run are not new, so replaying the
+same input again sends no second webhook.
 """
 
 from __future__ import annotations
@@ -24,6 +30,10 @@ from ingest.formats import delivered
 from ingest.pipeline import Pipeline
 from models.records import Alert, DeadLetter
 from models.store import Store
+from trajwatch import actions
+from trajwatch.actions.backtest import decide
+from trajwatch.actions.endpoints import ActionsConfig
+from trajwatch.actions.policy import Decision
 from trajwatch.settings import Settings
 
 
@@ -41,6 +51,15 @@ class ReplaySummary:
     """Files under the given folders that are not recordings (unknown format by name)."""
     first_dead_letters: list[DeadLetter] = field(default_factory=list)
     """The first few dead letters of this replay (see ``Pipeline.stats``)."""
+    would_fire: list[Decision] = field(default_factory=list)
+    """The actions the policy fires for the replay's alerts (sent only with ``deliver``)."""
+    queued: int = 0
+    """Outbox rows this replay queued (``deliver`` only)."""
+    undelivered: int = 0
+    """Of those, still pending when the replay stopped waiting (``deliver`` only)."""
+    delivery_statuses: dict[str, int] = field(default_factory=dict)
+    """status → outbox rows of the replayed alerts, when the replay stopped waiting
+    (``deliver`` only)."""
 
     def to_json(self) -> dict[str, Any]:
         """The stable shape of ``trajwatch replay --json``."""
@@ -54,6 +73,7 @@ class ReplaySummary:
                 {"source": d.source, "location": redact(d.location), "reason": redact(d.reason)}
                 for d in self.first_dead_letters
             ],
+            "would_fire": [d.to_json() for d in self.would_fire],
         }
 
 
@@ -66,11 +86,20 @@ def replay(
     settings: Settings,
     detectors: DetectorSet | None = None,
     progress: Callable[[int], None] | None = None,
+    actions_config: ActionsConfig | None = None,
+    deliver: bool = False,
+    deliver_timeout_s: float = 60.0,
 ) -> ReplaySummary:
     """Replay ``paths`` into the store at ``settings.db_url``; returns what was seen."""
+    actions_config = actions_config or ActionsConfig()
     store = Store.open(settings.db_url)
+    sink, dispatcher = None, None
     try:
-        pipeline = Pipeline(store, settings=settings, detectors=detectors)
+        if deliver:
+            sink, dispatcher = actions.start(settings.db_url, actions_config)
+        pipeline = Pipeline(
+            store, settings=settings, detectors=detectors, sinks=[sink] if sink else []
+        )
         stats = ReadStats()
         since_commit = 0
         for partition, files in read_recordings(paths, stats):
@@ -85,17 +114,31 @@ def replay(
                 pipeline.commit()
                 since_commit = 0
         pipeline.close()
+        undelivered = 0
+        if dispatcher is not None:
+            dispatcher.drain(deliver_timeout_s)
+            undelivered = store.outbox().pending()
         sessions = sorted(pipeline.stats.sessions)
+        alerts = store.alerts(sessions) if sessions else []
+        decisions = decide(store, actions_config.policy, alerts)
         return ReplaySummary(
             sessions=sessions,
             steps=store.step_count(sessions),
             new_steps=pipeline.stats.new_steps,
             duplicates=pipeline.stats.duplicates,
             dead_letters=pipeline.stats.dead_letters,
-            alerts=store.alerts(sessions) if sessions else [],
+            alerts=alerts,
             files=stats.files,
             skipped=stats.skipped,
             first_dead_letters=list(pipeline.stats.first_dead_letters),
+            would_fire=[d for d in decisions if d.fires],
+            queued=0 if sink is None else sink.queued,
+            undelivered=undelivered,
+            delivery_statuses=store.outbox().statuses([a.alert_id for a in alerts])
+            if deliver
+            else {},
         )
     finally:
+        if dispatcher is not None:
+            dispatcher.stop()
         store.close()

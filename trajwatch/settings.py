@@ -40,6 +40,19 @@ class Settings(PipelineOptions):
     """``serve``: accepted requests waiting for the pipeline; a full queue answers 503."""
     auth_token: str | None = field(default=None, metadata=env("TRAJWATCH_AUTH_TOKEN"))
     """``serve``: when set, requests must carry ``Authorization: Bearer <token>``."""
+    webhook_url: str | None = field(default=None, metadata=env("TRAJWATCH_WEBHOOK_URL"))
+    """One webhook endpoint (named ``default``) with nothing else configured; with no
+    action policy written, each alert's recommended action is sent to it."""
+    webhook_secret: str | None = field(
+        default=None, repr=False, metadata=env("TRAJWATCH_WEBHOOK_SECRET")
+    )
+    """Its ``whsec_`` signing secret; several, space-separated, during a key rotation."""
+    webhook_allow_private: bool = field(
+        default=False, metadata=env("TRAJWATCH_WEBHOOK_ALLOW_PRIVATE")
+    )
+    """Send to private, loopback and link-local destinations too (the SSRF guard off)."""
+    explorer_url: str | None = field(default=None, metadata=env("TRAJWATCH_EXPLORER_URL"))
+    """Base URL of the explorer, for the link in each webhook."""
 
     @classmethod
     def from_env(
@@ -90,6 +103,22 @@ _RULES: tuple[tuple[str, str, Callable[[Any], bool]], ...] = tuple(
     (name, ">= 1", lambda v: v >= 1)
     for name in ("commit_every", "idle_flush_ms", "max_body_bytes", "queue_size")
 )
+
+
+def environment_secrets(names: list[str], environ: Mapping[str, str] | None = None) -> list[str]:
+    """The secrets held by the environment variables ``names`` (a config file names the
+    variables, never the secrets), each value split on whitespace (a rotation lists the
+    new and the old). Raises ConfigError for a variable that is unset or empty."""
+    environ = os.environ if environ is None else environ
+    secrets: list[str] = []
+    for name in names:
+        value = environ.get(name, "").split()
+        if not value:
+            raise ConfigError(
+                f"the webhook secret variable {name} is not set; export {name}=whsec_..."
+            )
+        secrets.extend(value)
+    return secrets
 
 
 def _convert(env: str, raw: str, default: Any) -> Any:

@@ -1,0 +1,242 @@
+"""The action policy's decisions (pure: no store, no network) and its config."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ingest.errors import ConfigError
+from models.records import Action, Alert, Severity
+from trajwatch.actions import payload
+from trajwatch.actions.policy import (
+    ActionPolicy,
+    AgentSettings,
+    Checkpoint,
+    Ledger,
+    Rule,
+    plan,
+)
+from trajwatch.config import actions_config, load_config
+from trajwatch.settings import Settings
+
+SECOND = 1_000_000_000
+
+
+def alert(
+    n: int,
+    *,
+    session: str = "s1",
+    detector: str = "runaway_loop",
+    severity: Severity = Severity.CRITICAL,
+    action: Action = Action.KILL,
+    onset: int = 10,
+    ts_s: float = 0,
+    checkpoint_id: str | None = None,
+) -> Alert:
+    return Alert(
+        alert_id=f"al_{n:04d}",
+        session_id=session,
+        detector=detector,
+        severity=severity,
+        score=0.9,
+        onset_seq=onset,
+        onset_step_id=f"{session}#{onset}",
+        evidence=({"step": onset, "step_id": f"{session}#{onset}"},),
+        reason="the same failing call, again and again",
+        action=action,
+        checkpoint_id=checkpoint_id,
+        ts=int(ts_s * SECOND),
+        raised_seq=onset + 2,
+    )
+
+
+def test_without_rules_each_alert_gets_its_recommended_action() -> None:
+    alerts = [alert(1, action=Action.NOTIFY), alert(2, action=Action.KILL, ts_s=1)]
+    decided = plan(ActionPolicy(), alerts, {"s1": "coder"}, {})
+    assert [(d.action, d.status, d.mode) for d in decided] == [
+        (Action.NOTIFY, "fire", "enforce"),
+        (Action.KILL, "fire", "enforce"),
+    ]
+
+
+def test_the_first_matching_rule_decides_by_detector_severity_and_agent() -> None:
+    policy = ActionPolicy(
+        rules=(
+            Rule(detector="egress_gaming", agents=frozenset({"coder"}), action=Action.KILL),
+            Rule(detector="egress_gaming", action=Action.NOTIFY),
+            Rule(severity=Severity.CRITICAL, action="recommended"),
+            Rule(action=None),
+        )
+    )
+    alerts = [
+        alert(1, session="a", detector="egress_gaming", action=Action.NOTIFY),
+        alert(2, session="b", detector="egress_gaming", action=Action.KILL),
+        alert(3, session="b", action=Action.ROLLBACK, checkpoint_id="ck"),
+        alert(4, session="b", severity=Severity.WARN, action=Action.NOTIFY),
+    ]
+    checkpoints = {"b": [Checkpoint(3, "ck", "abc123")]}
+    decided = plan(policy, alerts, {"a": "coder", "b": "researcher"}, checkpoints)
+    assert [d.action for d in decided] == [Action.KILL, Action.NOTIFY, Action.ROLLBACK, None]
+    assert decided[3].status == "none"
+
+
+def test_a_rollback_names_the_last_checkpoint_before_the_onset_or_falls_back_to_kill() -> None:
+    checkpoints = {
+        "s1": [
+            Checkpoint(2, "ck-a", "aaa111"),
+            Checkpoint(6, "ck-b", "bbb222"),
+            Checkpoint(12, "ck-late", "ccc333"),
+        ],
+    }
+    late, early = (
+        alert(1, action=Action.ROLLBACK, onset=10),
+        alert(2, action=Action.ROLLBACK, onset=1, session="s2"),
+    )
+    named = alert(3, action=Action.ROLLBACK, onset=10, checkpoint_id="ck-a", session="s3")
+    checkpoints["s3"] = checkpoints["s1"]
+    decided = {
+        d.alert.alert_id: d for d in plan(ActionPolicy(), [late, early, named], {}, checkpoints)
+    }
+    assert decided["al_0001"].checkpoint == Checkpoint(6, "ck-b", "bbb222")
+    assert decided["al_0003"].checkpoint == Checkpoint(2, "ck-a", "aaa111")  # the detector's
+    fallback = decided["al_0002"]
+    assert (fallback.action, fallback.fallback, fallback.checkpoint) == (Action.KILL, True, None)
+    assert "no checkpoint before the onset" in fallback.why
+
+
+def test_the_cooldown_suppresses_as_strong_actions_but_never_an_escalation() -> None:
+    policy = ActionPolicy(cooldown_ns=60 * SECOND)
+    alerts = [
+        alert(1, action=Action.NOTIFY, ts_s=0),
+        alert(2, action=Action.NOTIFY, ts_s=10),  # as strong, within 60 s: suppressed
+        alert(3, action=Action.KILL, ts_s=20),  # stronger: goes
+        alert(4, action=Action.NOTIFY, ts_s=30),  # weaker than the kill: suppressed
+        alert(5, action=Action.NOTIFY, ts_s=90),  # 70 s after the last notify fired
+        alert(6, action=Action.NOTIFY, ts_s=15, session="other"),
+    ]
+    decided = {d.alert.alert_id: d.status for d in plan(policy, alerts, {}, {})}
+    assert decided == {
+        "al_0001": "fire",
+        "al_0002": "suppressed",
+        "al_0003": "fire",
+        "al_0004": "suppressed",
+        "al_0005": "fire",
+        "al_0006": "fire",
+    }
+
+
+def test_the_cooldown_remembers_actions_fired_in_earlier_commits() -> None:
+    policy = ActionPolicy(cooldown_ns=60 * SECOND)
+    ledger = Ledger([("s1", 0, Action.KILL)])
+    [decision] = plan(policy, [alert(1, ts_s=30)], {}, {}, ledger)
+    assert decision.status == "suppressed"
+
+
+def test_shadow_mode_globally_or_per_agent() -> None:
+    alerts = [alert(1, session="a"), alert(2, session="b")]
+    agents = {"a": "coder", "b": "researcher"}
+    per_agent = ActionPolicy(agents={"coder": AgentSettings(shadow=True)})
+    assert [d.mode for d in plan(per_agent, alerts, agents, {})] == ["shadow", "enforce"]
+    everyone = ActionPolicy(shadow=True, agents={"researcher": AgentSettings(shadow=False)})
+    assert [d.mode for d in plan(everyone, alerts, agents, {})] == ["shadow", "enforce"]
+
+
+def test_the_payload_is_the_standard_envelope_and_stays_under_20_kb() -> None:
+    [decision] = plan(ActionPolicy(), [alert(1, ts_s=1_767_225_600)], {"s1": "coder"}, {})
+    import json
+
+    body = json.loads(payload.body(decision, explorer_url="https://tw.example.com/"))
+    assert body["type"] == "trajwatch.kill"
+    assert body["timestamp"] == "2026-01-01T00:00:00.000Z"
+    assert body["data"]["link"] == "https://tw.example.com/?session=s1&alert=al_0001"
+    for key in (
+        "alert_id",
+        "session_id",
+        "agent",
+        "detector",
+        "severity",
+        "score",
+        "reason",
+        "evidence",
+        "checkpoint",
+    ):
+        assert key in body["data"]
+    huge = Alert(
+        **{
+            **{f: getattr(decision.alert, f) for f in decision.alert.__slots__},
+            "evidence": tuple({"step": i, "step_id": "x" * 200} for i in range(500)),
+            "reason": "r" * 30_000,
+        }
+    )
+    [big] = plan(ActionPolicy(), [huge], {}, {})
+    text = payload.body(big)
+    assert len(text.encode()) < payload.MAX_BYTES
+    assert json.loads(text)["data"]["evidence_truncated"] is True
+
+
+def test_the_config_gives_rules_endpoints_and_secrets_from_the_environment(tmp_path: Path) -> None:
+    config = tmp_path / "trajwatch.toml"
+    config.write_text(
+        """
+[actions]
+cooldown_s = 120
+explorer_url = "https://tw.example.com"
+[[actions.rules]]
+detector = "egress_gaming"
+severity = "warn"
+action = "kill"
+[actions.agents.coder]
+shadow = true
+[webhooks.breaker]
+url = "https://breaker.example.com/hook"
+secret_env = ["NEW_SECRET", "OLD_SECRET"]
+"""
+    )
+    environ = {
+        "NEW_SECRET": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+        "OLD_SECRET": "whsec_dGVzdA==",
+    }
+    found = actions_config(load_config(config), Settings(), environ)
+    assert found.policy.cooldown_ns == 120 * SECOND
+    assert found.policy.rules[0].action == Action.KILL
+    assert found.policy.is_shadow("coder") and not found.policy.is_shadow("other")
+    assert list(found.endpoints) == ["breaker"]
+    assert len(found.endpoints["breaker"].signers) == 2
+    with pytest.raises(ConfigError, match="OLD_SECRET is not set"):
+        actions_config(load_config(config), Settings(), {"NEW_SECRET": environ["NEW_SECRET"]})
+
+
+def test_zero_config_is_one_endpoint_from_two_environment_variables() -> None:
+    settings = Settings.from_env(
+        {
+            "TRAJWATCH_WEBHOOK_URL": "https://hooks.example.com/x",
+            "TRAJWATCH_WEBHOOK_SECRET": "whsec_dGVzdA==",
+            "TRAJWATCH_WEBHOOK_ALLOW_PRIVATE": "1",
+        }
+    )
+    found = actions_config({}, settings)
+    assert list(found.endpoints) == ["default"] and found.allow_private
+    assert found.policy == ActionPolicy()
+    assert "whsec" not in repr(settings)
+    with pytest.raises(ConfigError, match="whsec_"):
+        actions_config({}, Settings(webhook_url="https://x.example.com", webhook_secret="plain"))
+
+
+@pytest.mark.parametrize(
+    ("toml", "message"),
+    [
+        ('[[actions.rules]]\naction = "explode"', "action must be one of"),
+        ('[[actions.rules]]\ndetector = "nope"\naction = "kill"', "unknown detector 'nope'"),
+        ('[[actions.rules]]\nseverity = "high"\naction = "kill"', "severity must be"),
+        ("[actions]\ncooldown_s = -1", "cooldown_s must be"),
+        ('[webhooks.x]\nurl = "https://x.example.com"', "needs secret_env"),
+    ],
+)
+def test_a_wrong_action_config_is_one_line_naming_the_key(
+    tmp_path: Path, toml: str, message: str
+) -> None:
+    config = tmp_path / "trajwatch.toml"
+    config.write_text(toml + "\n")
+    with pytest.raises(ConfigError, match=message):
+        actions_config(load_config(config), Settings(), {})

@@ -1,0 +1,256 @@
+"""The action policy: which alerts lead to which action, in which mode — pure decisions.
+
+An :class:`ActionPolicy` maps an alert (its detector and severity) and the agent (or
+workflow) name of its session to ``notify``, ``kill``, ``rollback`` or nothing, by the
+first matching :class:`Rule`; with no rules written, an alert's own recommended action
+(:attr:`Alert.action`) is the decision. A per-session cooldown suppresses an action when an
+action at least as strong (notify < rollback < kill) fired in the same session less than
+``cooldown_ns`` of event time before; a stronger one always goes through. Shadow mode,
+globally or per agent, records the decision without sending it.
+
+A rollback names the last clean checkpoint before the alert's onset (the detector's own
+``checkpoint_id`` when it gave one) and its workspace commit; with no checkpoint before the
+onset it says so and falls back to kill.
+
+Nothing here does I/O or reads a clock: the store's outbox sink, the backtest and replay's
+``would_fire`` all call :func:`plan` with what they read, so the three decide alike.
+
+>>> from models.records import Alert, Severity
+>>> loop = Alert(alert_id="al_1", session_id="s", detector="runaway_loop",
+...              severity=Severity.CRITICAL, score=1.0, onset_seq=9, onset_step_id="s#9",
+...              evidence=(), reason="loop", action=Action.ROLLBACK, ts=10)
+>>> policy = ActionPolicy(rules=(Rule(detector="runaway_loop", action=Action.KILL),))
+>>> [(d.action, d.status) for d in plan(policy, [loop], {"s": "coder"}, {})]
+[(<Action.KILL: 'kill'>, 'fire')]
+>>> [(d.action, d.why.split("; ")[1]) for d in plan(ActionPolicy(), [loop], {}, {})]
+[(<Action.KILL: 'kill'>, 'no checkpoint before the onset (step 9): kill instead')]
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from models.records import Action, Alert, Severity
+
+RANK = {Action.NOTIFY: 0, Action.ROLLBACK: 1, Action.KILL: 2}
+"""How strong an action is, for the cooldown: a stronger one is never suppressed."""
+_SEVERITY = {Severity.INFO: 0, Severity.WARN: 1, Severity.CRITICAL: 2}
+
+RECOMMENDED = "recommended"
+"""A rule's action meaning "the alert's own recommended action"."""
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    """A checkpoint step of a session: where it is, its id, the workspace commit."""
+
+    seq: int
+    checkpoint_id: str
+    commit: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Rule:
+    """``detector`` (None: any) at ``severity`` or above (None: any), for the agents in
+    ``agents`` (None: any) → ``action`` (an Action, :data:`RECOMMENDED`, or None: nothing)."""
+
+    action: Action | str | None
+    detector: str | None = None
+    severity: Severity | None = None
+    agents: frozenset[str] | None = None
+
+    def matches(self, alert: Alert, agent: str | None) -> bool:
+        if self.detector is not None and self.detector != alert.detector:
+            return False
+        if self.severity is not None and _SEVERITY[alert.severity] < _SEVERITY[self.severity]:
+            return False
+        return self.agents is None or (agent is not None and agent in self.agents)
+
+    def describe(self) -> str:
+        parts = [self.detector or "any detector"]
+        if self.severity is not None:
+            parts.append(f">= {self.severity}")
+        if self.agents is not None:
+            parts.append("for " + ",".join(sorted(self.agents)))
+        return "rule " + " ".join(parts)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentSettings:
+    """Per-agent overrides of the policy's mode and cooldown (None: the policy's)."""
+
+    shadow: bool | None = None
+    cooldown_ns: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ActionPolicy:
+    rules: tuple[Rule, ...] = ()
+    """First match wins; an alert no rule matches gets nothing. No rules at all: every
+    alert's recommended action."""
+    shadow: bool = False
+    cooldown_ns: int = 0
+    agents: Mapping[str, AgentSettings] = field(default_factory=dict)
+
+    def choose(self, alert: Alert, agent: str | None) -> tuple[Action | None, str]:
+        """The action the rules give ``alert`` of ``agent``'s session, and why."""
+        if not self.rules:
+            return alert.action, f"{alert.action} recommended by the detector"
+        for rule in self.rules:
+            if rule.matches(alert, agent):
+                if rule.action == RECOMMENDED:
+                    return alert.action, f"{rule.describe()}: {alert.action} recommended"
+                if rule.action is None:
+                    return None, f"{rule.describe()}: no action"
+                return Action(rule.action), f"{rule.describe()}: {rule.action}"
+        return None, "no rule matches"
+
+    def is_shadow(self, agent: str | None) -> bool:
+        own = self.agents.get(agent or "")
+        return self.shadow if own is None or own.shadow is None else own.shadow
+
+    def cooldown(self, agent: str | None) -> int:
+        own = self.agents.get(agent or "")
+        return self.cooldown_ns if own is None or own.cooldown_ns is None else own.cooldown_ns
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Decision:
+    """What the policy decided for one alert."""
+
+    alert: Alert
+    agent: str | None
+    action: Action | None
+    """None: nothing to do."""
+    status: str
+    """``fire``, ``suppressed`` (cooldown) or ``none``."""
+    mode: str
+    """``enforce`` or ``shadow``."""
+    why: str
+    checkpoint: Checkpoint | None = None
+    """For a rollback: the checkpoint to return to."""
+    fallback: bool = False
+    """A rollback with no checkpoint before the onset, turned into a kill."""
+
+    @property
+    def fires(self) -> bool:
+        return self.status == "fire"
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "alert_id": self.alert.alert_id,
+            "session_id": self.alert.session_id,
+            "agent": self.agent,
+            "detector": self.alert.detector,
+            "severity": str(self.alert.severity),
+            "action": None if self.action is None else str(self.action),
+            "status": self.status,
+            "mode": self.mode,
+            "why": self.why,
+            "checkpoint_id": None if self.checkpoint is None else self.checkpoint.checkpoint_id,
+            "commit": None if self.checkpoint is None else self.checkpoint.commit,
+        }
+
+
+class Ledger:
+    """The actions fired per session, for the cooldown: (event time, action)."""
+
+    def __init__(self, fired: Iterable[tuple[str, int, Action]] = ()) -> None:
+        self._fired: dict[str, list[tuple[int, Action]]] = defaultdict(list)
+        for session_id, ts, action in fired:
+            self.record(session_id, ts, action)
+
+    def record(self, session_id: str, ts: int, action: Action) -> None:
+        self._fired[session_id].append((ts, action))
+
+    def suppressing(self, session_id: str, ts: int, action: Action, cooldown_ns: int) -> int | None:
+        """The event time of an action at least as strong as ``action`` fired in the
+        session within ``cooldown_ns`` of ``ts``; None if there is none."""
+        if cooldown_ns <= 0:
+            return None
+        for fired_ts, fired in self._fired.get(session_id, ()):
+            if RANK[fired] >= RANK[action] and abs(ts - fired_ts) < cooldown_ns:
+                return fired_ts
+        return None
+
+
+def rollback_target(alert: Alert, checkpoints: Sequence[Checkpoint]) -> Checkpoint | None:
+    """The last clean checkpoint before ``alert``'s onset: the detector's own choice when
+    it named one that is before the onset, else the last checkpoint step before it."""
+    before = [c for c in checkpoints if c.seq < alert.onset_seq]
+    if alert.checkpoint_id is not None:
+        for checkpoint in reversed(before):
+            if checkpoint.checkpoint_id == alert.checkpoint_id:
+                return checkpoint
+    return before[-1] if before else None
+
+
+def order(alerts: Iterable[Alert]) -> list[Alert]:
+    """Alerts in the order the policy sees them: event time, then raising step, then id."""
+    return sorted(alerts, key=lambda a: (a.ts, a.session_id, a.raised_seq, a.alert_id))
+
+
+def plan(
+    policy: ActionPolicy,
+    alerts: Iterable[Alert],
+    agents: Mapping[str, str | None],
+    checkpoints: Mapping[str, Sequence[Checkpoint]],
+    ledger: Ledger | None = None,
+) -> list[Decision]:
+    """Decide every alert (in :func:`order`), recording what fires in ``ledger`` (a fresh
+    one if None) so later alerts of the same session see the cooldown."""
+    ledger = Ledger() if ledger is None else ledger
+    decisions = []
+    for alert in order(alerts):
+        agent = agents.get(alert.session_id)
+        action, why = policy.choose(alert, agent)
+        mode = "shadow" if policy.is_shadow(agent) else "enforce"
+        if action is None:
+            decisions.append(
+                Decision(alert=alert, agent=agent, action=None, status="none", mode=mode, why=why)
+            )
+            continue
+        checkpoint = None
+        fallback = False
+        if action == Action.ROLLBACK:
+            checkpoint = rollback_target(alert, checkpoints.get(alert.session_id, ()))
+            if checkpoint is None:
+                action, fallback = Action.KILL, True
+                why += f"; no checkpoint before the onset (step {alert.onset_seq}): kill instead"
+            else:
+                commit = checkpoint.commit or "no commit recorded"
+                why += f"; back to checkpoint {checkpoint.checkpoint_id} ({commit})"
+        status = "fire"
+        fired_ts = ledger.suppressing(alert.session_id, alert.ts, action, policy.cooldown(agent))
+        if fired_ts is not None:
+            status = "suppressed"
+            why += "; suppressed: an action as strong fired in this session within the cooldown"
+        else:
+            ledger.record(alert.session_id, alert.ts, action)
+        decisions.append(
+            Decision(
+                alert=alert,
+                agent=agent,
+                action=action,
+                status=status,
+                mode=mode,
+                why=why,
+                checkpoint=checkpoint,
+                fallback=fallback,
+            )
+        )
+    return decisions
+
+
+def checkpoints_by_session(
+    rows: Iterable[tuple[str, int, str, str | None]],
+) -> dict[str, list[Checkpoint]]:
+    """The store's checkpoint rows grouped by session, in seq order."""
+    found: dict[str, list[Checkpoint]] = defaultdict(list)
+    for session_id, seq, checkpoint_id, commit in rows:
+        found[session_id].append(Checkpoint(seq, checkpoint_id, commit))
+    for items in found.values():
+        items.sort(key=lambda c: c.seq)
+    return dict(found)
