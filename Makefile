@@ -1,11 +1,12 @@
-# The README's two commands: `make run` (set up, replay the bundled fixtures into
-# the embedded SQLite store, print the summary) and `make test` (set up, run every test).
+# The README's two commands: `make run` (set up, start the live service on the embedded
+# SQLite store, send it a simulated agent fleet over OTLP/HTTP, print the alerts as they
+# are raised and a summary) and `make test` (set up, run every test).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 DB ?= sqlite:///trajwatch.db
 
-.PHONY: run test lint bench eval clean
+.PHONY: run replay test lint bench eval clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -16,6 +17,9 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	touch $@
 
 run: $(VENV)/.installed
+	$(BIN)/python fixtures/fleet.py --serve --db $(DB)
+
+replay: $(VENV)/.installed
 	$(BIN)/trajwatch replay fixtures/recorded --db $(DB)
 
 test: $(VENV)/.installed

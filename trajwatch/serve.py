@@ -107,7 +107,9 @@ class LiveIngest:
         self._open: dict[str, _Open] = {}
         self._partitions_of: dict[int, set[str]] = {}
         self._stopping = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="trajwatch-pipeline")
+        # daemon: a process that is exiting (a failed start, an embedding that never
+        # stopped the service) must not hang on it; what it acknowledged is in the log
+        self._thread = threading.Thread(target=self._run, name="trajwatch-pipeline", daemon=True)
         self._seen = (0, 0)
         self._resumed: list[str] = []
         self.recovered = self._recover()
