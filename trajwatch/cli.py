@@ -38,6 +38,7 @@ from features.policy import Policy
 from features.redact import redact
 from ingest.errors import ConfigError, StoreOpenError, UserError
 from ingest.session_events import schema
+from ingest.sinks import Sink
 from models.open_errors import shown, sqlite_file
 from models.records import DeadLetter
 from models.store import Store
@@ -201,9 +202,7 @@ def _actions_parsers(sub: argparse._SubParsersAction, common: argparse.ArgumentP
     dp = sub.add_parser("dispatch", parents=[common], help="send the outbox until stopped")
     dp.add_argument("--db", help=db)
     dp.add_argument("--config", type=Path, help=config)
-    dp.add_argument(
-        "--until-idle", action="store_true", help="exit once nothing is left to send"
-    )
+    dp.add_argument("--until-idle", action="store_true", help="exit once nothing is left to send")
     ac = sub.add_parser("actions", parents=[common], help="the action policy")
     asub = ac.add_subparsers(dest="actions_command", required=True, parser_class=_Parser)
     bt = asub.add_parser(
@@ -309,7 +308,13 @@ def _run(args: argparse.Namespace, flags: dict[str, str]) -> int:
     if args.command == "serve":
         from trajwatch.serve import serve  # uvicorn and starlette load only for serve
 
-        return serve(settings, _detectors(args, settings), host=args.host, port=args.port)
+        return serve(
+            settings,
+            _detectors(args, settings),
+            host=args.host,
+            port=args.port,
+            actions=_actions_config(args, settings),
+        )
     if args.command == "eval":
         return _eval(args, settings)
     if args.command == "worker":
@@ -379,9 +384,25 @@ def _worker(args: argparse.Namespace, settings: Settings) -> int:
     logging.getLogger("kafka").setLevel(logging.WARNING)  # the client's chatter
     config = load_config(_config_path(args, settings))
     options = kafka_options(config, bootstrap_servers=args.bootstrap_servers, group_id=args.group)
-    stats = run_worker(
-        settings=settings, options=options, detectors=detector_set(config), stage=args.stage
-    )
+    actions = actions_config(config, settings)
+    sinks: list[Sink] = []
+    dispatcher = None
+    if actions.endpoints and args.stage in ("all", "detect"):
+        from trajwatch.actions import start as start_actions
+
+        sink, dispatcher = start_actions(settings.db_url, actions)
+        sinks.append(sink)
+    try:
+        stats = run_worker(
+            settings=settings,
+            options=options,
+            detectors=detector_set(config),
+            stage=args.stage,
+            sinks=sinks,
+        )
+    finally:
+        if dispatcher is not None:  # the worker has stopped committing: its actions too
+            dispatcher.stop()
     print(
         f"worker stopped: {stats.read} messages read, {stats.sequenced} steps sequenced, "
         f"{stats.alerts} alerts, {stats.failures} failures survived"
@@ -423,9 +444,7 @@ def _list(args: argparse.Namespace, settings: Settings, flags: dict[str, str]) -
                 since = parse_since(args.since, now=dt.datetime.now(dt.UTC))
             found = listing.alerts(store, session=args.session, since_ns=since)
             out = (
-                json.dumps(listing.alerts_json(found))
-                if args.json
-                else listing.alerts_text(found)
+                json.dumps(listing.alerts_json(found)) if args.json else listing.alerts_text(found)
             )
         else:
             activity = store.session_activity()
@@ -523,8 +542,11 @@ def _human(summary: ReplaySummary, db_url: str) -> str:
             f"deliveries: {statuses} (trajwatch deliveries list)"
         )
     else:
-        lines.append(f"  would fire    {what}" + (f" (+{shadow} in shadow mode)" if shadow else "")
-                     + "; --deliver sends them")
+        lines.append(
+            f"  would fire    {what}"
+            + (f" (+{shadow} in shadow mode)" if shadow else "")
+            + "; --deliver sends them"
+        )
     if summary.skipped:
         lines.append(f"  skipped       {len(summary.skipped)} files ({SKIP_REASON}):")
         lines += [f"    {path}" for path in summary.skipped[:SHOW_SKIPPED]]
