@@ -161,6 +161,17 @@ def _parser() -> argparse.ArgumentParser:
         "--inbound-dir",
         help="write-ahead log folder (default: $TRAJWATCH_INBOUND_DIR or ./trajwatch-inbound)",
     )
+    br = sub.add_parser(
+        "breaker", parents=[common], help="run the reference circuit breaker, or close one"
+    )
+    br.add_argument("verb", nargs="?", choices=["run", "close"], default="run")
+    br.add_argument("session", nargs="?", help="close: the session to re-enable")
+    br.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    br.add_argument("--port", type=int, default=4319, help="port (default: 4319)")
+    br.add_argument("--state", default="trajwatch-breaker.db", help="its SQLite state file")
+    br.add_argument("--check-url", help="trajwatch serve's /v1/check, asked when closed")
+    br.add_argument("--url", default="http://127.0.0.1:4319", help="close: the breaker's URL")
+    br.add_argument("--trial", action="store_true", help="close: half-open instead")
     sub.add_parser("schema", parents=[common], help="print the session-event JSON Schema")
     sub.add_parser(
         "defaults", parents=[common], help="print every detector parameter and its default"
@@ -315,6 +326,8 @@ def _run(args: argparse.Namespace, flags: dict[str, str]) -> int:
             port=args.port,
             actions=_actions_config(args, settings),
         )
+    if args.command == "breaker":
+        return _breaker(args)
     if args.command == "eval":
         return _eval(args, settings)
     if args.command == "worker":
@@ -408,6 +421,24 @@ def _worker(args: argparse.Namespace, settings: Settings) -> int:
         f"{stats.alerts} alerts, {stats.failures} failures survived"
     )
     return 0
+
+
+def _breaker(args: argparse.Namespace) -> int:
+    if args.verb == "run":
+        from trajwatch.breaker import run
+
+        return run(host=args.host, port=args.port, state=args.state, check_url=args.check_url)
+    if not args.session:
+        raise ConfigError("give the session to re-enable: trajwatch breaker close SESSION")
+    import requests
+
+    url = f"{args.url.rstrip('/')}/v1/breakers/{args.session}/close"
+    try:
+        answer = requests.post(url, params={"trial": "1"} if args.trial else {}, timeout=10)
+    except requests.RequestException as exc:
+        raise ConfigError(f"no breaker answers at {args.url}: {type(exc).__name__}") from None
+    print(f"breaker for session {args.session}: {answer.json().get('state')}")
+    return 0 if answer.ok else 1
 
 
 def _eval(args: argparse.Namespace, settings: Settings) -> int:
