@@ -30,6 +30,7 @@ import zlib
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from typing import Any
 
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
     ExportLogsServiceResponse,
@@ -44,6 +45,7 @@ from prometheus_client import (
     generate_latest,
 )
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -176,9 +178,12 @@ def create_app(
     auth_token: str | None = None,
     metrics: ReceiverMetrics | None = None,
     accepting: Callable[[], bool] = lambda: True,
+    check: Callable[[Any], tuple[int, dict[str, Any]]] | None = None,
 ) -> Starlette:
     """The receiver as an ASGI app. ``inbox`` is the bounded queue the pipeline thread
-    reads; ``accepting()`` turns false when the service drains (503 from then on)."""
+    reads; ``accepting()`` turns false when the service drains (503 from then on).
+    ``check``, when given, answers ``POST /v1/check`` (a JSON body in, a status and a JSON
+    answer out; the composition root's pre-execution check), in a worker thread."""
     metrics = metrics or ReceiverMetrics()
     token = f"Bearer {auth_token}".encode() if auth_token else None
 
@@ -216,6 +221,27 @@ def create_app(
     async def logs(request: Request) -> Response:
         return await receive(request, "logs")
 
+    async def pre_check(request: Request) -> Response:
+        if check is None:
+            return Response(json.dumps({"error": "no check configured"}), 404, media_type=JSON)
+        if token is not None and not hmac.compare_digest(
+            request.headers.get("authorization", "").encode(), token
+        ):
+            return Response(
+                json.dumps({"error": "missing or wrong bearer token"}),
+                401,
+                {"WWW-Authenticate": "Bearer"},
+                JSON,
+            )
+        try:
+            body = json.loads(await _capped(request.stream(), max_body_bytes))
+        except _Refused as refused:
+            return Response(json.dumps({"error": refused.message}), refused.status, media_type=JSON)
+        except ValueError:
+            return Response(json.dumps({"error": "the body is not JSON"}), 400, media_type=JSON)
+        status, answer = await run_in_threadpool(check, body)
+        return Response(json.dumps(answer), status, media_type=JSON)
+
     async def health(request: Request) -> Response:
         status = 200 if accepting() else 503
         return Response(json.dumps({"ok": status == 200}), status, media_type=JSON)
@@ -228,6 +254,7 @@ def create_app(
         routes=[
             Route("/v1/traces", traces, methods=["POST"]),
             Route("/v1/logs", logs, methods=["POST"]),
+            Route("/v1/check", pre_check, methods=["POST"]),
             Route("/healthz", health, methods=["GET"]),
             Route("/metrics", prometheus, methods=["GET"]),
         ]

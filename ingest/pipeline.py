@@ -26,6 +26,7 @@ actions' outbox), and tells the sinks once it is durable.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -379,6 +380,45 @@ class Pipeline:
         after a rebalance another worker may have moved them on."""
         self._sessions.clear()
 
+    # -- the pre-execution check ----------------------------------------------------
+
+    def probe(self, session_id: str) -> Probe:
+        """A detached copy of session ``session_id``'s analysis state (its detectors by
+        ``clone()`` + ``load_state_dict(state_dict())``, its trajectory features): the live
+        session when it is in memory, else its stored cursor, else a fresh session.
+        Nothing of the pipeline or the store changes, then or when the probe is run. Not
+        thread-safe against :meth:`commit`: the caller holds the pipeline thread's lock."""
+        session = self._sessions.get(session_id)
+        if session is None:
+            cursor = self.store.session_cursor(session_id)
+            state = load_state(cursor.state) if cursor and cursor.state is not None else None
+            detectors = self.detectors.for_session()
+            if state is not None:
+                for detector in detectors:
+                    if detector.name in state.detectors:
+                        detector.load_state_dict(state.detectors[detector.name])
+            return Probe(
+                session_id=session_id,
+                next_seq=cursor.next_seq if cursor else 0,
+                last_ts=cursor.last_ts if cursor else 0,
+                agent=state.info.agent if state else None,
+                features=state.features if state else TrajectoryFeatures(),
+                detectors=detectors,
+            )
+        copies = []
+        for detector in session.detectors:
+            copy_ = detector.clone()
+            copy_.load_state_dict(detector.state_dict())
+            copies.append(copy_)
+        return Probe(
+            session_id=session_id,
+            next_seq=session.next_seq,
+            last_ts=session.last_ts,
+            agent=session.info.agent,
+            features=copy.deepcopy(session.features),
+            detectors=copies,
+        )
+
     # -- release -----------------------------------------------------------------
 
     def commit(self) -> list[Alert]:
@@ -464,9 +504,7 @@ class Pipeline:
         # ask for those too so a re-delivery counts the same steps.
         # A parent is linked only if it is a step (stored, or placed before in this
         # release): a result whose call was lost to a dead letter points nowhere.
-        parents = [
-            self._parent_of(draft, session, egress_parents) for draft, session in resolved
-        ]
+        parents = [self._parent_of(draft, session, egress_parents) for draft, session in resolved]
         wanted = (
             set(ids)
             | {p for p in parents if p}
@@ -693,6 +731,41 @@ class Pipeline:
         # that just ran): a session that returns is reloaded whole.
         while len(self._sessions) > self.settings.max_sessions:
             self._sessions.popitem(last=False)
+
+
+@dataclass(slots=True)
+class Probe:
+    """A session's analysis state detached from the pipeline (:meth:`Pipeline.probe`):
+    :meth:`run` shows what its detectors would raise on a proposed step."""
+
+    session_id: str
+    next_seq: int
+    last_ts: int
+    agent: str | None
+    features: TrajectoryFeatures
+    detectors: list[Detector]
+
+    def run(self, step: Step) -> list[Alert]:
+        """The alerts ``step`` would raise as the session's next step (given the next
+        ``seq`` and the features the pipeline would add). A detector that raises is
+        skipped: a check must answer."""
+        step = redact_step(step)
+        features = self.features.observe(analysed_step(step), seq=self.next_seq)
+        placed = step.with_(
+            seq=self.next_seq,
+            session_id=self.session_id,
+            agent=step.agent or self.agent,
+            ts=max(step.ts, self.last_ts),
+            detail={**step.detail, **features},
+        )
+        view = analysed_step(placed)
+        alerts: list[Alert] = []
+        for detector in self.detectors:
+            try:
+                alerts.extend(detector.update(view))
+            except Exception:  # a detector bug: the live run dead-letters it
+                continue
+        return alerts
 
 
 _LINKED = (StepKind.TOOL_RESULT, StepKind.EGRESS)

@@ -10,6 +10,7 @@
 ``trajwatch deliveries list|redeliver|enable``  the webhook outbox: show, resend, re-enable
 ``trajwatch dispatch``                    send the outbox (what serve and worker run inside)
 ``trajwatch actions backtest --since T``  what a candidate action policy would have fired
+``trajwatch breaker [close SESSION]``     the reference circuit breaker (webhooks + Claude Code hook)
 
 A mistake of the user's (a flag, a setting, a file, the store URL: any
 :class:`~ingest.errors.UserError`) is one line on stderr, ``trajwatch: error: <what is
@@ -38,6 +39,7 @@ from features.policy import Policy
 from features.redact import redact
 from ingest.errors import ConfigError, StoreOpenError, UserError
 from ingest.session_events import schema
+from ingest.sinks import Sink
 from models.open_errors import shown, sqlite_file
 from models.records import DeadLetter
 from models.store import Store
@@ -160,6 +162,17 @@ def _parser() -> argparse.ArgumentParser:
         "--inbound-dir",
         help="write-ahead log folder (default: $TRAJWATCH_INBOUND_DIR or ./trajwatch-inbound)",
     )
+    br = sub.add_parser(
+        "breaker", parents=[common], help="run the reference circuit breaker, or close one"
+    )
+    br.add_argument("verb", nargs="?", choices=["run", "close"], default="run")
+    br.add_argument("session", nargs="?", help="close: the session to re-enable")
+    br.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    br.add_argument("--port", type=int, default=4319, help="port (default: 4319)")
+    br.add_argument("--state", default="trajwatch-breaker.db", help="its SQLite state file")
+    br.add_argument("--check-url", help="trajwatch serve's /v1/check, asked when closed")
+    br.add_argument("--url", default="http://127.0.0.1:4319", help="close: the breaker's URL")
+    br.add_argument("--trial", action="store_true", help="close: half-open instead")
     sub.add_parser("schema", parents=[common], help="print the session-event JSON Schema")
     sub.add_parser(
         "defaults", parents=[common], help="print every detector parameter and its default"
@@ -201,9 +214,7 @@ def _actions_parsers(sub: argparse._SubParsersAction, common: argparse.ArgumentP
     dp = sub.add_parser("dispatch", parents=[common], help="send the outbox until stopped")
     dp.add_argument("--db", help=db)
     dp.add_argument("--config", type=Path, help=config)
-    dp.add_argument(
-        "--until-idle", action="store_true", help="exit once nothing is left to send"
-    )
+    dp.add_argument("--until-idle", action="store_true", help="exit once nothing is left to send")
     ac = sub.add_parser("actions", parents=[common], help="the action policy")
     asub = ac.add_subparsers(dest="actions_command", required=True, parser_class=_Parser)
     bt = asub.add_parser(
@@ -309,7 +320,15 @@ def _run(args: argparse.Namespace, flags: dict[str, str]) -> int:
     if args.command == "serve":
         from trajwatch.serve import serve  # uvicorn and starlette load only for serve
 
-        return serve(settings, _detectors(args, settings), host=args.host, port=args.port)
+        return serve(
+            settings,
+            _detectors(args, settings),
+            host=args.host,
+            port=args.port,
+            actions=_actions_config(args, settings),
+        )
+    if args.command == "breaker":
+        return _breaker(args)
     if args.command == "eval":
         return _eval(args, settings)
     if args.command == "worker":
@@ -379,14 +398,48 @@ def _worker(args: argparse.Namespace, settings: Settings) -> int:
     logging.getLogger("kafka").setLevel(logging.WARNING)  # the client's chatter
     config = load_config(_config_path(args, settings))
     options = kafka_options(config, bootstrap_servers=args.bootstrap_servers, group_id=args.group)
-    stats = run_worker(
-        settings=settings, options=options, detectors=detector_set(config), stage=args.stage
-    )
+    actions = actions_config(config, settings)
+    sinks: list[Sink] = []
+    dispatcher = None
+    if actions.endpoints and args.stage in ("all", "detect"):
+        from trajwatch.actions import start as start_actions
+
+        sink, dispatcher = start_actions(settings.db_url, actions)
+        sinks.append(sink)
+    try:
+        stats = run_worker(
+            settings=settings,
+            options=options,
+            detectors=detector_set(config),
+            stage=args.stage,
+            sinks=sinks,
+        )
+    finally:
+        if dispatcher is not None:  # the worker has stopped committing: its actions too
+            dispatcher.stop()
     print(
         f"worker stopped: {stats.read} messages read, {stats.sequenced} steps sequenced, "
         f"{stats.alerts} alerts, {stats.failures} failures survived"
     )
     return 0
+
+
+def _breaker(args: argparse.Namespace) -> int:
+    if args.verb == "run":
+        from trajwatch.breaker import run
+
+        return run(host=args.host, port=args.port, state=args.state, check_url=args.check_url)
+    if not args.session:
+        raise ConfigError("give the session to re-enable: trajwatch breaker close SESSION")
+    import requests
+
+    url = f"{args.url.rstrip('/')}/v1/breakers/{args.session}/close"
+    try:
+        answer = requests.post(url, params={"trial": "1"} if args.trial else {}, timeout=10)
+    except requests.RequestException as exc:
+        raise ConfigError(f"no breaker answers at {args.url}: {type(exc).__name__}") from None
+    print(f"breaker for session {args.session}: {answer.json().get('state')}")
+    return 0 if answer.ok else 1
 
 
 def _eval(args: argparse.Namespace, settings: Settings) -> int:
@@ -423,9 +476,7 @@ def _list(args: argparse.Namespace, settings: Settings, flags: dict[str, str]) -
                 since = parse_since(args.since, now=dt.datetime.now(dt.UTC))
             found = listing.alerts(store, session=args.session, since_ns=since)
             out = (
-                json.dumps(listing.alerts_json(found))
-                if args.json
-                else listing.alerts_text(found)
+                json.dumps(listing.alerts_json(found)) if args.json else listing.alerts_text(found)
             )
         else:
             activity = store.session_activity()
@@ -523,8 +574,11 @@ def _human(summary: ReplaySummary, db_url: str) -> str:
             f"deliveries: {statuses} (trajwatch deliveries list)"
         )
     else:
-        lines.append(f"  would fire    {what}" + (f" (+{shadow} in shadow mode)" if shadow else "")
-                     + "; --deliver sends them")
+        lines.append(
+            f"  would fire    {what}"
+            + (f" (+{shadow} in shadow mode)" if shadow else "")
+            + "; --deliver sends them"
+        )
     if summary.skipped:
         lines.append(f"  skipped       {len(summary.skipped)} files ({SKIP_REASON}):")
         lines += [f"    {path}" for path in summary.skipped[:SHOW_SKIPPED]]

@@ -28,12 +28,16 @@ def alerts_text(found: Sequence[Alert]) -> str:
     if not found:
         return "no alerts"
     lines = [f"{len(found)} alerts"]
-    for a in found:
-        lines.append(
-            f"  {_when(a.ts)}  [{a.severity}] {a.detector} session={a.session_id} "
-            f"onset=step {a.onset_seq} score={a.score:.2f} action={a.action}: {a.reason}"
-        )
+    lines.extend(f"  {alert_line(a)}" for a in found)
     return "\n".join(lines)
+
+
+def alert_line(a: Alert) -> str:
+    """One alert on one line (``trajwatch alerts``, and ``serve`` as alerts arrive)."""
+    return (
+        f"{_when(a.ts)}  [{a.severity}] {a.detector} session={a.session_id} "
+        f"onset=step {a.onset_seq} score={a.score:.2f} action={a.action}: {a.reason}"
+    )
 
 
 def session_state(activity: SessionActivity) -> str:

@@ -38,9 +38,10 @@ import sys
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TextIO
 
 import uvicorn
 
@@ -56,9 +57,14 @@ from ingest.otlp_http import (
     unreadable,
 )
 from ingest.otlp_proto import Decoded
-from ingest.pipeline import Pipeline
+from ingest.pipeline import Pipeline, Probe
+from ingest.sinks import Committed, Sink
 from models.records import Alert, DeadLetter
 from models.store import Store
+from trajwatch.actions import ActionsConfig, Dispatcher
+from trajwatch.actions import start as start_actions
+from trajwatch.check import check
+from trajwatch.listing import alert_line
 from trajwatch.settings import Settings
 
 __all__ = ["LiveIngest", "Service", "serve"]
@@ -95,10 +101,13 @@ class LiveIngest:
         inbox: queue.Queue[Accepted],
         metrics: ReceiverMetrics,
         on_failure: Callable[[], None] = lambda: None,
+        sinks: Sequence[Sink] = (),
     ) -> None:
         self.settings = settings
         self._on_failure = on_failure
-        self.pipeline = Pipeline(store, settings=settings, detectors=detectors)
+        self.pipeline = Pipeline(store, settings=settings, detectors=detectors, sinks=sinks)
+        self.lock = threading.Lock()
+        """Held while the pipeline thread changes sessions; :meth:`probe` takes it."""
         self.inbox = inbox
         self.metrics = metrics
         self.log = InboundLog(Path(settings.inbound_dir))
@@ -126,6 +135,14 @@ class LiveIngest:
             self._thread.join()
         self.log.close()
 
+    def probe(self, session_id: str) -> Probe:
+        """A detached copy of a session's analysis state for the pre-execution check
+        (:mod:`trajwatch.check`). Taken under :attr:`lock`, between two pipeline cycles,
+        so the copy is consistent; the check then runs the copies without the lock, and
+        the pipeline never waits for it longer than the copy takes."""
+        with self.lock:
+            return self.pipeline.probe(session_id)
+
     def _recover(self) -> int:
         """Feed the log's live records again, as they were accepted."""
         records = self.log.recovered
@@ -145,11 +162,12 @@ class LiveIngest:
             while True:
                 group = self._take()
                 now = time.monotonic()
-                if group:
-                    self._accept(group, now)
-                closed = self._quiet(now)
-                if group or closed:
-                    self._commit(closed, min((a.received for a in group), default=now))
+                with self.lock:
+                    if group:
+                        self._accept(group, now)
+                    closed = self._quiet(now)
+                    if group or closed:
+                        self._commit(closed, min((a.received for a in group), default=now))
                 if not group and self._stopping.is_set() and self.inbox.empty():
                     return
         except BaseException as exc:  # the store failed: stop, and let a restart replay
@@ -275,6 +293,18 @@ class LiveIngest:
         metrics.inbound.set(self.log.live_count())
 
 
+class AlertPrinter(Sink):
+    """Prints each alert new to the store, once its commit is durable, one line each
+    (as ``trajwatch alerts`` shows them): a person watching ``serve`` sees them appear."""
+
+    def __init__(self, out: TextIO) -> None:
+        self._out = out
+
+    def after_commit(self, committed: Committed) -> None:
+        for alert in committed.alerts:
+            print(alert_line(alert), file=self._out, flush=True)
+
+
 def _answer(batch: Decoded) -> Answer:
     if unreadable(batch):
         return Answer(status=400, message=batch.rejects[0].reason)
@@ -304,13 +334,33 @@ class _Server(uvicorn.Server):
 class Service:
     """The whole of ``serve``: store, pipeline thread, receiver and HTTP server."""
 
-    def __init__(self, settings: Settings, detectors: DetectorSet, *, host: str, port: int) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        detectors: DetectorSet,
+        *,
+        host: str,
+        port: int,
+        actions: ActionsConfig | None = None,
+        echo: TextIO | None = None,
+    ) -> None:
         self.settings = settings
         self.store = Store.open(settings.db_url)
+        sinks: list[Sink] = [AlertPrinter(echo)] if echo is not None else []
+        self.dispatcher: Dispatcher | None = None
+        if actions is not None and actions.endpoints:
+            sink, self.dispatcher = start_actions(settings.db_url, actions)
+            sinks.append(sink)
         self.metrics = ReceiverMetrics()
         self.inbox: queue.Queue[Accepted] = queue.Queue(maxsize=settings.queue_size)
         self.ingest = LiveIngest(
-            settings, self.store, detectors, self.inbox, self.metrics, on_failure=self.shutdown
+            settings,
+            self.store,
+            detectors,
+            self.inbox,
+            self.metrics,
+            on_failure=self.shutdown,
+            sinks=sinks,
         )
         self._draining = False
         app = create_app(
@@ -319,6 +369,7 @@ class Service:
             auth_token=settings.auth_token,
             metrics=self.metrics,
             accepting=lambda: not self._draining and self.ingest.failed is None,
+            check=lambda body: check(body, self.ingest.probe),
         )
         config = uvicorn.Config(
             app, host=host, port=port, lifespan="off", log_level="warning", access_log=False
@@ -333,6 +384,8 @@ class Service:
         finally:
             self._draining = True
             self.ingest.stop()
+            if self.dispatcher is not None:  # after the drain: its last commits' actions too
+                self.dispatcher.stop()
             self.store.close()
         return 1 if self.ingest.failed is not None else 0
 
@@ -341,12 +394,21 @@ class Service:
         self.server.should_exit = True
 
 
-def serve(settings: Settings, detectors: DetectorSet, *, host: str, port: int) -> int:
-    """``trajwatch serve``: run until signalled; the exit status."""
-    service = Service(settings, detectors, host=host, port=port)
+def serve(
+    settings: Settings,
+    detectors: DetectorSet,
+    *,
+    host: str,
+    port: int,
+    actions: ActionsConfig | None = None,
+) -> int:
+    """``trajwatch serve``: run until signalled, printing each new alert to stdout as it
+    is committed; the exit status."""
+    service = Service(settings, detectors, host=host, port=port, actions=actions, echo=sys.stdout)
     print(
         f"trajwatch serve: OTLP/HTTP on http://{host}:{port} (/v1/traces, /v1/logs), "
-        f"store {settings.db_url}, {service.ingest.recovered} logged requests resumed",
+        f"store {settings.db_url}, {service.ingest.recovered} logged requests resumed, "
+        f"actions to {len(actions.endpoints) if actions else 0} webhook endpoints",
         file=sys.stderr,
         flush=True,
     )
