@@ -10,7 +10,7 @@
 ``trajwatch deliveries list|redeliver|enable``  the webhook outbox: show, resend, re-enable
 ``trajwatch dispatch``                    send the outbox (what serve and worker run inside)
 ``trajwatch actions backtest --since T``  what a candidate action policy would have fired
-``trajwatch breaker [close SESSION]``     the reference circuit breaker (webhooks + Claude Code hook)
+``trajwatch breaker [close SESSION]``     the reference circuit breaker (webhooks, Claude Code hook)
 
 A mistake of the user's (a flag, a setting, a file, the store URL: any
 :class:`~ingest.errors.UserError`) is one line on stderr, ``trajwatch: error: <what is
