@@ -85,7 +85,7 @@ def kill(session: str = "s1", alert: str = "al_1") -> dict[str, Any]:
     }
 
 
-def hook(base: str, session: str = "s1") -> dict[str, Any]:
+def hook(base: str, session: str = "s1", agent: str | None = None) -> dict[str, Any]:
     body = {
         "session_id": session,
         "hook_event_name": "PreToolUse",
@@ -93,7 +93,12 @@ def hook(base: str, session: str = "s1") -> dict[str, Any]:
         "tool_input": {"command": "ls"},
         "tool_use_id": "toolu_1",
     }
-    answer = requests.post(f"{base}/v1/hooks/claude-code/pre-tool-use", json=body, timeout=5)
+    answer = requests.post(
+        f"{base}/v1/hooks/claude-code/pre-tool-use",
+        params={"agent": agent} if agent else {},
+        json=body,
+        timeout=5,
+    )
     assert answer.status_code == 200
     return dict(answer.json()["hookSpecificOutput"])
 
@@ -139,6 +144,44 @@ def test_kill_opens_the_breaker_hook_denies_then_allows_after_close(breaker: Run
     trail = breaker.breakers.listing("s1")["audit"]
     assert [a["state"] for a in trail] == ["open", "closed"]
     assert "egress_gaming" in trail[0]["reason"]
+
+
+def close_cli(base: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "trajwatch.cli", "breaker", "close", *args, "--url", base],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        cwd=ROOT,
+    )
+
+
+def test_an_agents_open_breaker_stops_its_other_sessions_until_the_agent_is_closed(
+    breaker: Running,
+) -> None:
+    assert send(breaker.base, "al_3:breaker:kill", kill(session="s1", alert="al_3")).ok
+    # a new session of the same agent: its own breaker is closed, the agent's is open
+    denied = hook(breaker.base, "s2", agent="codewright")
+    assert denied["permissionDecision"] == "deny"
+    assert "agent codewright" in denied["permissionDecisionReason"]
+    assert "permissionDecision" not in hook(breaker.base, "s2", agent="other-agent")
+    assert "permissionDecision" not in hook(breaker.base, "s2")  # the hook names no agent
+    assert close_cli(breaker.base, "s1").returncode == 0  # the session only
+    assert hook(breaker.base, "s2", agent="codewright")["permissionDecision"] == "deny"
+    closed = close_cli(breaker.base, "codewright", "--agent")
+    assert closed.returncode == 0, closed.stderr
+    assert "agent codewright: closed" in closed.stdout
+    assert "permissionDecision" not in hook(breaker.base, "s2", agent="codewright")
+    trail = breaker.breakers.listing("codewright", "agent")["audit"]
+    assert [a["state"] for a in trail] == ["open", "closed"]
+    shown = requests.get(
+        f"{breaker.base}/v1/breakers/codewright", params={"scope": "agent"}, timeout=5
+    ).json()
+    assert [b["state"] for b in shown["breakers"]] == ["closed"]
+    bad = requests.post(
+        f"{breaker.base}/v1/breakers/codewright/close", params={"scope": "team"}, timeout=5
+    )
+    assert bad.status_code == 400
 
 
 def test_a_replayed_webhook_is_applied_once(breaker: Running) -> None:

@@ -7,14 +7,17 @@
   ``trajwatch.kill`` or ``trajwatch.rollback`` opens the session's breaker and the
   agent's; a ``trajwatch.alert`` (notify) opens a *half-open* breaker (one on trial) and is
   otherwise only recorded.
-- ``POST /v1/breakers/{session}/close`` (``trajwatch breaker close SESSION``): the explicit
-  re-enable; ``?trial=1`` makes it half-open instead. ``GET /v1/breakers[/{session}]``:
-  state and audit trail.
-- ``POST /v1/hooks/claude-code/pre-tool-use``: the Claude Code ``PreToolUse`` HTTP hook.
-  Deny, with the alert's reason shown to the agent, when the session's breaker is open;
-  else ask ``trajwatch serve``'s ``/v1/check`` when ``--check-url`` is given (its answer,
-  in the hook's format, is passed on); else no decision (the user's own permission
-  rules apply).
+- ``POST /v1/breakers/{key}/close`` (``trajwatch breaker close SESSION``): the explicit
+  re-enable of a session's breaker, or with ``?scope=agent`` (``close --agent NAME``) an
+  agent's; ``?trial=1`` makes it half-open instead. ``GET /v1/breakers[/{key}]``
+  (``?scope=agent``): state and audit trail.
+- ``POST /v1/hooks/claude-code/pre-tool-use[?agent=NAME]``: the Claude Code ``PreToolUse``
+  HTTP hook. Deny, with the alert's reason shown to the agent, when the session's breaker
+  is open, or the agent's when the hook's URL names the agent (an agent whose breaker is
+  open is stopped in its other and new sessions too, until a person closes it); else
+  ask ``trajwatch serve``'s ``/v1/check`` when ``--check-url`` is given (its answer, in
+  the hook's format, is passed on); else no decision (the user's own permission rules
+  apply).
 
 State lives in the breaker's own SQLite file (``--state``): the breaker is a separate
 service, usually next to the agents rather than next to trajwatch's store, and must keep
@@ -44,6 +47,7 @@ from ingest.errors import ConfigError
 
 OPEN, HALF_OPEN, CLOSED = "open", "half-open", "closed"
 OPENING = {"trajwatch.kill": OPEN, "trajwatch.rollback": OPEN, "trajwatch.alert": HALF_OPEN}
+SCOPES = ("session", "agent")
 SCHEMA = """
 create table if not exists seen (webhook_id text primary key, at real not null);
 create table if not exists breakers (
@@ -139,12 +143,23 @@ class Breakers:
             "insert into audit values (?, ?, ?, ?, ?, ?)", (now, scope, key, state, reason, source)
         )
 
-    def close(self, session: str, *, trial: bool = False, reason: str = "re-enabled") -> str:
+    def close(
+        self,
+        key: str,
+        *,
+        scope: str = "session",
+        trial: bool = False,
+        reason: str = "re-enabled",
+    ) -> str:
+        """Re-enable the breaker of a session (or, with ``scope="agent"``, an agent);
+        half-open with ``trial``. Returns the new state."""
+        if scope not in SCOPES:
+            raise ValueError(f"scope must be one of {', '.join(SCOPES)}, got {scope!r}")
         state = HALF_OPEN if trial else CLOSED
         with self._lock:
             cur = self._db.cursor()
             cur.execute("begin immediate")
-            self._set(cur, "session", session, state, reason, None, "close")
+            self._set(cur, scope, key, state, reason, None, "close")
             cur.execute("commit")
         return state
 
@@ -155,8 +170,8 @@ class Breakers:
             ).fetchone()
         return (row[0], row[1]) if row else (CLOSED, None)
 
-    def listing(self, session: str | None = None) -> dict[str, Any]:
-        where, args = ("where key = ? and scope = 'session'", (session,)) if session else ("", ())
+    def listing(self, key: str | None = None, scope: str = "session") -> dict[str, Any]:
+        where, args = ("where key = ? and scope = ?", (key, scope)) if key else ("", ())
         with self._lock:
             rows = self._db.execute(
                 f"select scope, key, state, reason, alert_id, updated from breakers {where}", args
@@ -206,12 +221,16 @@ def create_app(
 
     async def close(request: Request) -> JSONResponse:
         trial = request.query_params.get("trial") in ("1", "true")
-        session = request.path_params["session"]
-        state = await run_in_threadpool(breakers.close, session, trial=trial)
-        return JSONResponse({"session": session, "state": state})
+        scope = request.query_params.get("scope", "session")
+        if scope not in SCOPES:
+            return JSONResponse({"error": f"scope must be one of {', '.join(SCOPES)}"}, 400)
+        key = request.path_params["key"]
+        state = await run_in_threadpool(breakers.close, key, scope=scope, trial=trial)
+        return JSONResponse({scope: key, "state": state})
 
     async def show(request: Request) -> JSONResponse:
-        return JSONResponse(breakers.listing(request.path_params.get("session")))
+        scope = request.query_params.get("scope", "session")
+        return JSONResponse(breakers.listing(request.path_params.get("key"), scope))
 
     async def pre_tool_use(request: Request) -> JSONResponse:
         try:
@@ -222,6 +241,13 @@ def create_app(
         state, reason = breakers.state("session", session)
         if state == OPEN:
             return JSONResponse(_hook("deny", f"trajwatch breaker open for this session: {reason}"))
+        agent = request.query_params.get("agent")
+        if agent:
+            state, reason = breakers.state("agent", agent)
+            if state == OPEN:
+                return JSONResponse(
+                    _hook("deny", f"trajwatch breaker open for agent {agent}: {reason}")
+                )
         if check_url:
             try:
                 answer = await run_in_threadpool(http.post, check_url, json=body, timeout=5)
@@ -235,8 +261,8 @@ def create_app(
         routes=[
             Route("/v1/webhooks", webhook, methods=["POST"]),
             Route("/v1/breakers", show, methods=["GET"]),
-            Route("/v1/breakers/{session}", show, methods=["GET"]),
-            Route("/v1/breakers/{session}/close", close, methods=["POST"]),
+            Route("/v1/breakers/{key}", show, methods=["GET"]),
+            Route("/v1/breakers/{key}/close", close, methods=["POST"]),
             Route("/v1/hooks/claude-code/pre-tool-use", pre_tool_use, methods=["POST"]),
         ]
     )

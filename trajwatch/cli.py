@@ -10,7 +10,7 @@
 ``trajwatch deliveries list|redeliver|enable``  the webhook outbox: show, resend, re-enable
 ``trajwatch dispatch``                    send the outbox (what serve and worker run inside)
 ``trajwatch actions backtest --since T``  what a candidate action policy would have fired
-``trajwatch breaker [close SESSION]``     the reference circuit breaker (webhooks, Claude Code hook)
+``trajwatch breaker [close KEY]``         the reference circuit breaker (webhooks, Claude Code hook)
 
 A mistake of the user's (a flag, a setting, a file, the store URL: any
 :class:`~ingest.errors.UserError`) is one line on stderr, ``trajwatch: error: <what is
@@ -166,7 +166,8 @@ def _parser() -> argparse.ArgumentParser:
         "breaker", parents=[common], help="run the reference circuit breaker, or close one"
     )
     br.add_argument("verb", nargs="?", choices=["run", "close"], default="run")
-    br.add_argument("session", nargs="?", help="close: the session to re-enable")
+    br.add_argument("session", nargs="?", help="close: the session (or, with --agent, agent)")
+    br.add_argument("--agent", action="store_true", help="close: re-enable an agent's breaker")
     br.add_argument("--host", default="127.0.0.1", help="address to listen on")
     br.add_argument("--port", type=int, default=4319, help="port (default: 4319)")
     br.add_argument("--state", default="trajwatch-breaker.db", help="its SQLite state file")
@@ -429,16 +430,23 @@ def _breaker(args: argparse.Namespace) -> int:
         from trajwatch.breaker import run
 
         return run(host=args.host, port=args.port, state=args.state, check_url=args.check_url)
+    scope = "agent" if args.agent else "session"
     if not args.session:
-        raise ConfigError("give the session to re-enable: trajwatch breaker close SESSION")
+        raise ConfigError(
+            f"give the {scope} to re-enable: trajwatch breaker close "
+            + ("--agent NAME" if args.agent else "SESSION")
+        )
+    from urllib.parse import quote
+
     import requests
 
-    url = f"{args.url.rstrip('/')}/v1/breakers/{args.session}/close"
+    url = f"{args.url.rstrip('/')}/v1/breakers/{quote(args.session, safe='')}/close"
+    params = {"scope": scope, **({"trial": "1"} if args.trial else {})}
     try:
-        answer = requests.post(url, params={"trial": "1"} if args.trial else {}, timeout=10)
+        answer = requests.post(url, params=params, timeout=10)
     except requests.RequestException as exc:
         raise ConfigError(f"no breaker answers at {args.url}: {type(exc).__name__}") from None
-    print(f"breaker for session {args.session}: {answer.json().get('state')}")
+    print(f"breaker for {scope} {args.session}: {answer.json().get('state')}")
     return 0 if answer.ok else 1
 
 
