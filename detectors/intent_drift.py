@@ -62,6 +62,19 @@ file is not its change's content (``/workspace/axios/...`` says nothing of the e
 A host or path first named by the result of an off-task action inherits that action's
 weight (drift leads to more drift; an off-task search's hits are not in scope).
 
+Prose the agent wrote itself into a target - one long argument with spaces (a file's new
+content, a message's body) beside short ones (an id, a channel, a subject), no recent
+result holding its words - is the work product, not a topic pursued: the call is judged
+by its other arguments (asked to suggest activities and add them to a file, the agent's
+suggestions are off the goal's words but not off task). Prose that a result's text
+fills (an instruction obeyed, data passed on) is judged by its words as ever.
+
+**Sub-goals abandoned.** A final answer (a final-answer tool) given before any tool
+returned anything, resting on figures (:mod:`features.grounding`: numbers of three
+digits or more) that neither the task nor any result or error held, the results of its
+own arithmetic aside, warns: the look-ups the task needs were never done, and what
+stands in their place came from nowhere in the session. Never a stop.
+
 The goal may come late: when a trace's root span carries it, that span ends - and is
 delivered - last. Until a tool result reaches the agent, only its task can have led it,
 so the opening calls (up to ``warmup_calls``) before any result are on task and seed

@@ -32,6 +32,13 @@ Two kinds of evidence, both over the recent tool calls only (a bounded window):
    by two (``pip config list`` between retries is a look, not a fix; an edit between
    test runs that keep failing is work). A success of a call the chain tried ends it:
    a transient failure, retried, is fine.
+3. **One request re-worded.** Calls of one tool and shape back to back whose longest
+   argument is a request in words (a query, a question, a task:
+   :func:`detectors.loop_rules.is_request`; not a path, a URL or a command), each
+   re-wording the one before, nothing else done with their answers: a warning at the
+   fourth asking, or at the third when one asks again, in the same words re-ordered or
+   re-quoted, what an earlier one of the run asked. Never a kill: re-wording may yet
+   find something.
 
 Exemptions (progress)
 ---------------------
