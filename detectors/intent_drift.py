@@ -62,6 +62,19 @@ file is not its change's content (``/workspace/axios/...`` says nothing of the e
 A host or path first named by the result of an off-task action inherits that action's
 weight (drift leads to more drift; an off-task search's hits are not in scope).
 
+Prose the agent wrote itself into a target - one long argument with spaces (a file's new
+content, a message's body) beside short ones (an id, a channel, a subject), no recent
+result holding its words - is the work product, not a topic pursued: the call is judged
+by its other arguments (asked to suggest activities and add them to a file, the agent's
+suggestions are off the goal's words but not off task). Prose that a result's text
+fills (an instruction obeyed, data passed on) is judged by its words as ever.
+
+**Sub-goals abandoned.** A final answer (a final-answer tool) given before any tool
+returned anything, resting on figures (:mod:`features.grounding`: numbers of three
+digits or more) that neither the task nor any result or error held, the results of its
+own arithmetic aside, warns: the look-ups the task needs were never done, and what
+stands in their place came from nowhere in the session. Never a stop.
+
 The goal may come late: when a trace's root span carries it, that span ends - and is
 delivered - last. Until a tool result reaches the agent, only its task can have led it,
 so the opening calls (up to ``warmup_calls``) before any result are on task and seed
@@ -113,6 +126,8 @@ from typing import Any
 
 from detectors.base import Checkpoints, Detector, make_alert
 from detectors.registry import register
+from features.completion import final_answer_tool
+from features.grounding import computed, figures, ungrounded
 from features.text_vectors import (
     CONTENT_DROP,
     StepTerms,
@@ -158,6 +173,8 @@ _MAX_PAGES = 256
 _MAX_REPOS = 32
 _RECENT_RESULTS = 4
 _MAX_EPISODE = 20
+_MAX_FIGURES = 2_048  # figures observed (goal, errors) kept for the answer's provenance
+_REASONING_CHARS = 8_000  # characters of the model output before an answer read
 _TEST_RE = re.compile(
     r"(?:^|/)(?:tests?|specs?|__tests__|testdata)/|(?:^|/)test_|_test\.|\.(?:test|spec)\."
 )
@@ -213,6 +230,42 @@ def _mutation_targets(arguments: str | None, paths: tuple[str, ...]) -> set[str]
         return set()
     whole = {v.strip().removeprefix("./") for v in texts if len(v) < 300}
     return {p for p in paths if p in whole or f"File: {p}" in arguments}
+
+
+_PAYLOAD_CHARS = 40  # an argument this long, with spaces in it, is prose the call carries
+
+
+def _authored_payload(arguments: str | None) -> tuple[str, str] | None:
+    """(payload, the other arguments' text) of a call that writes prose into a target:
+    one string argument of ``_PAYLOAD_CHARS`` or more holding spaces (a file's new
+    content, a message's body), the others short (an id, a name, a subject, recipients).
+    None for any other shape: a lone argument is a query or a command, not a write.
+
+    >>> _authored_payload('{"content": "Activity 3: Escape Room - teams solve puzzles", '
+    ...                   '"file_id": "13"}')
+    ('Activity 3: Escape Room - teams solve puzzles', '13')
+    >>> _authored_payload('{"query": "bitcoin price history since 2015 in euros"}') is None
+    True
+    """
+    if not arguments or not arguments.startswith("{"):
+        return None
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        return None
+    if not isinstance(value, dict) or len(value) < 2:
+        return None
+    long = [
+        k
+        for k, v in value.items()
+        if isinstance(v, str) and len(v) >= _PAYLOAD_CHARS and " " in v.strip()
+    ]
+    if len(long) != 1:
+        return None
+    rest = " ".join(str(v) for k, v in value.items() if k != long[0] and v not in (None, ""))
+    if not rest:
+        return None
+    return value[long[0]], rest
 
 
 def _light_step(ref: Mapping[str, Any], session_id: str) -> Step:
@@ -345,6 +398,13 @@ class IntentDrift(Detector):
         self._warned = False
         self._critical = False
         self._checkpoints = Checkpoints()
+        # the answer's provenance: whether any tool returned something, the figures the
+        # session observed (goal, failures' texts), the last model output and its step
+        self._grounded = False
+        self._observed: dict[str, None] = {}
+        self._reasoning = ""
+        self._reasoning_ref: dict[str, Any] | None = None
+        self._answered = False
 
     # -- anchors ---------------------------------------------------------------------
 
@@ -356,6 +416,7 @@ class IntentDrift(Detector):
         # stems of the goal's longer words: ``charter`` is about a goal's ``chartered``
         self._goal_stems.update(w[:n] for w in words for n in range(5, len(w)))
         self._goal_refs.update(_REF_RE.findall(text)[:8])
+        self._observe(text)
         self._goal = " ".join(text.split())[:100]
         fake = Step(step_id="goal", session_id="", kind=StepKind.MODEL_CALL, ts=0, text=text)
         terms = step_terms(fake)
@@ -506,19 +567,74 @@ class IntentDrift(Detector):
         self._session_id = step.session_id
         kind = step.kind
         if kind == StepKind.TOOL_CALL:
+            if final_answer_tool(step.tool):
+                return self._on_answer(step) + self._on_call(step)
             return self._on_call(step)
         if kind == StepKind.TOOL_RESULT:
             self._informed = True
             self._on_result(step)
+            if step.status == "ok" and step.result and not final_answer_tool(step.tool):
+                self._grounded = True
+            elif not self._grounded:
+                self._observe(step.error or step.result)
         elif kind == StepKind.START:
             self._on_start(step)
         elif kind == StepKind.CHECKPOINT:
             self._checkpoints.update(step)
-        elif kind == StepKind.MODEL_CALL and not self._goal_words:
-            text = goal_text(step)
-            if text:
-                self._set_goal(text)
+        elif kind == StepKind.MODEL_CALL:
+            if not self._goal_words:
+                text = goal_text(step)
+                if text:
+                    self._set_goal(text)
+            if step.text and not self._grounded:
+                self._reasoning = step.text[-_REASONING_CHARS:]
+                self._reasoning_ref = _ref(step)
         return []
+
+    # -- an answer no step grounded --------------------------------------------------
+
+    def _observe(self, text: str | None) -> None:
+        """Remember the figures of a text that came into the session (not the agent's)."""
+        for f in figures(text):
+            _remember(self._observed, f, None, _MAX_FIGURES)
+
+    def _on_answer(self, step: Step) -> list[Alert]:
+        """The task's sub-goals abandoned: a final answer given before any tool returned
+        anything, resting on figures that nothing in the session provided (the goal,
+        a result, an error) - the look-ups the task needs were never done, and what the
+        agent states in their place came from nowhere in the session (recalled, made
+        up, or computed from made-up inputs). A warning, never a stop: the session is
+        ending, and a person judges the answer."""
+        if self._grounded or self._answered:
+            return []
+        # what the reasoning computed (``… = 5000``) is derived, not stated; the
+        # answer's other figures, and the inputs, must have come from somewhere
+        stated = figures(self._reasoning) | figures(step.arguments)
+        missing = ungrounded(stated - computed(self._reasoning), self._observed)
+        if not missing:
+            return []
+        self._answered = True
+        onset = _light_step(self._reasoning_ref, self._session_id) if self._reasoning_ref else step
+        shown = ", ".join(f"`{f}`" for f in missing[:4])
+        more = f" and {len(missing) - 4} more" if len(missing) > 4 else ""
+        goal = f" (task: {self._goal})" if self._goal else ""
+        reason = (
+            f"the agent answered with `{step.tool}` before any tool had returned anything"
+            f"{goal}: the look-ups the task needs were never done, and the figures it "
+            f"states ({shown}{more}) appear in nothing the session observed"
+        )
+        return [
+            make_alert(
+                self.name,
+                onset=onset,
+                raised=step,
+                evidence=[step],
+                score=min(1.0, 0.4 + 0.05 * len(missing)),
+                severity=Severity.WARN,
+                reason=reason,
+                action=Action.NOTIFY,
+            )
+        ]
 
     def _on_result(self, step: Step) -> None:
         self._last_blind = not step.result
@@ -724,6 +840,16 @@ class IntentDrift(Detector):
                         weight = max(weight, via)
                         labels.append(directory_of(p) or p)
         if not (terms.paths or terms.hosts or terms.repos):
+            authored = _authored_payload(step.arguments)
+            if authored is not None:
+                payload = set(tokenize(authored[0], drop=CONTENT_DROP))
+                if not self._on_topic(payload) and self._from_result(payload) is None:
+                    # prose the agent wrote itself (no recent result holds it) into a
+                    # target: its words are the work product, not a topic pursued; the
+                    # call is judged by what it writes to (a result's words written out
+                    # - an instruction obeyed, data passed on - are judged as ever)
+                    words = set(tokenize(authored[1], drop=CONTENT_DROP))
+                    on_topic = self._on_topic(words) or self._tool_on_topic(step)
             if len(words) < self.min_words:
                 return -1.0, [], None, None
             neutral = False

@@ -13,6 +13,8 @@ A loop is told by what the calls *got back*, not by how their arguments look:
   error; ``TypeError: forward() got an unexpected keyword argument <q>`` is one bug.
 - :func:`same_shape` — calls that vary an argument's value, not what they pass: the
   same tool with the same argument names (a query, a page, a flag's value tweaked).
+- :func:`is_request` — whether an argument is a request in words (a query, a question,
+  a task for a sub-agent), which an agent can re-word, unlike a path, a URL or a command.
 - :func:`critical_needed` — how many repeats kill: a loop of reads answered the same
   burns only tokens, so it needs more evidence than one that fails or acts.
 
@@ -31,6 +33,7 @@ __all__ = [
     "SIGNATURE_CHARS",
     "argument_values",
     "critical_needed",
+    "is_request",
     "mask_echo",
     "result_signature",
     "same_shape",
@@ -231,6 +234,29 @@ def same_shape(tool_a: str, names_a: Iterable[str], tool_b: str, names_b: Iterab
     False
     """
     return tool_a == tool_b and frozenset(names_a) == frozenset(names_b)
+
+
+_MIN_REQUEST_WORDS = 3
+
+
+def is_request(value: str) -> bool:
+    """Whether an argument value is a request in words: at least three words, two in
+    three of them plain words or numbers (a year, a count), none a path or a URL.
+    Paths, URLs and commands name things; two of them sharing words (files of one
+    folder, pages of one site) are two things, not one request re-worded.
+
+    >>> is_request("Pie Menus or Linear Menus, Which Is Better? 2015 DBLP")
+    True
+    >>> is_request("src/requests/models.py"), is_request("rg -n 'entry' src/constants")
+    (False, False)
+    """
+    tokens = value.split()
+    if len(tokens) < _MIN_REQUEST_WORDS:
+        return False
+    if any("/" in t or "\\" in t for t in tokens):
+        return False
+    plain = sum(1 for t in tokens if t.strip("\"'?!,.:;()[]$").isalnum())
+    return 3 * plain >= 2 * len(tokens)
 
 
 def critical_needed(

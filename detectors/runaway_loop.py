@@ -32,6 +32,13 @@ Two kinds of evidence, both over the recent tool calls only (a bounded window):
    by two (``pip config list`` between retries is a look, not a fix; an edit between
    test runs that keep failing is work). A success of a call the chain tried ends it:
    a transient failure, retried, is fine.
+3. **One request re-worded.** Calls of one tool and shape back to back whose longest
+   argument is a request in words (a query, a question, a task:
+   :func:`detectors.loop_rules.is_request`; not a path, a URL or a command), each
+   re-wording the one before, nothing else done with their answers: a warning at the
+   fourth asking, or at the third when one asks again, in the same words re-ordered or
+   re-quoted, what an earlier one of the run asked. Never a kill: re-wording may yet
+   find something.
 
 Exemptions (progress)
 ---------------------
@@ -114,6 +121,7 @@ from detectors.base import MAX_EVIDENCE, Checkpoints, Detector, StepRef, make_al
 from detectors.loop_rules import (
     argument_values,
     critical_needed,
+    is_request,
     result_signature,
     same_shape,
     specific,
@@ -356,6 +364,12 @@ def _near(a: _Call, b: _Call) -> bool:
     return small > 0 and len(wa & wb) / small >= _NEAR
 
 
+def _request_words(request: str) -> tuple[str, ...]:
+    """A request's words, lower-cased, quotes and punctuation dropped, in sorted order:
+    the same request re-ordered or re-quoted gives the same words."""
+    return tuple(sorted(w.strip("\"'?!,.:;()[]") for w in request.lower().split()))
+
+
 def _cycle_key(cycle: list[_Call]) -> int:
     """A cycle's identity whatever call it is entered at (B-C-A is A-B-C)."""
     return _crc("\x1f".join(str(k) for k in sorted({c.key for c in cycle})))
@@ -469,6 +483,8 @@ class RunawayLoop(Detector):
         self._open: dict[str, _Call] = {}  # call id and step id → call awaiting its result
         self._chains: dict[int, _Chain] = {}  # error → chain of failures
         self._answers: _Answers | None = None  # the current run of the same answer
+        self._asked: list[_Call] = []  # the current run of one request re-worded
+        self._asked_count = 0
         self._novel = 0
         self._compacted = False  # a compaction since the last call
         self._tokens = 0
@@ -572,6 +588,7 @@ class RunawayLoop(Detector):
             del self._open[next(iter(self._open))]
         if any(runs):  # else no call repeats and the cycle rules have nothing to judge
             alerts += self._check_cycle(step, settled=False)
+        alerts += self._reasked(step, call)
         return alerts
 
     def _repeats(self, call: _Call, n: int, p: int) -> bool:
@@ -719,6 +736,58 @@ class RunawayLoop(Detector):
         keys = {_crc(f"answer\x1f{signature}\x1f{answers.first.key}")}
         severity = self._severity(count, onset, self.critical_read_cycles)
         return self._raise(step, keys, severity, onset, answers.members, reason, count)
+
+    # -- one request re-worded ---------------------------------------------------------
+
+    def _reasked(self, step: Step, call: _Call) -> list[Alert]:
+        """Calls of one tool and shape back to back, each re-wording the request the one
+        before made (its longest argument is words, :func:`detectors.loop_rules.is_request`:
+        a query, a question, a task; the arguments that changed mostly share their words:
+        :func:`_near`), with no other
+        call between them: whatever each answered, the agent did nothing with it but
+        ask again. A warning once the same request has been asked ``warn_cycles`` + 1
+        times running, or ``warn_cycles`` times when one of them asks again, in the same
+        words, what an earlier one of the run asked (the same query re-ordered or
+        re-quoted: the agent has lost track of what it tried). Never a kill: re-wording
+        may yet find something; only identical calls and repeated failures are strong
+        evidence. Calls that write or send are left out (a changed edit is work), and
+        an identical call again is the cycle rules' to judge."""
+        asked = self._asked
+        if call.acts or not call.values or not is_request(call.values[0]):
+            self._asked, self._asked_count = [], 0
+            return []
+        view = tool_view(step)
+        if view is not None and view.commands:  # a command, not a request
+            self._asked, self._asked_count = [], 0
+            return []
+        last = asked[-1] if asked else None
+        if (
+            last is None
+            or not same_shape(last.tool, last.names, call.tool, call.names)
+            or not _near(last, call)
+        ):
+            self._asked, self._asked_count = [call], 1
+            return []
+        if call.exact == last.exact:
+            return []
+        words = _request_words(call.values[0])
+        again = any(_request_words(c.values[0]) == words for c in asked)
+        asked.append(call)
+        self._asked_count += 1
+        if len(asked) > MAX_EVIDENCE:  # keep the first, the onset and the latest
+            del asked[2 : len(asked) - MAX_EVIDENCE + 2]
+        count = self._asked_count
+        if count < self.warn_cycles + 1 and not (again and count >= self.warn_cycles):
+            return []
+        first = asked[0]
+        reason = (
+            f"{count} calls of `{call.tool}` in a row re-word one request (`{first.label}` "
+            f"… `{call.label}`), nothing else done with their answers"
+            + ("; one asks again, in the same words, what an earlier one asked" if again else "")
+            + self._spend(asked[1])
+        )
+        keys = {_crc(f"asked\x1f{first.key}")}
+        return self._raise(step, keys, _WARN, asked[1], asked, reason, count)
 
     # -- retry after failure ---------------------------------------------------------
 

@@ -10,6 +10,7 @@ import pytest
 from detectors.loop_rules import (
     argument_values,
     critical_needed,
+    is_request,
     result_signature,
     same_shape,
     specific,
@@ -312,3 +313,88 @@ def test_rereading_a_file_after_editing_it_is_not_a_loop() -> None:
     from trajwatch.evaluate import baseline_openlit
 
     assert baseline_openlit(steps) is not None
+
+
+# -- one request re-worded: a loop of asking, whatever the answers --
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("first year Apple stock price closed above $50 raw non split adjusted", True),
+        ("nonindigenous crocodiles Florida 2000 2020 site:nas.er.usgs.gov", True),
+        ("Please transcribe the spoken line in this audio file exactly", True),
+        ("src/requests/models.py", False),
+        ("https://www.hsl.fi/en/hsl/news/facts-about-hsl", False),
+        ("rg -n 'entry' src/constants/index.ts", False),
+        ("npm install", False),
+    ],
+)
+def test_a_request_in_words_is_told_from_paths_urls_and_commands(
+    value: str, expected: bool
+) -> None:
+    assert is_request(value) is expected
+
+
+def _searches(s: Session, queries: list[str]) -> list[Step]:
+    steps: list[Step] = []
+    for q in queries:
+        steps.append(s.model())
+        steps += s.tool("web_search", {"query": q}, result=f"1. [{q}](https://x.example/{len(q)})")
+    return steps
+
+
+REWORDED = [
+    "Tri-Rail ridership May 27 2019 Pompano Beach arrivals",
+    "Tri-Rail May 27 2019 ridership Pompano Beach station arrivals record",
+    "Pompano Beach Tri-Rail arrivals May 27 2019 passengers",
+    "Tri-Rail passengers Pompano Beach May 27 2019 ridership report",
+]
+
+
+def test_the_same_request_reworded_four_times_running_warns_never_kills() -> None:
+    """Four searches back to back, each re-wording the one before, nothing done with
+    any answer: a warning at the fourth (onset the first re-wording); more of the
+    same never kills - re-wording may yet find something."""
+    s = Session("reworded")
+    steps = warmup(s) + _searches(s, REWORDED)
+    alerts = feed(steps)
+    calls = [st for st in steps if st.tool == "web_search" and st.kind.value == "tool_call"]
+    assert [(a.severity, a.onset_seq, a.raised_seq) for a in alerts] == [
+        (Severity.WARN, calls[1].seq, calls[3].seq)
+    ]
+    more = [f"{q} official figures" for q in REWORDED] * 3
+    alerts = feed(steps + _searches(s, more))
+    assert all(a.action == Action.NOTIFY for a in alerts)
+
+
+def test_asking_again_in_the_same_words_warns_at_the_third() -> None:
+    """The third search re-orders the words of the first (a quoted title moved): the
+    agent asks what it already asked - a warning at three."""
+    s = Session("again")
+    queries = [
+        "Pie Menus or Linear Menus, Which Is Better? 2015 DBLP",
+        "Pie Menus or Linear Menus, Which Is Better? 2015 DBLP author metadata",
+        'DBLP "Pie Menus or Linear Menus, Which Is Better?" 2015',
+    ]
+    steps = warmup(s) + _searches(s, queries)
+    alerts = feed(steps)
+    assert [a.raised_seq for a in alerts] == [steps[-2].seq]
+    assert "same words" in alerts[0].reason
+
+
+def test_searching_on_with_what_was_found_and_reading_a_folder_are_no_loop() -> None:
+    """Acting on an answer between the searches (opening a hit), three re-wordings
+    without a repeat, reading the files of one folder, or running commands that share
+    words: none is one request asked over and over."""
+    s = Session("fine")
+    steps = warmup(s)
+    for q in REWORDED:
+        steps += _searches(s, [q])
+        steps += s.tool("visit_page", {"url": f"https://x.example/{len(q)}"}, result="page")
+    steps += _searches(s, REWORDED[:3])
+    for name in ("models", "sessions", "adapters", "utils", "compat"):
+        steps += s.tool("read_file", {"path": f"src/requests/{name}.py"}, result="code")
+    for word in ("entry", "parse", "offset", "locale"):
+        steps += s.tool("bash", {"command": f"rg -n '{word}' src tests"}, result=f"src/{word}")
+    assert feed(steps) == []
