@@ -43,6 +43,7 @@ left out keeps its documented default.
 from __future__ import annotations
 
 import inspect
+import os
 import re
 import tomllib
 from collections.abc import Mapping
@@ -198,13 +199,112 @@ def defaults_toml() -> str:
     return "\n".join(lines) + "\n"
 
 
+def config_toml(
+    config: Mapping[str, Any],
+    *,
+    header: str = "",
+    comments: Mapping[str, Mapping[str, str]] | None = None,
+) -> str:
+    """``config`` (as :func:`load_config` returns it, or built by hand) as TOML text that
+    :func:`load_config` reads back equal: scalars and arrays first, then each table, then
+    each array of tables; keys starting with ``_`` are left out. ``header`` becomes
+    leading ``#`` lines; ``comments[table][key]`` is written after that key's value (a
+    tuned number citing its source). The ``[policies] paths`` are written as given: see
+    :func:`write_config` for a file in another folder.
+
+    >>> print(config_toml({"detectors": {"runaway_loop": {"warn_cycles": 4}}},
+    ...                   comments={"detectors.runaway_loop": {"warn_cycles": "swept"}}))
+    [detectors.runaway_loop]
+    warn_cycles = 4  # swept
+    <BLANKLINE>
+    """
+    lines = [f"# {line}".rstrip() for line in header.splitlines()]
+    _toml_table(lines, (), config, comments or {})
+    return "\n".join(lines).lstrip("\n") + "\n"
+
+
+def write_config(
+    path: Path,
+    config: Mapping[str, Any],
+    *,
+    header: str = "",
+    comments: Mapping[str, Mapping[str, str]] | None = None,
+) -> Path:
+    """Write ``config`` to ``path`` as :func:`config_toml` does, with each relative
+    ``[policies] paths`` entry rewritten to name, from ``path``'s folder, what it named
+    from ``config``'s own folder (``_base``, else the working directory): the written
+    file loads the same policies wherever it is put. Returns ``path``."""
+    source = Path(config.get("_base", "."))
+    table = config.get("policies", {})
+    if isinstance(table, Mapping) and isinstance(table.get("paths"), list):
+        target = path.resolve().parent
+        moved = [
+            str(entry)
+            if Path(str(entry)).is_absolute()
+            else os.path.relpath((source / str(entry)).resolve(), target)
+            for entry in table["paths"]
+        ]
+        config = {**config, "policies": {**table, "paths": moved}}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(config_toml(config, header=header, comments=comments), encoding="utf-8")
+    return path
+
+
+def _toml_table(
+    lines: list[str],
+    where: tuple[str, ...],
+    table: Mapping[str, Any],
+    comments: Mapping[str, Mapping[str, str]],
+) -> None:
+    name = ".".join(_toml_key(part) for part in where)
+    notes = comments.get(".".join(where), {})
+    items = [(str(k), v) for k, v in table.items() if not str(k).startswith("_")]
+    scalars = [(k, v) for k, v in items if not _is_table(v) and not _is_table_array(v)]
+    if where and (scalars or not items):
+        lines += ["", f"[{name}]"]
+    for key, value in scalars:
+        note = notes.get(key)
+        lines.append(f"{_toml_key(key)} = {_toml(value)}" + (f"  # {note}" if note else ""))
+    for key, value in items:
+        if _is_table(value):
+            _toml_table(lines, (*where, key), value, comments)
+    for key, value in items:
+        if _is_table_array(value):
+            for entry in value:
+                lines += ["", f"[[{'.'.join(_toml_key(p) for p in (*where, key))}]]"]
+                lines += [f"{_toml_key(str(k))} = {_toml(v)}" for k, v in entry.items()]
+
+
+def _is_table(value: Any) -> bool:
+    return isinstance(value, Mapping)
+
+
+def _is_table_array(value: Any) -> bool:
+    return isinstance(value, list) and bool(value) and all(isinstance(v, Mapping) for v in value)
+
+
+_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def _toml_key(key: str) -> str:
+    return key if _BARE_KEY.match(key) else _toml(key)
+
+
+_ESCAPES = {
+    "\\": "\\\\", '"': '\\"', "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"
+}
+
+
 def _toml(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int | float):
         return repr(value)
     if isinstance(value, str):
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        return '"' + "".join(
+            _ESCAPES.get(c) or (f"\\u{ord(c):04x}" if ord(c) < 0x20 or ord(c) == 0x7F else c)
+            for c in value
+        ) + '"'
     if isinstance(value, list | tuple | frozenset | set):
         items = sorted(value) if isinstance(value, frozenset | set) else list(value)
         return "[" + ", ".join(_toml(v) for v in items) + "]"
