@@ -26,7 +26,6 @@ import nbformat
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
-from traitlets import default
 
 ROOT = Path(__file__).resolve().parents[1]
 KERNEL = "trajwatch-venv"
@@ -64,14 +63,8 @@ class Kernel:
                 }
             )
         )
-        kernel_dirs = [self._tmp.name]
-
-        class Manager(KernelManager):
-            @default("kernel_spec_manager")
-            def _specs(self) -> KernelSpecManager:
-                return KernelSpecManager(kernel_dirs=kernel_dirs)
-
-        self.manager = Manager(kernel_name=KERNEL)
+        specs = KernelSpecManager(kernel_dirs=[self._tmp.name])
+        self.manager = KernelManager(kernel_name=KERNEL, kernel_spec_manager=specs)
 
     def run(
         self, path: Path, params: dict[str, Any], *, timeout: int = 120

@@ -18,7 +18,7 @@ import tempfile
 import zipfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import networkx as nx
@@ -60,19 +60,24 @@ class Incident:
 
 
 def unpack(path: Path, into: Path) -> Path:
-    """``path`` itself, or for a ``.zip`` its bundle files extracted (by base name only:
-    no path in the archive is followed) into ``into``. Raises InputError for a zip with
-    no bundle file."""
+    """``path`` itself, or for a ``.zip`` its bundle files extracted into ``into`` by
+    base name (an entry with an absolute path or ``..`` is skipped: nothing is written
+    outside ``into``). Raises InputError for a zip with no bundle file, or two entries
+    of the same name."""
     if path.suffix != ".zip":
         return path
     wanted = {*BUNDLE_FILES, *(f"{n}.gz" for n in BUNDLE_FILES), EXPORTED_ALERTS}
-    found = 0
+    found: set[str] = set()
     with zipfile.ZipFile(path) as archive:
         for info in archive.infolist():
-            name = Path(info.filename).name
-            if name in wanted and not info.is_dir():
-                (into / name).write_bytes(archive.read(info))
-                found += 1
+            inner = PurePosixPath(info.filename)
+            name = inner.name
+            if info.is_dir() or name not in wanted or inner.is_absolute() or ".." in inner.parts:
+                continue
+            if name in found:
+                raise InputError(f"{path} holds two {name}; export one session per bundle")
+            found.add(name)
+            (into / name).write_bytes(archive.read(info))
     if not found:
         raise InputError(
             f"{path} holds none of {', '.join(BUNDLE_FILES)}; pass a debug bundle or a recording"

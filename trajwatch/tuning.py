@@ -63,12 +63,14 @@ def fixture_set(
     *,
     failures: Collection[str] | None = None,
     per_scenario: int | None = None,
+    scenarios: Collection[str] | None = None,
     name: str = "fixtures",
 ) -> LabelledSet:
     """The runs of a ``fixtures/generate.py`` folder (its ``labels.csv``) whose failure is
-    in ``failures`` (``"none"`` for the healthy runs; all when None), at most
-    ``per_scenario`` of each scenario. Each run's files are listed in the order a replay
-    of the whole folder reads them, so a subset replays as the folder's runs do."""
+    in ``failures`` (``"none"`` for the healthy runs; all when None) and whose scenario is
+    in ``scenarios`` (all when None), at most ``per_scenario`` of each scenario. Each
+    run's files are listed in the order a replay of the whole folder reads them, so a
+    subset replays as the folder's runs do."""
     labels_file = folder / "labels.csv"
     with labels_file.open(newline="", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
@@ -76,6 +78,8 @@ def fixture_set(
     runs: set[str] = set()
     for row in rows:
         if failures is not None and row["failure"] not in failures:
+            continue
+        if scenarios is not None and row["scenario"] not in scenarios:
             continue
         if per_scenario is not None and taken.get(row["scenario"], 0) >= per_scenario:
             continue

@@ -1,0 +1,260 @@
+"""Tuning on stored runs gives what `trajwatch eval` gives; the config writer round-trips;
+the pick rule, the curves and the incident analysis do what they say."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+
+import polars as pl
+import pytest
+from sklearn.metrics import precision_score, recall_score
+
+from trajwatch import incident, tuning
+from trajwatch.config import (
+    config_toml,
+    detector_set,
+    load_config,
+    load_policies,
+    write_config,
+)
+from trajwatch.evaluate import (
+    StoredRuns,
+    combine,
+    evaluate,
+    evaluate_stored,
+    raise_alerts,
+)
+from trajwatch.settings import Settings
+
+ROOT = Path(__file__).resolve().parents[1]
+RECORDED = ROOT / "fixtures" / "recorded"
+CORPUS = ROOT.parent / "shared" / "corpus"
+
+
+@pytest.fixture(scope="module")
+def small() -> tuning.LabelledSet:
+    """One run of each of two scenarios of every failure, and of two healthy ones."""
+    labels = pl.read_csv(RECORDED / "labels.csv")
+    scenarios = labels.group_by("failure").agg(pl.col("scenario").unique().sort().head(2))
+    chosen = {s for group in scenarios["scenario"] for s in group}
+    return tuning.fixture_set(RECORDED, per_scenario=1, scenarios=chosen)
+
+
+@pytest.fixture(scope="module")
+def runs(small: tuning.LabelledSet) -> StoredRuns:
+    return tuning.load([small])
+
+
+def test_stored_runs_evaluate_exactly_as_trajwatch_eval(
+    small: tuning.LabelledSet, runs: StoredRuns, tmp_path: Path
+) -> None:
+    config = load_config(ROOT / "trajwatch.toml")
+    detectors = detector_set(config)
+    db = f"sqlite:///{tmp_path / 'eval.db'}"
+    replayed = evaluate(
+        list(small.paths),
+        labels_file=small.labels_file,
+        settings=Settings(db_url=db),
+        detectors=detectors,
+    )
+    assert evaluate_stored(runs, detectors).to_json() == replayed.to_json()
+    assert replayed.table() == evaluate_stored(runs, detectors).table()
+    # ...down to the alerts: the stored ones are the ones raised again over the steps
+    from models.store import Store
+
+    with Store.open(db) as store:
+        stored = {a.alert_id: a for a in store.alerts(list(runs.labels))}
+    again = {a.alert_id: a for alerts in raise_alerts(runs, detectors).values() for a in alerts}
+    assert again == stored and stored
+
+
+def test_a_subset_is_every_file_of_the_runs_chosen() -> None:
+    failures = {"runaway_loop", "none"}
+    subset = tuning.fixture_set(RECORDED, failures=failures, per_scenario=1)
+    assert set(subset.paths) < set(RECORDED.iterdir())
+    names = {p.name.split(".", 1)[0] for p in subset.paths}
+    labels = pl.read_csv(RECORDED / "labels.csv").filter(pl.col("run_id").is_in(list(names)))
+    assert set(labels["failure"]) == failures
+    assert labels.group_by("scenario").len()["len"].max() == 1
+
+
+@pytest.mark.skipif(not (CORPUS / "trail").exists(), reason="needs ../shared/corpus")
+def test_the_corpus_sets_combine_with_the_fixtures(runs: StoredRuns) -> None:
+    sets = tuning.corpus_sets(CORPUS, trail_traces=2, agentdojo_files=0)
+    assert [s.name for s in sets] == ["trail-gaia"]
+    trail = tuning.load(sets)
+    both = combine([runs, trail])
+    assert set(both.labels) == set(runs.labels) | set(trail.labels)
+    assert both.sessions == runs.sessions + trail.sessions
+    with pytest.raises(ValueError, match="in two of the labelled sets"):
+        combine([runs, runs])
+
+
+def test_a_sweep_row_is_what_eval_reports_with_those_parameters(runs: StoredRuns) -> None:
+    config = load_config(ROOT / "trajwatch.toml")
+    points = [{"warn_cycles": 3}, {"warn_cycles": 2}]
+    table = tuning.sweep(runs, "runaway_loop", points, config=config)
+    assert table["point"].to_list() == [0, 1]
+    for row in table.iter_rows(named=True):
+        tuned = tuning.with_parameters(config, "runaway_loop", {"warn_cycles": row["warn_cycles"]})
+        evaluation = evaluate_stored(runs, detector_set(tuned))
+        score = next(s for s in evaluation.scores if s.detector == "runaway_loop")
+        assert (row["precision"], row["recall"], row["median_delay"]) == (
+            score.precision,
+            score.recall,
+            score.delay(0.5),
+        )
+        assert row["false_kills"] == evaluation.kills.killed
+        # and scikit-learn agrees with eval's own counting, session by session
+        scores = tuning.session_scores(runs, "runaway_loop", tuned)
+        y, fired = scores["positive"].to_list(), scores["first_raised"].is_not_null().to_list()
+        assert precision_score(y, fired, zero_division=0) == pytest.approx(row["precision"])
+        assert recall_score(y, fired) == pytest.approx(row["recall"])
+
+
+def test_the_sweep_of_shared_parameters_sets_them_on_both_detectors(runs: StoredRuns) -> None:
+    config = load_config(ROOT / "trajwatch.toml")
+    table = tuning.sweep(
+        runs, "compliance_decay", [{"min_rate_violations": 2}], config=config,
+        also=["policy_violation"],
+    )
+    assert table.height == 1 and table["recall"][0] > 0
+
+
+def _table(**columns: list[object]) -> pl.DataFrame:
+    return pl.DataFrame(columns, strict=False)
+
+
+def test_the_rule_takes_the_highest_recall_within_the_false_kill_bound() -> None:
+    table = _table(
+        point=[0, 1, 2, 3],
+        recall=[0.8, 1.0, 0.9, 0.9],
+        precision=[1.0, 1.0, 0.5, 0.9],
+        median_delay=[3.0, 1.0, 2.0, 2.0],
+        false_kill_rate=[0.0, 0.2, 0.0, 0.0],
+    )
+    assert tuning.Rule(max_false_kill_rate=0.01).pick(table)["point"] == 3  # 1 kills too much
+    assert tuning.Rule(max_false_kill_rate=0.25).pick(table)["point"] == 1
+    with pytest.raises(ValueError, match=r"no parameter set keeps false kills <= 0\.0%"):
+        tuning.Rule(max_false_kill_rate=0.0).pick(table.filter(pl.col("point") == 1))
+
+
+def test_ties_go_to_the_shorter_delay_then_grid_order() -> None:
+    table = _table(
+        point=[0, 1, 2],
+        recall=[1.0, 1.0, 1.0],
+        precision=[1.0, 1.0, 1.0],
+        median_delay=[None, 4.0, 4.0],
+        false_kill_rate=[0.0, 0.0, 0.0],
+    )
+    assert tuning.Rule().pick(table)["point"] == 1  # no delay known sorts last
+
+
+def test_config_toml_round_trips_through_the_loader(tmp_path: Path) -> None:
+    config = {
+        "detectors": {
+            "runaway_loop": {"warn_cycles": 4, "burn_ratio": 2.5},
+            "budget_overrun": {"enabled": False},
+            "egress_gaming": {"sink_hosts": ["paste.example", 'we"ird\\host\n']},
+        },
+        "policies": {"default": "coding-default-v2", "agents": {"code wright": "strict"}},
+        "actions": {
+            "shadow": True,
+            "retry": {"max_attempts": 3},
+            "rules": [{"detector": "egress_gaming", "action": "kill"}, {"action": "notify"}],
+        },
+    }
+    path = tmp_path / "c.toml"
+    path.write_text(config_toml(config, header="line one\nline two"))
+    loaded = load_config(path)
+    assert {k: v for k, v in loaded.items() if not k.startswith("_")} == config
+    assert path.read_text().startswith("# line one\n# line two\n")
+
+
+def test_written_config_names_the_same_policies_from_another_folder(tmp_path: Path) -> None:
+    base = load_config(ROOT / "trajwatch.toml")
+    written = write_config(tmp_path / "deep" / "tuned.toml", base)
+    again = load_config(written)
+    assert load_policies(again) == load_policies(base) != {}
+    assert detector_set(again).names == detector_set(base).names
+
+
+def test_write_tuned_adds_up_and_keeps_each_parameters_source(tmp_path: Path) -> None:
+    out = tmp_path / "tuned.toml"
+    tuning.write_tuned(out, "runaway_loop", {"warn_cycles": 4}, note="loops: recall 1.0",
+                       base=ROOT / "trajwatch.toml")
+    tuning.write_tuned(out, ["compliance_decay", "policy_violation"], {"alpha": 0.05},
+                       note="compliance: recall 0.9")
+    text = out.read_text()
+    assert "warn_cycles = 4  # loops: recall 1.0" in text
+    assert text.count("alpha = 0.05  # compliance: recall 0.9") == 2
+    assert tuning.read_parameters(out, "runaway_loop") == {"warn_cycles": 4}
+    loaded = load_config(out)
+    assert load_policies(loaded) == load_policies(load_config(ROOT / "trajwatch.toml"))
+    names = {p.name: p for p in detector_set(loaded).prototypes}
+    assert names["runaway_loop"].get_params()["warn_cycles"] == 4
+    assert names["policy_violation"].get_params()["alpha"] == 0.05
+
+
+def test_pr_curve_is_scikit_learns_over_session_scores() -> None:
+    scores = pl.DataFrame(
+        {"positive": [True, True, False, False], "score": [1.0, 0.5, 0.5, 0.0]}
+    )
+    curve, ap = tuning.pr_curve(scores)
+    assert curve["recall"].to_list()[0] == 1.0 and curve["recall"].to_list()[-1] == 0.0
+    assert ap == pytest.approx(0.5 * 1.0 + 0.5 * (2 / 3))
+    with pytest.raises(ValueError, match="no positive session"):
+        tuning.pr_curve(scores.with_columns(pl.lit(False).alias("positive")))
+
+
+# -- incidents ---------------------------------------------------------------------------
+
+
+BUNDLE = RECORDED / "run-017-3642d1"
+
+
+def test_an_incident_walk_raises_what_the_replay_stored(tmp_path: Path) -> None:
+    detectors = detector_set(load_config(ROOT / "trajwatch.toml"))
+    case = incident.load_incident([BUNDLE], detectors=detectors)
+    assert case.alerts and incident.matches_replay(case)
+    steps = incident.step_table(case)
+    fired = steps.filter(pl.col("alerts") != "")
+    assert fired["seq"].to_list() == sorted({a.raised_seq for a in case.alerts})
+    burn = incident.token_burn(case)
+    assert burn["tokens_total"][-1] == sum(
+        (s.tokens_in or 0) + (s.tokens_out or 0) for s in case.steps
+    )
+    graph = incident.subgoal_graph(case)
+    clusters = {s.detail.get("cluster") for s in case.steps if s.kind == "tool_call"}
+    assert set(graph.nodes) <= clusters and graph.number_of_nodes() >= 1
+    report = incident.report_markdown(case, tmp_path / "r" / "report.md",
+                                      figures={"burn": tmp_path / "burn.png"})
+    text = report.read_text()
+    for alert in case.alerts:
+        assert alert.reason[:60] in text
+    assert "](../burn.png)" in text
+
+
+def test_a_zipped_bundle_with_its_exported_alerts(tmp_path: Path) -> None:
+    detectors = detector_set(load_config(ROOT / "trajwatch.toml"))
+    folder = incident.load_incident([BUNDLE], detectors=detectors)
+    archive = tmp_path / "bundle.zip"
+    with zipfile.ZipFile(archive, "w") as out:
+        for file in sorted(BUNDLE.iterdir()):
+            out.write(file, f"export/{file.name}")
+        out.writestr("export/alerts.json", json.dumps([a.to_json() for a in folder.stored]))
+        out.writestr("../evil/session.jsonl", "{}")  # no path in the archive is followed
+    zipped = incident.load_incident([archive], detectors=detectors)
+    assert zipped.session_id == folder.session_id
+    assert sorted(zipped.exported) == sorted(a.alert_id for a in folder.alerts)
+    assert not (tmp_path.parent / "evil").exists()
+
+
+def test_an_unknown_session_is_one_actionable_line() -> None:
+    from ingest.errors import InputError
+
+    detectors = detector_set({})
+    with pytest.raises(InputError, match=r"is not in .*; it holds"):
+        incident.load_incident([BUNDLE], detectors=detectors, session_id="nope")
