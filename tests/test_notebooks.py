@@ -77,7 +77,9 @@ def _check_written(tmp_path: Path, slug: str, detector: str) -> None:
     assert set(tables[detector]) >= set(_grid_of(slug))
     assert f"notebooks/{slug}.ipynb" in written.read_text()  # each tuned number cites its source
     detector_set(load_config(written))  # serve/replay load it: parameters valid
-    for name in ("sweep.png", "pr_curve.png"):
+    fitted = tomllib.loads(written.read_text())["calibration"][detector]
+    assert len(fitted["scores"]) == len(fitted["probabilities"]) >= 1
+    for name in ("sweep.png", "pr_curve.png", "calibration.png"):
         assert (tmp_path / "figures" / name).read_bytes()[:4] == b"\x89PNG"
 
 

@@ -32,6 +32,14 @@ shadow = true                   # shadow mode for one agent
 [webhooks.breaker]              # endpoints by name; the secrets come from the environment
 url = "https://breaker.example.com/trajwatch"
 secret_env = "BREAKER_WEBHOOK_SECRET"   # or a list of variables
+
+[calibration]                   # alert scores as probabilities (detectors/calibration.py),
+warn = 0.5                      # fitted by the tuning notebooks; with warn/critical the
+critical = 0.9                  # severity comes from the probability too
+[calibration.runaway_loop]
+method = "isotonic"
+scores = [0.0, 0.54, 1.0]       # raw score knots (increasing)
+probabilities = [0.0, 0.7, 0.98]
 ```
 
 Relative paths are resolved against the config file's folder. Detectors that take
@@ -50,6 +58,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from detectors.calibration import Bands, Calibration, calibrated
 from detectors.registry import REGISTRY, DetectorSet, load_builtin, parameters
 from ingest.errors import ConfigError
 from models.records import Action, Severity
@@ -65,7 +74,7 @@ def load_config(path: Path | None) -> dict[str, Any]:
     if path is None:
         return {}
     config = _read_toml(path, "config file")
-    for table in ("detectors", "policies", "actions", "webhooks"):
+    for table in ("detectors", "policies", "actions", "webhooks", "calibration"):
         if not isinstance(config.get(table, {}), dict):
             raise ConfigError(f"config file {path}: `{table}` must be a table; write [{table}]")
     for name, values in config.get("detectors", {}).items():
@@ -167,9 +176,54 @@ def detector_set(config: Mapping[str, Any]) -> DetectorSet:
             if key in accepted and key not in params.get(name, {}):
                 params.setdefault(name, {})[key] = value
     try:
-        return DetectorSet.from_config(params, origin=config.get("_path", ""))
+        detectors = DetectorSet.from_config(params, origin=config.get("_path", ""))
     except ValueError as exc:
         raise ConfigError(str(exc)) from exc
+    fitted, bands = calibrations(config)
+    if not fitted:
+        return detectors
+    return DetectorSet(
+        [
+            calibrated(p, fitted[p.name], bands) if p.name in fitted else p
+            for p in detectors.prototypes
+        ]
+    )
+
+
+def calibrations(config: Mapping[str, Any]) -> tuple[dict[str, Calibration], Bands | None]:
+    """The ``[calibration]`` table: detector → its score calibration (``scores``,
+    ``probabilities``, ``method``), and the severity bands (``warn``, ``critical``; None
+    when neither is set). Raises ConfigError, one line naming the key, when one is wrong."""
+    origin = config.get("_path", "the config")
+    table = config.get("calibration", {})
+    if not isinstance(table, Mapping):
+        raise ConfigError(f"{origin}: `calibration` must be a table; write [calibration]")
+    load_builtin()
+    fitted: dict[str, Calibration] = {}
+    for name, values in table.items():
+        if name in ("warn", "critical"):
+            continue
+        where = f"{origin}: [calibration.{name}]"
+        if name not in REGISTRY:
+            raise ConfigError(f"{where}: unknown detector; known: {', '.join(sorted(REGISTRY))}")
+        if not isinstance(values, Mapping):
+            raise ConfigError(f"{where} must be a table with scores and probabilities")
+        try:
+            fitted[name] = Calibration(
+                scores=tuple(float(v) for v in values.get("scores", [])),
+                probabilities=tuple(float(v) for v in values.get("probabilities", [])),
+                method=str(values.get("method", "isotonic")),
+            )
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"{where}: {exc}; refit it with the tuning notebook") from exc
+    if "warn" not in table and "critical" not in table:
+        return fitted, None
+    try:
+        warn, critical = float(table.get("warn", 0.5)), float(table.get("critical", 0.9))
+        bands = Bands(warn=warn, critical=critical)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{origin}: [calibration] warn/critical: {exc}") from exc
+    return fitted, bands
 
 
 _INJECTED = ("policies", "agent_policies", "default_policy", "derived_policies")

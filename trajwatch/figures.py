@@ -85,14 +85,18 @@ def pr_curve_figure(curve: pl.DataFrame, average_precision: float, *, title: str
 
 
 def calibration_figure(points: pl.DataFrame, *, title: str = "") -> Figure:
-    """Raw alert score against calibrated probability (columns ``score``, ``probability``)."""
+    """Raw alert score against calibrated probability, and the observed share of alerts
+    on labelled sessions at each score (:func:`trajwatch.tuning.calibration_points`)."""
     figure = Figure(figsize=(4.5, 3.8))
     axes = figure.subplots()
     ordered = points.sort("score")
-    axes.plot(ordered["score"], ordered["probability"], marker="o")
+    axes.plot(ordered["score"], ordered["probability"], marker="o", label="calibrated")
+    axes.scatter(ordered["score"], ordered["observed"], s=12 + 4 * ordered["alerts"].to_numpy(),
+                 color="grey", alpha=0.6, label="observed (size: alerts)")
     axes.plot([0, 1], [0, 1], linestyle=":", color="grey")
-    axes.set(xlabel="raw score", ylabel="calibrated probability", xlim=(-0.05, 1.05),
-             ylim=(-0.05, 1.05), title=title or "calibration")
+    axes.set(xlabel="raw score", ylabel="P(labelled failure)", xlim=(-0.05, 1.05),
+             ylim=(-0.05, 1.05), title=title or "score calibration")
+    axes.legend(fontsize="small")
     axes.grid(alpha=0.3)
     return figure
 

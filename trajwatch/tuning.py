@@ -28,6 +28,7 @@ import numpy as np
 import polars as pl
 from sklearn.metrics import average_precision_score, precision_recall_curve
 
+from detectors.calibration import Calibration
 from detectors.registry import DetectorSet
 from models.records import Action
 from trajwatch.config import detector_set, load_config, write_config
@@ -316,6 +317,112 @@ def pr_curve(scores: pl.DataFrame) -> tuple[pl.DataFrame, float]:
     return curve, float(average_precision_score(y, s))
 
 
+# -- calibration --------------------------------------------------------------------------
+
+
+def uncalibrated(config: Mapping[str, Any], detector: str) -> dict[str, Any]:
+    """``config`` without ``detector``'s score calibration (what a fit must start from)."""
+    table = {k: v for k, v in config.get("calibration", {}).items() if k != detector}
+    return {**config, "calibration": table}
+
+
+def alert_scores(
+    runs: StoredRuns, detector: str, config: Mapping[str, Any] | None = None
+) -> pl.DataFrame:
+    """Every alert ``detector`` raises on the labelled sessions (its raw score: any
+    calibration of it in ``config`` left out), and whether the session is labelled with
+    its failure: what a calibration is fitted on."""
+    failure = FAILURE_OF[detector]
+    plain = uncalibrated(dict(config or {}), detector)
+    raised = raise_alerts(runs, _only(detector_set(plain), detector))
+    rows = [
+        {
+            "session_id": a.session_id,
+            "severity": str(a.severity),
+            "score": a.score,
+            "positive": failure in runs.labels[a.session_id].failures,
+        }
+        for alerts in raised.values()
+        for a in alerts
+    ]
+    schema = {"session_id": pl.String, "severity": pl.String, "score": pl.Float64,
+              "positive": pl.Boolean}
+    return pl.DataFrame(rows, schema=schema)
+
+
+def calibrate(scores: pl.DataFrame, method: str = "isotonic") -> Calibration:
+    """Fit raw score → P(the session has the failure) on :func:`alert_scores`' rows with
+    scikit-learn: ``isotonic`` (:class:`~sklearn.isotonic.IsotonicRegression`, its
+    thresholds are the knots) or ``platt`` (a logistic regression on the score, sampled
+    at 21 points of [0, 1]). Raises ValueError when there is nothing to fit."""
+    from sklearn.isotonic import IsotonicRegression
+    from sklearn.linear_model import LogisticRegression
+
+    if scores.is_empty():
+        raise ValueError("the detector raised no alert on these runs; nothing to calibrate")
+    x = scores["score"].to_numpy().astype(float)
+    y = scores["positive"].to_numpy().astype(float)
+    if method == "isotonic":
+        fit = IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip").fit(x, y)
+        knots_x, knots_y = fit.X_thresholds_, fit.y_thresholds_
+    elif method == "platt":
+        if len(set(y)) < 2:
+            raise ValueError("platt needs alerts on both labelled and unlabelled sessions")
+        model = LogisticRegression().fit(x.reshape(-1, 1), y)
+        knots_x = np.linspace(0.0, 1.0, 21)
+        knots_y = model.predict_proba(knots_x.reshape(-1, 1))[:, 1]
+    else:
+        raise ValueError(f"method must be isotonic or platt, got {method!r}")
+    keep = np.concatenate([[True], np.diff(knots_x) > 0])  # one knot per distinct score
+    return Calibration(
+        scores=tuple(round(float(v), 6) for v in knots_x[keep]),
+        probabilities=tuple(
+            round(float(v), 6) for v in np.maximum.accumulate(np.clip(knots_y[keep], 0, 1))
+        ),
+        method=method,
+    )
+
+
+def calibration_points(scores: pl.DataFrame, calibration: Calibration) -> pl.DataFrame:
+    """Each distinct raw score, its calibrated probability and the share of its alerts
+    that were on sessions labelled with the failure (for the calibration figure)."""
+    return (
+        scores.group_by("score")
+        .agg(pl.col("positive").mean().alias("observed"), pl.len().alias("alerts"))
+        .with_columns(
+            pl.col("score")
+            .map_elements(calibration.probability, return_dtype=pl.Float64)
+            .alias("probability")
+        )
+        .sort("score")
+    )
+
+
+def write_calibration(
+    path: Path,
+    detector: str,
+    calibration: Calibration,
+    *,
+    bands: Mapping[str, float] | None = None,
+    base: Path | None = None,
+) -> Path:
+    """Put ``detector``'s calibration (and, when given, the severity ``bands``: ``warn``,
+    ``critical``) into ``[calibration]`` of the config at ``path`` (read first when it
+    exists, else started from ``base``), keeping what else is there."""
+    source = path if path.exists() else base
+    config = load_config(source) if source is not None else {}
+    comments = _comments(path) if path.exists() else {}
+    table = dict(config.get("calibration", {}))
+    table[detector] = {
+        "method": calibration.method,
+        "scores": list(calibration.scores),
+        "probabilities": list(calibration.probabilities),
+    }
+    if bands is not None:
+        table.update({k: float(v) for k, v in bands.items()})
+    return write_config(path, {**config, "calibration": table}, header=_HEADER, comments=comments)
+
+
 # -- writing the config ---------------------------------------------------------------------
 
 
@@ -343,14 +450,15 @@ def write_tuned(
     return write_config(
         path,
         with_parameters(config, names, params),
-        header=(
-            "trajwatch config written by the tuning notebooks (trajwatch/tuning.py).\n"
-            "Load it with `trajwatch serve --config FILE` (or replay/eval --config)."
-        ),
+        header=_HEADER,
         comments=comments,
     )
 
 
+_HEADER = (
+    "trajwatch config written by the tuning notebooks (trajwatch/tuning.py).\n"
+    "Load it with `trajwatch serve --config FILE` (or replay/eval --config)."
+)
 _TABLE = re.compile(r"^\[(?P<name>[A-Za-z0-9_.-]+)\]\s*$")
 _COMMENTED = re.compile(r"^(?P<key>[A-Za-z0-9_-]+) = .*?  # (?P<note>[^\"]*)$")
 
