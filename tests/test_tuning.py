@@ -258,3 +258,95 @@ def test_an_unknown_session_is_one_actionable_line() -> None:
     detectors = detector_set({})
     with pytest.raises(InputError, match=r"is not in .*; it holds"):
         incident.load_incident([BUNDLE], detectors=detectors, session_id="nope")
+
+
+# -- calibration in the service ------------------------------------------------------------
+
+
+def _replay_alerts(paths: list[Path], config: Path, db: str, capsys: pytest.CaptureFixture[str]
+                   ) -> list[dict[str, object]]:
+    from trajwatch.cli import main
+
+    assert main(["replay", *map(str, paths), "--db", db, "--config", str(config), "--json"]) == 0
+    return [a for a in json.loads(capsys.readouterr().out)["alerts"]
+            if a["detector"] == "runaway_loop"]
+
+
+def test_replay_reports_calibrated_scores_and_banded_severities(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from detectors.calibration import Calibration
+
+    loops = tuning.fixture_set(RECORDED, failures={"runaway_loop"}, per_scenario=1)
+    paths = list(loops.paths)[:6]  # two runs
+    base = ROOT / "trajwatch.toml"
+    plain = _replay_alerts(paths, base, f"sqlite:///{tmp_path / 'a.db'}", capsys)
+    fitted = Calibration(scores=(0.0, 1.0), probabilities=(0.1, 0.6))
+    config = tmp_path / "calibrated.toml"
+    tuning.write_calibration(config, "runaway_loop", fitted, bands={"warn": 0.3, "critical": 0.9},
+                             base=base)
+    calibrated = _replay_alerts(paths, config, f"sqlite:///{tmp_path / 'b.db'}", capsys)
+    assert plain and any(a["action"] == "kill" for a in plain)
+
+    def banded(p: float) -> str:
+        return "critical" if p >= 0.9 else "warn" if p >= 0.3 else "info"
+
+    # each finding once per (onset, new severity): the first alert raised keeps it
+    expected: dict[tuple[object, object, str], tuple[float, str]] = {}
+    for a in sorted(plain, key=lambda a: int(a["raised_at_step"])):  # type: ignore[call-overload]
+        p = fitted.probability(float(a["score"]))  # type: ignore[arg-type]
+        expected.setdefault((a["session_id"], a["onset_step"], banded(p)), (p, "notify"))
+    assert {(a["session_id"], a["onset_step"], a["severity"]): (a["score"], a["action"])
+            for a in calibrated} == expected
+    assert all("calibrated p=" in str(a["reason"]) for a in calibrated)
+
+
+def test_a_calibrated_detector_keeps_the_detector_contract() -> None:
+    from detectors.calibration import Bands, Calibration, calibrated
+    from detectors.runaway_loop import RunawayLoop
+    from detectors.testing import Session
+
+    s = Session()
+    steps = [s.start()]
+    for _ in range(8):
+        steps += s.tool("bash", {"command": "make"}, ok=False, error="make: *** Error 2")
+    prototype = calibrated(RunawayLoop(), Calibration((0.0, 1.0), (0.0, 1.0)), Bands())
+    assert prototype.name == "runaway_loop"
+    one, two = prototype.clone(), prototype.clone()
+    head = [a for step in steps[:6] for a in one.update(step)]
+    two.load_state_dict(one.state_dict())
+    rest = [[a for step in steps[6:] for a in d.update(step)] for d in (one, two)]
+    assert rest[0] == rest[1]
+    assert head and rest[0]
+    fresh = prototype.clone()
+    assert [a for step in steps for a in fresh.update(step)] == head + rest[0]
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ({"runaway_loop": {"scores": [0.0, 1.0], "probabilities": [0.5]}}, "same length"),
+        ({"runaway_loop": {"scores": [1.0, 0.0], "probabilities": [0.1, 0.2]}}, "increasing"),
+        ({"nope": {"scores": [0.0], "probabilities": [0.1]}}, "unknown detector"),
+        ({"warn": 0.95, "critical": 0.9}, "warn <= critical"),
+    ],
+)
+def test_a_wrong_calibration_is_one_config_error(table: dict, message: str) -> None:
+    from ingest.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=message):
+        detector_set({"calibration": table, "_path": "t.toml"})
+
+
+def test_calibration_fits_are_monotone_probabilities(runs: StoredRuns) -> None:
+    config = load_config(ROOT / "trajwatch.toml")
+    raw = tuning.alert_scores(runs, "runaway_loop", config)
+    assert raw.height > 0
+    for method in ("isotonic", "platt"):
+        mixed = raw.vstack(raw.with_columns(pl.lit(False).alias("positive")).head(2))
+        fit = tuning.calibrate(mixed, method)
+        ps = [fit.probability(x / 10) for x in range(11)]
+        assert ps == sorted(ps) and all(0.0 <= p <= 1.0 for p in ps)
+    # isotonic: each distinct score maps to the share of positives at or around it
+    fit = tuning.calibrate(raw, "isotonic")
+    assert all(fit.probability(s) == 1.0 for s in raw["score"])  # fixtures' alerts are all true
