@@ -75,6 +75,8 @@ def test_a_subset_is_every_file_of_the_runs_chosen() -> None:
     subset = tuning.fixture_set(RECORDED, failures=failures, per_scenario=1)
     assert set(subset.paths) < set(RECORDED.iterdir())
     names = {p.name.split(".", 1)[0] for p in subset.paths}
+    assert set(subset.paths) == {p for p in RECORDED.iterdir() if p.name.split(".", 1)[0] in names}
+    assert list(subset.paths) == sorted(subset.paths)  # the order a replay of the folder reads
     labels = pl.read_csv(RECORDED / "labels.csv").filter(pl.col("run_id").is_in(list(names)))
     assert set(labels["failure"]) == failures
     assert labels.group_by("scenario").len()["len"].max() == 1

@@ -620,22 +620,33 @@ def combine(runs: Iterable[StoredRuns]) -> StoredRuns:
     return StoredRuns(labels=labels, steps=steps, sessions=sessions, unlabelled=unlabelled)
 
 
-def detect(steps: Sequence[Step], detectors: DetectorSet) -> list[Alert]:
-    """The alerts ``detectors`` raise over one session's ``steps`` in order, as the
-    pipeline runs them (fresh clones, each step's analysed view, a detector that raises
-    skips that step — live, that is a dead letter — and an alert id stored once)."""
+def detect_steps(
+    steps: Sequence[Step], detectors: DetectorSet
+) -> Iterator[tuple[Step, list[Alert]]]:
+    """Each of one session's ``steps``, in order, with the alerts ``detectors`` raise on
+    it, as the pipeline runs them: fresh clones, each step's analysed view, a detector
+    that raises skips that step (live, that is a dead letter), an alert id raised again
+    is not new (the store keeps the first)."""
     session = detectors.for_session()
-    alerts: dict[str, Alert] = {}
+    seen: set[str] = set()
     for step in steps:
         view = analysed_step(step)
+        new: list[Alert] = []
         for detector in session:
             try:
                 raised = detector.update(view)
             except Exception:  # the pipeline's rule: a detector bug costs the step only
                 continue
             for alert in raised:
-                alerts.setdefault(alert.alert_id, alert)
-    return list(alerts.values())
+                if alert.alert_id not in seen:
+                    seen.add(alert.alert_id)
+                    new.append(alert)
+        yield step, new
+
+
+def detect(steps: Sequence[Step], detectors: DetectorSet) -> list[Alert]:
+    """The alerts ``detectors`` raise over one session's ``steps`` (:func:`detect_steps`)."""
+    return [alert for _, alerts in detect_steps(steps, detectors) for alert in alerts]
 
 
 def raise_alerts(runs: StoredRuns, detectors: DetectorSet) -> dict[str, list[Alert]]:

@@ -31,6 +31,7 @@ from ingest.errors import InputError
 from ingest.files import BUNDLE_FILES
 from models.records import Alert, Step, StepKind
 from models.store import Store
+from trajwatch.evaluate import detect_steps
 from trajwatch.replay import replay
 from trajwatch.settings import Settings
 
@@ -156,23 +157,8 @@ def _most_alerted(store: Store, sessions: Sequence[str]) -> str:
 
 def walk(steps: Sequence[Step], detectors: DetectorSet) -> dict[int, list[Alert]]:
     """seq → the alerts fresh ``detectors`` raise on that step, walking ``steps`` in
-    order as the pipeline does (an alert id counted once; a detector that raises skips
-    the step)."""
-    session = detectors.for_session()
-    seen: set[str] = set()
-    raised: dict[int, list[Alert]] = {}
-    for step in steps:
-        view = analysed_step(step)
-        for detector in session:
-            try:
-                alerts = detector.update(view)
-            except Exception:  # the pipeline's rule: a detector bug costs the step only
-                continue
-            for alert in alerts:
-                if alert.alert_id not in seen:
-                    seen.add(alert.alert_id)
-                    raised.setdefault(step.seq, []).append(alert)
-    return raised
+    order as the pipeline does (:func:`trajwatch.evaluate.detect_steps`)."""
+    return {step.seq: alerts for step, alerts in detect_steps(steps, detectors) if alerts}
 
 
 def _short(text: str | None, limit: int = 80) -> str:
