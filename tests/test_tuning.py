@@ -136,11 +136,15 @@ def test_the_rule_takes_the_highest_recall_within_the_false_kill_bound() -> None
         precision=[1.0, 1.0, 0.5, 0.9],
         median_delay=[3.0, 1.0, 2.0, 2.0],
         false_kill_rate=[0.0, 0.2, 0.0, 0.0],
+        false_alarm_rate=[0.0, 0.0, 0.0, 0.0],
     )
     assert tuning.Rule(max_false_kill_rate=0.01).pick(table)["point"] == 3  # 1 kills too much
     assert tuning.Rule(max_false_kill_rate=0.25).pick(table)["point"] == 1
-    with pytest.raises(ValueError, match=r"no parameter set keeps false kills <= 0\.0%"):
+    with pytest.raises(ValueError, match=r"the least false kills are 20\.0%"):
         tuning.Rule(max_false_kill_rate=0.0).pick(table.filter(pl.col("point") == 1))
+    alarms = table.with_columns(pl.Series("false_alarm_rate", [0.0, 0.0, 0.02, 0.05]))
+    assert tuning.Rule(max_false_alarm_rate=0.03).pick(alarms)["point"] == 2
+    assert tuning.Rule(max_false_alarm_rate=0.0).pick(alarms)["point"] == 0
 
 
 def test_ties_go_to_the_shorter_delay_then_grid_order() -> None:
@@ -150,6 +154,7 @@ def test_ties_go_to_the_shorter_delay_then_grid_order() -> None:
         precision=[1.0, 1.0, 1.0],
         median_delay=[None, 4.0, 4.0],
         false_kill_rate=[0.0, 0.0, 0.0],
+        false_alarm_rate=[0.0, 0.0, 0.0],
     )
     assert tuning.Rule().pick(table)["point"] == 1  # no delay known sorts last
 
@@ -181,6 +186,14 @@ def test_written_config_names_the_same_policies_from_another_folder(tmp_path: Pa
     again = load_config(written)
     assert load_policies(again) == load_policies(base) != {}
     assert detector_set(again).names == detector_set(base).names
+    # within one tree the path stays relative
+    (tmp_path / "a" / "pol").mkdir(parents=True)
+    (tmp_path / "a" / "pol" / "p.toml").write_text('policy_id = "p"\nforbidden_tools = ["rm"]\n')
+    (tmp_path / "a" / "trajwatch.toml").write_text('[policies]\npaths = ["pol"]\n')
+    source = load_config(tmp_path / "a" / "trajwatch.toml")
+    moved = write_config(tmp_path / "b" / "tuned.toml", source)
+    assert 'paths = ["../a/pol"]' in moved.read_text()
+    assert set(load_policies(load_config(moved))) == {"p"}
 
 
 def test_write_tuned_adds_up_and_keeps_each_parameters_source(tmp_path: Path) -> None:

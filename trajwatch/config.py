@@ -286,22 +286,26 @@ def write_config(
 ) -> Path:
     """Write ``config`` to ``path`` as :func:`config_toml` does, with each relative
     ``[policies] paths`` entry rewritten to name, from ``path``'s folder, what it named
-    from ``config``'s own folder (``_base``, else the working directory): the written
+    from ``config``'s own folder (``_base``, else the working directory) — relative when
+    the two folders share more than the filesystem root, else absolute: the written
     file loads the same policies wherever it is put. Returns ``path``."""
     source = Path(config.get("_base", "."))
     table = config.get("policies", {})
     if isinstance(table, Mapping) and isinstance(table.get("paths"), list):
         target = path.resolve().parent
-        moved = [
-            str(entry)
-            if Path(str(entry)).is_absolute()
-            else os.path.relpath((source / str(entry)).resolve(), target)
-            for entry in table["paths"]
-        ]
+        moved = [_path_from(target, source / str(entry)) for entry in table["paths"]]
         config = {**config, "policies": {**table, "paths": moved}}
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(config_toml(config, header=header, comments=comments), encoding="utf-8")
     return path
+
+
+def _path_from(folder: Path, target: Path) -> str:
+    """``target`` as a config in ``folder`` should name it (see :func:`write_config`)."""
+    target = target.resolve()
+    if os.path.commonpath([folder, target]) == folder.anchor:
+        return str(target)
+    return os.path.relpath(target, folder)
 
 
 def _toml_table(

@@ -227,26 +227,39 @@ def _only(detectors: DetectorSet, names: str | Sequence[str]) -> DetectorSet:
 @dataclass(frozen=True, slots=True)
 class Rule:
     """How a row of a sweep is picked: the highest recall among the rows whose false
-    kills are at most ``max_false_kill_rate`` of the healthy sessions; ties go to the
-    lowest median delay, then the highest precision, then the first row (put the
-    current parameters first, so a sweep that changes nothing changes nothing)."""
+    kills are at most ``max_false_kill_rate`` of the healthy sessions (and, when set,
+    whose false alarms — any alert of the detector on a healthy session — are at most
+    ``max_false_alarm_rate``); ties go to the lowest median delay, then the highest
+    precision, then the first row (put the current parameters first, so a sweep that
+    changes nothing changes nothing)."""
 
     max_false_kill_rate: float = 0.01
+    max_false_alarm_rate: float | None = None
 
     def __str__(self) -> str:
+        alarms = (
+            ""
+            if self.max_false_alarm_rate is None
+            else f" and false alarms <= {self.max_false_alarm_rate:.0%}"
+        )
         return (
             f"highest recall with false kills <= {self.max_false_kill_rate:.0%} of healthy "
-            "sessions; ties: lowest median delay, then highest precision, then grid order"
+            f"sessions{alarms}; ties: lowest median delay, then highest precision, "
+            "then grid order"
         )
 
     def pick(self, table: pl.DataFrame) -> dict[str, Any]:
-        """The picked row. Raises ValueError when no row keeps false kills in bounds."""
+        """The picked row. Raises ValueError when no row keeps within the bounds."""
         allowed = table.filter(pl.col("false_kill_rate") <= self.max_false_kill_rate)
+        if self.max_false_alarm_rate is not None:
+            allowed = allowed.filter(pl.col("false_alarm_rate") <= self.max_false_alarm_rate)
         if allowed.is_empty():
-            least = float(table["false_kill_rate"].cast(pl.Float64).min() or 0.0)  # type: ignore[arg-type]
+            kills = _least(table, "false_kill_rate")
+            alarms = _least(table, "false_alarm_rate")
             raise ValueError(
-                f"no parameter set keeps false kills <= {self.max_false_kill_rate:.1%} "
-                f"(the least is {least:.1%}); widen the grid or relax the rule"
+                f"no parameter set keeps within the rule ({self}); the least false kills "
+                f"are {kills:.1%}, the least false alarms {alarms:.1%}: widen the grid or "
+                "relax the rule"
             )
         ranked = allowed.with_columns(
             pl.col("median_delay").fill_null(float("inf")).alias("_delay")
@@ -254,6 +267,10 @@ class Rule:
             ["recall", "_delay", "precision", "point"], descending=[True, False, True, False]
         )
         return ranked.drop("_delay").row(0, named=True)
+
+
+def _least(table: pl.DataFrame, column: str) -> float:
+    return float(table[column].cast(pl.Float64).min() or 0.0)  # type: ignore[arg-type]
 
 
 def parameters_of(row: Mapping[str, Any], points: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
