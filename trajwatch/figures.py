@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import networkx as nx
+import numpy as np
 import polars as pl
 from matplotlib.figure import Figure
 
@@ -91,8 +92,9 @@ def calibration_figure(points: pl.DataFrame, *, title: str = "") -> Figure:
     axes = figure.subplots()
     ordered = points.sort("score")
     axes.plot(ordered["score"], ordered["probability"], marker="o", label="calibrated")
-    axes.scatter(ordered["score"], ordered["observed"], s=12 + 4 * ordered["alerts"].to_numpy(),
-                 color="grey", alpha=0.6, label="observed (size: alerts)")
+    sizes = 10 + 20 * np.sqrt(ordered["alerts"].to_numpy())
+    axes.scatter(ordered["score"], ordered["observed"], s=sizes, color="grey", alpha=0.6,
+                 label="observed (size: alerts)")
     axes.plot([0, 1], [0, 1], linestyle=":", color="grey")
     axes.set(xlabel="raw score", ylabel="P(labelled failure)", xlim=(-0.05, 1.05),
              ylim=(-0.05, 1.05), title=title or "score calibration")

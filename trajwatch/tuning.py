@@ -240,7 +240,7 @@ class Rule:
         alarms = (
             ""
             if self.max_false_alarm_rate is None
-            else f" and false alarms <= {self.max_false_alarm_rate:.0%}"
+            else f" and false alarms <= {self.max_false_alarm_rate:.1%}"
         )
         return (
             f"highest recall with false kills <= {self.max_false_kill_rate:.0%} of healthy "
