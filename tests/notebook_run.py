@@ -64,7 +64,14 @@ class Kernel:
             )
         )
         specs = KernelSpecManager(kernel_dirs=[self._tmp.name])
-        self.manager = KernelManager(kernel_name=KERNEL, kernel_spec_manager=specs)
+        # IPC sockets in the temporary folder: TCP ports picked at random can be taken
+        # by a server another test (or another kernel) starts in between.
+        self.manager = KernelManager(
+            kernel_name=KERNEL,
+            kernel_spec_manager=specs,
+            transport="ipc",
+            ip=str(Path(self._tmp.name) / "kernel"),
+        )
 
     def run(
         self, path: Path, params: dict[str, Any], *, timeout: int = 120
