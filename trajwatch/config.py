@@ -32,6 +32,14 @@ shadow = true                   # shadow mode for one agent
 [webhooks.breaker]              # endpoints by name; the secrets come from the environment
 url = "https://breaker.example.com/trajwatch"
 secret_env = "BREAKER_WEBHOOK_SECRET"   # or a list of variables
+
+[calibration]                   # alert scores as probabilities (detectors/calibration.py),
+warn = 0.5                      # fitted by the tuning notebooks; with warn/critical the
+critical = 0.9                  # severity comes from the probability too
+[calibration.runaway_loop]
+method = "isotonic"
+scores = [0.0, 0.54, 1.0]       # raw score knots (increasing)
+probabilities = [0.0, 0.7, 0.98]
 ```
 
 Relative paths are resolved against the config file's folder. Detectors that take
@@ -43,12 +51,14 @@ left out keeps its documented default.
 from __future__ import annotations
 
 import inspect
+import os
 import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from detectors.calibration import Bands, Calibration, calibrated
 from detectors.registry import REGISTRY, DetectorSet, load_builtin, parameters
 from ingest.errors import ConfigError
 from models.records import Action, Severity
@@ -64,7 +74,7 @@ def load_config(path: Path | None) -> dict[str, Any]:
     if path is None:
         return {}
     config = _read_toml(path, "config file")
-    for table in ("detectors", "policies", "actions", "webhooks"):
+    for table in ("detectors", "policies", "actions", "webhooks", "calibration"):
         if not isinstance(config.get(table, {}), dict):
             raise ConfigError(f"config file {path}: `{table}` must be a table; write [{table}]")
     for name, values in config.get("detectors", {}).items():
@@ -166,9 +176,54 @@ def detector_set(config: Mapping[str, Any]) -> DetectorSet:
             if key in accepted and key not in params.get(name, {}):
                 params.setdefault(name, {})[key] = value
     try:
-        return DetectorSet.from_config(params, origin=config.get("_path", ""))
+        detectors = DetectorSet.from_config(params, origin=config.get("_path", ""))
     except ValueError as exc:
         raise ConfigError(str(exc)) from exc
+    fitted, bands = calibrations(config)
+    if not fitted:
+        return detectors
+    return DetectorSet(
+        [
+            calibrated(p, fitted[p.name], bands) if p.name in fitted else p
+            for p in detectors.prototypes
+        ]
+    )
+
+
+def calibrations(config: Mapping[str, Any]) -> tuple[dict[str, Calibration], Bands | None]:
+    """The ``[calibration]`` table: detector → its score calibration (``scores``,
+    ``probabilities``, ``method``), and the severity bands (``warn``, ``critical``; None
+    when neither is set). Raises ConfigError, one line naming the key, when one is wrong."""
+    origin = config.get("_path", "the config")
+    table = config.get("calibration", {})
+    if not isinstance(table, Mapping):
+        raise ConfigError(f"{origin}: `calibration` must be a table; write [calibration]")
+    load_builtin()
+    fitted: dict[str, Calibration] = {}
+    for name, values in table.items():
+        if name in ("warn", "critical"):
+            continue
+        where = f"{origin}: [calibration.{name}]"
+        if name not in REGISTRY:
+            raise ConfigError(f"{where}: unknown detector; known: {', '.join(sorted(REGISTRY))}")
+        if not isinstance(values, Mapping):
+            raise ConfigError(f"{where} must be a table with scores and probabilities")
+        try:
+            fitted[name] = Calibration(
+                scores=tuple(float(v) for v in values.get("scores", [])),
+                probabilities=tuple(float(v) for v in values.get("probabilities", [])),
+                method=str(values.get("method", "isotonic")),
+            )
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"{where}: {exc}; refit it with the tuning notebook") from exc
+    if "warn" not in table and "critical" not in table:
+        return fitted, None
+    try:
+        warn, critical = float(table.get("warn", 0.5)), float(table.get("critical", 0.9))
+        bands = Bands(warn=warn, critical=critical)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{origin}: [calibration] warn/critical: {exc}") from exc
+    return fitted, bands
 
 
 _INJECTED = ("policies", "agent_policies", "default_policy", "derived_policies")
@@ -198,13 +253,116 @@ def defaults_toml() -> str:
     return "\n".join(lines) + "\n"
 
 
+def config_toml(
+    config: Mapping[str, Any],
+    *,
+    header: str = "",
+    comments: Mapping[str, Mapping[str, str]] | None = None,
+) -> str:
+    """``config`` (as :func:`load_config` returns it, or built by hand) as TOML text that
+    :func:`load_config` reads back equal: scalars and arrays first, then each table, then
+    each array of tables; keys starting with ``_`` are left out. ``header`` becomes
+    leading ``#`` lines; ``comments[table][key]`` is written after that key's value (a
+    tuned number citing its source). The ``[policies] paths`` are written as given: see
+    :func:`write_config` for a file in another folder.
+
+    >>> print(config_toml({"detectors": {"runaway_loop": {"warn_cycles": 4}}},
+    ...                   comments={"detectors.runaway_loop": {"warn_cycles": "swept"}}))
+    [detectors.runaway_loop]
+    warn_cycles = 4  # swept
+    <BLANKLINE>
+    """
+    lines = [f"# {line}".rstrip() for line in header.splitlines()]
+    _toml_table(lines, (), config, comments or {})
+    return "\n".join(lines).lstrip("\n") + "\n"
+
+
+def write_config(
+    path: Path,
+    config: Mapping[str, Any],
+    *,
+    header: str = "",
+    comments: Mapping[str, Mapping[str, str]] | None = None,
+) -> Path:
+    """Write ``config`` to ``path`` as :func:`config_toml` does, with each relative
+    ``[policies] paths`` entry rewritten to name, from ``path``'s folder, what it named
+    from ``config``'s own folder (``_base``, else the working directory) — relative when
+    the two folders share more than the filesystem root, else absolute: the written
+    file loads the same policies wherever it is put. Returns ``path``."""
+    source = Path(config.get("_base", "."))
+    table = config.get("policies", {})
+    if isinstance(table, Mapping) and isinstance(table.get("paths"), list):
+        target = path.resolve().parent
+        moved = [_path_from(target, source / str(entry)) for entry in table["paths"]]
+        config = {**config, "policies": {**table, "paths": moved}}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(config_toml(config, header=header, comments=comments), encoding="utf-8")
+    return path
+
+
+def _path_from(folder: Path, target: Path) -> str:
+    """``target`` as a config in ``folder`` should name it (see :func:`write_config`)."""
+    target = target.resolve()
+    if os.path.commonpath([folder, target]) == folder.anchor:
+        return str(target)
+    return os.path.relpath(target, folder)
+
+
+def _toml_table(
+    lines: list[str],
+    where: tuple[str, ...],
+    table: Mapping[str, Any],
+    comments: Mapping[str, Mapping[str, str]],
+) -> None:
+    name = ".".join(_toml_key(part) for part in where)
+    notes = comments.get(".".join(where), {})
+    items = [(str(k), v) for k, v in table.items() if not str(k).startswith("_")]
+    scalars = [(k, v) for k, v in items if not _is_table(v) and not _is_table_array(v)]
+    if where and (scalars or not items):
+        lines += ["", f"[{name}]"]
+    for key, value in scalars:
+        note = notes.get(key)
+        lines.append(f"{_toml_key(key)} = {_toml(value)}" + (f"  # {note}" if note else ""))
+    for key, value in items:
+        if _is_table(value):
+            _toml_table(lines, (*where, key), value, comments)
+    for key, value in items:
+        if _is_table_array(value):
+            for entry in value:
+                lines += ["", f"[[{'.'.join(_toml_key(p) for p in (*where, key))}]]"]
+                lines += [f"{_toml_key(str(k))} = {_toml(v)}" for k, v in entry.items()]
+
+
+def _is_table(value: Any) -> bool:
+    return isinstance(value, Mapping)
+
+
+def _is_table_array(value: Any) -> bool:
+    return isinstance(value, list) and bool(value) and all(isinstance(v, Mapping) for v in value)
+
+
+_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def _toml_key(key: str) -> str:
+    return key if _BARE_KEY.match(key) else _toml(key)
+
+
+_ESCAPES = {
+    "\\": "\\\\", '"': '\\"', "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"
+}
+
+
 def _toml(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int | float):
         return repr(value)
     if isinstance(value, str):
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        return '"' + "".join(
+            _ESCAPES.get(c) or (f"\\u{ord(c):04x}" if ord(c) < 0x20 or ord(c) == 0x7F else c)
+            for c in value
+        ) + '"'
     if isinstance(value, list | tuple | frozenset | set):
         items = sorted(value) if isinstance(value, frozenset | set) else list(value)
         return "[" + ", ".join(_toml(v) for v in items) + "]"

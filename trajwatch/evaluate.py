@@ -26,21 +26,23 @@ arguments ≥ 3 times in a session" and Gemini CLI's "5 identical consecutive ca
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import functools
 import statistics
 import tempfile
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from detectors.registry import DetectorSet
+from features.text import analysed_step
 from ingest.errors import InputError
 from ingest.files import read_file
 from ingest.trail import decode_trail
-from models.records import Action, Step, StepKind
+from models.records import Action, Alert, Step, StepKind
 from models.store import Store
 from trajwatch.replay import replay
 from trajwatch.settings import Settings
@@ -391,7 +393,16 @@ class FalseKills:
 _STOPS = frozenset({Action.KILL, Action.ROLLBACK})
 
 
-def false_kills(store: Store, labels: Mapping[str, Label]) -> FalseKills:
+class Recorded(Protocol):
+    """What scoring reads: a :class:`~models.store.Store`, or :class:`StoredRuns`' view of
+    alerts raised again over the steps it holds (:func:`evaluate_stored`)."""
+
+    def steps(self, session_id: str) -> list[Step]: ...
+
+    def alerts(self, session_ids: Sequence[str] | None = None) -> list[Alert]: ...
+
+
+def false_kills(store: Recorded, labels: Mapping[str, Label]) -> FalseKills:
     """The healthy sessions (no failure labelled) with a kill or rollback alert."""
     healthy = {s for s, label in labels.items() if not label.failures}
     stopped: dict[str, set[str]] = defaultdict(set)
@@ -448,7 +459,7 @@ class Evaluation:
         return "\n".join(lines)
 
 
-def others(store: Store, labels: Mapping[str, Label], names: Iterable[str]) -> list[Unlabelled]:
+def others(store: Recorded, labels: Mapping[str, Label], names: Iterable[str]) -> list[Unlabelled]:
     """Where the detectors that no label speaks for fired."""
     scored = {d for detectors in DETECTOR_FOR.values() for d in detectors}
     fired: dict[str, set[str]] = defaultdict(set)
@@ -468,7 +479,7 @@ def others(store: Store, labels: Mapping[str, Label], names: Iterable[str]) -> l
     ]
 
 
-def score(store: Store, labels: Mapping[str, Label]) -> list[Score]:
+def score(store: Recorded, labels: Mapping[str, Label]) -> list[Score]:
     first_alert: dict[tuple[str, str], int] = {}
     for alert in store.alerts(list(labels)):
         key = (alert.detector, alert.session_id)
@@ -527,6 +538,27 @@ def evaluate(
 ) -> Evaluation:
     """Replay ``paths`` with ``detectors`` into ``settings.db_url`` (a temporary SQLite
     file when it is the default) and score the alerts against ``labels_file``."""
+    with _replayed(paths, labels_file, settings, detectors) as (store, labels, present, seen):
+        scores = score(store, present)
+        unscored = others(store, present, detectors.names)
+        kills = false_kills(store, present)
+    return Evaluation(
+        scores=scores,
+        sessions=len(seen),
+        labelled=len(present),
+        unlabelled=len(seen - set(labels)),
+        others=unscored,
+        kills=kills,
+    )
+
+
+@contextlib.contextmanager
+def _replayed(
+    paths: list[Path], labels_file: Path, settings: Settings, detectors: DetectorSet
+) -> Iterator[tuple[Store, dict[str, Label], dict[str, Label], set[str]]]:
+    """Replay ``paths`` (into a temporary SQLite file when ``settings.db_url`` is the
+    default) and yield the open store, every label, the labels of the sessions replayed
+    and the sessions replayed. Raises InputError when no labelled session was replayed."""
     labels = load_labels(labels_file)
     with tempfile.TemporaryDirectory(prefix="trajwatch-eval-") as tmp:
         if settings.db_url == Settings().db_url:
@@ -537,17 +569,127 @@ def evaluate(
         if not present:
             raise InputError(_no_match(labels_file, labels, summary.sessions))
         with Store.open(settings.db_url) as store:
-            scores = score(store, present)
-            unscored = others(store, present, detectors.names)
-            kills = false_kills(store, present)
-    return Evaluation(
-        scores=scores,
-        sessions=len(seen),
-        labelled=len(present),
-        unlabelled=len(seen - set(labels)),
-        others=unscored,
-        kills=kills,
+            yield store, labels, present, seen
+
+
+# -- stored runs: replay once, detect many times ----------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class StoredRuns:
+    """Labelled recordings replayed once (:func:`load_runs`): the stored steps of every
+    labelled session, so detectors with other parameters can be run again over them
+    (:func:`evaluate_stored`) without decoding or storing anything again."""
+
+    labels: dict[str, Label]
+    """The labels of the sessions replayed."""
+    steps: dict[str, list[Step]]
+    """session id → its stored steps, by seq (what the live detectors saw)."""
+    sessions: int
+    """Sessions replayed, labelled or not."""
+    unlabelled: int
+
+
+def load_runs(
+    paths: list[Path], *, labels_file: Path, settings: Settings | None = None
+) -> StoredRuns:
+    """Replay ``paths`` as :func:`evaluate` does (with no detectors: steps do not depend
+    on them) and keep the labelled sessions' steps. Raises InputError as it does."""
+    settings = settings or Settings()
+    empty = DetectorSet([])
+    with _replayed(paths, labels_file, settings, empty) as (store, labels, present, seen):
+        steps = {session_id: store.steps(session_id) for session_id in present}
+    return StoredRuns(
+        labels=present, steps=steps, sessions=len(seen), unlabelled=len(seen - set(labels))
     )
+
+
+def combine(runs: Iterable[StoredRuns]) -> StoredRuns:
+    """Several labelled sets as one (false kills then count the healthy sessions of all).
+    Raises ValueError when two sets hold the same session."""
+    labels: dict[str, Label] = {}
+    steps: dict[str, list[Step]] = {}
+    sessions = unlabelled = 0
+    for run in runs:
+        if shared := set(run.labels) & set(labels):
+            raise ValueError(f"session {min(shared)!r} is in two of the labelled sets")
+        labels.update(run.labels)
+        steps.update(run.steps)
+        sessions += run.sessions
+        unlabelled += run.unlabelled
+    return StoredRuns(labels=labels, steps=steps, sessions=sessions, unlabelled=unlabelled)
+
+
+def detect_steps(
+    steps: Sequence[Step], detectors: DetectorSet
+) -> Iterator[tuple[Step, list[Alert]]]:
+    """Each of one session's ``steps``, in order, with the alerts ``detectors`` raise on
+    it, as the pipeline runs them: fresh clones, each step's analysed view, a detector
+    that raises skips that step (live, that is a dead letter), an alert id raised again
+    is not new (the store keeps the first)."""
+    session = detectors.for_session()
+    seen: set[str] = set()
+    for step in steps:
+        view = analysed_step(step)
+        new: list[Alert] = []
+        for detector in session:
+            try:
+                raised = detector.update(view)
+            except Exception:  # the pipeline's rule: a detector bug costs the step only
+                continue
+            for alert in raised:
+                if alert.alert_id not in seen:
+                    seen.add(alert.alert_id)
+                    new.append(alert)
+        yield step, new
+
+
+def detect(steps: Sequence[Step], detectors: DetectorSet) -> list[Alert]:
+    """The alerts ``detectors`` raise over one session's ``steps`` (:func:`detect_steps`)."""
+    return [alert for _, alerts in detect_steps(steps, detectors) for alert in alerts]
+
+
+def raise_alerts(runs: StoredRuns, detectors: DetectorSet) -> dict[str, list[Alert]]:
+    """session id → the alerts ``detectors`` raise over its stored steps."""
+    return {session_id: detect(steps, detectors) for session_id, steps in runs.steps.items()}
+
+
+@dataclass(frozen=True, slots=True)
+class Raised:
+    """Alerts raised over stored runs, read as scoring reads a store (:class:`Recorded`)."""
+
+    runs: StoredRuns
+    raised: Mapping[str, Sequence[Alert]]
+
+    def steps(self, session_id: str) -> list[Step]:
+        return self.runs.steps.get(session_id, [])
+
+    def alerts(self, session_ids: Sequence[str] | None = None) -> list[Alert]:
+        """Ordered as :meth:`models.store.Store.alerts` orders them."""
+        wanted = self.raised if session_ids is None else session_ids
+        found = [a for s in wanted for a in self.raised.get(s, ())]
+        return sorted(found, key=lambda a: (a.session_id, a.onset_seq, a.detector, a.alert_id))
+
+
+def score_raised(raised: Raised, names: Iterable[str]) -> Evaluation:
+    """The evaluation :func:`evaluate` reports, of alerts already raised over stored runs
+    by the detectors ``names``."""
+    runs = raised.runs
+    return Evaluation(
+        scores=score(raised, runs.labels),
+        sessions=runs.sessions,
+        labelled=len(runs.labels),
+        unlabelled=runs.unlabelled,
+        others=others(raised, runs.labels, names),
+        kills=false_kills(raised, runs.labels),
+    )
+
+
+def evaluate_stored(runs: StoredRuns, detectors: DetectorSet) -> Evaluation:
+    """What :func:`evaluate` reports for ``detectors`` on the recordings ``runs`` was
+    loaded from, from the stored steps alone (``tests/test_tuning.py`` checks they are
+    equal)."""
+    return score_raised(Raised(runs, raise_alerts(runs, detectors)), detectors.names)
 
 
 def _no_match(labels_file: Path, labels: Mapping[str, Label], sessions: Sequence[str]) -> str:

@@ -10,7 +10,7 @@ as detected when the detector fires after the early calls. The table gives, per
 setting, how many drift runs, healthy runs and runs labelled with another failure it
 fires on: a usable detector fires on the first and not on the second.
 
-Run: ``.venv/bin/python notebooks/drift_change_detection.py build/tune7 build/tune11``
+Run: ``.venv/bin/python benchmarks/drift_change_detection.py build/tune7 build/tune11``
 (folders made by ``fixtures/generate.py``; each is replayed into a temporary store).
 """
 
