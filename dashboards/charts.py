@@ -1,5 +1,10 @@
 """The explorer's Altair charts, built from the tables of :mod:`dashboards.session_view`.
-Pure functions: a table in, a chart out (the pages only place them)."""
+Pure functions: a table in, a chart out (the pages only place them).
+
+Charts take the polars tables as they are: Streamlit sends each as an Arrow dataset beside
+the spec. Rows inlined in the spec (``alt.Data(values=...)``) cost ~1 ms per 1,000 rows
+to validate, and a 5,000-step session's charts took ~10 s so.
+"""
 
 from __future__ import annotations
 
@@ -27,19 +32,6 @@ HOST_COLOURS = alt.Scale(
 WIDTH = "container"
 
 
-def _points(frame: pl.DataFrame) -> list[dict[str, object]]:
-    """Rows for Vega-Lite, datetimes as ISO text (Altair's own conversion goes through
-    pandas, which the explorer does not need)."""
-    out = frame.with_columns(
-        [
-            pl.col(c).dt.strftime("%Y-%m-%dT%H:%M:%S%.3fZ")
-            for c, t in frame.schema.items()
-            if isinstance(t, pl.Datetime)
-        ]
-    )
-    return out.to_dicts()
-
-
 def timeline(steps: pl.DataFrame, evidence: pl.DataFrame, alerts: pl.DataFrame) -> alt.LayerChart:
     """Steps by kind over seq, tool calls coloured by action cluster; model-session
     boundaries (compactions) and checkpoints as rules; alert evidence ringed, onsets as
@@ -63,17 +55,17 @@ def timeline(steps: pl.DataFrame, evidence: pl.DataFrame, alerts: pl.DataFrame) 
     )
     x = alt.X("seq:Q", title="step", scale=alt.Scale(nice=False))
     y = alt.Y("kind:N", sort=KINDS, title=None)
-    base = alt.Chart(alt.Data(values=_points(data)))
+    base = alt.Chart(data)
     marks = base.mark_circle(size=45, opacity=0.85).encode(
         x=x,
         y=y,
-        color=alt.Color("colour:N", title="action cluster", scale=alt.Scale(scheme="tableau20")),
+        color=alt.Color("colour:N", title="action cluster", scale=_cluster_scale(data)),
         tooltip=["seq:Q", "kind:N", "tool:N", "status:N", "model_session:Q", "preview:N"],
     )
     layers: list[alt.Chart] = [marks]
     bounds = data.filter(pl.col("compaction").is_not_null())
     if bounds.height:
-        rules = alt.Chart(alt.Data(values=_points(bounds))).encode(x="seq:Q")
+        rules = alt.Chart(bounds).encode(x="seq:Q")
         layers.append(
             rules.mark_rule(strokeDash=[6, 3], color="#1f77b4").encode(
                 tooltip=["seq:Q", "compaction:N"]
@@ -81,20 +73,20 @@ def timeline(steps: pl.DataFrame, evidence: pl.DataFrame, alerts: pl.DataFrame) 
         )
         layers.append(
             rules.mark_text(align="left", dx=3, dy=-6, color="#1f77b4").encode(
-                y=alt.value(0), text=alt.value("⟲ compaction")
+                y=alt.value(0), text=alt.value("compaction")
             )
         )
     checkpoints = data.filter(pl.col("checkpoint").is_not_null())
     if checkpoints.height:
         layers.append(
-            alt.Chart(alt.Data(values=_points(checkpoints)))
+            alt.Chart(checkpoints)
             .mark_point(shape="triangle-up", size=120, color="#2ca02c", filled=True)
             .encode(x="seq:Q", y=y, tooltip=["seq:Q", "checkpoint:N"])
         )
     if evidence.height:
         ev = evidence.join(steps.select("seq", "kind"), on="seq", how="inner")
         layers.append(
-            alt.Chart(alt.Data(values=_points(ev)))
+            alt.Chart(ev)
             .mark_point(size=220, strokeWidth=2, filled=False)
             .encode(
                 x="seq:Q",
@@ -104,13 +96,11 @@ def timeline(steps: pl.DataFrame, evidence: pl.DataFrame, alerts: pl.DataFrame) 
             )
         )
     if alerts.height:
-        onsets = alt.Chart(
-            alt.Data(values=_points(alerts.select("detector", "severity", "onset_step", "reason")))
-        )
+        onsets = alt.Chart(alerts.select("detector", "severity", "onset_step", "reason"))
         layers.append(
             onsets.mark_rule(strokeWidth=2).encode(
                 x="onset_step:Q",
-                color=alt.Color("severity:N", scale=SEVERITY_COLOURS),
+                color=alt.Color("severity:N", scale=SEVERITY_COLOURS, legend=None),
                 tooltip=["detector:N", "severity:N", "onset_step:Q", "reason:N"],
             )
         )
@@ -119,19 +109,55 @@ def timeline(steps: pl.DataFrame, evidence: pl.DataFrame, alerts: pl.DataFrame) 
                 x="onset_step:Q",
                 y=alt.value(0),
                 text="detector:N",
-                color=alt.Color("severity:N", scale=SEVERITY_COLOURS),
+                color=alt.Color("severity:N", scale=SEVERITY_COLOURS, legend=None),
             )
         )
+    # the clusters' colours and the alerts' severities are two scales, with two legends
     return (
         alt.layer(*layers)
+        .resolve_scale(color="independent")
         .properties(width=WIDTH, height=300, title="Timeline")
         .interactive(bind_y=False)
     )
 
 
+CLUSTER_PALETTE = (
+    "#1f77b4",
+    "#2ca02c",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#17becf",
+    "#bcbd22",
+    "#ff7f0e",
+    "#aec7e8",
+    "#98df8a",
+    "#c5b0d5",
+    "#c49c94",
+    "#f7b6d2",
+    "#9edae5",
+    "#dbdb8d",
+    "#ffbb78",
+)
+"""Action clusters' colours (no red: red is for alerts)."""
+
+
+def _cluster_scale(data: pl.DataFrame) -> alt.Scale:
+    """Grey for steps that are not tool calls, a palette colour per cluster."""
+    clusters = sorted(
+        {c for c in data["cluster"].to_list() if c is not None}, key=lambda c: (c < 0, c)
+    )
+    domain = ["not a tool call", *(f"cluster {c}" for c in clusters)]
+    colours = [
+        "#c7c7c7",
+        *(CLUSTER_PALETTE[i % len(CLUSTER_PALETTE)] for i in range(len(clusters))),
+    ]
+    return alt.Scale(domain=domain, range=colours)
+
+
 def cumulative(steps: pl.DataFrame) -> alt.HConcatChart:
     """Cumulative tokens and cost over the steps, one colour band per model session."""
-    data = alt.Data(values=_points(steps.select("seq", "cum_tokens", "cum_cost", "model_session")))
+    data = steps.select("seq", "cum_tokens", "cum_cost", "model_session")
     base = alt.Chart(data).encode(x=alt.X("seq:Q", title="step"))
     colour = alt.Color("model_session:O", title="model session")
     tokens = base.mark_line(interpolate="step-after").encode(
@@ -145,7 +171,7 @@ def cumulative(steps: pl.DataFrame) -> alt.HConcatChart:
         tooltip=["seq:Q", "cum_cost:Q"],
     )
     return alt.hconcat(
-        tokens.properties(width=420, height=200), cost.properties(width=420, height=200)
+        tokens.properties(width=380, height=180), cost.properties(width=380, height=180)
     )
 
 
@@ -157,7 +183,7 @@ def egress(steps: pl.DataFrame) -> alt.Chart | None:
     if data.is_empty():
         return None
     return (
-        alt.Chart(alt.Data(values=_points(data)))
+        alt.Chart(data)
         .mark_square(size=70)
         .encode(
             x=alt.X("seq:Q", title="step"),
@@ -170,29 +196,50 @@ def egress(steps: pl.DataFrame) -> alt.Chart | None:
     )
 
 
-def scores(scores: pl.DataFrame, thresholds: pl.DataFrame) -> alt.LayerChart:
-    """Each detector's score over the steps (its strongest finding so far), one line per
-    detector, with the thresholds the detectors' parameters name as dashed rules."""
-    lines = (
-        alt.Chart(alt.Data(values=_points(scores)))
-        .mark_line(interpolate="step-after", point=True)
-        .encode(
-            x=alt.X("seq:Q", title="step"),
-            y=alt.Y("score:Q", scale=alt.Scale(domain=[0, 1.05]), title="score"),
-            color=alt.Color("detector:N", title="detector"),
-            tooltip=["detector:N", "seq:Q", "score:Q"],
+def scores(scores: pl.DataFrame, thresholds: pl.DataFrame) -> alt.VConcatChart:
+    """Each detector's score over the steps (its strongest finding so far), one small chart
+    per detector on a shared step axis, with the thresholds its parameters name."""
+    last = int(scores["seq"].max() or 0) if scores.height else 0
+    charts = []
+    for name in sorted(set(scores["detector"].to_list())):
+        own = scores.filter(pl.col("detector") == name)
+        fired = float(own["score"].max() or 0.0) > 0
+        line = (
+            alt.Chart(own)
+            .mark_line(interpolate="step-after", point=fired, color="#d62728" if fired else "#999")
+            .encode(
+                x=alt.X("seq:Q", title=None, scale=alt.Scale(domain=[0, max(last, 1)], nice=False)),
+                y=alt.Y(
+                    "score:Q",
+                    scale=alt.Scale(domain=[0, 1.05]),
+                    title=None,
+                    axis=alt.Axis(values=[0, 0.5, 1]),
+                ),
+                tooltip=["detector:N", "seq:Q", "score:Q"],
+            )
         )
-    )
-    layers: list[alt.Chart] = [lines]
-    if thresholds.height:
-        layers.append(
-            alt.Chart(alt.Data(values=_points(thresholds)))
-            .mark_rule(strokeDash=[4, 4], color="#555")
-            .encode(y="score:Q", tooltip=["detector:N", "level:N", "score:Q"])
+        layers: list[alt.Chart] = [line]
+        rules = thresholds.filter(pl.col("detector") == name)
+        if rules.height:
+            marked = alt.Chart(rules).encode(y="score:Q")
+            layers.append(
+                marked.mark_rule(strokeDash=[4, 4], color="#555").encode(
+                    tooltip=["level:N", "score:Q"]
+                )
+            )
+            layers.append(
+                marked.mark_text(align="left", dx=4, dy=-5, color="#555", fontSize=10).encode(
+                    x=alt.value(0), text="level:N"
+                )
+            )
+        charts.append(
+            alt.layer(*layers).properties(
+                width=WIDTH,
+                height=45,
+                title=alt.Title(name, anchor="start", fontSize=11, fontWeight="normal"),
+            )
         )
-    return alt.layer(*layers).properties(
-        width=WIDTH, height=220, title="Detector scores over the steps"
-    )
+    return alt.vconcat(*charts, spacing=6).properties(title="Detector scores over the steps")
 
 
 def subgoal_graph(nodes: pl.DataFrame, edges: pl.DataFrame, layout: pl.DataFrame) -> alt.LayerChart:
@@ -203,7 +250,7 @@ def subgoal_graph(nodes: pl.DataFrame, edges: pl.DataFrame, layout: pl.DataFrame
         layout.rename({"cluster": "target", "x": "x2", "y": "y2"}), on="target"
     )
     links = (
-        alt.Chart(alt.Data(values=_points(ends)))
+        alt.Chart(ends)
         .mark_rule(opacity=0.5, color="#888")
         .encode(
             x=alt.X("x1:Q", axis=None),
@@ -215,7 +262,7 @@ def subgoal_graph(nodes: pl.DataFrame, edges: pl.DataFrame, layout: pl.DataFrame
         )
     )
     dots = (
-        alt.Chart(alt.Data(values=_points(placed)))
+        alt.Chart(placed)
         .mark_circle(opacity=0.9)
         .encode(
             x="x:Q",
@@ -225,11 +272,7 @@ def subgoal_graph(nodes: pl.DataFrame, edges: pl.DataFrame, layout: pl.DataFrame
             tooltip=["cluster:N", "actions:Q", "new_paths:Q", "first_seq:Q", "last_seq:Q"],
         )
     )
-    labels = (
-        alt.Chart(alt.Data(values=_points(placed)))
-        .mark_text(dy=-14)
-        .encode(x="x:Q", y="y:Q", text="cluster:N")
-    )
+    labels = alt.Chart(placed).mark_text(dy=-14).encode(x="x:Q", y="y:Q", text="cluster:N")
     return (
         alt.layer(links, dots, labels)
         .properties(width=WIDTH, height=360, title="Sub-goal graph (action clusters)")

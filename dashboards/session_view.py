@@ -2,16 +2,19 @@
 
 - :func:`steps_table`: every step with its kind, tool, action cluster, cumulative tokens
   and cost, model session, the egress host and its class, and short redacted previews;
+- :func:`score_lines`: each detector's score over the steps;
 - :func:`replay_detectors`: the stored steps fed, in order, through fresh clones of the
   configured detectors — the same objects and the same per-step view
-  (:func:`features.text.analysed_step`) the pipeline uses, no second implementation —
-  giving each detector's score over the steps and the alerts they raise now;
+  (:func:`features.text.analysed_step`) the pipeline uses, no second implementation — to
+  check that today's config raises the stored alerts (same ids);
 - :func:`subgoals`: the sub-goal graph and action clusters, rebuilt by the pipeline's own
   :class:`features.trajectory.TrajectoryFeatures` over the session's tool calls.
 
 Detectors report a score only with an alert: the score a detector "has" at a step is the
-score of its strongest finding so far (0 before the first). A threshold is drawn where a
-detector's parameters name one (``budget_overrun``: ``warn_fraction`` and 1.0).
+score of its strongest finding so far (0 before the first), which the stored alerts give
+exactly (a replay raises the same alerts: :func:`replay_detectors`, and the tests, check
+it). A threshold is drawn where a detector's parameters name one (``budget_overrun``:
+``warn_fraction`` and 1.0).
 """
 
 from __future__ import annotations
@@ -161,47 +164,20 @@ def evidence_table(alerts: Sequence[Alert]) -> pl.DataFrame:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class DetectorReplay:
-    """What the configured detectors say about a session's stored steps, step by step."""
-
-    scores: pl.DataFrame
-    """``detector, seq, score``: each detector's score (strongest finding so far) at the
-    steps where it changes, and at the first and last step."""
-    alerts: list[Alert]
-    """The alerts the replay raised, in the order raised."""
-    thresholds: pl.DataFrame
-    """``detector, level, score``: the thresholds the detectors' parameters name."""
-    failures: list[str]
-    """``detector at step N: error`` for each detector that raised (the pipeline skips it)."""
-
-
-def replay_detectors(steps: Sequence[Step], detectors: DetectorSet) -> DetectorReplay:
-    """Feed ``steps`` (one session, seq order) through fresh clones of ``detectors``."""
-    session = detectors.for_session()
-    names = [d.name for d in session]
-    best = dict.fromkeys(names, 0.0)
-    points: list[tuple[str, int, float]] = []
-    raised: list[Alert] = []
-    failures: list[str] = []
-    last = steps[-1].seq if steps else 0
-    for step in steps:
-        view = analysed_step(step)
-        for detector in session:
-            try:
-                found = detector.update(view)
-            except Exception as error:  # the pipeline dead-letters a detector's failure
-                failures.append(f"{detector.name} at step {step.seq}: {type(error).__name__}")
-                continue
-            for alert in found:
-                raised.append(alert)
-                if alert.score > best[detector.name]:
-                    best[detector.name] = alert.score
-                    points.append((detector.name, step.seq, alert.score))
-    for name in names:
-        points.append((name, steps[0].seq if steps else 0, 0.0))
-        points.append((name, last, best[name]))
-    scores = (
+def score_lines(
+    alerts: Sequence[Alert], detectors: Sequence[str], first: int, last: int
+) -> pl.DataFrame:
+    """``detector, seq, score``: each of ``detectors``' score over the steps ``first`` to
+    ``last`` — the score of its strongest alert raised so far (0 before the first), at the
+    steps where it changes and at both ends."""
+    names = sorted({*detectors, *(a.detector for a in alerts)})
+    points = [(name, first, 0.0) for name in names]
+    points += [(a.detector, a.raised_seq, a.score) for a in alerts]
+    best = {
+        name: max((a.score for a in alerts if a.detector == name), default=0.0) for name in names
+    }
+    points += [(name, last, best[name]) for name in names]
+    return (
         pl.DataFrame(
             points, schema={"detector": pl.Utf8, "seq": pl.Int64, "score": pl.Float64}, orient="row"
         )
@@ -210,7 +186,37 @@ def replay_detectors(steps: Sequence[Step], detectors: DetectorSet) -> DetectorR
         .sort("detector", "seq")
         .with_columns(pl.col("score").cum_max().over("detector"))
     )
-    return DetectorReplay(scores, raised, _thresholds(session), failures)
+
+
+def thresholds(detectors: DetectorSet) -> pl.DataFrame:
+    """``detector, level, score``: the thresholds the detectors' parameters name."""
+    return _thresholds(detectors.prototypes)
+
+
+@dataclass(frozen=True, slots=True)
+class DetectorReplay:
+    """What the configured detectors raise on a session's stored steps, replayed now."""
+
+    alerts: list[Alert]
+    """The alerts the replay raised, in the order raised."""
+    failures: list[str]
+    """``detector at step N: error`` for each detector that raised (the pipeline skips it)."""
+
+
+def replay_detectors(steps: Sequence[Step], detectors: DetectorSet) -> DetectorReplay:
+    """Feed ``steps`` (one session, seq order) through fresh clones of ``detectors``, as the
+    pipeline feeds them (:func:`features.text.analysed_step`, a failing detector skipped)."""
+    session = detectors.for_session()
+    raised: list[Alert] = []
+    failures: list[str] = []
+    for step in steps:
+        view = analysed_step(step)
+        for detector in session:
+            try:
+                raised.extend(detector.update(view))
+            except Exception as error:  # the pipeline dead-letters a detector's failure
+                failures.append(f"{detector.name} at step {step.seq}: {type(error).__name__}")
+    return DetectorReplay(raised, failures)
 
 
 def _thresholds(session: Sequence[Any]) -> pl.DataFrame:

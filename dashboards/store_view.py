@@ -116,15 +116,27 @@ def _strongest(deliveries: Sequence[Delivery]) -> str:
 
 
 def badges(alerts: Sequence[Alert]) -> str:
-    """``detector:severity×n`` for one session's alerts, critical first."""
-    counts: dict[tuple[str, str], int] = defaultdict(int)
+    """``detector: n severity, …`` for one session's alerts, the most severe first.
+
+    >>> from models.records import Severity
+    >>> a = Alert(alert_id="a", session_id="s", detector="runaway_loop", severity=Severity.WARN,
+    ...           score=0.5, onset_seq=1, onset_step_id="s#1", evidence=(), reason="r")
+    >>> badges([a, a.__class__(**{**{f: getattr(a, f) for f in a.__slots__},
+    ...                          "severity": Severity.CRITICAL})])
+    'runaway_loop: 1 critical, 1 warn'
+    """
+    counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for a in alerts:
-        counts[(a.detector, str(a.severity))] += 1
-    ordered = sorted(counts.items(), key=lambda kv: (SEVERITY_ORDER.index(kv[0][1]), kv[0][0]))
-    return " ".join(
-        f"{'🔴' if sev == 'critical' else '🟠' if sev == 'warn' else '⚪'} {det}"
-        + (f"×{n}" if n > 1 else "")
-        for (det, sev), n in ordered
+        counts[a.detector][str(a.severity)] += 1
+
+    def rank(detector: str) -> tuple[int, str]:
+        worst = min(SEVERITY_ORDER.index(s) for s in counts[detector])
+        return worst, detector
+
+    return "; ".join(
+        f"{detector}: "
+        + ", ".join(f"{counts[detector][s]} {s}" for s in SEVERITY_ORDER if counts[detector].get(s))
+        for detector in sorted(counts, key=rank)
     )
 
 

@@ -17,8 +17,10 @@ from dashboards.session_view import (
     evidence_table,
     graph_layout,
     replay_detectors,
+    score_lines,
     steps_table,
     subgoals,
+    thresholds,
 )
 from dashboards.store_view import alerts_table, breaker_state
 from models.records import Alert, Step, step_to_json
@@ -62,21 +64,21 @@ def render(ctx: Context) -> None:
     st.title(f"Session {session_id}")
     if info.goal:
         st.markdown(f"**Goal:** {info.goal}")
-    m = st.columns(7)
-    m[0].metric("Agent", info.agent or "-")
-    m[1].metric("State", "live" if info.ended_ts is None else (info.end_status or "ended"))
-    m[2].metric("Steps", len(steps))
-    m[3].metric("Tokens", int(table["tokens"].sum()) if len(steps) else 0)
-    m[4].metric("Cost", f"${float(table['cost'].sum()):.4f}" if len(steps) else "$0")
-    m[5].metric("Model sessions", (int(table["model_session"].max()) + 1) if len(steps) else 0)
-    m[6].metric("Breaker", breaker_state(deliveries))
+    state = "live" if info.ended_ts is None else (info.end_status or "ended")
+    st.markdown(f"**Agent:** {info.agent or '-'} · **State:** {state}")
+    m = st.columns(5)
+    m[0].metric("Steps", len(steps))
+    m[1].metric("Tokens", f"{int(table['tokens'].sum()):,}" if len(steps) else 0)
+    m[2].metric("Cost", f"${float(table['cost'].sum()):.4f}" if len(steps) else "$0")
+    m[3].metric("Model sessions", (int(table["model_session"].max()) + 1) if len(steps) else 0)
+    m[4].metric("Breaker", breaker_state(deliveries))
     if not steps:
         st.info("This session has no stored steps yet.")
         return
 
     st.download_button(
         "⬇ Download debug bundle (.zip)",
-        data=bundle_zip(session_id, steps, alerts),
+        data=lambda: bundle_zip(session_id, steps, alerts),  # built when clicked
         file_name=f"{folder_name(session_id)}.zip",
         mime="application/zip",
         help="session.jsonl, trace.json, tool_calls.csv, alerts.json — unzip and "
@@ -85,27 +87,36 @@ def render(ctx: Context) -> None:
     )
 
     focus = st.query_params.get("alert")
-    _alerts(alerts, focus)
-
     evidence = evidence_table(alerts)
     alert_rows = alerts_table(alerts, deliveries)
     st.altair_chart(charts.timeline(table, evidence, alert_rows), width="stretch")
+    _alerts(alerts, focus)
     st.altair_chart(charts.cumulative(table))
     egress = charts.egress(table)
     if egress is not None:
         st.altair_chart(egress, width="stretch")
 
-    replayed = _replayed(
-        ctx.settings.db_url,
-        session_id,
-        steps[-1].step_id,
-        len(steps),
-        str(ctx.config_path),
-        steps,
-        ctx,
+    first, last = steps[0].seq, steps[-1].seq
+    lines = score_lines(alerts, ctx.detectors.names, first, last)
+    st.altair_chart(charts.scores(lines, thresholds(ctx.detectors)), width="stretch")
+    st.caption(
+        "A detector reports a score with each alert: each line is a detector's strongest "
+        "finding so far (dashed: the thresholds its parameters name)."
     )
-    st.altair_chart(charts.scores(replayed.scores, replayed.thresholds), width="stretch")
-    _replay_note(alerts, replayed)
+    if st.toggle(
+        "Replay the detectors over these steps (checks the config raises the stored alerts)",
+        key="d_replay",
+    ):
+        replayed = _replayed(
+            ctx.settings.db_url,
+            session_id,
+            steps[-1].step_id,
+            len(steps),
+            str(ctx.config_path),
+            steps,
+            ctx,
+        )
+        _replay_note(alerts, replayed)
 
     _details(steps, table, alerts, focus)
     _subgoals(steps)
@@ -117,14 +128,15 @@ def _alerts(alerts: Sequence[Alert], focus: str | None) -> None:
         st.caption("No detector raised an alert on this session.")
         return
     for a in alerts:
-        icon = {"critical": "🔴", "warn": "🟠"}.get(str(a.severity), "⚪")
+        colour = {"critical": "red", "warn": "orange"}.get(str(a.severity), "gray")
         refs = ", ".join(f"step {e.get('seq')} ({e.get('source_ref')})" for e in a.evidence)
         box = st.container(border=True)
         head = (
-            f"{icon} **{a.detector}** · {a.severity} · score {a.score:.2f} · action **{a.action}**"
+            f":{colour}[**● {str(a.severity).upper()}**] **{a.detector}** · score {a.score:.2f}"
+            f" · action **{a.action}**"
         )
         if a.alert_id == focus:
-            head = "➡️ " + head
+            head = ":blue-background[▶ the alert the link names]  " + head
         box.markdown(head)
         box.markdown(f"{a.reason}")
         box.caption(
@@ -138,10 +150,9 @@ def _replay_note(alerts: Sequence[Alert], replayed: DetectorReplay) -> None:
     stored = {a.alert_id for a in alerts}
     again = {a.alert_id for a in replayed.alerts}
     if stored == again:
-        st.caption(
-            "Scores: the stored steps replayed through the configured detectors (the "
-            "pipeline's own code); they raise exactly the stored alerts. A detector reports a "
-            "score with each alert; the line is its strongest finding so far."
+        st.success(
+            f"Replayed through the configured detectors (the pipeline's own code), the "
+            f"stored steps raise exactly the stored alerts ({len(stored)}, same ids)."
         )
     else:
         st.warning(
