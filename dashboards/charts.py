@@ -199,11 +199,11 @@ def egress(steps: pl.DataFrame) -> alt.Chart | None:
 def scores(scores: pl.DataFrame, thresholds: pl.DataFrame) -> alt.VConcatChart:
     """Each detector's score over the steps (its strongest finding so far), one small chart
     per detector on a shared step axis, with the thresholds its parameters name."""
-    last = int(scores["seq"].max() or 0) if scores.height else 0
+    last = int(scores.select(pl.col("seq").max()).item() or 0) if scores.height else 0
     charts = []
     for name in sorted(set(scores["detector"].to_list())):
         own = scores.filter(pl.col("detector") == name)
-        fired = float(own["score"].max() or 0.0) > 0
+        fired = float(own.select(pl.col("score").max()).item() or 0.0) > 0
         line = (
             alt.Chart(own)
             .mark_line(interpolate="step-after", point=fired, color="#d62728" if fired else "#999")
@@ -242,7 +242,9 @@ def scores(scores: pl.DataFrame, thresholds: pl.DataFrame) -> alt.VConcatChart:
     return alt.vconcat(*charts, spacing=6).properties(title="Detector scores over the steps")
 
 
-def subgoal_graph(nodes: pl.DataFrame, edges: pl.DataFrame, layout: pl.DataFrame) -> alt.LayerChart:
+def subgoal_graph(
+    nodes: pl.DataFrame, edges: pl.DataFrame, layout: pl.DataFrame
+) -> alt.LayerChart | alt.FacetChart:
     """The sub-goal graph: action clusters placed on a circle in the order first reached,
     sized by actions; moves between them as lines (wider: more moves). Zoom and pan."""
     placed = nodes.join(layout, on="cluster")

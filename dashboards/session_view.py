@@ -37,25 +37,27 @@ PREVIEW_CHARS = 160
 """Characters of an argument, result or text shown in the step table (the whole field is
 in the step details)."""
 
-STEP_COLUMNS = {
-    "seq": pl.Int64,
-    "ts": pl.Datetime("us", "UTC"),
-    "kind": pl.Utf8,
-    "tool": pl.Utf8,
-    "cluster": pl.Int64,
-    "progress": pl.Float64,
-    "status": pl.Utf8,
-    "tokens": pl.Int64,
-    "cost": pl.Float64,
-    "model_session": pl.Int64,
-    "egress_host": pl.Utf8,
-    "host_class": pl.Utf8,
-    "checkpoint": pl.Utf8,
-    "compaction": pl.Utf8,
-    "preview": pl.Utf8,
-    "step_id": pl.Utf8,
-    "source_ref": pl.Utf8,
-}
+STEP_COLUMNS = pl.Schema(
+    {
+        "seq": pl.Int64(),
+        "ts": pl.Datetime("us", "UTC"),
+        "kind": pl.Utf8(),
+        "tool": pl.Utf8(),
+        "cluster": pl.Int64(),
+        "progress": pl.Float64(),
+        "status": pl.Utf8(),
+        "tokens": pl.Int64(),
+        "cost": pl.Float64(),
+        "model_session": pl.Int64(),
+        "egress_host": pl.Utf8(),
+        "host_class": pl.Utf8(),
+        "checkpoint": pl.Utf8(),
+        "compaction": pl.Utf8(),
+        "preview": pl.Utf8(),
+        "step_id": pl.Utf8(),
+        "source_ref": pl.Utf8(),
+    }
+)
 
 
 def host_class(host: str | None) -> str | None:
@@ -128,7 +130,7 @@ def steps_table(steps: Sequence[Step]) -> pl.DataFrame:
             }
         )
     frame = pl.DataFrame(
-        rows, schema={**STEP_COLUMNS, "ts": pl.Int64}, orient="row" if not rows else None
+        rows, schema={**STEP_COLUMNS, "ts": pl.Int64()}, orient="row" if not rows else None
     )
     return frame.with_columns(
         pl.from_epoch(pl.col("ts"), time_unit="us").dt.replace_time_zone("UTC").alias("ts"),
@@ -154,12 +156,12 @@ def evidence_table(alerts: Sequence[Alert]) -> pl.DataFrame:
     return pl.DataFrame(
         rows,
         schema={
-            "alert_id": pl.Utf8,
-            "detector": pl.Utf8,
-            "severity": pl.Utf8,
-            "seq": pl.Int64,
-            "step_id": pl.Utf8,
-            "onset": pl.Boolean,
+            "alert_id": pl.Utf8(),
+            "detector": pl.Utf8(),
+            "severity": pl.Utf8(),
+            "seq": pl.Int64(),
+            "step_id": pl.Utf8(),
+            "onset": pl.Boolean(),
         },
     )
 
@@ -179,7 +181,9 @@ def score_lines(
     points += [(name, last, best[name]) for name in names]
     return (
         pl.DataFrame(
-            points, schema={"detector": pl.Utf8, "seq": pl.Int64, "score": pl.Float64}, orient="row"
+            points,
+            schema={"detector": pl.Utf8(), "seq": pl.Int64(), "score": pl.Float64()},
+            orient="row",
         )
         .group_by("detector", "seq")
         .agg(pl.col("score").max())
@@ -227,7 +231,9 @@ def _thresholds(session: Sequence[Any]) -> pl.DataFrame:
             rows.append((detector.name, "warn", float(params["warn_fraction"])))
             rows.append((detector.name, "critical", 1.0))
     return pl.DataFrame(
-        rows, schema={"detector": pl.Utf8, "level": pl.Utf8, "score": pl.Float64}, orient="row"
+        rows,
+        schema={"detector": pl.Utf8(), "level": pl.Utf8(), "score": pl.Float64()},
+        orient="row",
     )
 
 
@@ -257,13 +263,13 @@ def compare_alerts(stored: Sequence[Alert], other: Sequence[Alert]) -> pl.DataFr
     return pl.DataFrame(
         rows,
         schema={
-            "alert_id": pl.Utf8,
-            "in": pl.Utf8,
-            "session_id": pl.Utf8,
-            "detector": pl.Utf8,
-            "severity": pl.Utf8,
-            "onset_step": pl.Int64,
-            "reason": pl.Utf8,
+            "alert_id": pl.Utf8(),
+            "in": pl.Utf8(),
+            "session_id": pl.Utf8(),
+            "detector": pl.Utf8(),
+            "severity": pl.Utf8(),
+            "onset_step": pl.Int64(),
+            "reason": pl.Utf8(),
         },
     )
 
@@ -292,7 +298,9 @@ def subgoals(steps: Sequence[Step]) -> Subgoals:
     graph = features.subgoals.graph
     clusters = (
         pl.DataFrame(
-            calls, schema={"cluster": pl.Int64, "seq": pl.Int64, "tool": pl.Utf8}, orient="row"
+            calls,
+            schema={"cluster": pl.Int64(), "seq": pl.Int64(), "tool": pl.Utf8()},
+            orient="row",
         )
         .group_by("cluster")
         .agg(
@@ -315,11 +323,11 @@ def subgoals(steps: Sequence[Step]) -> Subgoals:
             for n, d in graph.nodes(data=True)
         ],
         schema={
-            "cluster": pl.Int64,
-            "first_seq": pl.Int64,
-            "last_seq": pl.Int64,
-            "actions": pl.Int64,
-            "new_paths": pl.Int64,
+            "cluster": pl.Int64(),
+            "first_seq": pl.Int64(),
+            "last_seq": pl.Int64(),
+            "actions": pl.Int64(),
+            "new_paths": pl.Int64(),
         },
     )
     edges = pl.DataFrame(
@@ -327,7 +335,7 @@ def subgoals(steps: Sequence[Step]) -> Subgoals:
             {"source": int(a), "target": int(b), "moves": int(d["weight"])}
             for a, b, d in graph.edges(data=True)
         ],
-        schema={"source": pl.Int64, "target": pl.Int64, "moves": pl.Int64},
+        schema={"source": pl.Int64(), "target": pl.Int64(), "moves": pl.Int64()},
     )
     return Subgoals(graph, clusters, nodes, edges)
 
@@ -348,5 +356,5 @@ def graph_layout(graph: nx.DiGraph) -> pl.DataFrame:
             }
             for i, n in enumerate(order)
         ],
-        schema={"cluster": pl.Int64, "x": pl.Float64, "y": pl.Float64},
+        schema={"cluster": pl.Int64(), "x": pl.Float64(), "y": pl.Float64()},
     )

@@ -140,23 +140,25 @@ def badges(alerts: Sequence[Alert]) -> str:
     )
 
 
-SESSION_COLUMNS = {
-    "session_id": pl.Utf8,
-    "agent": pl.Utf8,
-    "state": pl.Utf8,
-    "started": pl.Datetime("us", "UTC"),
-    "duration_s": pl.Float64,
-    "steps": pl.Int64,
-    "tokens": pl.Int64,
-    "cost": pl.Float64,
-    "breaker": pl.Utf8,
-    "alerts": pl.Int64,
-    "critical": pl.Int64,
-    "warn": pl.Int64,
-    "badges": pl.Utf8,
-    "detectors": pl.List(pl.Utf8),
-    "goal": pl.Utf8,
-}
+SESSION_COLUMNS = pl.Schema(
+    {
+        "session_id": pl.Utf8(),
+        "agent": pl.Utf8(),
+        "state": pl.Utf8(),
+        "started": pl.Datetime("us", "UTC"),
+        "duration_s": pl.Float64(),
+        "steps": pl.Int64(),
+        "tokens": pl.Int64(),
+        "cost": pl.Float64(),
+        "breaker": pl.Utf8(),
+        "alerts": pl.Int64(),
+        "critical": pl.Int64(),
+        "warn": pl.Int64(),
+        "badges": pl.Utf8(),
+        "detectors": pl.List(pl.Utf8()),
+        "goal": pl.Utf8(),
+    }
+)
 
 
 def sessions_table(
@@ -174,10 +176,10 @@ def sessions_table(
     for d in deliveries:
         outbox[d.session_id or ""].append(d)
     rows = []
-    for a in activity:
-        info = a.info
+    for act in activity:
+        info = act.info
         own = by_session.get(info.session_id, [])
-        end = info.ended_ts or a.last_ts
+        end = info.ended_ts or act.last_ts
         started = info.started_ts
         rows.append(
             {
@@ -186,9 +188,9 @@ def sessions_table(
                 "state": "live" if info.ended_ts is None else (info.end_status or "ended"),
                 "started": when(started),
                 "duration_s": (end - started) / 1e9 if end and started else None,
-                "steps": a.steps,
-                "tokens": a.tokens_in + a.tokens_out,
-                "cost": round(a.cost, 6),
+                "steps": act.steps,
+                "tokens": act.tokens_in + act.tokens_out,
+                "cost": round(act.cost, 6),
                 "breaker": breaker_state(outbox.get(info.session_id, [])),
                 "alerts": len(own),
                 "critical": sum(str(x.severity) == "critical" for x in own),
@@ -238,19 +240,21 @@ def filter_sessions(
     return out
 
 
-ALERT_COLUMNS = {
-    "alert_id": pl.Utf8,
-    "session_id": pl.Utf8,
-    "detector": pl.Utf8,
-    "severity": pl.Utf8,
-    "score": pl.Float64,
-    "onset_step": pl.Int64,
-    "raised_at_step": pl.Int64,
-    "action": pl.Utf8,
-    "raised": pl.Datetime("us", "UTC"),
-    "reason": pl.Utf8,
-    "deliveries": pl.Utf8,
-}
+ALERT_COLUMNS = pl.Schema(
+    {
+        "alert_id": pl.Utf8(),
+        "session_id": pl.Utf8(),
+        "detector": pl.Utf8(),
+        "severity": pl.Utf8(),
+        "score": pl.Float64(),
+        "onset_step": pl.Int64(),
+        "raised_at_step": pl.Int64(),
+        "action": pl.Utf8(),
+        "raised": pl.Datetime("us", "UTC"),
+        "reason": pl.Utf8(),
+        "deliveries": pl.Utf8(),
+    }
+)
 
 
 def alerts_table(alerts: Sequence[Alert], deliveries: Sequence[Delivery]) -> pl.DataFrame:
@@ -278,20 +282,22 @@ def alerts_table(alerts: Sequence[Alert], deliveries: Sequence[Delivery]) -> pl.
     return pl.DataFrame(rows, schema=ALERT_COLUMNS).sort("raised", descending=True, nulls_last=True)
 
 
-DELIVERY_COLUMNS = {
-    "delivery_id": pl.Utf8,
-    "alert_id": pl.Utf8,
-    "session_id": pl.Utf8,
-    "endpoint": pl.Utf8,
-    "action": pl.Utf8,
-    "mode": pl.Utf8,
-    "status": pl.Utf8,
-    "attempts": pl.Int64,
-    "last_status_code": pl.Int64,
-    "last_error": pl.Utf8,
-    "decision": pl.Utf8,
-    "updated": pl.Datetime("us", "UTC"),
-}
+DELIVERY_COLUMNS = pl.Schema(
+    {
+        "delivery_id": pl.Utf8(),
+        "alert_id": pl.Utf8(),
+        "session_id": pl.Utf8(),
+        "endpoint": pl.Utf8(),
+        "action": pl.Utf8(),
+        "mode": pl.Utf8(),
+        "status": pl.Utf8(),
+        "attempts": pl.Int64(),
+        "last_status_code": pl.Int64(),
+        "last_error": pl.Utf8(),
+        "decision": pl.Utf8(),
+        "updated": pl.Datetime("us", "UTC"),
+    }
+)
 
 
 def deliveries_table(deliveries: Sequence[Delivery]) -> pl.DataFrame:
@@ -324,7 +330,7 @@ def endpoint_states(deliveries: pl.DataFrame, disabled: dict[str, str | None]) -
         .len()
         .pivot("status", index="endpoint", values="len")
         if deliveries.height
-        else pl.DataFrame({"endpoint": []}, schema={"endpoint": pl.Utf8})
+        else pl.DataFrame({"endpoint": []}, schema={"endpoint": pl.Utf8()})
     )
     names = sorted(set(counts["endpoint"].to_list()) | set(disabled))
     base = pl.DataFrame(
@@ -333,6 +339,6 @@ def endpoint_states(deliveries: pl.DataFrame, disabled: dict[str, str | None]) -
             "enabled": [n not in disabled for n in names],
             "why disabled": [disabled.get(n) for n in names],
         },
-        schema={"endpoint": pl.Utf8, "enabled": pl.Boolean, "why disabled": pl.Utf8},
+        schema={"endpoint": pl.Utf8(), "enabled": pl.Boolean(), "why disabled": pl.Utf8()},
     )
     return base.join(counts, on="endpoint", how="left").fill_null(0)

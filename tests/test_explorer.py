@@ -436,3 +436,11 @@ def test_trajwatch_ui_refuses_a_missing_store(
     assert main(["ui", "--db", f"sqlite:///{tmp_path / 'typo.db'}"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "there is no store at" in err[0]
+
+
+def test_the_explorer_modules_doctests() -> None:
+    import doctest
+
+    from dashboards import store_view
+
+    assert doctest.testmod(store_view).failed == 0

@@ -7,10 +7,13 @@ from __future__ import annotations
 import io
 import tempfile
 import zipfile
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import streamlit as st
+from streamlit.runtime.uploaded_file_manager import UploadedFile
 
 from dashboards.context import Context
 from dashboards.session_view import compare_alerts
@@ -42,7 +45,7 @@ def render(ctx: Context) -> None:
             _run(ctx, paths)
         except UserError as error:
             st.error(str(error))
-    runs: dict[str, dict] = st.session_state.get("replays", {})  # type: ignore[type-arg]
+    runs: dict[str, dict[str, Any]] = st.session_state.get("replays", {})
     if not runs:
         return
     names = list(runs)
@@ -76,7 +79,7 @@ def _short(name: str) -> str:
     return "live" if name == LIVE else name
 
 
-def _inputs(path_text: str, uploads: list) -> list[Path]:  # type: ignore[type-arg]
+def _inputs(path_text: str, uploads: Sequence[UploadedFile]) -> list[Path]:
     if uploads:
         folder = Path(tempfile.mkdtemp(prefix="trajwatch-upload-"))
         for upload in uploads:

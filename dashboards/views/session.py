@@ -70,7 +70,10 @@ def render(ctx: Context) -> None:
     m[0].metric("Steps", len(steps))
     m[1].metric("Tokens", f"{int(table['tokens'].sum()):,}" if len(steps) else 0)
     m[2].metric("Cost", f"${float(table['cost'].sum()):.4f}" if len(steps) else "$0")
-    m[3].metric("Model sessions", (int(table["model_session"].max()) + 1) if len(steps) else 0)
+    m[3].metric(
+        "Model sessions",
+        (int(table.select(pl.col("model_session").max()).item()) + 1) if len(steps) else 0,
+    )
     m[4].metric("Breaker", breaker_state(deliveries))
     if not steps:
         st.info("This session has no stored steps yet.")

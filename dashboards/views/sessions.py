@@ -3,6 +3,7 @@ badges; filters and search; refreshes itself while a session is live."""
 
 from __future__ import annotations
 
+import polars as pl
 import streamlit as st
 
 from dashboards.context import Context
@@ -54,7 +55,7 @@ def _listing(ctx: Context, any_live: bool) -> None:
         _static(ctx)
 
 
-def _table(ctx: Context):  # type: ignore[no-untyped-def]
+def _table(ctx: Context) -> pl.DataFrame:
     store = ctx.store
     return sessions_table(store.session_activity(), store.alerts(), store.outbox().list())
 
