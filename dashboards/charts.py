@@ -104,14 +104,24 @@ def timeline(steps: pl.DataFrame, evidence: pl.DataFrame, alerts: pl.DataFrame) 
                 tooltip=["detector:N", "severity:N", "onset_step:Q", "reason:N"],
             )
         )
-        layers.append(
-            onsets.mark_text(align="left", dx=3, dy=8, fontWeight="bold").encode(
-                x="onset_step:Q",
-                y=alt.value(0),
-                text="detector:N",
-                color=alt.Color("severity:N", scale=SEVERITY_COLOURS, legend=None),
-            )
-        )
+        # labels right of their rule, or left of it in the last third (kept inside)
+        last = int(steps.select(pl.col("seq").max()).item() or 0)
+        labelled = alerts.select("detector", "severity", "onset_step").unique()
+        for side, rows in (
+            ("left", labelled.filter(pl.col("onset_step") < last * 2 / 3)),
+            ("right", labelled.filter(pl.col("onset_step") >= last * 2 / 3)),
+        ):
+            if rows.height:
+                layers.append(
+                    alt.Chart(rows)
+                    .mark_text(align=side, dx=3 if side == "left" else -3, dy=8, fontWeight="bold")
+                    .encode(
+                        x="onset_step:Q",
+                        y=alt.value(0),
+                        text="detector:N",
+                        color=alt.Color("severity:N", scale=SEVERITY_COLOURS, legend=None),
+                    )
+                )
     # the clusters' colours and the alerts' severities are two scales, with two legends
     return (
         alt.layer(*layers)
@@ -182,11 +192,12 @@ def egress(steps: pl.DataFrame) -> alt.Chart | None:
     )
     if data.is_empty():
         return None
+    span = [int(steps["seq"].min() or 0), int(steps.select(pl.col("seq").max()).item() or 1)]
     return (
         alt.Chart(data)
         .mark_square(size=70)
         .encode(
-            x=alt.X("seq:Q", title="step"),
+            x=alt.X("seq:Q", title="step", scale=alt.Scale(domain=span, nice=False)),
             y=alt.Y("egress_host:N", title=None),
             color=alt.Color("host_class:N", scale=HOST_COLOURS, title="host class"),
             shape=alt.Shape("kind:N"),

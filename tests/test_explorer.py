@@ -86,6 +86,11 @@ def element_rows(chart: object) -> list[dict]:  # type: ignore[type-arg]
     return rows
 
 
+def store_steps(seeded: Seeded, session: str) -> list:  # type: ignore[type-arg]
+    with Store.open(seeded.url, migrate=False) as store:
+        return store.steps(session)
+
+
 def sessions_shown(at: AppTest) -> dict[str, dict]:  # type: ignore[type-arg]
     frame = table(at, "sessions_table")
     return {row["session_id"]: row for row in frame.to_dict("records")}
@@ -170,8 +175,8 @@ def test_session_page_shows_the_incident_and_why_it_was_stopped(
         for ref in alert.evidence:
             assert f"step {ref['seq']} ({ref['source_ref']})" in caption
     metrics = {m.label: m.value for m in at.metric}
-    assert metrics["Breaker"] == "kill sent"
-    assert "**Agent:** patchpilot" in text_shown
+    assert metrics["Steps"] == str(len(store_steps(explorer_store, session)))
+    assert "**Agent:** patchpilot" in text_shown and "**Breaker:** kill sent" in text_shown
     # timeline, cumulative tokens/cost, egress, detector scores, sub-goal graph
     charts = at.get("vega_lite_chart")
     assert len(charts) >= 4
@@ -285,7 +290,7 @@ def test_alerts_page_lists_alerts_deliveries_and_shadow_actions(
     assert set(table(at, "alerts_table")["detector"]) == {"runaway_loop"}
     deliveries = table(at, "deliveries_table")
     exfil = deliveries[deliveries["session_id"] == explorer_store.sessions["exfil"]]
-    assert set(exfil["mode"]) == {"🕶 shadow"} and set(exfil["status"]) == {"shadow"}
+    assert set(exfil["mode"]) == {"shadow (not sent)"} and set(exfil["status"]) == {"shadow"}
     assert any("shadow mode" in c.value for c in at.caption)
     endpoints = table(at, "endpoints").set_index("endpoint")
     assert not endpoints.loc["pager", "enabled"] and endpoints.loc["ops", "enabled"]

@@ -104,13 +104,13 @@ def _outbox(ctx: Context) -> None:
         return
     shadow = table.filter(pl.col("mode") == "shadow").height
     if shadow:
-        st.caption(f"🕶 {shadow} actions in shadow mode: decided and recorded, never sent.")
+        st.caption(f"{shadow} actions in shadow mode: decided and recorded, never sent.")
     statuses = st.multiselect("Status", sorted(set(table["status"])), key="o_status")
     shown = table.filter(pl.col("status").is_in(statuses)) if statuses else table
     st.dataframe(
         shown.with_columns(
             pl.when(pl.col("mode") == "shadow")
-            .then(pl.lit("🕶 shadow"))
+            .then(pl.lit("shadow (not sent)"))
             .otherwise(pl.col("mode"))
             .alias("mode")
         ),

@@ -65,8 +65,11 @@ def render(ctx: Context) -> None:
     if info.goal:
         st.markdown(f"**Goal:** {info.goal}")
     state = "live" if info.ended_ts is None else (info.end_status or "ended")
-    st.markdown(f"**Agent:** {info.agent or '-'} · **State:** {state}")
-    m = st.columns(5)
+    st.markdown(
+        f"**Agent:** {info.agent or '-'} · **State:** {state} · "
+        f"**Breaker:** {breaker_state(deliveries)}"
+    )
+    m = st.columns(4)
     m[0].metric("Steps", len(steps))
     m[1].metric("Tokens", f"{int(table['tokens'].sum()):,}" if len(steps) else 0)
     m[2].metric("Cost", f"${float(table['cost'].sum()):.4f}" if len(steps) else "$0")
@@ -74,7 +77,6 @@ def render(ctx: Context) -> None:
         "Model sessions",
         (int(table.select(pl.col("model_session").max()).item()) + 1) if len(steps) else 0,
     )
-    m[4].metric("Breaker", breaker_state(deliveries))
     if not steps:
         st.info("This session has no stored steps yet.")
         return

@@ -72,7 +72,22 @@ def _show(ctx: Context) -> None:
     )
     st.caption(f"{frame.height} sessions")
     st.dataframe(
-        frame.drop("detectors"),
+        frame.select(  # what the engineer paged looks at first, first
+            "session_id",
+            "agent",
+            "state",
+            "breaker",
+            "badges",
+            "started",
+            "duration_s",
+            "steps",
+            "tokens",
+            "cost",
+            "alerts",
+            "critical",
+            "warn",
+            "goal",
+        ),
         hide_index=True,
         width="stretch",
         column_config={
