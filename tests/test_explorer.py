@@ -15,6 +15,7 @@ from sqlalchemy import text
 from streamlit.testing.v1 import AppTest
 
 from dashboards.bundle import bundle_zip
+from models.errors import UserError
 from models.records import Action, Severity
 from models.store import Store
 from tests.explorer_seed import CONFIG, RECORDED, RUNS, Seeded, copy, recording
@@ -449,3 +450,40 @@ def test_the_explorer_modules_doctests() -> None:
     from dashboards import store_view
 
     assert doctest.testmod(store_view).failed == 0
+
+
+def test_an_uploaded_bundle_zip_or_files_replay(explorer_store: Seeded, tmp_path: Path) -> None:
+    """What the replay page does with uploads (AppTest cannot drive a file uploader): a
+    bundle .zip is unpacked into its folder, loose files into one recording folder."""
+    from streamlit.proto.Common_pb2 import FileURLs
+    from streamlit.runtime.uploaded_file_manager import UploadedFile, UploadedFileRec
+
+    from dashboards.views.replay import _inputs
+    from tests.explorer_seed import detectors
+    from trajwatch.replay import replay
+    from trajwatch.settings import Settings
+
+    def upload(name: str, data: bytes) -> UploadedFile:
+        return UploadedFile(
+            UploadedFileRec(name, name, "application/octet-stream", data), FileURLs()
+        )
+
+    session = explorer_store.sessions["loop"]
+    with Store.open(explorer_store.url, migrate=False) as store:
+        zipped = bundle_zip(session, store.steps(session), store.alerts([session]))
+        stored = {a.alert_id for a in store.alerts([session])}
+    for uploads in (
+        [upload("bundle.zip", zipped)],
+        [upload(p.name, p.read_bytes()) for p in recording(RUNS["loop"])],
+    ):
+        paths = _inputs("", uploads)
+        summary = replay(
+            paths, settings=Settings(db_url=f"sqlite:///{tmp_path / 'u.db'}"), detectors=detectors()
+        )
+        assert {a.alert_id for a in summary.alerts} == stored
+        (tmp_path / "u.db").unlink()
+    evil = io.BytesIO()
+    with zipfile.ZipFile(evil, "w") as archive:
+        archive.writestr("../outside.txt", "x")
+    with pytest.raises(UserError, match="outside its folder"):
+        _inputs("", [upload("evil.zip", evil.getvalue())])
