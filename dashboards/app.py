@@ -17,6 +17,7 @@ if _ROOT not in sys.path:  # `streamlit run dashboards/app.py` puts only dashboa
     sys.path.insert(0, _ROOT)
 
 import streamlit as st  # noqa: E402
+from sqlalchemy.exc import SQLAlchemyError  # noqa: E402
 
 from dashboards import context  # noqa: E402
 from dashboards.views import alerts, replay, session, sessions  # noqa: E402
@@ -47,7 +48,14 @@ def main() -> None:
     st.sidebar.caption(f"store: `{ctx.shown_url}`")
     if ctx.config_path:
         st.sidebar.caption(f"config: `{ctx.config_path}`")
-    PAGES[page][1](ctx)
+    try:
+        PAGES[page][1](ctx)
+    except SQLAlchemyError as error:  # the database lost mid-run: say so, in one line
+        cause = str(getattr(error, "orig", None) or error).strip().splitlines()
+        st.error(
+            f"trajwatch explorer: the store failed: {cause[0] if cause else 'no detail'}; "
+            "check the database, then reload"
+        )
 
 
 main()

@@ -487,3 +487,15 @@ def test_an_uploaded_bundle_zip_or_files_replay(explorer_store: Seeded, tmp_path
         archive.writestr("../outside.txt", "x")
     with pytest.raises(UserError, match="outside its folder"):
         _inputs("", [upload("evil.zip", evil.getvalue())])
+
+
+def test_a_store_lost_mid_run_is_one_message(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    url = f"sqlite:///{tmp_path / 'lost.db'}"
+    with Store.open(url) as store, store.engine.begin() as connection:
+        connection.execute(text("DROP TABLE steps"))  # opens fine, fails when read
+    at = app(monkeypatch, url)
+    no_exception(at)
+    assert at.error[0].value.startswith("trajwatch explorer: the store failed: ")
+    assert "no such table: steps" in at.error[0].value
