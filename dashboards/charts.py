@@ -2,8 +2,9 @@
 Pure functions: a table in, a chart out (the pages only place them).
 
 Charts take the polars tables as they are: Streamlit sends each as an Arrow dataset beside
-the spec. Rows inlined in the spec (``alt.Data(values=...)``) cost ~1 ms per 1,000 rows
-to validate, and a 5,000-step session's charts took ~10 s so.
+the spec. With the rows inlined in the spec (``alt.Data(values=...)``), which Altair
+validates row by row, the session page of a 5,000-step session took 12 s to render; with
+the tables, 1.1 s (``benchmarks/bench_explorer.py``, the same loaded machine).
 """
 
 from __future__ import annotations

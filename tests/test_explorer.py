@@ -188,11 +188,12 @@ def test_session_page_shows_the_incident_and_why_it_was_stopped(
     at.toggle(key="d_replay").set_value(True).run()
     assert f"raise exactly the stored alerts ({len(mine)}, same ids)" in at.success[0].value
     # step details open at the onset of the alert the link named, and flag it as evidence
-    assert at.number_input(key="d_seq").value == kill.onset_seq
+    seq_key = f"d_seq:{session}:{kill.alert_id}"
+    assert at.number_input(key=seq_key).value == kill.onset_seq
     shown = json.loads(at.json[0].proto.body)
     assert shown["step_id"] == kill.onset_step_id and shown["seq"] == kill.onset_seq
     assert any("evidence of an alert" in m.value for m in at.markdown)
-    at.number_input(key="d_seq").set_value(0).run()
+    at.number_input(key=seq_key).set_value(0).run()
     assert json.loads(at.json[0].proto.body)["kind"] == "start"
     steps = table(at, "steps_table")
     evidence = {int(r["seq"]) for a in mine for r in a.evidence}
@@ -499,3 +500,16 @@ def test_a_store_lost_mid_run_is_one_message(
     no_exception(at)
     assert at.error[0].value.startswith("trajwatch explorer: the store failed: ")
     assert "no such table: steps" in at.error[0].value
+
+
+def test_choosing_another_session_on_the_session_page(
+    monkeypatch: pytest.MonkeyPatch, explorer_store: Seeded
+) -> None:
+    loop, decay = explorer_store.sessions["loop"], explorer_store.sessions["decay"]
+    kill = next(a for a in explorer_store.alerts if a.session_id == loop)
+    at = app(monkeypatch, explorer_store.url, session=loop, alert=kill.alert_id)
+    at.number_input(key=f"d_seq:{loop}:{kill.alert_id}").set_value(70).run()
+    at.selectbox(key=f"pick_{loop}").select(decay).run()
+    no_exception(at)
+    assert at.title[0].value == f"Session {decay}"
+    assert "alert" not in at.query_params  # it named an alert of the session left

@@ -55,6 +55,8 @@ def render(ctx: Context) -> None:
     session_id = st.selectbox("Session", ids, index=index, key=f"pick_{wanted}")
     if session_id != wanted:
         st.query_params["session"] = session_id
+        if "alert" in st.query_params:  # it named an alert of the session left
+            del st.query_params["alert"]
     info = next(i for i in infos if i.session_id == session_id)
     steps = store.steps(session_id)
     alerts = store.alerts([session_id])
@@ -123,7 +125,7 @@ def render(ctx: Context) -> None:
         )
         _replay_note(alerts, replayed)
 
-    _details(steps, table, alerts, focus)
+    _details(session_id, steps, table, alerts, focus)
     _subgoals(steps)
 
 
@@ -170,7 +172,11 @@ def _replay_note(alerts: Sequence[Alert], replayed: DetectorReplay) -> None:
 
 
 def _details(
-    steps: Sequence[Step], table: pl.DataFrame, alerts: Sequence[Alert], focus: str | None
+    session_id: str,
+    steps: Sequence[Step],
+    table: pl.DataFrame,
+    alerts: Sequence[Alert],
+    focus: str | None,
 ) -> None:
     st.subheader("Steps")
     kinds = st.multiselect("Kinds", sorted(set(table["kind"].to_list())), key="d_kinds")
@@ -206,7 +212,7 @@ def _details(
         max_value=len(steps) - 1,
         value=min(max(default, 0), len(steps) - 1),
         step=1,
-        key="d_seq",
+        key=f"d_seq:{session_id}:{focus}",
     )
     step = steps[int(seq)]
     if int(seq) in evidence:
