@@ -31,6 +31,7 @@ HOST_COLOURS = alt.Scale(
     domain=["sink", "other", "allowed"], range=["#d62728", "#9467bd", "#2ca02c"]
 )
 WIDTH = "container"
+TIMELINE_HEIGHT = 300
 
 
 def timeline(steps: pl.DataFrame, evidence: pl.DataFrame, alerts: pl.DataFrame) -> alt.LayerChart:
@@ -73,8 +74,8 @@ def timeline(steps: pl.DataFrame, evidence: pl.DataFrame, alerts: pl.DataFrame) 
             )
         )
         layers.append(
-            rules.mark_text(align="left", dx=3, dy=-6, color="#1f77b4").encode(
-                y=alt.value(0), text=alt.value("compaction")
+            rules.mark_text(align="left", dx=3, dy=-4, color="#1f77b4", fontSize=10).encode(
+                y=alt.value(TIMELINE_HEIGHT), text=alt.value("compaction")
             )
         )
     checkpoints = data.filter(pl.col("checkpoint").is_not_null())
@@ -127,7 +128,7 @@ def timeline(steps: pl.DataFrame, evidence: pl.DataFrame, alerts: pl.DataFrame) 
     return (
         alt.layer(*layers)
         .resolve_scale(color="independent")
-        .properties(width=WIDTH, height=300, title="Timeline")
+        .properties(width=WIDTH, height=TIMELINE_HEIGHT, title="Timeline")
         .interactive(bind_y=False)
     )
 

@@ -29,9 +29,22 @@ def _serve(url: str, port: int, log: Path) -> subprocess.Popen[bytes]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "trajwatch.cli", "ui", "--db", url, "--port", str(port),
-             "--config", str(CONFIG)],
-            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+            [
+                sys.executable,
+                "-m",
+                "trajwatch.cli",
+                "ui",
+                "--db",
+                url,
+                "--port",
+                str(port),
+                "--config",
+                str(CONFIG),
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
         )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -48,7 +61,7 @@ def _serve(url: str, port: int, log: Path) -> subprocess.Popen[bytes]:
 
 
 def test_the_session_page_of_an_incident_renders_in_chromium(
-    explorer_store: Seeded, tmp_path: Path
+    explorer_store: Seeded, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     if not CHROMIUM.exists():
         pytest.fail(
@@ -60,7 +73,8 @@ def test_the_session_page_of_an_incident_renders_in_chromium(
 
     session = explorer_store.sessions["loop"]
     kill = next(
-        a for a in explorer_store.alerts
+        a
+        for a in explorer_store.alerts
         if a.session_id == session and a.severity == Severity.CRITICAL
     )
     port = free_port()
@@ -79,8 +93,9 @@ def test_the_session_page_of_an_incident_renders_in_chromium(
             charts = page.locator('[data-testid="stVegaLiteChart"]')
             charts.nth(3).wait_for(timeout=30_000)  # timeline, cumulative, egress, scores
             # the timeline is drawn: Vega's canvas or SVG has a size
-            drawn = page.locator('[data-testid="stVegaLiteChart"] canvas, '
-                                 '[data-testid="stVegaLiteChart"] svg').first
+            drawn = page.locator(
+                '[data-testid="stVegaLiteChart"] canvas, [data-testid="stVegaLiteChart"] svg'
+            ).first
             drawn.wait_for(timeout=30_000)
             box = drawn.bounding_box()
             assert box is not None and box["width"] > 300 and box["height"] > 100
@@ -96,4 +111,5 @@ def test_the_session_page_of_an_incident_renders_in_chromium(
         except subprocess.TimeoutExpired:
             server.kill()
     assert shot.stat().st_size > 20_000
-    print(f"\nscreenshot: {shot}")
+    with capsys.disabled():  # the artefact's path, whatever pytest's capture
+        print(f"\nexplorer screenshot: {shot}")
