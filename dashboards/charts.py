@@ -9,6 +9,8 @@ the tables, 1.1 s (``benchmarks/bench_explorer.py``, the same loaded machine).
 
 from __future__ import annotations
 
+from typing import Literal
+
 import altair as alt
 import polars as pl
 
@@ -109,10 +111,11 @@ def timeline(steps: pl.DataFrame, evidence: pl.DataFrame, alerts: pl.DataFrame) 
         # labels right of their rule, or left of it in the last third (kept inside)
         last = int(steps.select(pl.col("seq").max()).item() or 0)
         labelled = alerts.select("detector", "severity", "onset_step").unique()
-        for side, rows in (
+        sides: tuple[tuple[Literal["left", "right"], pl.DataFrame], ...] = (
             ("left", labelled.filter(pl.col("onset_step") < last * 2 / 3)),
             ("right", labelled.filter(pl.col("onset_step") >= last * 2 / 3)),
-        ):
+        )
+        for side, rows in sides:
             if rows.height:
                 layers.append(
                     alt.Chart(rows)
@@ -194,7 +197,10 @@ def egress(steps: pl.DataFrame) -> alt.Chart | None:
     )
     if data.is_empty():
         return None
-    span = [int(steps["seq"].min() or 0), int(steps.select(pl.col("seq").max()).item() or 1)]
+    span = [
+        int(steps.select(pl.col("seq").min()).item() or 0),
+        int(steps.select(pl.col("seq").max()).item() or 1),
+    ]
     return (
         alt.Chart(data)
         .mark_square(size=70)
