@@ -186,7 +186,7 @@ def cumulative(steps: pl.DataFrame) -> alt.HConcatChart:
         tooltip=["seq:Q", "cum_cost:Q"],
     )
     return alt.hconcat(
-        tokens.properties(width=380, height=180), cost.properties(width=380, height=180)
+        tokens.properties(width=330, height=180), cost.properties(width=330, height=180)
     )
 
 
@@ -220,14 +220,21 @@ def scores(scores: pl.DataFrame, thresholds: pl.DataFrame) -> alt.VConcatChart:
     per detector on a shared step axis, with the thresholds its parameters name."""
     last = int(scores.select(pl.col("seq").max()).item() or 0) if scores.height else 0
     charts = []
-    for name in sorted(set(scores["detector"].to_list())):
+    names = sorted(set(scores["detector"].to_list()))
+    for name in names:
         own = scores.filter(pl.col("detector") == name)
+        axis = alt.Axis(labels=name == names[-1], ticks=name == names[-1])  # one step axis
         fired = float(own.select(pl.col("score").max()).item() or 0.0) > 0
         line = (
             alt.Chart(own)
             .mark_line(interpolate="step-after", point=fired, color="#d62728" if fired else "#999")
             .encode(
-                x=alt.X("seq:Q", title=None, scale=alt.Scale(domain=[0, max(last, 1)], nice=False)),
+                x=alt.X(
+                    "seq:Q",
+                    title="step" if name == names[-1] else None,
+                    axis=axis,
+                    scale=alt.Scale(domain=[0, max(last, 1)], nice=False),
+                ),
                 y=alt.Y(
                     "score:Q",
                     scale=alt.Scale(domain=[0, 1.05]),
