@@ -112,6 +112,8 @@ def main() -> None:
             cpu = time.process_time() - cpu
             if at.exception:
                 raise SystemExit(f"the page failed: {at.exception[0].value}")
+            if args.replay and run and not any("stored alerts" in m.value for m in at.success):
+                raise SystemExit("the detector replay did not run")
             if run:
                 seconds.append(elapsed)
                 cpus.append(cpu)
