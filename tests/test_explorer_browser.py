@@ -107,9 +107,13 @@ def test_the_session_page_of_an_incident_renders_in_chromium(
     finally:
         server.terminate()
         try:
-            server.wait(timeout=15)
+            server.wait(timeout=20)
+            stopped = True
         except subprocess.TimeoutExpired:
             server.kill()
+            stopped = False
+    # `trajwatch ui` became the server: SIGTERM stops it, no orphan keeps the port
+    assert stopped, "trajwatch ui did not stop on SIGTERM"
     assert shot.stat().st_size > 20_000
     with capsys.disabled():  # the artefact's path, whatever pytest's capture
         print(f"\nexplorer screenshot: {shot}")

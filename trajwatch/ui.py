@@ -3,15 +3,14 @@
 The app reads the store the other commands use (``--db``, else ``$TRAJWATCH_DB_URL``)
 and the same config (``--config``, else ``$TRAJWATCH_CONFIG``, else ``./trajwatch.toml``);
 both reach it through those environment variables, the one way the settings are read.
-Streamlit runs as a child process (its server owns the main thread and signals); its exit
-code is returned.
+The command becomes Streamlit's server (``exec``): its server owns the main thread and the
+signals, and stopping ``trajwatch ui`` stops it.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import os
-import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -79,9 +78,8 @@ def run_ui(db_url: str, config: Path | None, *, host: str, port: int) -> int:
     if config is not None and not config.exists():
         raise ConfigError(f"config file {config} does not exist; fix --config or $TRAJWATCH_CONFIG")
     print(f"trajwatch explorer on http://{host}:{port}/ (Ctrl-C stops it)", flush=True)
-    try:
-        return subprocess.call(
-            command(host=host, port=port), env=environment(db_url, config, os.environ)
-        )
-    except KeyboardInterrupt:
-        return 0
+    # The process becomes Streamlit's server: SIGTERM and Ctrl-C reach it directly, and
+    # stopping `trajwatch ui` cannot leave an orphaned server behind.
+    os.execve(
+        sys.executable, command(host=host, port=port), environment(db_url, config, os.environ)
+    )
