@@ -26,7 +26,7 @@ test: $(VENV)/.installed
 	$(BIN)/python -m pytest -q
 
 lint: $(VENV)/.installed
-	$(BIN)/ruff check trajwatch ingest features detectors models tests benchmarks fixtures notebooks
+	$(BIN)/ruff check trajwatch ingest features detectors models dashboards tests benchmarks fixtures notebooks
 	$(BIN)/mypy
 
 bench: $(VENV)/.installed

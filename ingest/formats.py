@@ -38,6 +38,7 @@ from ingest.otlp_logs import decode_otlp_logs_json
 from ingest.otlp_proto import Decoded, decode_otlp_proto
 from ingest.pipeline import Pipeline
 from ingest.session_events import parse_ts
+from ingest.step_lines import is_step_line, step_line_drafts, was_late
 from ingest.trail import decode_trail
 from models.records import DeadLetter
 
@@ -158,6 +159,23 @@ def _event(record: RawRecord, options: PipelineOptions) -> Delivery:
     return _events(record, [record.payload])
 
 
+def _step_line(record: RawRecord, options: PipelineOptions) -> Delivery:
+    """A stored step (an explorer bundle's ``session.jsonl``), delivered at its event time."""
+    try:
+        decoded = Decoded(drafts=step_line_drafts(record.payload))
+    except DecodeError as exc:
+        return _dead_letter(record, exc.reason)
+    sent = decoded.drafts[0].step.ts  # already nanoseconds, as stored
+    late = was_late(record.payload)
+
+    def feed(pipeline: Pipeline) -> None:
+        if late:  # stored behind the watermark: what came before it was released already
+            pipeline.end_partition(record.partition)
+        pipeline.feed_decoded(decoded, partition=record.partition)
+
+    return sent, feed
+
+
 def _tool_calls_row(record: RawRecord, options: PipelineOptions) -> Delivery:
     return _events(record, tool_call_row_events(record.payload))
 
@@ -219,9 +237,7 @@ def _is_trail(obj: Any) -> bool:
 FORMATS: dict[str, Format] = {
     f.name: f
     for f in (
-        Format(
-            name="agentdojo", claims=is_agentdojo, prepare=_agentdojo_run, deliver=_agentdojo
-        ),
+        Format(name="agentdojo", claims=is_agentdojo, prepare=_agentdojo_run, deliver=_agentdojo),
         Format(name="skip", claims=is_header, deliver=_skip),  # AgentDojo's metadata line
         Format(
             name="claude_code",
@@ -239,6 +255,7 @@ FORMATS: dict[str, Format] = {
             ),
         ),
         Format(name="otlp_json", claims=_is_otlp_json, deliver=_span_batch(_otlp_json_signals)),
+        Format(name="step", claims=is_step_line, deliver=_step_line),
         Format(name="event", claims=_is_event, deliver=_event),
         Format(name="trail", claims=_is_trail, deliver=_trail),
         Format(name="otlp_proto", deliver=_span_batch(decode_otlp_proto)),

@@ -159,3 +159,25 @@ def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBrok
 # ---------------------------------------------------------------------------------------
 # (end of Kafka fixtures)
 # ---------------------------------------------------------------------------------------
+
+
+# ---------------------------------------------------------------------------------------
+# Explorer fixtures (dashboards/): `explorer_store`.
+#
+# A few fixture incidents replayed into one SQLite store per test session (about a
+# second), with outbox rows, a shadow-mode agent and a live session
+# (tests/explorer_seed.py). Tests that write copy it first.
+# ---------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def explorer_store(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """The seeded store (:class:`tests.explorer_seed.Seeded`)."""
+    from tests.explorer_seed import seed
+
+    return seed(tmp_path_factory.mktemp("explorer"))
+
+
+# ---------------------------------------------------------------------------------------
+# (end of explorer fixtures)
+# ---------------------------------------------------------------------------------------

@@ -11,6 +11,7 @@
 ``trajwatch dispatch``                    send the outbox (what serve and worker run inside)
 ``trajwatch actions backtest --since T``  what a candidate action policy would have fired
 ``trajwatch breaker [close KEY]``         the reference circuit breaker (webhooks, Claude Code hook)
+``trajwatch ui [--db URL] [--port P]``    the explorer (Streamlit) on the store
 
 A mistake of the user's (a flag, a setting, a file, the store URL: any
 :class:`~ingest.errors.UserError`) is one line on stderr, ``trajwatch: error: <what is
@@ -174,6 +175,13 @@ def _parser() -> argparse.ArgumentParser:
     br.add_argument("--check-url", help="trajwatch serve's /v1/check, asked when closed")
     br.add_argument("--url", default="http://127.0.0.1:4319", help="close: the breaker's URL")
     br.add_argument("--trial", action="store_true", help="close: half-open instead")
+    ui = sub.add_parser("ui", parents=[common], help="the explorer: a Streamlit app on the store")
+    ui.add_argument("--db", help="store URL (default: $TRAJWATCH_DB_URL or sqlite:///trajwatch.db)")
+    ui.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
+    ui.add_argument("--port", type=int, default=8501, help="port (default: 8501)")
+    ui.add_argument(
+        "--config", type=Path, help="TOML config (default: ./trajwatch.toml if present)"
+    )
     sub.add_parser("schema", parents=[common], help="print the session-event JSON Schema")
     sub.add_parser(
         "defaults", parents=[common], help="print every detector parameter and its default"
@@ -330,6 +338,10 @@ def _run(args: argparse.Namespace, flags: dict[str, str]) -> int:
         )
     if args.command == "breaker":
         return _breaker(args)
+    if args.command == "ui":
+        from trajwatch.ui import run_ui  # streamlit loads only in its own process
+
+        return run_ui(settings.db_url, _config_path(args, settings), host=args.host, port=args.port)
     if args.command == "eval":
         return _eval(args, settings)
     if args.command == "worker":

@@ -1,0 +1,308 @@
+"""The explorer's Altair charts, built from the tables of :mod:`dashboards.session_view`.
+Pure functions: a table in, a chart out (the pages only place them).
+
+Charts take the polars tables as they are: Streamlit sends each as an Arrow dataset beside
+the spec. With the rows inlined in the spec (``alt.Data(values=...)``), which Altair
+validates row by row, the session page of a 5,000-step session took 12 s to render; with
+the tables, 1.1 s (``benchmarks/bench_explorer.py``, the same loaded machine).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import altair as alt
+import polars as pl
+
+KINDS = [
+    "start",
+    "model_call",
+    "tool_call",
+    "tool_result",
+    "egress",
+    "approval",
+    "checkpoint",
+    "compaction",
+    "error",
+    "end",
+]
+SEVERITY_COLOURS = alt.Scale(
+    domain=["critical", "warn", "info"], range=["#d62728", "#ff7f0e", "#7f7f7f"]
+)
+HOST_COLOURS = alt.Scale(
+    domain=["sink", "other", "allowed"], range=["#d62728", "#9467bd", "#2ca02c"]
+)
+WIDTH = "container"
+TIMELINE_HEIGHT = 300
+
+
+def timeline(steps: pl.DataFrame, evidence: pl.DataFrame, alerts: pl.DataFrame) -> alt.LayerChart:
+    """Steps by kind over seq, tool calls coloured by action cluster; model-session
+    boundaries (compactions) and checkpoints as rules; alert evidence ringed, onsets as
+    red rules labelled with the detector."""
+    data = steps.select(
+        "seq",
+        "kind",
+        "tool",
+        "cluster",
+        "status",
+        "model_session",
+        "preview",
+        "step_id",
+        "checkpoint",
+        "compaction",
+    ).with_columns(
+        pl.when(pl.col("cluster").is_not_null())
+        .then(pl.concat_str([pl.lit("cluster "), pl.col("cluster").cast(pl.Utf8)]))
+        .otherwise(pl.lit("not a tool call"))
+        .alias("colour")
+    )
+    x = alt.X("seq:Q", title="step", scale=alt.Scale(nice=False))
+    y = alt.Y("kind:N", sort=KINDS, title=None)
+    base = alt.Chart(data)
+    marks = base.mark_circle(size=45, opacity=0.85).encode(
+        x=x,
+        y=y,
+        color=alt.Color("colour:N", title="action cluster", scale=_cluster_scale(data)),
+        tooltip=["seq:Q", "kind:N", "tool:N", "status:N", "model_session:Q", "preview:N"],
+    )
+    layers: list[alt.Chart] = [marks]
+    bounds = data.filter(pl.col("compaction").is_not_null())
+    if bounds.height:
+        rules = alt.Chart(bounds).encode(x="seq:Q")
+        layers.append(
+            rules.mark_rule(strokeDash=[6, 3], color="#1f77b4").encode(
+                tooltip=["seq:Q", "compaction:N"]
+            )
+        )
+        layers.append(
+            rules.mark_text(align="left", dx=3, dy=-4, color="#1f77b4", fontSize=10).encode(
+                y=alt.value(TIMELINE_HEIGHT), text=alt.value("compaction")
+            )
+        )
+    checkpoints = data.filter(pl.col("checkpoint").is_not_null())
+    if checkpoints.height:
+        layers.append(
+            alt.Chart(checkpoints)
+            .mark_point(shape="triangle-up", size=120, color="#2ca02c", filled=True)
+            .encode(x="seq:Q", y=y, tooltip=["seq:Q", "checkpoint:N"])
+        )
+    if evidence.height:
+        ev = evidence.join(steps.select("seq", "kind"), on="seq", how="inner")
+        layers.append(
+            alt.Chart(ev)
+            .mark_point(size=220, strokeWidth=2, filled=False)
+            .encode(
+                x="seq:Q",
+                y=y,
+                color=alt.Color("severity:N", scale=SEVERITY_COLOURS, title="alert"),
+                tooltip=["detector:N", "severity:N", "seq:Q", "onset:N"],
+            )
+        )
+    if alerts.height:
+        onsets = alt.Chart(alerts.select("detector", "severity", "onset_step", "reason"))
+        layers.append(
+            onsets.mark_rule(strokeWidth=2).encode(
+                x="onset_step:Q",
+                color=alt.Color("severity:N", scale=SEVERITY_COLOURS, legend=None),
+                tooltip=["detector:N", "severity:N", "onset_step:Q", "reason:N"],
+            )
+        )
+        # labels right of their rule, or left of it in the last third (kept inside)
+        last = int(steps.select(pl.col("seq").max()).item() or 0)
+        labelled = alerts.select("detector", "severity", "onset_step").unique()
+        sides: tuple[tuple[Literal["left", "right"], pl.DataFrame], ...] = (
+            ("left", labelled.filter(pl.col("onset_step") < last * 2 / 3)),
+            ("right", labelled.filter(pl.col("onset_step") >= last * 2 / 3)),
+        )
+        for side, rows in sides:
+            if rows.height:
+                layers.append(
+                    alt.Chart(rows)
+                    .mark_text(align=side, dx=3 if side == "left" else -3, dy=8, fontWeight="bold")
+                    .encode(
+                        x="onset_step:Q",
+                        y=alt.value(0),
+                        text="detector:N",
+                        color=alt.Color("severity:N", scale=SEVERITY_COLOURS, legend=None),
+                    )
+                )
+    # the clusters' colours and the alerts' severities are two scales, with two legends
+    return (
+        alt.layer(*layers)
+        .resolve_scale(color="independent")
+        .properties(width=WIDTH, height=TIMELINE_HEIGHT, title="Timeline")
+        .interactive(bind_y=False)
+    )
+
+
+CLUSTER_PALETTE = (
+    "#1f77b4",
+    "#2ca02c",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#17becf",
+    "#bcbd22",
+    "#ff7f0e",
+    "#aec7e8",
+    "#98df8a",
+    "#c5b0d5",
+    "#c49c94",
+    "#f7b6d2",
+    "#9edae5",
+    "#dbdb8d",
+    "#ffbb78",
+)
+"""Action clusters' colours (no red: red is for alerts)."""
+
+
+def _cluster_scale(data: pl.DataFrame) -> alt.Scale:
+    """Grey for steps that are not tool calls, a palette colour per cluster."""
+    clusters = sorted(
+        {c for c in data["cluster"].to_list() if c is not None}, key=lambda c: (c < 0, c)
+    )
+    domain = ["not a tool call", *(f"cluster {c}" for c in clusters)]
+    colours = [
+        "#c7c7c7",
+        *(CLUSTER_PALETTE[i % len(CLUSTER_PALETTE)] for i in range(len(clusters))),
+    ]
+    return alt.Scale(domain=domain, range=colours)
+
+
+def cumulative(steps: pl.DataFrame) -> alt.HConcatChart:
+    """Cumulative tokens and cost over the steps, one colour band per model session."""
+    data = steps.select("seq", "cum_tokens", "cum_cost", "model_session")
+    base = alt.Chart(data).encode(x=alt.X("seq:Q", title="step"))
+    colour = alt.Color("model_session:O", title="model session")
+    tokens = base.mark_line(interpolate="step-after").encode(
+        y=alt.Y("cum_tokens:Q", title="tokens (cumulative)"),
+        color=colour,
+        tooltip=["seq:Q", "cum_tokens:Q", "model_session:O"],
+    )
+    cost = base.mark_line(interpolate="step-after").encode(
+        y=alt.Y("cum_cost:Q", title="cost $ (cumulative)"),
+        color=colour,
+        tooltip=["seq:Q", "cum_cost:Q"],
+    )
+    return alt.hconcat(
+        tokens.properties(width=330, height=180), cost.properties(width=330, height=180)
+    )
+
+
+def egress(steps: pl.DataFrame) -> alt.Chart | None:
+    """Steps that reach a host, by host class (sink, other, allowed); None without any."""
+    data = steps.filter(pl.col("egress_host").is_not_null()).select(
+        "seq", "kind", "egress_host", "host_class", "preview"
+    )
+    if data.is_empty():
+        return None
+    span = [
+        int(steps.select(pl.col("seq").min()).item() or 0),
+        int(steps.select(pl.col("seq").max()).item() or 1),
+    ]
+    return (
+        alt.Chart(data)
+        .mark_square(size=70)
+        .encode(
+            x=alt.X("seq:Q", title="step", scale=alt.Scale(domain=span, nice=False)),
+            y=alt.Y("egress_host:N", title=None),
+            color=alt.Color("host_class:N", scale=HOST_COLOURS, title="host class"),
+            shape=alt.Shape("kind:N"),
+            tooltip=["seq:Q", "egress_host:N", "host_class:N", "kind:N", "preview:N"],
+        )
+        .properties(width=WIDTH, height=alt.Step(18), title="Egress by host class")
+    )
+
+
+def scores(scores: pl.DataFrame, thresholds: pl.DataFrame) -> alt.VConcatChart:
+    """Each detector's score over the steps (its strongest finding so far), one small chart
+    per detector on a shared step axis, with the thresholds its parameters name."""
+    last = int(scores.select(pl.col("seq").max()).item() or 0) if scores.height else 0
+    charts = []
+    names = sorted(set(scores["detector"].to_list()))
+    for name in names:
+        own = scores.filter(pl.col("detector") == name)
+        axis = alt.Axis(labels=name == names[-1], ticks=name == names[-1])  # one step axis
+        fired = float(own.select(pl.col("score").max()).item() or 0.0) > 0
+        line = (
+            alt.Chart(own)
+            .mark_line(interpolate="step-after", point=fired, color="#d62728" if fired else "#999")
+            .encode(
+                x=alt.X(
+                    "seq:Q",
+                    title="step" if name == names[-1] else None,
+                    axis=axis,
+                    scale=alt.Scale(domain=[0, max(last, 1)], nice=False),
+                ),
+                y=alt.Y(
+                    "score:Q",
+                    scale=alt.Scale(domain=[0, 1.05]),
+                    title=None,
+                    axis=alt.Axis(values=[0, 0.5, 1]),
+                ),
+                tooltip=["detector:N", "seq:Q", "score:Q"],
+            )
+        )
+        layers: list[alt.Chart] = [line]
+        rules = thresholds.filter(pl.col("detector") == name)
+        if rules.height:
+            marked = alt.Chart(rules).encode(y="score:Q")
+            layers.append(
+                marked.mark_rule(strokeDash=[4, 4], color="#555").encode(
+                    tooltip=["level:N", "score:Q"]
+                )
+            )
+            layers.append(
+                marked.mark_text(align="left", dx=4, dy=-5, color="#555", fontSize=10).encode(
+                    x=alt.value(0), text="level:N"
+                )
+            )
+        charts.append(
+            alt.layer(*layers).properties(
+                width=WIDTH,
+                height=45,
+                title=alt.Title(name, anchor="start", fontSize=11, fontWeight="normal"),
+            )
+        )
+    return alt.vconcat(*charts, spacing=6).properties(title="Detector scores over the steps")
+
+
+def subgoal_graph(
+    nodes: pl.DataFrame, edges: pl.DataFrame, layout: pl.DataFrame
+) -> alt.LayerChart | alt.FacetChart:
+    """The sub-goal graph: action clusters placed on a circle in the order first reached,
+    sized by actions; moves between them as lines (wider: more moves). Zoom and pan."""
+    placed = nodes.join(layout, on="cluster")
+    ends = edges.join(layout.rename({"cluster": "source", "x": "x1", "y": "y1"}), on="source").join(
+        layout.rename({"cluster": "target", "x": "x2", "y": "y2"}), on="target"
+    )
+    links = (
+        alt.Chart(ends)
+        .mark_rule(opacity=0.5, color="#888")
+        .encode(
+            x=alt.X("x1:Q", axis=None),
+            y=alt.Y("y1:Q", axis=None),
+            x2="x2:Q",
+            y2="y2:Q",
+            strokeWidth=alt.StrokeWidth("moves:Q", scale=alt.Scale(range=[1, 8]), legend=None),
+            tooltip=["source:N", "target:N", "moves:Q"],
+        )
+    )
+    dots = (
+        alt.Chart(placed)
+        .mark_circle(opacity=0.9)
+        .encode(
+            x="x:Q",
+            y="y:Q",
+            size=alt.Size("actions:Q", scale=alt.Scale(range=[80, 900]), legend=None),
+            color=alt.Color("cluster:N", scale=alt.Scale(scheme="tableau20"), legend=None),
+            tooltip=["cluster:N", "actions:Q", "new_paths:Q", "first_seq:Q", "last_seq:Q"],
+        )
+    )
+    labels = alt.Chart(placed).mark_text(dy=-14).encode(x="x:Q", y="y:Q", text="cluster:N")
+    return (
+        alt.layer(links, dots, labels)
+        .properties(width=WIDTH, height=360, title="Sub-goal graph (action clusters)")
+        .interactive()
+    )

@@ -1,0 +1,233 @@
+"""Session view: what one agent did and why it was stopped — timeline, cumulative tokens
+and cost, compactions and checkpoints, egress by host class, detector scores, alerts with
+their evidence, step details, the sub-goal graph, and the debug bundle."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import polars as pl
+import streamlit as st
+
+from dashboards import charts
+from dashboards.bundle import bundle_zip, folder_name
+from dashboards.context import Context
+from dashboards.session_view import (
+    DetectorReplay,
+    evidence_table,
+    graph_layout,
+    replay_detectors,
+    score_lines,
+    steps_table,
+    subgoals,
+    thresholds,
+)
+from dashboards.store_view import alerts_table, breaker_state
+from models.records import Alert, Step, step_to_json
+
+
+@st.cache_data(show_spinner="Replaying the detectors over the stored steps…", max_entries=32)
+def _replayed(
+    url: str,
+    session_id: str,
+    last_step: str,
+    count: int,
+    config: str,
+    _steps: Sequence[Step],
+    _ctx: Context,
+) -> DetectorReplay:
+    """Cached by session and its last stored step: a live session's new steps replay again."""
+    return replay_detectors(_steps, _ctx.detectors)
+
+
+def render(ctx: Context) -> None:
+    store = ctx.store
+    infos = store.sessions()
+    if not infos:
+        st.title("Session")
+        st.info(f"No sessions in the store yet (`{ctx.shown_url}`).")
+        return
+    ids = [i.session_id for i in infos]
+    wanted = st.query_params.get("session")
+    if wanted and wanted not in ids:
+        st.warning(f"There is no session {wanted!r} in the store; showing another.")
+    index = ids.index(wanted) if wanted in ids else 0
+    session_id = st.selectbox("Session", ids, index=index, key=f"pick_{wanted}")
+    if session_id != wanted:
+        st.query_params["session"] = session_id
+        if "alert" in st.query_params:  # it named an alert of the session left
+            del st.query_params["alert"]
+    info = next(i for i in infos if i.session_id == session_id)
+    steps = store.steps(session_id)
+    alerts = store.alerts([session_id])
+    deliveries = [d for d in store.outbox().list() if d.session_id == session_id]
+    table = steps_table(steps)
+
+    st.title(f"Session {session_id}")
+    if info.goal:
+        st.markdown(f"**Goal:** {info.goal}")
+    state = "live" if info.ended_ts is None else (info.end_status or "ended")
+    st.markdown(
+        f"**Agent:** {info.agent or '-'} · **State:** {state} · "
+        f"**Breaker:** {breaker_state(deliveries)}"
+    )
+    m = st.columns(4)
+    m[0].metric("Steps", len(steps))
+    m[1].metric("Tokens", f"{int(table['tokens'].sum()):,}" if len(steps) else 0)
+    m[2].metric("Cost", f"${float(table['cost'].sum()):.4f}" if len(steps) else "$0")
+    m[3].metric(
+        "Model sessions",
+        (int(table.select(pl.col("model_session").max()).item()) + 1) if len(steps) else 0,
+    )
+    if not steps:
+        st.info("This session has no stored steps yet.")
+        return
+
+    st.download_button(
+        "⬇ Download debug bundle (.zip)",
+        data=lambda: bundle_zip(session_id, steps, alerts),  # built when clicked
+        file_name=f"{folder_name(session_id)}.zip",
+        mime="application/zip",
+        help="session.jsonl, trace.json, tool_calls.csv, alerts.json — unzip and "
+        "`trajwatch replay` the folder",
+        key="bundle",
+    )
+
+    focus = st.query_params.get("alert")
+    evidence = evidence_table(alerts)
+    alert_rows = alerts_table(alerts, deliveries)
+    st.altair_chart(charts.timeline(table, evidence, alert_rows), width="stretch")
+    _alerts(alerts, focus)
+    st.altair_chart(charts.cumulative(table))
+    egress = charts.egress(table)
+    if egress is not None:
+        st.altair_chart(egress, width="stretch")
+
+    first, last = steps[0].seq, steps[-1].seq
+    lines = score_lines(alerts, ctx.detectors.names, first, last)
+    st.altair_chart(charts.scores(lines, thresholds(ctx.detectors)), width="stretch")
+    st.caption(
+        "A detector reports a score with each alert: each line is a detector's strongest "
+        "finding so far (dashed: the thresholds its parameters name)."
+    )
+    if st.toggle(
+        "Replay the detectors over these steps (checks the config raises the stored alerts)",
+        key="d_replay",
+    ):
+        replayed = _replayed(
+            ctx.settings.db_url,
+            session_id,
+            steps[-1].step_id,
+            len(steps),
+            str(ctx.config_path),
+            steps,
+            ctx,
+        )
+        _replay_note(alerts, replayed)
+
+    _details(session_id, steps, table, alerts, focus)
+    _subgoals(steps)
+
+
+def _alerts(alerts: Sequence[Alert], focus: str | None) -> None:
+    st.subheader(f"Alerts ({len(alerts)})")
+    if not alerts:
+        st.caption("No detector raised an alert on this session.")
+        return
+    for a in alerts:
+        colour = {"critical": "red", "warn": "orange"}.get(str(a.severity), "gray")
+        refs = ", ".join(f"step {e.get('seq')} ({e.get('source_ref')})" for e in a.evidence)
+        box = st.container(border=True)
+        head = (
+            f":{colour}[**● {str(a.severity).upper()}**] **{a.detector}** · score {a.score:.2f}"
+            f" · action **{a.action}**"
+        )
+        if a.alert_id == focus:
+            head = ":blue-background[▶ the alert the link names]  " + head
+        box.markdown(head)
+        box.markdown(f"{a.reason}")
+        box.caption(
+            f"onset: step {a.onset_seq} · raised at step {a.raised_seq} · evidence: {refs}"
+            + (f" · rollback to checkpoint {a.checkpoint_id}" if a.checkpoint_id else "")
+            + f" · id {a.alert_id}"
+        )
+
+
+def _replay_note(alerts: Sequence[Alert], replayed: DetectorReplay) -> None:
+    stored = {a.alert_id for a in alerts}
+    again = {a.alert_id for a in replayed.alerts}
+    if stored == again:
+        st.success(
+            f"Replayed through the configured detectors (the pipeline's own code), the "
+            f"stored steps raise exactly the stored alerts ({len(stored)}, same ids)."
+        )
+    else:
+        st.warning(
+            f"Replayed with this config, the detectors raise {len(again - stored)} alerts the "
+            f"store does not have and not {len(stored - again)} it has: the config differs "
+            "from the one the alerts were raised with."
+        )
+    for failure in replayed.failures[:5]:
+        st.caption(f"detector failed: {failure}")
+
+
+def _details(
+    session_id: str,
+    steps: Sequence[Step],
+    table: pl.DataFrame,
+    alerts: Sequence[Alert],
+    focus: str | None,
+) -> None:
+    st.subheader("Steps")
+    kinds = st.multiselect("Kinds", sorted(set(table["kind"].to_list())), key="d_kinds")
+    shown = table.filter(pl.col("kind").is_in(kinds)) if kinds else table
+    evidence = {int(e.get("seq", -1)) for a in alerts for e in a.evidence}
+    st.dataframe(
+        shown.with_columns(pl.col("seq").is_in(list(evidence)).alias("evidence")).select(
+            "seq",
+            "evidence",
+            "kind",
+            "tool",
+            "cluster",
+            "status",
+            "tokens",
+            "cum_tokens",
+            "cum_cost",
+            "model_session",
+            "egress_host",
+            "host_class",
+            "preview",
+        ),
+        hide_index=True,
+        width="stretch",
+        height=320,
+        key="steps_table",
+    )
+    default = next((a.onset_seq for a in alerts if a.alert_id == focus), None)
+    if default is None:
+        default = alerts[0].onset_seq if alerts else 0
+    seq = st.number_input(
+        "Step details (seq)",
+        min_value=0,
+        max_value=len(steps) - 1,
+        value=min(max(default, 0), len(steps) - 1),
+        step=1,
+        key=f"d_seq:{session_id}:{focus}",
+    )
+    step = steps[int(seq)]
+    if int(seq) in evidence:
+        st.markdown(":red[**This step is evidence of an alert.**]")
+    st.json(step_to_json(step), expanded=True)
+
+
+def _subgoals(steps: Sequence[Step]) -> None:
+    st.subheader("Sub-goals and action clusters")
+    found = subgoals(steps)
+    if found.nodes.is_empty():
+        st.caption("No tool calls: no action clusters.")
+        return
+    left, right = st.columns([3, 2])
+    left.altair_chart(
+        charts.subgoal_graph(found.nodes, found.edges, graph_layout(found.graph)), width="stretch"
+    )
+    right.dataframe(found.clusters, hide_index=True, width="stretch", key="clusters_table")
