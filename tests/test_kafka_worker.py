@@ -86,16 +86,20 @@ def worker_db(db_url: str) -> str:
     ).render_as_string(hide_password=False)
 
 
-@pytest.fixture
-def options(kafka_broker) -> KafkaOptions:  # type: ignore[no-untyped-def]
+def broker_options(bootstrap: str) -> KafkaOptions:
     opts = KafkaOptions(
-        bootstrap_servers=kafka_broker.bootstrap,
+        bootstrap_servers=bootstrap,
         partitions=PARTITIONS,
         idle_flush_ms=500,
         session_timeout_ms=6000,
     )
     ensure_topics(opts)
     return opts
+
+
+@pytest.fixture
+def options(kafka_broker) -> KafkaOptions:  # type: ignore[no-untyped-def]
+    return broker_options(kafka_broker.bootstrap)
 
 
 class Workers:
@@ -333,6 +337,32 @@ def test_a_worker_killed_mid_stream_and_restarted_loses_and_doubles_nothing(
         reference = single_process(options, tmp_path / "reference.db")
         wait_for(store, len(reference[0]), len(reference[1]), workers)
         assert_same(store, reference)
+
+
+def test_the_broker_killed_mid_stream_and_restarted_loses_and_doubles_nothing(
+    durable_kafka_broker, worker_db: str, tmp_path: Path  # type: ignore[no-untyped-def]
+) -> None:
+    """The broker (its log in S3) dies by SIGKILL with the workers mid-stream and comes
+    back on the same port: the workers reconnect, rejoin the group, resume from the
+    offsets stored beside their state, and store exactly what one process does."""
+    options = broker_options(durable_kafka_broker.bootstrap)
+    runs = recorded_runs(30)
+    running = Workers(options, worker_db, tmp_path)
+    try:
+        running.start()
+        running.start()
+        produce(options, runs[:15])
+        with Store.open(worker_db) as store:
+            wait_until(lambda: store.count("steps") > 0)
+            durable_kafka_broker.stop()  # SIGKILL: whatever was in flight is cut off
+            time.sleep(2)
+            durable_kafka_broker.start()
+            produce(options, runs[15:])
+            reference = single_process(options, tmp_path / "reference.db")
+            wait_for(store, len(reference[0]), len(reference[1]), running, timeout=90)
+            assert_same(store, reference)
+    finally:
+        running.stop_all()
 
 
 def test_a_worker_added_mid_stream_takes_over_sessions_whole(
