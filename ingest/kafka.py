@@ -480,8 +480,7 @@ class OrderingStage:
         producer = self._producer
         try:
             futures = [
-                producer.send(r.topic, key=r.key, value=r.value, headers=r.headers)
-                for r in wave
+                producer.send(r.topic, key=r.key, value=r.value, headers=r.headers) for r in wave
             ]
             producer.flush()  # returns within DELIVERY_TIMEOUT_MS: each batch then failed
             for future in futures:

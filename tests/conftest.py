@@ -174,16 +174,15 @@ def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBrok
         broker.stop()
 
 
-@pytest.fixture
-def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
-    """moto's S3 server on a free loopback port with one bucket, ``tansu``; yields the
-    environment an S3 client (Tansu's ``object_store``) needs to reach it."""
+def start_s3_server(log_path: str) -> tuple[subprocess.Popen[bytes], dict[str, str]]:
+    """moto's S3 server on a free loopback port with one bucket, ``tansu``: the process
+    (the caller kills it) and the environment an S3 client (Tansu's ``object_store``)
+    needs to reach it."""
     import sys
 
     import boto3
 
     port = _free_port()
-    log_path = str(tmp_path_factory.mktemp("s3") / "moto.log")
     with open(log_path, "ab") as log:
         process = subprocess.Popen(
             [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
@@ -206,6 +205,19 @@ def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, st
             aws_secret_access_key="test",
             region_name="us-east-1",
         ).create_bucket(Bucket="tansu")
+    except BaseException:
+        process.kill()
+        process.wait(timeout=10)
+        raise
+    return process, env
+
+
+@pytest.fixture
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """moto's S3 server on a free loopback port with one bucket, ``tansu``; yields the
+    environment an S3 client (Tansu's ``object_store``) needs to reach it."""
+    process, env = start_s3_server(str(tmp_path_factory.mktemp("s3") / "moto.log"))
+    try:
         yield env
     finally:
         process.kill()

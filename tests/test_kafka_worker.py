@@ -32,6 +32,7 @@ from ingest.kafka import KafkaOptions, decode_message, ensure_topics, split_by_t
 from ingest.pipeline import Pipeline
 from models.records import Step
 from models.store import Store
+from tests.conftest import KafkaBroker
 from trajwatch.config import detector_set, load_config
 from trajwatch.settings import Settings
 from trajwatch.worker import _sqlite_lock
@@ -204,22 +205,26 @@ def single_process(options: KafkaOptions, path: Path) -> tuple[dict[str, Step], 
     settings = Settings(db_url=f"sqlite:///{path}")
     with Store.open(settings.db_url) as store:
         pipeline = Pipeline(store, settings=settings, detectors=detector_set(load_config(CONFIG)))
-        for topic in (options.spans_topic, options.events_topic):
-            for partition, messages in topic_messages(options, topic).items():
-                for offset, value in messages:
-                    decoded = decode_message(
-                        options,
-                        topic,
-                        partition,
-                        offset,
-                        value,
-                        max_attribute_bytes=settings.max_attribute_bytes,
-                    )
-                    pipeline.feed_decoded(
-                        decoded, partition=f"{topic}/{partition}", position=offset
-                    )
+        feed_topics(options, pipeline)
         pipeline.close()
         return stored(store)
+
+
+def feed_topics(options: KafkaOptions, pipeline: Pipeline) -> None:
+    """Every message of the input topics, as the broker holds them, to ``pipeline``: each
+    input partition one pipeline partition, one partition after another."""
+    for topic in (options.spans_topic, options.events_topic):
+        for partition, messages in topic_messages(options, topic).items():
+            for offset, value in messages:
+                decoded = decode_message(
+                    options,
+                    topic,
+                    partition,
+                    offset,
+                    value,
+                    max_attribute_bytes=pipeline.settings.max_attribute_bytes,
+                )
+                pipeline.feed_decoded(decoded, partition=f"{topic}/{partition}", position=offset)
 
 
 def stored(store: Store) -> tuple[dict[str, Step], set[str]]:
@@ -340,7 +345,7 @@ def test_a_worker_killed_mid_stream_and_restarted_loses_and_doubles_nothing(
 
 
 def test_the_broker_killed_mid_stream_and_restarted_loses_and_doubles_nothing(
-    durable_kafka_broker, worker_db: str, tmp_path: Path  # type: ignore[no-untyped-def]
+    durable_kafka_broker: KafkaBroker, worker_db: str, tmp_path: Path
 ) -> None:
     """The broker (its log in S3) dies by SIGKILL with the workers mid-stream and comes
     back on the same port: the workers reconnect, rejoin the group, resume from the
