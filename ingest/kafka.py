@@ -534,11 +534,12 @@ class OrderingStage:
 
 
 def _discard(producer: KafkaProducer) -> None:
-    """Close a producer that failed without sending anything it still holds (after a
-    failed flush it holds nothing; after a failed ``send`` the records before it, which
-    may still go out: in order, right behind everything acknowledged)."""
+    """Close a producer whose wave failed. After a failed flush it holds nothing; after
+    a failed ``send`` it holds the wave's records before that one, which go out first
+    (in order, right behind everything acknowledged: still a prefix), within
+    :data:`DELIVERY_TIMEOUT_MS`, before the stage makes a new producer."""
     with contextlib.suppress(KafkaError):
-        producer.close(timeout=0)
+        producer.close(timeout=DELIVERY_TIMEOUT_MS / 1000)
 
 
 class SequencingStage:
