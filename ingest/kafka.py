@@ -10,7 +10,9 @@ so the work is split the Kafka Streams way:
 1. :class:`OrderingStage` (consumer group ``<group>``) decodes each message, puts the
    drafts of each input partition in event-time order (the pipeline's watermark),
    resolves their sessions, and produces each released draft to the repartition topic
-   keyed by its session id (:mod:`ingest.repartition`). It commits an input partition's
+   keyed by its session id (:mod:`ingest.repartition`), in waves each acknowledged
+   before the next, so that a repartition partition holds a prefix of the drafts
+   released for it, in order, whatever fails (:func:`producer`). It commits an input partition's
    offset only once every draft read below it has been produced and acknowledged: the
    earliest offset it still holds a draft of (:meth:`Pipeline.held_from`), with the
    partition's newest event time in the commit's metadata. After a crash or a rebalance
