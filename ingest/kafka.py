@@ -10,7 +10,9 @@ so the work is split the Kafka Streams way:
 1. :class:`OrderingStage` (consumer group ``<group>``) decodes each message, puts the
    drafts of each input partition in event-time order (the pipeline's watermark),
    resolves their sessions, and produces each released draft to the repartition topic
-   keyed by its session id (:mod:`ingest.repartition`). It commits an input partition's
+   keyed by its session id (:mod:`ingest.repartition`), in waves each acknowledged
+   before the next, so that a repartition partition holds a prefix of the drafts
+   released for it, in order, whatever fails (:func:`producer`). It commits an input partition's
    offset only once every draft read below it has been produced and acknowledged: the
    earliest offset it still holds a draft of (:meth:`Pipeline.held_from`), with the
    partition's newest event time in the commit's metadata. After a crash or a rebalance
@@ -47,7 +49,7 @@ from typing import Any
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic
 from kafka.consumer.subscription_state import ConsumerRebalanceListener
-from kafka.errors import TopicAlreadyExistsError
+from kafka.errors import KafkaError, TopicAlreadyExistsError
 from kafka.structs import OffsetAndMetadata
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
@@ -170,17 +172,70 @@ def consumer(options: KafkaOptions, group_id: str) -> KafkaConsumer:
     )
 
 
+CALL_TIMEOUT_MS = 10_000
+"""The longest a blocking group call (commit, committed offsets) may wait for the
+broker; past it the call raises and the stage resumes from its durable offsets."""
+
+DELIVERY_TIMEOUT_MS = 30_000
+"""The longest a produced record may wait for its acknowledgement (retrying all the
+while, as a restarting broker needs): past it the send fails, and so does the stage."""
+
+BATCH_BYTES = 512 * 1024
+"""The producer's batch size, under the brokers' default ``message.max.bytes`` (1 MB)."""
+
+WAVE_BYTES = BATCH_BYTES // 2
+"""The most bytes :meth:`OrderingStage._send` hands the producer between two flushes:
+whatever the partitions, each gets at most one batch per wave (see :func:`producer`)."""
+
+
 def producer(options: KafkaOptions) -> KafkaProducer:
-    """Acknowledged by every replica, one request in flight per connection: a retried
-    send cannot overtake the next, so a session's drafts stay in the order released."""
+    """The ordering stage's producer, set so that what it writes to a partition is always
+    a prefix of what it was given for it, in order — never a later record without an
+    earlier one. A session's drafts then reach the sequencing stage in the order they
+    were released, even across a failed send: the stage resumes from its committed
+    offsets and sends the lost drafts again *before* anything that followed them.
+
+    - One request in flight per connection: a retried batch is not overtaken.
+    - Retried until :data:`DELIVERY_TIMEOUT_MS` (a broker restart is survived in place),
+      then the batch fails; the stage sends in waves of at most :data:`WAVE_BYTES`, each
+      flushed and checked before the next, and a wave is one batch per partition (the
+      batch holds twice the wave, and ``linger_ms`` outlasts the filling of a wave, so
+      nothing is drained before the flush). A failed batch has no successor in flight
+      or queued: the wave stops there, and the producer is discarded.
+    - Not idempotent. kafka-python enables idempotence by default, and an idempotent
+      producer that loses one batch goes on with the next: after an out-of-order
+      sequence it bumps its epoch, fails the batch in flight and produces the queued
+      ones — later drafts ahead of the lost ones. Tansu's S3 storage also answers the
+      epoch bump with an unknown error, which leaves the producer failing every send
+      for good, and advances a producer's sequence before it writes the batch (a
+      broker killed in between acknowledges the retry as a duplicate it never stored).
+      A retry may write a draft twice instead; the sequencing stage drops the second
+      copy by step id."""
     return KafkaProducer(
         bootstrap_servers=options.bootstrap_servers,
         client_id="trajwatch",
         acks="all",
-        retries=5,
+        enable_idempotence=False,
         max_in_flight_requests_per_connection=1,
-        linger_ms=5,
+        batch_size=BATCH_BYTES,
+        linger_ms=5_000,  # flushed at the end of each wave, never drained before
+        request_timeout_ms=10_000,
+        delivery_timeout_ms=DELIVERY_TIMEOUT_MS,
+        max_block_ms=CALL_TIMEOUT_MS,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class _Record:
+    topic: str
+    key: bytes
+    value: bytes
+    headers: list[tuple[str, bytes]] | None = None
+
+    def size(self) -> int:
+        """An upper bound of its bytes in a batch (Kafka's per-record overhead < 64)."""
+        extra = sum(len(name) + len(value) for name, value in self.headers or ())
+        return len(self.key) + len(self.value) + extra + 64
 
 
 class SoleOwnerError(UserError):
@@ -296,12 +351,13 @@ class OrderingStage:
         self,
         options: KafkaOptions,
         new_pipeline: Callable[[], Pipeline],
-        producer: KafkaProducer,
+        new_producer: Callable[[], KafkaProducer],
         store: Store,
     ) -> None:
         self.options = options
         self._new_pipeline = new_pipeline
-        self._producer = producer
+        self._new_producer = new_producer
+        self._producer: KafkaProducer | None = None
         self._store = store
         self.pipeline = new_pipeline()
         self.consumer = consumer(options, options.group_id)
@@ -364,20 +420,20 @@ class OrderingStage:
         input partition behind what it still holds."""
         released = self.pipeline.resolve()
         dead = self.pipeline.take_dead_letters()
-        futures = [
-            self._producer.send(
+        records = [
+            _Record(
                 self.options.steps_topic,
-                key=item.session_id.encode("utf-8", "surrogatepass"),
-                value=encode_resolved(item),
+                item.session_id.encode("utf-8", "surrogatepass"),
+                encode_resolved(item),
             )
             for item in released
         ]
-        futures += [
-            self._producer.send(
+        records += [
+            _Record(
                 self.options.dead_letter_topic,
-                key=letter.dead_letter_id.encode(),
-                value=letter.payload,
-                headers=[
+                letter.dead_letter_id.encode(),
+                letter.payload,
+                [
                     ("reason", letter.reason.encode("utf-8", "replace")),
                     ("location", letter.location.encode("utf-8", "replace")),
                     ("source", letter.source.encode()),
@@ -385,10 +441,7 @@ class OrderingStage:
             )
             for letter in dead
         ]
-        if futures:
-            self._producer.flush()
-            for future in futures:
-                future.get(timeout=0)  # raises the send's error, if it failed
+        self._produce(records)
         if dead:
             with self._store.unit() as unit:
                 unit.add_dead_letters(dead)
@@ -405,8 +458,41 @@ class OrderingStage:
                 metadata = json.dumps({"max_ts": mark}) if mark is not None else ""
                 offsets[tp] = OffsetAndMetadata(position, metadata, -1)
         if offsets:
-            self.consumer.commit(offsets)
+            self.consumer.commit(offsets, timeout_ms=CALL_TIMEOUT_MS)
             self._committed.update({tp: o.offset for tp, o in offsets.items()})
+
+    def _produce(self, records: list[_Record]) -> None:
+        """Send ``records`` in waves of at most :data:`WAVE_BYTES` (a record larger than
+        that alone), each acknowledged whole before the next is handed over; raises the
+        first failure, after which nothing more of them is written (see :func:`producer`)."""
+        wave: list[_Record] = []
+        size = 0
+        for record in records:
+            if wave and size + record.size() > WAVE_BYTES:
+                self._send_wave(wave)
+                wave, size = [], 0
+            wave.append(record)
+            size += record.size()
+        if wave:
+            self._send_wave(wave)
+
+    def _send_wave(self, wave: list[_Record]) -> None:
+        if self._producer is None:
+            self._producer = self._new_producer()
+        producer = self._producer
+        try:
+            futures = [
+                producer.send(r.topic, key=r.key, value=r.value, headers=r.headers) for r in wave
+            ]
+            producer.flush()  # returns within DELIVERY_TIMEOUT_MS: each batch then failed
+            for future in futures:
+                future.get(timeout=0)  # raises the send's error, if it failed
+        except BaseException:
+            # fail-stop: a fresh producer for what follows (the stage re-reads from its
+            # committed offsets and sends the failed drafts again, ahead of the rest)
+            self._producer = None
+            _discard(producer)
+            raise
 
     def reset(self, *, seek: bool = True) -> None:
         """Forget everything held (after a failure, or a rebalance) and, with ``seek``,
@@ -421,7 +507,7 @@ class OrderingStage:
     def _seek_committed(self) -> None:
         self._rewind = True  # until every partition is back (a failure here retries)
         for tp in self.consumer.assignment():
-            committed = self.consumer.committed(tp, metadata=True)
+            committed = self.consumer.committed(tp, metadata=True, timeout_ms=CALL_TIMEOUT_MS)
             if committed is None:
                 self.consumer.seek_to_beginning(tp)
                 continue
@@ -440,8 +526,22 @@ class OrderingStage:
         """Send what is released and commit behind what is held, then leave the group.
         What is held is not flushed: the partitions' next owner re-reads it and orders it
         exactly as this process would have (a flush would release it early)."""
-        self._send()
-        self.consumer.close(autocommit=False)
+        try:
+            self._send()
+        finally:
+            self.consumer.close(autocommit=False)
+            if self._producer is not None:
+                self._producer.close()
+                self._producer = None
+
+
+def _discard(producer: KafkaProducer) -> None:
+    """Close a producer whose wave failed. After a failed flush it holds nothing; after
+    a failed ``send`` it holds the wave's records before that one, which go out first
+    (in order, right behind everything acknowledged: still a prefix), within
+    :data:`DELIVERY_TIMEOUT_MS`, before the stage makes a new producer."""
+    with contextlib.suppress(KafkaError):
+        producer.close(timeout=DELIVERY_TIMEOUT_MS / 1000)
 
 
 class SequencingStage:
@@ -498,7 +598,10 @@ class SequencingStage:
             read += len(messages)
         self.alerts += len(self.pipeline.commit())
         self._stored.update(ends)
-        self.consumer.commit({tp: OffsetAndMetadata(end, "", -1) for tp, end in ends.items()})
+        self.consumer.commit(
+            {tp: OffsetAndMetadata(end, "", -1) for tp, end in ends.items()},
+            timeout_ms=CALL_TIMEOUT_MS,
+        )
         return read
 
     def _feed(self, tp: TopicPartition, offset: int, value: bytes | None) -> None:

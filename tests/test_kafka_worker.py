@@ -32,6 +32,7 @@ from ingest.kafka import KafkaOptions, decode_message, ensure_topics, split_by_t
 from ingest.pipeline import Pipeline
 from models.records import Step
 from models.store import Store
+from tests.conftest import KafkaBroker
 from trajwatch.config import detector_set, load_config
 from trajwatch.settings import Settings
 from trajwatch.worker import _sqlite_lock
@@ -86,16 +87,20 @@ def worker_db(db_url: str) -> str:
     ).render_as_string(hide_password=False)
 
 
-@pytest.fixture
-def options(kafka_broker) -> KafkaOptions:  # type: ignore[no-untyped-def]
+def broker_options(bootstrap: str) -> KafkaOptions:
     opts = KafkaOptions(
-        bootstrap_servers=kafka_broker.bootstrap,
+        bootstrap_servers=bootstrap,
         partitions=PARTITIONS,
         idle_flush_ms=500,
         session_timeout_ms=6000,
     )
     ensure_topics(opts)
     return opts
+
+
+@pytest.fixture
+def options(kafka_broker) -> KafkaOptions:  # type: ignore[no-untyped-def]
+    return broker_options(kafka_broker.bootstrap)
 
 
 class Workers:
@@ -200,22 +205,26 @@ def single_process(options: KafkaOptions, path: Path) -> tuple[dict[str, Step], 
     settings = Settings(db_url=f"sqlite:///{path}")
     with Store.open(settings.db_url) as store:
         pipeline = Pipeline(store, settings=settings, detectors=detector_set(load_config(CONFIG)))
-        for topic in (options.spans_topic, options.events_topic):
-            for partition, messages in topic_messages(options, topic).items():
-                for offset, value in messages:
-                    decoded = decode_message(
-                        options,
-                        topic,
-                        partition,
-                        offset,
-                        value,
-                        max_attribute_bytes=settings.max_attribute_bytes,
-                    )
-                    pipeline.feed_decoded(
-                        decoded, partition=f"{topic}/{partition}", position=offset
-                    )
+        feed_topics(options, pipeline)
         pipeline.close()
         return stored(store)
+
+
+def feed_topics(options: KafkaOptions, pipeline: Pipeline) -> None:
+    """Every message of the input topics, as the broker holds them, to ``pipeline``: each
+    input partition one pipeline partition, one partition after another."""
+    for topic in (options.spans_topic, options.events_topic):
+        for partition, messages in topic_messages(options, topic).items():
+            for offset, value in messages:
+                decoded = decode_message(
+                    options,
+                    topic,
+                    partition,
+                    offset,
+                    value,
+                    max_attribute_bytes=pipeline.settings.max_attribute_bytes,
+                )
+                pipeline.feed_decoded(decoded, partition=f"{topic}/{partition}", position=offset)
 
 
 def stored(store: Store) -> tuple[dict[str, Step], set[str]]:
@@ -333,6 +342,32 @@ def test_a_worker_killed_mid_stream_and_restarted_loses_and_doubles_nothing(
         reference = single_process(options, tmp_path / "reference.db")
         wait_for(store, len(reference[0]), len(reference[1]), workers)
         assert_same(store, reference)
+
+
+def test_the_broker_killed_mid_stream_and_restarted_loses_and_doubles_nothing(
+    durable_kafka_broker: KafkaBroker, worker_db: str, tmp_path: Path
+) -> None:
+    """The broker (its log in S3) dies by SIGKILL with the workers mid-stream and comes
+    back on the same port: the workers reconnect, rejoin the group, resume from the
+    offsets stored beside their state, and store exactly what one process does."""
+    options = broker_options(durable_kafka_broker.bootstrap)
+    runs = recorded_runs(30)
+    running = Workers(options, worker_db, tmp_path)
+    try:
+        running.start()
+        running.start()
+        produce(options, runs[:15])
+        with Store.open(worker_db) as store:
+            wait_until(lambda: store.count("steps") > 0)
+            durable_kafka_broker.stop()  # SIGKILL: whatever was in flight is cut off
+            time.sleep(2)
+            durable_kafka_broker.start()
+            produce(options, runs[15:])
+            reference = single_process(options, tmp_path / "reference.db")
+            wait_for(store, len(reference[0]), len(reference[1]), running, timeout=90)
+            assert_same(store, reference)
+    finally:
+        running.stop_all()
 
 
 def test_a_worker_added_mid_stream_takes_over_sessions_whole(

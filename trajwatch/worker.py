@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from types import FrameType
 from typing import IO, Any
 
+from kafka import KafkaProducer
 from kafka.errors import KafkaError
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -160,8 +161,14 @@ def run_worker(
         def new_pipeline() -> Pipeline:
             return Pipeline(store, settings=settings, detectors=detectors, sinks=sinks)
 
-        send = producer(options) if stage in ("all", "ingest") else None
-        ordering = OrderingStage(options, new_pipeline, send, store) if send is not None else None
+        def new_producer() -> KafkaProducer:
+            return producer(options)
+
+        ordering = (
+            OrderingStage(options, new_pipeline, new_producer, store)
+            if stage in ("all", "ingest")
+            else None
+        )
         sequencing = (
             SequencingStage(options, new_pipeline, store, sole_owner=lock is not None)
             if detect
@@ -201,8 +208,6 @@ def run_worker(
             if sequencing is not None:
                 sequencing.close()
                 stats.alerts = sequencing.alerts
-            if send is not None:
-                send.close()
     finally:
         store.close()
         if lock is not None:
