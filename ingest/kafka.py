@@ -57,7 +57,7 @@ from ingest.errors import ConfigError, UserError
 from ingest.options import env
 from ingest.otlp_json import decode_otlp_json
 from ingest.otlp_proto import Decoded, decode_otlp_proto
-from ingest.pipeline import Pipeline
+from ingest.pipeline import Pipeline, Resolved
 from ingest.repartition import RecordError, decode_resolved, encode_resolved
 from ingest.session_events import decode_event
 from models.records import DeadLetter
@@ -183,6 +183,16 @@ while, as a restarting broker needs): past it the send fails, and so does the st
 BATCH_BYTES = 512 * 1024
 """The producer's batch size, under the brokers' default ``message.max.bytes`` (1 MB)."""
 
+MAX_RECORD_BYTES = 1_000_000
+"""The largest repartition record the ordering stage sends: under the producer's
+``max_request_size`` and the brokers' default ``message.max.bytes`` (both 1 MiB), with
+room for the key and the batch's headers. A draft larger than that (several fields near
+the attribute cap) could never be written and would stall its partition: it becomes a
+dead letter instead, with the reason and its source location."""
+
+DEAD_LETTER_HEAD_BYTES = 64 * 1024
+"""How much of an oversized record's value its dead letter keeps."""
+
 WAVE_BYTES = BATCH_BYTES // 2
 """The most bytes :meth:`OrderingStage._send` hands the producer between two flushes:
 whatever the partitions, each gets at most one batch per wave (see :func:`producer`)."""
@@ -275,6 +285,36 @@ def _dead_letter(
         location=f"kafka:{topic}/{partition}@{offset}",
         reason=reason,
         payload=payload,
+    )
+
+
+def repartition_records(
+    topic: str, released: list[Resolved]
+) -> tuple[list[_Record], list[DeadLetter]]:
+    """The repartition records of ``released`` drafts (keyed by session id), in order,
+    and a dead letter for each draft too large to be one (:data:`MAX_RECORD_BYTES`)."""
+    records, dead = [], []
+    for item in released:
+        key = item.session_id.encode("utf-8", "surrogatepass")
+        value = encode_resolved(item)
+        if len(key) + len(value) > MAX_RECORD_BYTES:
+            dead.append(_oversized(topic, item, len(key) + len(value)))
+        else:
+            records.append(_Record(topic, key, value))
+    return records, dead
+
+
+def _oversized(topic: str, item: Resolved, size: int) -> DeadLetter:
+    draft = item.draft
+    return DeadLetter(
+        source=SOURCE,
+        location=f"kafka:{topic} session {item.session_id} step {draft.step.step_id}",
+        reason=(
+            f"step of {size:,} bytes encoded is over the {MAX_RECORD_BYTES:,}-byte "
+            "repartition record limit (the brokers' default message.max.bytes); "
+            "trajwatch serve stores such a step"
+        ),
+        payload=encode_resolved(item)[:DEAD_LETTER_HEAD_BYTES],
     )
 
 
@@ -420,14 +460,8 @@ class OrderingStage:
         input partition behind what it still holds."""
         released = self.pipeline.resolve()
         dead = self.pipeline.take_dead_letters()
-        records = [
-            _Record(
-                self.options.steps_topic,
-                item.session_id.encode("utf-8", "surrogatepass"),
-                encode_resolved(item),
-            )
-            for item in released
-        ]
+        records, oversized = repartition_records(self.options.steps_topic, released)
+        dead += oversized
         records += [
             _Record(
                 self.options.dead_letter_topic,

@@ -7,13 +7,20 @@ worker's equality with a single-process replay rests on, on every recorded batch
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from google.protobuf import json_format
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from ingest.files import read_file
-from ingest.kafka import KafkaOptions, decode_message, split_by_trace
+from ingest.kafka import (
+    MAX_RECORD_BYTES,
+    KafkaOptions,
+    decode_message,
+    repartition_records,
+    split_by_trace,
+)
 from ingest.pipeline import Pipeline, Resolved
 from ingest.repartition import decode_resolved, encode_resolved
 from models.store import Store
@@ -158,3 +165,31 @@ def test_the_sequencing_stage_fed_resolved_drafts_stores_what_one_pipeline_store
             [a.alert_id for a in store.alerts()],
         )
     assert want[1] and got == want
+
+
+def test_a_draft_too_large_for_a_record_is_a_dead_letter_and_its_neighbours_go_on(
+    tmp_path: Path,
+) -> None:
+    """A step under the attribute cap can still encode past the brokers' 1 MiB message
+    limit (non-ASCII text is escaped six bytes a character): it would never be written
+    and would stall its partition, so it is dead-lettered with the reason instead."""
+    with Store.open(f"sqlite:///{tmp_path / 'a.db'}") as store:
+        pipeline = Pipeline(store)
+        feed(pipeline, batches(1), KafkaOptions())
+        pipeline.end_partition("p")
+        released = pipeline.resolve()
+    big = next(i for i, item in enumerate(released) if item.draft.step.arguments)
+    huge_text = "漢字" * 100_000  # 600 KB of UTF-8, 1.2 MB escaped
+    step = released[big].draft.step.with_(arguments=huge_text)
+    items = [*released[:big], replace(released[big], draft=replace(released[big].draft, step=step))]
+    items += released[big + 1 :]
+    records, dead = repartition_records("steps", items)
+    assert [decode_resolved(r.value) for r in records] == released[:big] + released[big + 1 :]
+    assert [r.key for r in records] == [
+        i.session_id.encode() for i in released[:big] + released[big + 1 :]
+    ]
+    assert all(len(r.key) + len(r.value) <= MAX_RECORD_BYTES for r in records)
+    (letter,) = dead
+    assert "repartition record limit" in letter.reason
+    assert step.step_id in letter.location
+    assert len(letter.payload) <= 64 * 1024
