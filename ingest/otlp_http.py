@@ -61,6 +61,7 @@ __all__ = [
     "create_app",
     "decode_body",
     "unreadable",
+    "varint",
 ]
 
 SOURCE = "otlp_http"
@@ -343,10 +344,11 @@ def _respond(signal: str, content: str, answer: Answer) -> Response:
 def _status_proto(code: int, message: str) -> bytes:
     """A ``google.rpc.Status`` {code, message} on the wire (two fields: no dependency)."""
     text = message.encode()
-    return b"\x08" + _varint(code) + b"\x12" + _varint(len(text)) + text
+    return b"\x08" + varint(code) + b"\x12" + varint(len(text)) + text
 
 
-def _varint(n: int) -> bytes:
+def varint(n: int) -> bytes:
+    """``n`` as a protobuf base-128 varint."""
     out = bytearray()
     while True:
         low, n = n & 0x7F, n >> 7
