@@ -150,8 +150,7 @@ def encode_batches(spans: Sequence[Any], batch: int) -> list[bytes]:
     from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
     return [
-        encode_spans(spans[i : i + batch]).SerializeToString()
-        for i in range(0, len(spans), batch)
+        encode_spans(spans[i : i + batch]).SerializeToString() for i in range(0, len(spans), batch)
     ]
 
 

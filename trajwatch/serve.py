@@ -52,6 +52,7 @@ from ingest.otlp_http import (
     Accepted,
     Answer,
     ReceiverMetrics,
+    answer_all,
     create_app,
     decode_body,
     unreadable,
@@ -195,7 +196,7 @@ class LiveIngest:
                 accepted = self.inbox.get_nowait()
             except queue.Empty:
                 return
-            accepted.answer.set_result(Answer(status=503, message="pipeline stopped"))
+            answer_all([(accepted, Answer(status=503, message="pipeline stopped"))])
 
     # -- one cycle ------------------------------------------------------------------
 
@@ -205,13 +206,13 @@ class LiveIngest:
                 self._open[partition].last = now
         self._resumed = []
         seqs = self.log.append((a.kind, a.body) for a in group)
-        for accepted, seq in zip(group, seqs, strict=True):
-            batch = self._decode(accepted.kind, accepted.body)
+        batches = [self._decode(accepted.kind, accepted.body) for accepted in group]
+        answer_all((a, _answer(batch)) for a, batch in zip(group, batches, strict=True))
+        for accepted, seq, batch in zip(group, seqs, batches, strict=True):
             if accepted.kind.startswith("traces"):
                 self.metrics.spans.inc(batch.records)
             else:
                 self.metrics.log_records.inc(batch.records)
-            accepted.answer.set_result(_answer(batch))
             self._feed(seq, batch, now)
 
     def _decode(self, kind: str, body: bytes) -> Decoded:
