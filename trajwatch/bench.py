@@ -79,14 +79,16 @@ class Sizes:
     latency_traces: int
     sessions: int
     session_rounds: int
+    repeat: int
+    """Replay and serve are measured this many times, alternately; medians reported."""
 
     @classmethod
     def full(cls) -> Sizes:
-        return cls(traces=200, latency_traces=60, sessions=10_000, session_rounds=4)
+        return cls(traces=200, latency_traces=60, sessions=10_000, session_rounds=4, repeat=3)
 
     @classmethod
     def quick(cls) -> Sizes:
-        return cls(traces=4, latency_traces=4, sessions=100, session_rounds=4)
+        return cls(traces=4, latency_traces=4, sessions=100, session_rounds=4, repeat=1)
 
 
 # -- the machine ---------------------------------------------------------------------------
@@ -134,37 +136,64 @@ def run_bench(
     spans = sizes.traces * len(_spans_of(traces[0]))
     with tempfile.TemporaryDirectory(prefix="trajwatch-bench-") as tmp_name:
         tmp = Path(tmp_name)
-        progress("replay")
-        replayed = _replay(traces, tmp, detectors)
-        progress("serve: the same spans over OTLP/HTTP")
         latency_traces = [
             encode_batches(t, BATCH)
             for t in agent_traces(sizes.latency_traces, prefix="latency", first=sizes.traces)
         ]
-        served, latency = _serve(
-            traces, latency_traces, replayed["sessions"], tmp, config_path, progress
-        )
+        pairs: list[tuple[dict[str, Any], dict[str, Any]]] = []
+        latency: dict[str, Any] = {}
+        for k in range(sizes.repeat):  # alternated, so a change in the machine's load hits both
+            sub = tmp / f"run{k}"
+            sub.mkdir()
+            progress(f"replay ({k + 1} of {sizes.repeat})")
+            replayed = _replay(traces, sub, detectors)
+            progress(f"serve: the same spans over OTLP/HTTP ({k + 1} of {sizes.repeat})")
+            last = k == sizes.repeat - 1
+            rates = [spans / done["committed_s"] for _, done in pairs]
+            served, measured = _serve(
+                traces,
+                latency_traces if last else [],
+                replayed["sessions"],
+                sub,
+                config_path,
+                progress,
+                earlier_rates=rates,
+            )
+            pairs.append((replayed, served))
+            latency = measured or latency
         progress(f"memory: {sizes.sessions:,} active sessions in a fresh process")
         memory = _memory(sizes, tmp, config_path)
         progress("stages")
         stages = _stages(traces, replayed, tmp, detectors)
     raw = stages.pop("from_string_spans_per_s")
-    replay_rate = spans / replayed["seconds"]
-    serve_rate = spans / served["committed_s"]
+    replay_rates = [spans / r["seconds"] for r, _ in pairs]
+    serve_rates = [spans / s["committed_s"] for _, s in pairs]
+    replay_rate, serve_rate = statistics.median(replay_rates), statistics.median(serve_rates)
+    mid = min(range(len(pairs)), key=lambda i: abs(serve_rates[i] - serve_rate))
+    served = pairs[mid][1]
+    # CPU seconds: steadier than wall time on a shared machine
+    serve_cpus = [s["cpu_s"] for _, s in pairs if s["cpu_s"] is not None]
+    cpu_ratios = [r["cpu_s"] / s["cpu_s"] for r, s in pairs if s["cpu_s"]]
     report["throughput"] = {
         "spans": spans,
         "steps": replayed["steps"],
         "alerts": len(replayed["alert_ids"]),
+        "repeat": sizes.repeat,
         "replay_spans_per_s": round(replay_rate),
-        "replay_cpu_s": round(replayed["cpu_s"], 3),
+        "replay_spans_per_s_runs": [round(r) for r in replay_rates],
+        "replay_cpu_s": round(statistics.median(r["cpu_s"] for r, _ in pairs), 3),
         "serve_spans_per_s": round(serve_rate),
+        "serve_spans_per_s_runs": [round(r) for r in serve_rates],
         "serve_acknowledged_s": round(served["acknowledged_s"], 3),
         "serve_committed_s": round(served["committed_s"], 3),
-        "serve_cpu_s": served["cpu_s"],
+        "serve_cpu_s": round(statistics.median(serve_cpus), 3) if serve_cpus else None,
         "serve_requests": served["requests"],
-        "serve_retries_503": served["retries"],
-        "serve_over_replay": round(serve_rate / replay_rate, 3),
-        "serve_alerts_equal_replay": served["alert_ids"] == replayed["alert_ids"],
+        "serve_retries_503": sum(s["retries"] for _, s in pairs),
+        "serve_over_replay": round(
+            statistics.median(s / r for s, r in zip(serve_rates, replay_rates, strict=True)), 3
+        ),
+        "serve_over_replay_cpu": round(statistics.median(cpu_ratios), 3) if cpu_ratios else None,
+        "serve_alerts_equal_replay": all(s["alert_ids"] == r["alert_ids"] for r, s in pairs),
         "serve_steps": served["steps"],
         "idle_flush_ms": IDLE_FLUSH_MS,
         "from_string_spans_per_s": round(raw),
@@ -277,7 +306,7 @@ class _Client:
 
 def _interleaved(traces: list[list[bytes]]) -> list[bytes]:
     """The requests of several runs, one round of each in turn (a fleet's order)."""
-    out = []
+    out: list[bytes] = []
     for r in range(max(map(len, traces))):
         out.extend(batches[r] for batches in traces if r < len(batches))
     return out
@@ -370,7 +399,11 @@ def _serve(
     tmp: Path,
     config_path: Path | None,
     progress: Callable[[str], None],
-) -> tuple[dict[str, Any], dict[str, Any]]:
+    *,
+    earlier_rates: Sequence[float] = (),
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """One ``serve`` child: the throughput phase, then (given ``latency_traces``) the
+    latency phase at half the median of this and ``earlier_rates``."""
     port = _free_port()
     url = f"sqlite:///{tmp / 'serve.db'}"
     spec = {
@@ -389,11 +422,13 @@ def _serve(
         committed = time.monotonic() - wall0
         cpu1 = _cpu_seconds(child.pid)
         spans = sum(len(_spans_of(t)) for t in traces)
-        rate = spans / committed
-        progress(f"latency: fresh runs at half of {rate:,.0f} spans/s")
+        rate = statistics.median([*earlier_rates, spans / committed])
         mark = time.monotonic()
-        lat_retries = _send_paced(port, latency_traces, rate / 2)
-        _settle(port)
+        lat_retries = 0
+        if latency_traces:
+            progress(f"latency: fresh runs at half of {rate:,.0f} spans/s")
+            lat_retries = _send_paced(port, latency_traces, rate / 2)
+            _settle(port)
     finally:
         child.send_signal(signal.SIGTERM)
         out, err = child.communicate(timeout=120)
@@ -415,6 +450,8 @@ def _serve(
         "alert_ids": ids,
         "steps": steps,
     }
+    if not latency_traces:
+        return served, None
     latency = {
         "load_spans_per_s": round(rate / 2),
         "alerts": len(latencies),
