@@ -85,6 +85,7 @@ def test_memory_and_state_per_session(report: dict[str, Any]) -> None:
     assert mem["bytes_per_session"] > 0
     assert 0 < mem["state_bytes_median"] <= mem["state_bytes_max"]
     assert set(mem["state_bytes_by_detector"]) == set(report["detectors"])
+    assert mem["state_bytes_end_of_run_max"] > mem["state_bytes_max"]  # 33 rounds, not 4
 
 
 def test_stages_cover_every_detector_and_the_report_prints(report: dict[str, Any]) -> None:

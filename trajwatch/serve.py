@@ -7,8 +7,10 @@ else, in order:
 
 1. takes the queued requests, several at once (group commit);
 2. appends their bodies to the write-ahead log (:mod:`ingest.inbound_log`) and fsyncs;
-3. answers them — 200 (with ``partial_success`` for what it rejected) or 400 — now that
-   a restart would see them again: the exporter's retry is the only redelivery needed;
+3. decodes them and answers them all at once (one wake-up of the event loop:
+   :func:`~ingest.otlp_http.answer_all`) — 200 (with ``partial_success`` for what it
+   rejected) or 400 — now that a restart would see them again: the exporter's retry is
+   the only redelivery needed;
 4. feeds them to the pipeline, one partition per trace (spans) or session (logs), and
    commits: steps, alerts, dead letters and each touched session's detector state in one
    transaction;
