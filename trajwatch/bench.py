@@ -174,7 +174,8 @@ def run_bench(
         progress("stages")
         stages = _stages(traces, replayed, tmp, detectors)
     raw = stages.pop("from_string_spans_per_s")
-    memory["state_bytes_end_of_run_max"] = stages.pop("state_bytes_end_of_run_max")
+    for key in ("state_bytes_end_of_run_max", "state_bytes_end_of_run_by_detector"):
+        memory[key] = stages.pop(key)
     replay_rates = [spans / r["seconds"] for r, _ in pairs]
     serve_rates = [spans / s["committed_s"] for _, s in pairs]
     replay_rate, serve_rate = statistics.median(replay_rates), statistics.median(serve_rates)
@@ -669,7 +670,7 @@ def _memory_child(spec: dict[str, Any]) -> None:
                 "pending_steps": pipeline.pending(),
                 "rss_base_bytes": base,
                 "rss_end_bytes": end,
-                "rss_peak_bytes": _peak_rss_bytes(),
+                "rss_peak_bytes": max(_peak_rss_bytes(), end),  # both rounded to pages
                 "bytes_per_session": round((end - base) / active),
                 "state_bytes_median": round(statistics.median(totals)) if totals else 0,
                 "state_bytes_max": max(totals, default=0),
@@ -761,10 +762,12 @@ def _stages(
 
     Store.open(f"sqlite:///{tmp / 'stages.db'}").close()
     store_s = clock(write)
-    end_sizes = [
-        sum(len(pickle.dumps(d.snapshot(), protocol=pickle.HIGHEST_PROTOCOL)) for d in live)
-        for live in finished.values()
-    ]
+    end_by_detector: dict[str, list[int]] = {}
+    for live in finished.values():
+        for d in live:
+            size = len(pickle.dumps(d.snapshot(), protocol=pickle.HIGHEST_PROTOCOL))
+            end_by_detector.setdefault(d.name, []).append(size)
+    end_sizes = [sum(sizes) for sizes in zip(*end_by_detector.values(), strict=True)]
     replay_us = replayed["cpu_s"] * per
     measured = (decode_s + normalise_s + features_s + store_s) * per + sum(by_detector.values())
     return {
@@ -777,6 +780,9 @@ def _stages(
         "rest": round(replay_us - measured, 2),
         "replay_total": round(replay_us, 2),
         "state_bytes_end_of_run_max": max(end_sizes, default=0),
+        "state_bytes_end_of_run_by_detector": {
+            name: round(statistics.median(sizes)) for name, sizes in end_by_detector.items()
+        },
         "from_string_spans_per_s": spans / raw_s,
     }
 
@@ -840,7 +846,14 @@ def format_report(report: dict[str, Any], command: str) -> str:
                 ]
             )
             + f"; stored (compressed, with features): {mem['stored_state_bytes_median']:,} B; "
-            f"at a 100-span run's end: max {mem['state_bytes_end_of_run_max']:,} B",
+            f"at a 100-span run's end: max {mem['state_bytes_end_of_run_max']:,} B ("
+            + ", ".join(
+                f"{k} {v:,}"
+                for k, v in sorted(
+                    mem["state_bytes_end_of_run_by_detector"].items(), key=lambda kv: -kv[1]
+                )[:3]
+            )
+            + ")",
             "",
         ),
     ]

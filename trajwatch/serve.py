@@ -118,6 +118,8 @@ class LiveIngest:
         self._idle_s = settings.idle_flush_ms / 1000
         self._open: dict[str, _Open] = {}
         self._partitions_of: dict[int, set[str]] = {}
+        """The open partitions each live log record fed (only records that fed one)."""
+        self._fed_nothing: list[int] = []
         self._stopping = threading.Event()
         # daemon: a process that is exiting (a failed start, an embedding that never
         # stopped the service) must not hang on it; what it acknowledged is in the log
@@ -257,7 +259,10 @@ class LiveIngest:
                 entry = self._open[partition] = _Open(now)
             entry.last = now
             entry.records.add(seq)
-        self._partitions_of[seq] = parts
+        if parts:
+            self._partitions_of[seq] = parts
+        else:  # nothing but dead letters: retired with the commit that stores them
+            self._fed_nothing.append(seq)
 
     def _quiet(self, now: float) -> list[str]:
         """End the partitions quiet for ``idle_flush_ms``; returns them."""
@@ -268,16 +273,17 @@ class LiveIngest:
 
     def _commit(self, closed: list[str], since: float) -> None:
         alerts = self.pipeline.commit()
-        done: list[int] = []
+        # only the records of the partitions just ended can have become retirable: not a
+        # walk over every live record per commit (tens of thousands with many open runs)
+        done, self._fed_nothing = self._fed_nothing, []
         for partition in closed:
             for seq in self._open.pop(partition).records:
                 parts = self._partitions_of.get(seq)
                 if parts is not None:
                     parts.discard(partition)
-        for seq, parts in list(self._partitions_of.items()):
-            if not parts:
-                done.append(seq)
-                del self._partitions_of[seq]
+                    if not parts:
+                        done.append(seq)
+                        del self._partitions_of[seq]
         if done:
             self.log.retire(done)
         self._measure(alerts, since)
