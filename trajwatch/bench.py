@@ -819,7 +819,10 @@ def format_report(report: dict[str, Any], command: str) -> str:
         ),
         (
             "`serve` ÷ `replay` (target ≥ 0.8)",
-            f"**{t['serve_over_replay']:.2f}×**; alert ids equal: {t['serve_alerts_equal_replay']}",
+            f"**{t['serve_over_replay']:.2f}×** by wall time, {t['serve_over_replay_cpu']}× by "
+            f"CPU seconds (runs, spans/s: replay {_runs(t['replay_spans_per_s_runs'])}, serve "
+            f"{_runs(t['serve_spans_per_s_runs'])}); alert ids equal: "
+            f"{t['serve_alerts_equal_replay']}",
             "",
         ),
         (
@@ -888,6 +891,10 @@ def format_report(report: dict[str, Any], command: str) -> str:
         ),
     ]
     return "\n".join(lines)
+
+
+def _runs(rates: Sequence[int]) -> str:
+    return " / ".join(f"{r:,}" for r in rates)
 
 
 def main(argv: Sequence[str]) -> None:
