@@ -30,6 +30,7 @@ lint: $(VENV)/.installed
 	$(BIN)/mypy
 
 bench: $(VENV)/.installed
+	$(BIN)/trajwatch bench
 	$(BIN)/python benchmarks/bench_decode.py
 	$(BIN)/python benchmarks/bench_detectors.py
 	$(BIN)/python benchmarks/bench_actions.py

@@ -138,8 +138,8 @@ class PolicyDetector(Detector):
         depends on (calls, results, approvals; slimmed in checkpoints), replayed into it
         when they do."""
 
-    def state_dict(self) -> dict[str, Any]:
-        state = super().state_dict()
+    def snapshot(self) -> dict[str, Any]:
+        state = super().snapshot()  # a new dict: popping and replacing change no live state
         state.pop("_compiled", None)
         if state.get("_early"):
             state["_early"] = [_slim(step) for step in state["_early"]]

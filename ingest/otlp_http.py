@@ -22,13 +22,13 @@ Prometheus registry per app, served at ``/metrics``; ``/healthz`` for probes.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hmac
 import json
 import queue
 import time
 import zlib
-from collections.abc import AsyncIterator, Callable
-from concurrent.futures import Future
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,9 +58,11 @@ __all__ = [
     "Accepted",
     "Answer",
     "ReceiverMetrics",
+    "answer_all",
     "create_app",
     "decode_body",
     "unreadable",
+    "varint",
 ]
 
 SOURCE = "otlp_http"
@@ -88,8 +90,30 @@ class Accepted:
     """``traces/proto``, ``traces/json``, ``logs/proto`` or ``logs/json``."""
     body: bytes
     """Decompressed."""
+    answer: asyncio.Future[Answer]
+    """Awaited by the request's handler in the receiver's event loop; set from the
+    pipeline thread with :func:`answer_all`."""
     received: float = field(default_factory=time.monotonic)
-    answer: Future[Answer] = field(default_factory=Future)
+
+
+def answer_all(answers: Iterable[tuple[Accepted, Answer]]) -> None:
+    """Answer accepted requests from another thread, waking each event loop once for all
+    of them: a wake-up per request would hand the GIL to the loop and back once per
+    request (a switch interval, 5 ms, each time the loop is busy) — the pipeline thread's
+    wait, not its work. A request whose client left (its handler cancelled) is skipped;
+    a loop already closed (shutdown) has nobody left to answer."""
+    by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Answer], Answer]]] = {}
+    for accepted, answer in answers:
+        by_loop.setdefault(accepted.answer.get_loop(), []).append((accepted.answer, answer))
+    for loop, pairs in by_loop.items():
+        with contextlib.suppress(RuntimeError):  # the loop is closed
+            loop.call_soon_threadsafe(_resolve, pairs)
+
+
+def _resolve(pairs: list[tuple[asyncio.Future[Answer], Answer]]) -> None:
+    for future, answer in pairs:
+        if not future.done():
+            future.set_result(answer)
 
 
 def unreadable(decoded: Decoded) -> bool:
@@ -203,13 +227,17 @@ def create_app(
             body = await _read_body(request, max_body_bytes)
             if not accepting():
                 raise _Refused(503, "shutting down")
-            accepted = Accepted(kind=f"{signal}/{content}", body=body)
+            accepted = Accepted(
+                kind=f"{signal}/{content}",
+                body=body,
+                answer=asyncio.get_running_loop().create_future(),
+            )
             try:
                 inbox.put_nowait(accepted)
             except queue.Full:
                 raise _Refused(503, "ingest queue full") from None
             metrics.queue_depth.set(inbox.qsize())
-            answer = await asyncio.wrap_future(accepted.answer)
+            answer = await accepted.answer
         except _Refused as refused:
             answer = Answer(status=refused.status, message=refused.message)
         metrics.requests.labels(signal, str(answer.status)).inc()
@@ -343,10 +371,11 @@ def _respond(signal: str, content: str, answer: Answer) -> Response:
 def _status_proto(code: int, message: str) -> bytes:
     """A ``google.rpc.Status`` {code, message} on the wire (two fields: no dependency)."""
     text = message.encode()
-    return b"\x08" + _varint(code) + b"\x12" + _varint(len(text)) + text
+    return b"\x08" + varint(code) + b"\x12" + varint(len(text)) + text
 
 
-def _varint(n: int) -> bytes:
+def varint(n: int) -> bytes:
+    """``n`` as a protobuf base-128 varint."""
     out = bytearray()
     while True:
         low, n = n & 0x7F, n >> 7

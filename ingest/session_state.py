@@ -56,7 +56,8 @@ def dump_state(
         "compaction": compaction,
         "features": features,
         "turns": turns,
-        "detectors": {d.name: d.state_dict() for d in detectors},
+        # snapshots, not state_dict(): the pickle below is the copy (see Detector.snapshot)
+        "detectors": {d.name: d.snapshot() for d in detectors},
     }
     return zlib.compress(pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL), 1)
 

@@ -12,6 +12,7 @@
 ``trajwatch actions backtest --since T``  what a candidate action policy would have fired
 ``trajwatch breaker [close KEY]``         the reference circuit breaker (webhooks, Claude Code hook)
 ``trajwatch ui [--db URL] [--port P]``    the explorer (Streamlit) on the store
+``trajwatch bench [--json] [--quick]``    what serve and replay cost on realistic agent spans
 
 A mistake of the user's (a flag, a setting, a file, the store URL: any
 :class:`~ingest.errors.UserError`) is one line on stderr, ``trajwatch: error: <what is
@@ -162,6 +163,14 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument(
         "--inbound-dir",
         help="write-ahead log folder (default: $TRAJWATCH_INBOUND_DIR or ./trajwatch-inbound)",
+    )
+    bn = sub.add_parser(
+        "bench", parents=[common], help="measure serve, replay, latency and memory (minutes)"
+    )
+    bn.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    bn.add_argument("--quick", action="store_true", help="small sizes: seconds, not minutes")
+    bn.add_argument(
+        "--config", type=Path, help="TOML config (default: ./trajwatch.toml if present)"
     )
     br = sub.add_parser(
         "breaker", parents=[common], help="run the reference circuit breaker, or close one"
@@ -336,6 +345,8 @@ def _run(args: argparse.Namespace, flags: dict[str, str]) -> int:
             port=args.port,
             actions=_actions_config(args, settings),
         )
+    if args.command == "bench":
+        return _bench(args, settings)
     if args.command == "breaker":
         return _breaker(args)
     if args.command == "ui":
@@ -396,6 +407,19 @@ def _config_path(args: argparse.Namespace, settings: Settings) -> Path | None:
 
 def _actions_config(args: argparse.Namespace, settings: Settings) -> ActionsConfig:
     return actions_config(load_config(_config_path(args, settings)), settings)
+
+
+def _bench(args: argparse.Namespace, settings: Settings) -> int:
+    from trajwatch.bench import Sizes, format_report, run_bench
+
+    sizes = Sizes.quick() if args.quick else Sizes.full()
+    progress = (lambda _: None) if args.json else (lambda m: print(f"… {m}", file=sys.stderr))
+    report = run_bench(sizes, config_path=_config_path(args, settings), progress=progress)
+    if args.json:
+        print(json.dumps(report))
+    else:
+        print(format_report(report, "trajwatch bench" + (" --quick" if args.quick else "")))
+    return 0
 
 
 def _detectors(args: argparse.Namespace, settings: Settings) -> DetectorSet:

@@ -7,8 +7,10 @@ else, in order:
 
 1. takes the queued requests, several at once (group commit);
 2. appends their bodies to the write-ahead log (:mod:`ingest.inbound_log`) and fsyncs;
-3. answers them — 200 (with ``partial_success`` for what it rejected) or 400 — now that
-   a restart would see them again: the exporter's retry is the only redelivery needed;
+3. decodes them and answers them all at once (one wake-up of the event loop:
+   :func:`~ingest.otlp_http.answer_all`) — 200 (with ``partial_success`` for what it
+   rejected) or 400 — now that a restart would see them again: the exporter's retry is
+   the only redelivery needed;
 4. feeds them to the pipeline, one partition per trace (spans) or session (logs), and
    commits: steps, alerts, dead letters and each touched session's detector state in one
    transaction;
@@ -52,6 +54,7 @@ from ingest.otlp_http import (
     Accepted,
     Answer,
     ReceiverMetrics,
+    answer_all,
     create_app,
     decode_body,
     unreadable,
@@ -115,6 +118,8 @@ class LiveIngest:
         self._idle_s = settings.idle_flush_ms / 1000
         self._open: dict[str, _Open] = {}
         self._partitions_of: dict[int, set[str]] = {}
+        """The open partitions each live log record fed (only records that fed one)."""
+        self._fed_nothing: list[int] = []
         self._stopping = threading.Event()
         # daemon: a process that is exiting (a failed start, an embedding that never
         # stopped the service) must not hang on it; what it acknowledged is in the log
@@ -195,7 +200,7 @@ class LiveIngest:
                 accepted = self.inbox.get_nowait()
             except queue.Empty:
                 return
-            accepted.answer.set_result(Answer(status=503, message="pipeline stopped"))
+            answer_all([(accepted, Answer(status=503, message="pipeline stopped"))])
 
     # -- one cycle ------------------------------------------------------------------
 
@@ -205,13 +210,13 @@ class LiveIngest:
                 self._open[partition].last = now
         self._resumed = []
         seqs = self.log.append((a.kind, a.body) for a in group)
-        for accepted, seq in zip(group, seqs, strict=True):
-            batch = self._decode(accepted.kind, accepted.body)
+        batches = [self._decode(accepted.kind, accepted.body) for accepted in group]
+        answer_all((a, _answer(batch)) for a, batch in zip(group, batches, strict=True))
+        for accepted, seq, batch in zip(group, seqs, batches, strict=True):
             if accepted.kind.startswith("traces"):
                 self.metrics.spans.inc(batch.records)
             else:
                 self.metrics.log_records.inc(batch.records)
-            accepted.answer.set_result(_answer(batch))
             self._feed(seq, batch, now)
 
     def _decode(self, kind: str, body: bytes) -> Decoded:
@@ -254,7 +259,10 @@ class LiveIngest:
                 entry = self._open[partition] = _Open(now)
             entry.last = now
             entry.records.add(seq)
-        self._partitions_of[seq] = parts
+        if parts:
+            self._partitions_of[seq] = parts
+        else:  # nothing but dead letters: retired with the commit that stores them
+            self._fed_nothing.append(seq)
 
     def _quiet(self, now: float) -> list[str]:
         """End the partitions quiet for ``idle_flush_ms``; returns them."""
@@ -265,16 +273,17 @@ class LiveIngest:
 
     def _commit(self, closed: list[str], since: float) -> None:
         alerts = self.pipeline.commit()
-        done: list[int] = []
+        # only the records of the partitions just ended can have become retirable: not a
+        # walk over every live record per commit (tens of thousands with many open runs)
+        done, self._fed_nothing = self._fed_nothing, []
         for partition in closed:
             for seq in self._open.pop(partition).records:
                 parts = self._partitions_of.get(seq)
                 if parts is not None:
                     parts.discard(partition)
-        for seq, parts in list(self._partitions_of.items()):
-            if not parts:
-                done.append(seq)
-                del self._partitions_of[seq]
+                    if not parts:
+                        done.append(seq)
+                        del self._partitions_of[seq]
         if done:
             self.log.retire(done)
         self._measure(alerts, since)
@@ -372,7 +381,13 @@ class Service:
             check=lambda body: check(body, self.ingest.probe),
         )
         config = uvicorn.Config(
-            app, host=host, port=port, lifespan="off", log_level="warning", access_log=False
+            app,
+            host=host,
+            port=port,
+            http="httptools",  # C parser: half h11's CPU per request, on the GIL serve shares
+            lifespan="off",
+            log_level="warning",
+            access_log=False,
         )
         self.server = _Server(config)
 
