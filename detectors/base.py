@@ -12,7 +12,6 @@ state does not grow with the length of the session.
 
 from __future__ import annotations
 
-import copy
 import inspect
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
@@ -20,6 +19,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any, ClassVar, Self
 
+from detectors.state_copy import deepcopy
 from models.records import Action, Alert, Severity, Step, StepKind, alert_id
 
 
@@ -57,13 +57,20 @@ class Detector(ABC):
         object (runaway_loop keeps a call in its window, its open calls and its retry
         chains, and tests it by identity); copied attribute by attribute, a restored
         detector held two copies and alerted differently."""
+        return deepcopy(self.state_view())  # copy.deepcopy's graph, ~3x faster
+
+    def state_view(self) -> dict[str, Any]:
+        """What :meth:`state_dict` copies: the state's own objects, not copied.
+
+        A subclass that keeps something out of its state (derived from the parameters,
+        say) drops it here, so it is never copied."""
         params = set(self.get_params())
-        return copy.deepcopy({k: v for k, v in vars(self).items() if k not in params})
+        return {k: v for k, v in vars(self).items() if k not in params}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore what :meth:`state_dict` returned; later alerts are identical."""
         self._reset()
-        for key, value in copy.deepcopy(state).items():
+        for key, value in deepcopy(state).items():
             setattr(self, key, value)
 
     def __repr__(self) -> str:

@@ -138,9 +138,14 @@ class PolicyDetector(Detector):
         depends on (calls, results, approvals; slimmed in checkpoints), replayed into it
         when they do."""
 
+    def state_view(self) -> dict[str, Any]:
+        # the compiled policies are parameters in all but name: never copied
+        state = super().state_view()
+        state.pop("_compiled", None)
+        return state
+
     def state_dict(self) -> dict[str, Any]:
         state = super().state_dict()
-        state.pop("_compiled", None)
         if state.get("_early"):
             state["_early"] = [_slim(step) for step in state["_early"]]
         return state
