@@ -1,15 +1,16 @@
 """``copy.deepcopy`` of detector state, the same copy at a fraction of the cost.
 
 A session's detector state is mostly plain data (dicts, lists, tuples, strings,
-numbers) and frozen slotted dataclasses (``Step``, ``StepRef``); ``copy.deepcopy`` walks
-each object through its generic dispatch and rebuilds every dataclass through
-``__reduce_ex__``, which made copying the state (at every commit, for every live
-session) cost more than pickling it. :func:`deepcopy` copies those types directly and
-hands anything else to ``copy.deepcopy`` with the same memo, so the result is the same
-object graph ``copy.deepcopy`` builds: the same sharing (an object reachable twice is
-copied once), the same objects kept rather than copied (strings, numbers, enum members,
-tuples whose items need no copy), and so the same pickle bytes
-(``tests/test_state_copy.py`` compares them on real sessions' state).
+numbers, sets, deques), frozen slotted dataclasses (``Step``, ``StepRef``) and plain
+classes (slotted dataclasses, ledgers); ``copy.deepcopy`` walks each object through its
+generic dispatch and rebuilds every instance through ``__reduce_ex__``, which made
+copying the state (at every commit, for every live session) cost more than pickling
+it. :func:`deepcopy` copies those types directly and hands anything else to
+``copy.deepcopy`` with the same memo, so the result is the same object graph
+``copy.deepcopy`` builds: the same sharing (an object reachable twice is copied once),
+the same objects kept rather than copied (strings, numbers, enum members, tuples whose
+items need no copy), and so the same pickle bytes (``tests/test_state_copy.py``
+compares them on real sessions' state).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import copy
 import copyreg
 import dataclasses
+from collections import deque
 from collections.abc import Callable
 from enum import Enum
 from typing import Any
@@ -110,7 +112,68 @@ def _copier_for(cls: type) -> _Copier:
             return y
 
         return rebuild
+    if _plain_object(cls):
+        slots = tuple(copyreg._slotnames(cls))  # type: ignore[attr-defined]
+        new_object = object.__new__
+
+        def rebuild_object(x: Any, memo: dict[int, Any]) -> Any:
+            # object.__reduce_ex__(4): __newobj__(cls), state (__dict__, {slot: value})
+            y = new_object(cls)
+            memo[id(x)] = y
+            own = getattr(x, "__dict__", None)
+            state = _copy(own, memo) if own else None
+            values = []
+            for name in slots:
+                try:
+                    values.append((name, getattr(x, name)))
+                except AttributeError:  # an unset slot is not in the state
+                    continue
+            copied = [(name, _copy(value, memo)) for name, value in values]
+            if state:
+                y.__dict__.update(state)
+            for name, value in copied:
+                setattr(y, name, value)
+            return y
+
+        return rebuild_object
     return _fallback
+
+
+def _plain_object(cls: type) -> bool:
+    """Whether ``copy.deepcopy`` copies ``cls`` by ``object.__reduce_ex__`` without any
+    hook: no builtin base (a dict or tuple subclass reduces otherwise), no ``__new__``,
+    ``__getstate__``, ``__setstate__``, ``__reduce__`` or ``__deepcopy__`` of its own."""
+    return (
+        cls.__mro__[-1] is object
+        and all(k.__module__ != "builtins" for k in cls.__mro__[:-1])
+        and cls.__new__ is object.__new__
+        and cls.__reduce_ex__ is object.__reduce_ex__
+        and cls.__reduce__ is object.__reduce__
+        and cls.__getstate__ is object.__getstate__
+        and not hasattr(cls, "__setstate__")
+        and not hasattr(cls, "__deepcopy__")
+        and cls not in copyreg.dispatch_table
+    )
+
+
+def _deque(x: deque[Any], memo: dict[int, Any]) -> deque[Any]:
+    y: deque[Any] = deque(maxlen=x.maxlen)
+    memo[id(x)] = y
+    for item in x:
+        y.append(_copy(item, memo))
+    return y
+
+
+def _set(x: set[Any], memo: dict[int, Any]) -> set[Any]:
+    y = set([_copy(item, memo) for item in x])
+    memo[id(x)] = y
+    return y
+
+
+def _frozenset(x: frozenset[Any], memo: dict[int, Any]) -> frozenset[Any]:
+    y = frozenset([_copy(item, memo) for item in x])  # a new one, as copy.deepcopy makes
+    memo[id(x)] = y
+    return y
 
 
 def _plain_frozen_dataclass(cls: type) -> bool:
@@ -129,5 +192,12 @@ def _plain_frozen_dataclass(cls: type) -> bool:
     )
 
 
-_COPIERS: dict[type, _Copier] = {dict: _dict, list: _list, tuple: _tuple}
+_COPIERS: dict[type, _Copier] = {
+    dict: _dict,
+    list: _list,
+    tuple: _tuple,
+    set: _set,
+    frozenset: _frozenset,
+    deque: _deque,
+}
 """By exact type (a subclass of dict or list takes ``copy.deepcopy``'s own way)."""

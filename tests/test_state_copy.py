@@ -11,6 +11,7 @@ from collections import deque
 from dataclasses import dataclass
 from operator import itemgetter
 from pathlib import Path
+from typing import NamedTuple
 
 from detectors.state_copy import deepcopy
 from ingest.files import ReadStats, read_recordings
@@ -41,6 +42,27 @@ class Plain:
         self.value = value
 
 
+@dataclass(slots=True)
+class Slotted:
+    a: object
+    b: object = None
+
+
+class Both(Slotted):
+    def __init__(self, a: object) -> None:
+        super().__init__(a)
+        self.extra = [a]
+
+
+class Sub(dict[str, object]):
+    pass
+
+
+class Point(NamedTuple):
+    x: object
+    y: object
+
+
 def test_sharing_and_kept_objects_as_copy_deepcopy() -> None:
     shared = {"k": [1, 2]}
     step = Step(step_id="s/1", session_id="s", kind=StepKind.TOOL_CALL, ts=1, detail=shared)
@@ -56,6 +78,8 @@ def test_sharing_and_kept_objects_as_copy_deepcopy() -> None:
         {"ring": ring, "cyclic": cyclic},
         {"deque": deque([shared, step], maxlen=4), "set": {"a", "b"}, "plain": Plain(shared)},
         [StepKind.TOOL_CALL, frozenset({"x"}), Frozen(Plain([shared]), ring)],
+        [Slotted(shared, step), Slotted(ring), Both(shared), Plain(None), Sub(a=shared)],
+        [Point(shared, 1), Point(1, 2), deque([frozenset(), set()]), {(1, 2): frozenset({3})}],
     ):
         same_copy(value)
 
