@@ -396,21 +396,69 @@ def tokenize(text: str | None, *, drop: frozenset[str] = STOP_WORDS) -> list[str
     """
     if not text:
         return []
+    # Texts differ but their words recur (commands, paths, the task's names): the words
+    # of each alphanumeric run are worked out once and kept, per ``drop`` set, in a
+    # bounded table (emptied when full) - the same list, at a fraction of the cost.
+    known = _RUN_WORDS.get(drop)
+    if known is None:
+        known = _RUN_WORDS[drop] = {}
+        if len(_RUN_WORDS) > _MAX_DROP_SETS:
+            _RUN_WORDS.clear()
+            _RUN_WORDS[drop] = known
     words: list[str] = []
     for run in _ALNUM_RE.findall(text):
-        for part in _CAMEL_RE.findall(run) if not run.islower() else (run,):
-            word = part.lower()
-            if len(word) < 2 or word.isdigit() or _HEXISH_RE.match(word):
-                continue
-            if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
-                word = word[:-1]
-            if word not in drop:
-                words.append(word)
+        found = known.get(run)
+        if found is None:
+            found = _run_words(run, drop)
+            if len(run) <= _MAX_KEPT_RUN:
+                if len(known) >= _MAX_KEPT_RUNS:
+                    known.clear()
+                known[run] = found
+        # fresh strings, as the uncached path makes: a state that keeps words pickles
+        # them one by one, and the same object kept twice would pickle otherwise
+        words += map(str.lower, found)
     return words
 
 
+def _run_words(run: str, drop: frozenset[str]) -> tuple[str, ...]:
+    """The words :func:`tokenize` keeps of one alphanumeric run."""
+    words: list[str] = []
+    for part in _CAMEL_RE.findall(run) if not run.islower() else (run,):
+        word = part.lower()
+        if len(word) < 2 or word.isdigit() or _HEXISH_RE.match(word):
+            continue
+        if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+            word = word[:-1]
+        if word not in drop:
+            words.append(word)
+    return tuple(words)
+
+
+_RUN_WORDS: dict[frozenset[str], dict[str, tuple[str, ...]]] = {}
+_MAX_KEPT_RUNS = 16_384
+"""Runs kept per ``drop`` set (at most ~1 MB each: runs of up to :data:`_MAX_KEPT_RUN`)."""
+_MAX_KEPT_RUN = 48
+_MAX_DROP_SETS = 8
+
+
 def _bucket(token: str, n_features: int) -> int:
-    return zlib.crc32(token.encode("utf-8", "surrogatepass")) % n_features
+    known = _BUCKETS.get(n_features)
+    if known is None:
+        if len(_BUCKETS) >= _MAX_DROP_SETS:
+            _BUCKETS.clear()
+        known = _BUCKETS[n_features] = {}
+    b = known.get(token)
+    if b is None:
+        b = zlib.crc32(token.encode("utf-8", "surrogatepass")) % n_features
+        if len(token) <= _MAX_KEPT_RUN:
+            if len(known) >= _MAX_KEPT_RUNS:
+                known.clear()
+            known[token] = b
+    return b
+
+
+_BUCKETS: dict[int, dict[str, int]] = {}
+"""token → its bucket, per vector size: tokens recur across steps, crc32 is per call."""
 
 
 def hash_vector(
