@@ -611,7 +611,11 @@ def repo_of(url: str) -> str | None:
     >>> repo_of("https://github.com/torvalds/linux.git"), repo_of("https://docs.python.org/3/x")
     ('github.com/torvalds/linux', None)
     """
-    host = host_of(url)
+    return _repo_of(url, host_of(url))
+
+
+def _repo_of(url: str, host: str | None) -> str | None:
+    """:func:`repo_of` given ``host_of(url)`` (``host``)."""
     if not host:
         return None
     try:
@@ -718,7 +722,7 @@ def _step_terms(
             host = host_of(url)
             if host:
                 hosts[host] = None
-            repo = repo_of(url)
+            repo = _repo_of(url, host)
             if repo:
                 repos[repo] = None
             words += _url_words(url)
