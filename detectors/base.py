@@ -12,7 +12,6 @@ state does not grow with the length of the session.
 
 from __future__ import annotations
 
-import copy
 import inspect
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
@@ -20,6 +19,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any, ClassVar, Self
 
+from detectors.state_copy import deepcopy
 from models.records import Action, Alert, Severity, Step, StepKind, alert_id
 
 
@@ -57,7 +57,7 @@ class Detector(ABC):
         object (runaway_loop keeps a call in its window, its open calls and its retry
         chains, and tests it by identity); copied attribute by attribute, a restored
         detector held two copies and alerted differently."""
-        return copy.deepcopy(self.snapshot())
+        return deepcopy(self.snapshot())  # copy.deepcopy's graph, ~3x faster (state_copy)
 
     def snapshot(self) -> dict[str, Any]:
         """What :meth:`state_dict` returns, *not* copied: the live objects. For a caller
@@ -72,7 +72,7 @@ class Detector(ABC):
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore what :meth:`state_dict` returned; later alerts are identical."""
         self._reset()
-        for key, value in copy.deepcopy(state).items():
+        for key, value in deepcopy(state).items():
             setattr(self, key, value)
 
     def __repr__(self) -> str:

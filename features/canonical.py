@@ -154,13 +154,43 @@ def normalise_text(text: str) -> str:
 
 def _normalise_short(text: str) -> str:
     if _NEEDS_WORK_RE.search(text):
-        text = _VOLATILE_RE.sub(_replace, text)
+        text = _volatile_sub(text)
         if "<tmp>/<tmp>" in text:
             text = _TMP_RUN_RE.sub("<tmp>", text)
     return text
 
 
 _NO_DIGITS = str.maketrans("", "", "0123456789")
+
+_MAY_MATCH_RE = re.compile(r"\d|-|tmp|Temp|/var/|/dev/shm")
+"""What every match of :data:`_VOLATILE_RE` holds one of: a word (between spaces)
+without any is left as it is."""
+
+
+def _volatile_sub(text: str) -> str:
+    """``_VOLATILE_RE.sub(_replace, text)``, tried only on the runs of space-separated
+    words that may hold a match (:data:`_MAY_MATCH_RE`).
+
+    The same text: no match holds a space but a timestamp's (``2024-05-01 10:00``, both
+    sides of it holding digits, so in one run), and a space or the end of the text on
+    either side of a run satisfies every look-around of the pattern alike. The pattern
+    costs ~0.3 µs a character, and most of an action's words are plain."""
+    words = text.split(" ")
+    if len(words) < 4:
+        return _VOLATILE_RE.sub(_replace, text)
+    out: list[str] = []
+    run: list[str] = []
+    for word in words:
+        if _MAY_MATCH_RE.search(word):
+            run.append(word)
+            continue
+        if run:
+            out.append(_VOLATILE_RE.sub(_replace, " ".join(run)))
+            run = []
+        out.append(word)
+    if run:
+        out.append(_VOLATILE_RE.sub(_replace, " ".join(run)))
+    return " ".join(out)
 
 
 def _parse_json_text(text: str, *, arrays: bool) -> Any:

@@ -43,6 +43,8 @@ _TRAILING = ".,;:!?'\")]}>"
 
 
 def _urls(text: str) -> Iterator[str]:
+    if "://" not in text:  # every URL the pattern takes has one: most strings do not
+        return
     for m in _URL_RE.finditer(text):
         url = m.group(0)
         while url and url[-1] in _TRAILING:

@@ -69,6 +69,7 @@ argument ≈ 6 µs; worst case seen, 2 KB of Python source dense with
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections.abc import Callable, Mapping
@@ -722,6 +723,9 @@ def redact(text: str) -> str:
     """
     if not text:
         return text
+    memo = len(text) <= _MEMO_MAX_CHARS and type(text) is str
+    if memo and text in _FINAL:
+        return text
     # A rejected candidate (placeholder, word tail) is skipped whole by ``re.sub`` and
     # may hide a real secret inside it; once something is redacted, another pass finds
     # those. Texts with nothing to redact pay for one pass only.
@@ -730,10 +734,30 @@ def redact(text: str) -> str:
         if redacted == text:
             break
         text = redacted
+    else:
+        return text  # not known to be final: never memoised
+    if memo and len(text) <= _MEMO_MAX_CHARS:
+        if len(_FINAL) >= _MEMO_MAX_ENTRIES:
+            # drop the oldest quarter (dicts keep insertion order): cheap, and recurring
+            # texts come back in at once
+            for key in list(itertools.islice(_FINAL, _MEMO_MAX_ENTRIES // 4)):
+                del _FINAL[key]
+        _FINAL[text] = None
     return text
 
 
 _MAX_PASSES = 4
+
+_FINAL: dict[str, None] = {}
+"""Texts :func:`redact` returns unchanged (recent ones): redaction is idempotent, so a
+redaction comes back unchanged from a second call, and the pipeline's gate re-checks
+every field the normalisers redacted; texts recur too (a step's agent, tool, model and
+status, the same call in a loop). A text found here is returned as it is, the object
+given (what the rules would return); nothing redacted is kept, only what a call
+returned or would return unchanged. Bounded: :data:`_MEMO_MAX_ENTRIES` texts of at most
+:data:`_MEMO_MAX_CHARS` characters."""
+_MEMO_MAX_CHARS = 2_048
+_MEMO_MAX_ENTRIES = 4_096
 
 
 _SHORT_TEXT = 1024

@@ -40,6 +40,28 @@ _FILE_RE = re.compile(
     r"|[\w.-]*credentials?\.json|[\w.-]*secrets?\.(?:json|ya?ml|toml|env|txt)"
     r"|/etc/shadow)"
 )
+_FILE_LITERALS = (
+    ".aws/",
+    ".ssh/",
+    ".gnupg/",
+    ".kube/config",
+    ".docker/",
+    ".config/gcloud/",
+    ".azure/",
+    ".netrc",
+    ".npmrc",
+    ".pypirc",
+    ".pgpass",
+    "credential",
+    ".vault-token",
+    ".env",
+    "id_",
+    "secret",
+    "/etc/shadow",
+)
+"""What every match of :data:`_FILE_RE` holds one of: the pattern, tried at every
+position of a text holding none (an anchor such as ``set`` is in many words), finds
+nothing."""
 _ENV_RE = re.compile(
     r"(?:^|[\s;&|(`$\"'])(?:env|printenv|export\s+-p|set)(?=\s*(?:$|[|;&>)\"']))"
     r"|os\.environ(?!\.get\(|\[)|process\.env(?![.\[])|\$env:|get-childitem\s+env:"
@@ -97,7 +119,7 @@ def sensitive_read(low: str) -> str | None:
     """The sensitive source lower-cased call arguments read, if any."""
     if not any(a in low for a in _ANCHORS):
         return None
-    m = _FILE_RE.search(low)
+    m = _FILE_RE.search(low) if any(a in low for a in _FILE_LITERALS) else None
     if m:
         return m.group(0)
     if _ENV_RE.search(low):

@@ -396,21 +396,69 @@ def tokenize(text: str | None, *, drop: frozenset[str] = STOP_WORDS) -> list[str
     """
     if not text:
         return []
+    # Texts differ but their words recur (commands, paths, the task's names): the words
+    # of each alphanumeric run are worked out once and kept, per ``drop`` set, in a
+    # bounded table (emptied when full) - the same list, at a fraction of the cost.
+    known = _RUN_WORDS.get(drop)
+    if known is None:
+        known = _RUN_WORDS[drop] = {}
+        if len(_RUN_WORDS) > _MAX_DROP_SETS:
+            _RUN_WORDS.clear()
+            _RUN_WORDS[drop] = known
     words: list[str] = []
     for run in _ALNUM_RE.findall(text):
-        for part in _CAMEL_RE.findall(run) if not run.islower() else (run,):
-            word = part.lower()
-            if len(word) < 2 or word.isdigit() or _HEXISH_RE.match(word):
-                continue
-            if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
-                word = word[:-1]
-            if word not in drop:
-                words.append(word)
+        found = known.get(run)
+        if found is None:
+            found = _run_words(run, drop)
+            if len(run) <= _MAX_KEPT_RUN:
+                if len(known) >= _MAX_KEPT_RUNS:
+                    known.clear()
+                known[run] = found
+        # fresh strings, as the uncached path makes: a state that keeps words pickles
+        # them one by one, and the same object kept twice would pickle otherwise
+        words += map(str.lower, found)
     return words
 
 
+def _run_words(run: str, drop: frozenset[str]) -> tuple[str, ...]:
+    """The words :func:`tokenize` keeps of one alphanumeric run."""
+    words: list[str] = []
+    for part in _CAMEL_RE.findall(run) if not run.islower() else (run,):
+        word = part.lower()
+        if len(word) < 2 or word.isdigit() or _HEXISH_RE.match(word):
+            continue
+        if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+            word = word[:-1]
+        if word not in drop:
+            words.append(word)
+    return tuple(words)
+
+
+_RUN_WORDS: dict[frozenset[str], dict[str, tuple[str, ...]]] = {}
+_MAX_KEPT_RUNS = 16_384
+"""Runs kept per ``drop`` set (at most ~1 MB each: runs of up to :data:`_MAX_KEPT_RUN`)."""
+_MAX_KEPT_RUN = 48
+_MAX_DROP_SETS = 8
+
+
 def _bucket(token: str, n_features: int) -> int:
-    return zlib.crc32(token.encode("utf-8", "surrogatepass")) % n_features
+    known = _BUCKETS.get(n_features)
+    if known is None:
+        if len(_BUCKETS) >= _MAX_DROP_SETS:
+            _BUCKETS.clear()
+        known = _BUCKETS[n_features] = {}
+    b = known.get(token)
+    if b is None:
+        b = zlib.crc32(token.encode("utf-8", "surrogatepass")) % n_features
+        if len(token) <= _MAX_KEPT_RUN:
+            if len(known) >= _MAX_KEPT_RUNS:
+                known.clear()
+            known[token] = b
+    return b
+
+
+_BUCKETS: dict[int, dict[str, int]] = {}
+"""token → its bucket, per vector size: tokens recur across steps, crc32 is per call."""
 
 
 def hash_vector(
@@ -563,7 +611,11 @@ def repo_of(url: str) -> str | None:
     >>> repo_of("https://github.com/torvalds/linux.git"), repo_of("https://docs.python.org/3/x")
     ('github.com/torvalds/linux', None)
     """
-    host = host_of(url)
+    return _repo_of(url, host_of(url))
+
+
+def _repo_of(url: str, host: str | None) -> str | None:
+    """:func:`repo_of` given ``host_of(url)`` (``host``)."""
     if not host:
         return None
     try:
@@ -663,19 +715,19 @@ def _step_terms(
     words: list[str] = []
     for s in strings:
         rest = s
-        for m in _URL_RE.finditer(s):
+        # a URL holds ``://`` (or, scp-like, an ``@``): most strings have neither
+        for m in _URL_RE.finditer(s) if "://" in s or "@" in s else ():
             url = (m.group("scp") or m.group(0)).rstrip(".,;:")
             urls[url] = None
             host = host_of(url)
             if host:
                 hosts[host] = None
-            repo = repo_of(url)
+            repo = _repo_of(url, host)
             if repo:
                 repos[repo] = None
             words += _url_words(url)
             rest = rest.replace(m.group(0), " ")
-        for m in _PATH_RE.finditer(rest):
-            p = m.group(0)
+        for p in _path_matches(rest):
             if p.startswith("./"):
                 p = p[2:]
             if p and p not in ("/", "~/", "../") and not p.startswith("//"):
@@ -706,6 +758,18 @@ def _step_terms(
         words=tuple(words),
         package_hosts=tuple(package),
     )
+
+
+def _path_matches(text: str) -> Iterator[str]:
+    """What ``_PATH_RE.finditer(text)`` matches, in order, searched only in the chunks
+    between whitespace that hold a ``/`` or a ``.``: a match holds one of them and no
+    whitespace, and whitespace before or after a chunk satisfies the pattern's
+    look-arounds as the chunk's own ends do. (The pattern tried at every position of a
+    long text was most of the cost of :func:`step_terms`.)"""
+    for chunk in text.split():
+        if "/" in chunk or "." in chunk:
+            for m in _PATH_RE.finditer(chunk):
+                yield m.group(0)
 
 
 def directory_of(path: str) -> str:

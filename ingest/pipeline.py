@@ -679,7 +679,12 @@ class Pipeline:
         if late:
             self.stats.late_steps += 1
         detail = step.detail
-        features = session.features.observe(analysed_step(step), seq=session.next_seq)
+        # only a tool call has trajectory features (observe gives {} for the rest)
+        features = (
+            session.features.observe(analysed_step(step), seq=session.next_seq)
+            if step.kind == StepKind.TOOL_CALL
+            else {}
+        )
         if features or late:
             detail = {**detail, **features, **({"late": True} if late else {})}
         placed = step.with_(

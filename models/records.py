@@ -125,9 +125,9 @@ class Step:
         unknown = changes.keys() - _STEP_FIELD_SET
         if unknown:
             raise TypeError(f"Step has no field {sorted(unknown)[0]!r}")
-        twin = _new_step(Step)
-        for name, value in zip(_STEP_FIELD_NAMES, _get_step_fields(self), strict=True):
-            _set(twin, name, changes.get(name, value))
+        twin = _copy_step(self)
+        for name, value in changes.items():
+            _set(twin, name, value)
         return twin
 
     def ref(self) -> dict[str, Any]:
@@ -181,6 +181,20 @@ def _step_of(*values: Any) -> Step:
     for name, value in zip(_STEP_FIELD_NAMES, values, strict=True):
         _set(step, name, value)
     return step
+
+
+def _step_copier() -> Any:
+    """A function copying a step field by field, written out (one statement a field):
+    a third of the cost of looping over the 35 names."""
+    lines = ["def copy_step(step):", "    twin = new(Step)"]
+    lines += [f"    set_(twin, {name!r}, step.{name})" for name in _STEP_FIELD_NAMES]
+    lines.append("    return twin")
+    namespace: dict[str, Any] = {"new": _new_step, "set_": _set, "Step": Step}
+    exec("\n".join(lines), namespace)  # our own field names only
+    return namespace["copy_step"]
+
+
+_copy_step = _step_copier()
 
 
 def alert_id(detector: str, session_id: str, onset_step_id: str, severity: str = "") -> str:

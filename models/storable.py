@@ -209,22 +209,49 @@ def _bytes_check(name: str) -> Callable[[Any], Any]:
 
 def _record_checker(table: Table, fields: tuple[str, ...]) -> Callable[[Any], dict[str, Any]]:
     checks = _checks(table, fields)
+    # Per field, what the common value needs no check for: ASCII text without NUL within
+    # the column's length, an int within its range (the check would return it as it is).
+    plain: list[tuple[int, int, int]] = []
+    for name, _, _ in checks:
+        kind = table.c[name].type
+        if isinstance(kind, Integer):  # BigInteger too
+            bits = 64 if isinstance(kind, BigInteger) else 32
+            plain.append((_PLAIN_INT, -(2 ** (bits - 1)), 2 ** (bits - 1) - 1))
+        elif isinstance(kind, String) and not isinstance(kind, LargeBinary):
+            plain.append((_PLAIN_TEXT, 0, kind.length if kind.length is not None else -1))
+        else:
+            plain.append((0, 0, 0))
+    fast = tuple((*check, *p) for check, p in zip(checks, plain, strict=True))
 
     def changes(record: Any) -> dict[str, Any]:
         """The fields of ``record`` whose storable value differs (repaired text)."""
         out: dict[str, Any] = {}
-        for name, nullable, check in checks:
+        for name, nullable, check, kind, low, high in fast:
             value = getattr(record, name)
             if value is None:
                 if nullable:
                     continue
                 raise Unstorable(f"{name}: missing (null) where a value is required")
+            if kind == _PLAIN_TEXT:
+                if (
+                    type(value) is str
+                    and value.isascii()
+                    and "\x00" not in value
+                    and (high < 0 or len(value) <= high)
+                ):
+                    continue
+            elif kind == _PLAIN_INT and type(value) is int and low <= value <= high:
+                continue
             fixed = check(value)
             if fixed is not value:  # repaired text, or a JSON column's plain copy
                 out[name] = fixed
         return out
 
     return changes
+
+
+_PLAIN_TEXT = 1
+_PLAIN_INT = 2
 
 
 def _fields(record_type: type) -> tuple[str, ...]:

@@ -1,0 +1,345 @@
+"""End-to-end replay rate of this tree beside a baseline commit, on the same spans.
+
+Builds realistic agent traces with the real OpenTelemetry SDK and its OTLP encoder
+(100 spans a trace: the ``invoke_agent`` root, then model calls, tool calls with ~200-byte
+arguments and results of a few hundred bytes, HTTP client children under the tools that
+fetch; batches of 100 spans as an exporter sends them), writes them as length-delimited
+``*.otlp.binpb`` recordings, checks the baseline commit out beside the current tree
+(``git worktree add --detach`` in a temporary folder, removed afterwards), and replays
+the same files with each tree: ``trajwatch replay`` (its CLI entry, all detectors, the
+tree's own ``trajwatch.toml``) into a fresh SQLite file, each run in its own process
+with the same interpreter, alternating baseline and current. It prints, per tree, the
+median over ``--repeat`` runs of spans per second of CPU and µs of CPU per span (process
+CPU time of the replay call, imports excluded), the ratio, and the machine; and it
+checks that both trees stored the same tables (``benchmarks/table_hashes.py``).
+
+Run: ``.venv/bin/python benchmarks/bench_speedup.py [--spans 20000] [--repeat 3]
+[--baseline ca4810b]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from opentelemetry import trace
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from table_hashes import HASH_SEED, table_hashes
+
+BASELINE = "ca4810b"
+"""main when issue 12 was taken up."""
+SPANS_PER_TRACE = 100
+BATCH = 100
+TRACES_PER_FILE = 20
+ARGUMENT_BYTES = 200
+
+_FILES = [
+    "src/app/models.py",
+    "src/app/views.py",
+    "src/app/utils/dates.py",
+    "tests/test_views.py",
+    "README.md",
+    "pyproject.toml",
+    "src/app/api/handlers.py",
+    "docs/usage.md",
+]
+_HOSTS = [
+    "pypi.org",
+    "docs.python.org",
+    "api.github.com",
+    "files.pythonhosted.org",
+    "stackoverflow.com",
+    "registry.npmjs.org",
+]
+_WORDS = [
+    "timezone",
+    "parse",
+    "offset",
+    "handler",
+    "request",
+    "response",
+    "cache",
+    "retry",
+    "session",
+    "token",
+    "user",
+    "order",
+    "invoice",
+    "report",
+    "export",
+    "import",
+    "schema",
+    "migration",
+    "fixture",
+]
+
+
+def _pad(arguments: dict[str, object], rng: random.Random) -> str:
+    """``arguments`` as JSON, grown to about :data:`ARGUMENT_BYTES` with a description."""
+    text = json.dumps(arguments)
+    words: list[str] = []
+    while len(text) + len(" ".join(words)) + 20 < ARGUMENT_BYTES:
+        words.append(rng.choice(_WORDS))
+    return json.dumps({**arguments, "description": " ".join(words)})
+
+
+def _tool(i: int, rng: random.Random) -> tuple[str, str, str, str | None]:
+    """(tool, arguments JSON, result, URL fetched or None) of the i-th call of a run."""
+    path = rng.choice(_FILES)
+    host = rng.choice(_HOSTS)
+    kind = rng.randrange(5)
+    if kind == 0:
+        url = f"https://{host}/simple/pkg{rng.randrange(40)}/"
+        args = _pad({"command": f"curl -sL {url} | head -n {rng.randrange(5, 80)}"}, rng)
+        return "bash", args, f"<html><body>links for pkg {i} " + "x" * rng.randrange(80, 400), url
+    if kind == 1:
+        args = _pad({"command": f"pytest -q {path} -k test_{rng.choice(_WORDS)}_{i % 9}"}, rng)
+        failed = rng.random() < 0.3
+        tail = f"FAILED {path}::test_case - AssertionError" if failed else "12 passed in 0.4s"
+        return "bash", args, "collected 12 items\n" + "." * 12 + "\n" + tail, None
+    if kind == 2:
+        args = _pad({"path": path}, rng)
+        body = "\n".join(f"def {rng.choice(_WORDS)}_{n}(x):\n    return x" for n in range(12))
+        return "read_file", args, body, None
+    if kind == 3:
+        args = _pad(
+            {
+                "path": path,
+                "old": f"return {rng.choice(_WORDS)}",
+                "new": f"return {rng.choice(_WORDS)}(x)",
+            },
+            rng,
+        )
+        return "edit_file", args, f"edited {path}", None
+    url = f"https://{host}/3/library/{rng.choice(_WORDS)}.html"
+    args = _pad({"url": url}, rng)
+    return "web_fetch", args, "<title>docs</title>" + " ".join(rng.choices(_WORDS, k=60)), url
+
+
+def make_traces(total_spans: int, seed: int = 12) -> list[list[ReadableSpan]]:
+    """Traces of :data:`SPANS_PER_TRACE` spans each, ``total_spans`` in all."""
+    rng = random.Random(seed)
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(resource=Resource.create({"service.name": "bench-agent"}))
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("bench")
+    t = 1_767_000_000_000_000_000
+    traces: list[list[ReadableSpan]] = []
+    for session in range(total_spans // SPANS_PER_TRACE):
+        exporter.clear()
+        conversation = f"bench-{session}"
+        goal = f"Fix the {rng.choice(_WORDS)} bug in org/app-{session % 7}: {rng.choice(_FILES)}"
+        root = tracer.start_span(
+            "invoke_agent coder",
+            start_time=t,
+            attributes={
+                "gen_ai.operation.name": "invoke_agent",
+                "gen_ai.agent.name": "coder",
+                "gen_ai.conversation.id": conversation,
+                "gen_ai.input.messages": json.dumps([{"role": "user", "content": goal}]),
+            },
+        )
+        made = 1
+        i = 0
+        with trace.use_span(root, end_on_exit=False):
+            while made < SPANS_PER_TRACE:
+                t += 1_000_000_000
+                name, arguments, result, url = _tool(i, rng)
+                chat = tracer.start_span(
+                    "chat m",
+                    kind=SpanKind.CLIENT,
+                    start_time=t,
+                    attributes={
+                        "gen_ai.operation.name": "chat",
+                        "gen_ai.request.model": "m",
+                        "gen_ai.usage.input_tokens": 1000 + 400 * i,
+                        "gen_ai.usage.output_tokens": rng.randrange(40, 400),
+                        "gen_ai.response.id": f"{conversation}-r{i}",
+                        "gen_ai.response.finish_reasons": ["tool_calls"],
+                        "gen_ai.conversation.id": conversation,
+                    },
+                )
+                chat.end(end_time=t + 500_000_000)
+                made += 1
+                if made == SPANS_PER_TRACE:
+                    break
+                tool = tracer.start_span(
+                    f"execute_tool {name}",
+                    start_time=t + 600_000_000,
+                    attributes={
+                        "gen_ai.operation.name": "execute_tool",
+                        "gen_ai.tool.name": name,
+                        "gen_ai.tool.call.id": f"{conversation}-c{i}",
+                        "gen_ai.tool.call.arguments": arguments,
+                        "gen_ai.tool.call.result": result,
+                        "gen_ai.conversation.id": conversation,
+                    },
+                )
+                made += 1
+                if url is not None and made < SPANS_PER_TRACE:
+                    with trace.use_span(tool, end_on_exit=False):
+                        http = tracer.start_span(
+                            "GET",
+                            kind=SpanKind.CLIENT,
+                            start_time=t + 650_000_000,
+                            attributes={
+                                "http.request.method": "GET",
+                                "url.full": url,
+                                "server.address": url.split("/")[2],
+                                "http.response.status_code": 200,
+                            },
+                        )
+                        http.end(end_time=t + 700_000_000)
+                    made += 1
+                tool.end(end_time=t + 900_000_000)
+                i += 1
+        root.end(end_time=t + 1_000_000_000)
+        traces.append(list(exporter.get_finished_spans()))
+    return traces
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte, n = n & 0x7F, n >> 7
+        out.append(byte | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def write_recordings(traces: list[list[ReadableSpan]], folder: Path) -> int:
+    """The traces as length-delimited OTLP protobuf files; returns the spans written."""
+    spans = 0
+    for f in range(0, len(traces), TRACES_PER_FILE):
+        chunk = [s for tr in traces[f : f + TRACES_PER_FILE] for s in tr]
+        with open(folder / f"bench-{f // TRACES_PER_FILE:03d}.otlp.binpb", "wb") as out:
+            for b in range(0, len(chunk), BATCH):
+                data = encode_spans(chunk[b : b + BATCH]).SerializeToString()
+                out.write(_varint(len(data)) + data)
+        spans += len(chunk)
+    return spans
+
+
+_CHILD = """
+import json, sys, time
+from trajwatch import cli
+import trajwatch.replay, ingest.pipeline, detectors.registry
+cpu, wall = time.process_time(), time.perf_counter()
+rc = cli.main(["replay", "--json", "--db", sys.argv[1], sys.argv[2]])
+cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+sys.stderr.write(json.dumps({"rc": rc, "cpu": cpu, "wall": wall}) + "\\n")
+"""
+
+
+def run_tree(tree: Path, recordings: Path, db: Path) -> dict[str, float]:
+    """One replay of ``recordings`` by ``tree``'s code into ``db``: its CPU and wall s."""
+    env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONHASHSEED": HASH_SEED}
+    env.pop("TRAJWATCH_DB_URL", None)
+    done = subprocess.run(
+        [sys.executable, "-c", _CHILD, f"sqlite:///{db}", str(recordings)],
+        cwd=tree,
+        env=env,
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    result: dict[str, float] = json.loads(done.stderr.strip().splitlines()[-1])
+    if result["rc"] != 0:
+        raise SystemExit(f"replay by {tree} failed: exit {result['rc']}")
+    return result
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--spans", type=int, default=20_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--baseline", default=BASELINE, help="commit to compare with")
+    parser.add_argument("--baseline-tree", type=Path, help="an existing checkout to use instead")
+    args = parser.parse_args()
+    here = Path(__file__).resolve().parents[1]
+    with tempfile.TemporaryDirectory(prefix="bench-speedup-") as tmp_name:
+        tmp = Path(tmp_name)
+        recordings = tmp / "recordings"
+        recordings.mkdir()
+        spans = write_recordings(make_traces(args.spans), recordings)
+        base = args.baseline_tree
+        if base is None:
+            base = tmp / "baseline"
+            subprocess.run(
+                [
+                    "git",
+                    "-C",
+                    str(here),
+                    "worktree",
+                    "add",
+                    "--detach",
+                    "--quiet",
+                    str(base),
+                    args.baseline,
+                ],
+                check=True,
+            )
+        try:
+            runs: dict[str, list[dict[str, float]]] = {"baseline": [], "current": []}
+            trees = {"baseline": base, "current": here}
+            hashes = {}
+            for r in range(args.repeat):
+                for name, tree in trees.items():
+                    db = tmp / f"{name}-{r}.db"
+                    runs[name].append(run_tree(tree, recordings, db))
+                    if r == 0:
+                        hashes[name] = table_hashes(db)
+                    db.unlink()
+        finally:
+            if args.baseline_tree is None:
+                subprocess.run(
+                    ["git", "-C", str(here), "worktree", "remove", "--force", str(base)],
+                    check=False,
+                )
+    print(
+        f"machine: {platform.platform()}, {platform.processor() or platform.machine()}, "
+        f"{os.cpu_count()} cpus, Python {platform.python_version()}; "
+        f"load average {os.getloadavg()[0]:.1f}"
+    )
+    steps = hashes["current"]["steps"]["rows"]
+    print(
+        f"input: {spans} spans ({SPANS_PER_TRACE} a trace, ~{ARGUMENT_BYTES}-byte tool "
+        f"arguments) -> {steps} steps; trajwatch replay into SQLite, all detectors; "
+        f"median of {args.repeat} runs each"
+    )
+    rates = {}
+    for name, label in (("baseline", args.baseline), ("current", "this tree")):
+        cpu = statistics.median(r["cpu"] for r in runs[name])
+        wall = statistics.median(r["wall"] for r in runs[name])
+        rates[name] = spans / cpu
+        print(
+            f"  {name:<9} {label:<10} {spans / cpu:>8,.0f} spans/s of CPU  "
+            f"{cpu / spans * 1e6:7.1f} µs CPU/span  ({cpu:.2f} s CPU, {wall:.2f} s wall)"
+        )
+    print(f"  ratio current/baseline: {rates['current'] / rates['baseline']:.2f}x")
+    same = hashes["baseline"] == hashes["current"]
+    differing = sorted(
+        t for t in hashes["current"] if hashes["current"][t] != hashes["baseline"].get(t)
+    )
+    print("  tables: identical" if same else f"  tables DIFFER: {', '.join(differing)}")
+    return 0 if same else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
