@@ -713,7 +713,7 @@ class IntentDrift(Detector):
         self._ep_max = max(self._ep_max, weight)
         if weight >= 1.0 and words and not any(w in self._goal_words for w in words):
             self._ep_foreign = True
-        for w in list(words)[:16]:
+        for w in sorted(words)[:16]:  # sorted: the same words whatever the hash seed
             _remember(self._ep_words, w, None, 64)
         for label in labels:
             _remember(self._ep_labels, label, None, 8)
@@ -876,7 +876,9 @@ class IntentDrift(Detector):
         return weight, labels, pending, injected
 
     def _learn(self, terms: StepTerms, words: set[str]) -> None:
-        for w in words:
+        # sorted: which words the bounded vocabulary keeps must not follow the string
+        # hash seed, or a replay in another process could judge differently
+        for w in sorted(words):
             _remember(self._words, w, None, _MAX_WORDS)
         for h in terms.hosts:
             if not self._neutral_host(h):
