@@ -49,6 +49,9 @@ from trajwatch.config import detector_set  # noqa: E402
 
 RECORDINGS = (ROOT / "fixtures" / "recorded", ROOT.parent / "shared" / "corpus" / "recordings")
 SLOW_S = 2.0
+WATCH_S = 0.5
+"""Inputs slower than this are counted and the five slowest saved: the classes to analyse
+before they grow into :data:`SLOW_S` ones."""
 STUCK_S = 30.0
 """An input still running after this long is stopped (SIGALRM) and saved as a crash of
 type ``InputTimeout``: one pathological input must not eat a whole fuzzing run."""
@@ -266,12 +269,31 @@ def save_crash(folder: Path, kind: str, records: list[bytes], error: BaseExcepti
     return path
 
 
+def save_slowest(folder: Path, rank: int, kind: str, records: list[bytes], took: float) -> Path:
+    """The ``rank``-th slowest input of this run as ``slowest-<rank>.json`` (overwritten by
+    the next run), in the crash files' shape, so ``--reproduce`` replays it."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"slowest-{rank + 1}-{os.getpid()}.json"
+    encoded = [base64.b64encode(r).decode() for r in records]
+    path.write_text(json.dumps({"kind": kind, "records": encoded, "seconds": round(took, 3)}))
+    return path
+
+
+def describe(records: list[bytes]) -> str:
+    """How big an input is, for a person deciding which class it is."""
+    total = sum(len(r) for r in records)
+    longest = max((len(r) for r in records), default=0)
+    return f"{total:,} bytes, largest record {longest:,}"
+
+
 def reproduce(path: Path, db_url: str) -> None:
     saved = json.loads(path.read_text())
     records = [base64.b64decode(r) for r in saved["records"]]
     with Store.open(db_url) as store:
+        started = time.perf_counter()
         check_accounts(run_input(store, saved["kind"], records, detector_set({})))
-    print("no exception")
+        took = time.perf_counter() - started
+    print(f"no exception ({took:.3f} s)")
 
 
 def machine() -> str:
@@ -301,8 +323,8 @@ def main(argv: list[str] | None = None) -> int:
         detectors = detector_set({})
         crashes: Counter[str] = Counter()
         examples: dict[str, Path] = {}
-        inputs = slow = 0
-        slowest = (0.0, "")
+        inputs = slow = watched = 0
+        slowest: list[tuple[float, str, list[bytes]]] = []  # the five slowest, slowest first
         print(machine())
         print(f"seeds: {len(seeds)} files, {sum(len(s.records) for s in seeds)} records")
         if hasattr(signal, "setitimer"):
@@ -330,16 +352,21 @@ def main(argv: list[str] | None = None) -> int:
                     slow += 1
                     if slow <= 5:
                         save_crash(args.crashes, kind, records, SlowInput(f"{took:.3f} s"))
-                if took > slowest[0]:
-                    slowest = (took, kind)
+                if took > WATCH_S:
+                    watched += 1
+                if len(slowest) < 5 or took > slowest[-1][0]:
+                    slowest = sorted([*slowest, (took, kind, records)], key=lambda t: -t[0])[:5]
             elapsed = args.seconds + (time.perf_counter() - deadline)
             steps, dead = store.count("steps"), store.count("dead_letters")
             problems = check_store(store)
     print(f"inputs: {inputs} in {elapsed:.1f} s = {inputs / elapsed:.1f} inputs/s")
     print(f"store afterwards: {steps} steps, {dead} dead letters")
-    print(f"slowest input: {slowest[0]:.3f} s ({slowest[1]}); over {SLOW_S:.0f} s: {slow}")
-    if slow:
-        print(f"  saved as {args.crashes}/SlowInput-*.json")
+    print(f"over {WATCH_S} s: {watched}; over {SLOW_S:.0f} s: {slow}")
+    for rank, (took, kind, records) in enumerate(slowest):
+        saved = save_slowest(args.crashes, rank, kind, records, took)
+        label = "slowest input" if rank == 0 else f"  #{rank + 1}"
+        print(f"{label}: {took:.3f} s ({kind}, {len(records)} records, {describe(records)})")
+        print(f"    saved as {saved} (replay: --reproduce {saved})")
     print(f"crashes: {sum(crashes.values())} ({len(crashes)} distinct types)")
     for key, count in crashes.most_common():
         print(f"  {count:6d}  {key}  e.g. {examples.get(key)}")

@@ -18,13 +18,15 @@ parsers that read them):
   shared, ``usage`` repeated as a running snapshot): the lines of one ``message.id``
   are **one** ``model_call`` (its largest usage counts; input tokens are the whole prompt:
   ``input_tokens`` + ``cache_creation_input_tokens`` + ``cache_read_input_tokens``), each
-  ``tool_use`` block a ``tool_call`` (its ``id`` is the call id); ``isApiErrorMessage``
-  lines are ``error`` steps;
+  ``tool_use`` block a ``tool_call`` (its ``id`` is the call id), as is a
+  ``server_tool_use`` / ``mcp_tool_use`` block, whose ``…_tool_result`` block in the same
+  response is its ``tool_result``; ``isApiErrorMessage`` lines are ``error`` steps;
 - ``user`` lines: the first typed prompt of the main chain is the session's ``start``
   (its goal; ``cwd`` is the workspace), a sub-agent's first prompt its own ``start``;
   later prompts ride on the next model call (``detail.user_message``); a slash command,
   stored as ``<command-name>``/``<command-args>`` markup, is the prompt ``/name args``;
-  ``tool_result`` blocks are ``tool_result`` steps (``is_error`` → failed; the error
+  ``tool_result`` blocks are ``tool_result`` steps (an image or document in one is a
+  placeholder naming its media type, not its bytes; ``is_error`` → failed; the error
   Claude Code gives the calls of a parallel batch it cancelled because a sibling failed,
   ``<tool_use_error>Sibling tool call errored</tool_use_error>`` or, from 2.1.15x,
   ``Cancelled: parallel tool call … errored``, → ``cancelled``); ``isMeta`` lines (text
@@ -78,6 +80,10 @@ _METADATA = frozenset(
         "pr-link",
     }
 )
+_CALL_BLOCKS = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
+"""Content blocks that call a tool: Claude Code's own tools (``tool_use``), tools the API
+runs (``server_tool_use``: web search, web fetch, code execution; their
+``…_tool_result`` block follows in the same response) and MCP connector tools."""
 _INTERRUPTED = "[Request interrupted by user"
 _COMMAND_TAG = re.compile(r"<command-(name|args)>(.*?)</command-\1>", re.DOTALL)
 _TOOL_USE_ERROR = re.compile(r"\s*<tool_use_error>(.*?)</tool_use_error>\s*", re.DOTALL)
@@ -263,7 +269,7 @@ def _assistant(
         kind = block.get("type")
         if kind == "text" and isinstance(block.get("text"), str):
             call.texts.append(block["text"])
-        elif kind == "tool_use":
+        elif kind in _CALL_BLOCKS:
             call_id = block.get("id")
             name = block.get("name")
             if not isinstance(call_id, str) or not call_id or not isinstance(name, str):
@@ -271,6 +277,8 @@ def _assistant(
             fields = tool_call_fields(name, block.get("input"))
             step = Step(kind=StepKind.TOOL_CALL, call_id=call_id, end_ts=None, **fields, **common)
             add(step, f"tool_call/{call_id}", f":{index}")
+        elif isinstance(kind, str) and kind.endswith("_tool_result"):
+            _tool_result(block, common, add, index)  # a server tool's, in the same response
 
 
 def _user(
@@ -327,10 +335,14 @@ def _tool_result(block: Mapping[str, Any], common: dict[str, Any], add: Any, ind
     content = block.get("content")
     text: str | None
     if isinstance(content, list):
-        text = "\n".join(_block_texts(content)) or canonical_json(content)
+        text = "\n".join(_result_parts(content))
+    elif isinstance(content, Mapping):  # a server tool's error: {"type": "…_error", "error_code"}
+        text = canonical_json(content)
     else:
         text = content if isinstance(content, str) else None
-    failed = block.get("is_error") is True
+    failed = block.get("is_error") is True or (
+        isinstance(content, Mapping) and str(content.get("type", "")).endswith("_error")
+    )
     fields = tool_result_fields(text, failed=failed, cancelled=failed and _cancelled(text))
     step = Step(kind=StepKind.TOOL_RESULT, call_id=call_id, **fields, **common)
     add(step, f"tool_result/{call_id}", f":{index}")
@@ -359,6 +371,28 @@ def _system(reader: _Reader, line: Mapping[str, Any], common: dict[str, Any], ad
         text = error if isinstance(error, str) else canonical_json(error)
         detail = {"retry_attempt": line.get("retryAttempt"), "max_retries": line.get("maxRetries")}
         add(Step(kind=StepKind.ERROR, status="error", error=excerpt(text), detail=detail, **common))
+
+
+def _result_parts(blocks: list[Any]) -> list[str]:
+    """A tool result's content blocks as text: a text block's text, an image or a
+    document as a placeholder naming its media type (not its base64 bytes: a screenshot
+    is megabytes of no meaning to an analysis), a search hit as its title and URL, any
+    other block as its JSON."""
+    parts = []
+    for block in blocks:
+        kind = block.get("type") if isinstance(block, Mapping) else None
+        if kind == "text" and isinstance(block.get("text"), str):
+            parts.append(block["text"])
+        elif kind in ("image", "document") and isinstance(block, Mapping):
+            source = block.get("source")
+            media = source.get("media_type") if isinstance(source, Mapping) else None
+            parts.append(f"[{kind} {media}]" if isinstance(media, str) else f"[{kind}]")
+        elif isinstance(block, Mapping) and isinstance(block.get("url"), str):
+            title = block.get("title")
+            parts.append(f"{title} {block['url']}" if isinstance(title, str) else block["url"])
+        else:
+            parts.append(canonical_json(block))
+    return parts
 
 
 def _block_texts(blocks: Any) -> list[str]:
