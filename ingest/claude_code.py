@@ -38,6 +38,10 @@ parsers that read them):
 - other lines (``summary`` titles, ``file-history-snapshot``, ``progress``, hooks,
   ``attachment``, …) carry no step.
 
+A headless run's ``claude -p --output-format stream-json`` capture (the Agent SDK's
+messages: snake-case ``session_id``, no times, a closing ``result``) is read as the same
+transcript by :func:`stream_drafts`.
+
 A transcript has no delivery order of its own that a replay could follow, so a file is
 delivered whole (like a TRAIL trace) and its steps are put in event-time order; a line
 that cannot be read is a dead letter with the reason, the rest of the file is kept.
@@ -60,11 +64,20 @@ from ingest.errors import DecodeError
 from ingest.session_events import parse_ts
 from models.records import Step, StepKind
 
-__all__ = ["AGENT", "SOURCE", "is_claude_code_line", "transcript_drafts"]
+__all__ = [
+    "AGENT",
+    "SOURCE",
+    "is_claude_code_line",
+    "is_claude_stream_line",
+    "stream_drafts",
+    "transcript_drafts",
+]
 
 SOURCE = "claude_code"
 AGENT = "claude-code"
-_CONVERSATION = frozenset({"user", "assistant", "system"})
+_CONVERSATION = frozenset({"user", "assistant", "system", "result"})
+_STREAM_TYPES = frozenset({"system", "assistant", "user", "result", "stream_event"})
+"""Line types of ``claude -p --output-format stream-json`` (the Agent SDK's messages)."""
 _METADATA = frozenset(
     {
         "summary",
@@ -110,6 +123,63 @@ def is_claude_code_line(obj: Any) -> bool:
         return "snapshot" in obj
     # conversation lines, and line types of newer releases (no step) with the envelope
     return "sessionId" in obj and ("uuid" in obj or kind in _METADATA)
+
+
+def is_claude_stream_line(obj: Any) -> bool:
+    """A line of ``claude -p --output-format stream-json``: the Agent SDK's messages, with
+    a snake-case ``session_id`` and no time (no trajwatch session event has these types)."""
+    if not isinstance(obj, Mapping) or not isinstance(obj.get("session_id"), str):
+        return False
+    kind = obj.get("type")
+    if kind in ("assistant", "user"):
+        return isinstance(obj.get("message"), Mapping)
+    if kind == "stream_event":
+        return "event" in obj
+    return kind in _STREAM_TYPES and isinstance(obj.get("subtype"), str)
+
+
+def stream_drafts(
+    lines: Sequence[tuple[str, Mapping[str, Any]]],
+) -> tuple[list[Draft], list[tuple[str, str, Mapping[str, Any]]]]:
+    """The drafts of a ``stream-json`` capture, read as the transcript it streams.
+
+    Its lines carry no time: line *i* is placed *i* ms after the Unix epoch, which keeps
+    their order (durations are unknown). The ``init`` line gives the workspace and the
+    version; a message whose ``parent_tool_use_id`` is set is the sub-agent that call
+    started (its own context); ``result`` ends the session (``is_error``, the final
+    text, ``total_cost_usd``); ``stream_event`` partial deltas repeat the messages and
+    carry no step."""
+    envelope: dict[str, Any] = {}
+    transcript: list[tuple[str, Mapping[str, Any]]] = []
+    for index, (location, line) in enumerate(lines):
+        kind = line.get("type")
+        if kind == "system" and line.get("subtype") == "init":
+            for key, name in (("cwd", "cwd"), ("claude_code_version", "version")):
+                if isinstance(line.get(key), str):
+                    envelope[name] = line[key]
+            continue
+        if kind == "stream_event":
+            continue
+        converted = {
+            **envelope,
+            **line,
+            "sessionId": line.get("session_id"),
+            "uuid": line.get("uuid") or f"stream-{index}",
+            "timestamp": index / 1000,
+        }
+        parent = line.get("parent_tool_use_id")
+        if isinstance(parent, str) and parent:
+            converted.update(isSidechain=True, agentId=parent)
+        if kind == "system" and "compact_metadata" in line:  # the SDK's snake case
+            meta = line["compact_metadata"]
+            if isinstance(meta, Mapping):
+                converted["compactMetadata"] = {
+                    "trigger": meta.get("trigger"),
+                    "preTokens": meta.get("pre_tokens"),
+                    "postTokens": meta.get("post_tokens"),
+                }
+        transcript.append((location, converted))
+    return transcript_drafts(transcript)
 
 
 @dataclass(slots=True)
@@ -214,6 +284,8 @@ def _read_line(reader: _Reader, location: str, line: Mapping[str, Any]) -> None:
         if not isinstance(message, Mapping):
             raise DecodeError("message: an object is required on a user line")
         _user(reader, line, message, common, context, add)
+    elif kind == "result":
+        _result(line, common, add)
     else:
         _system(reader, line, common, add)
 
@@ -346,6 +418,25 @@ def _tool_result(block: Mapping[str, Any], common: dict[str, Any], add: Any, ind
     fields = tool_result_fields(text, failed=failed, cancelled=failed and _cancelled(text))
     step = Step(kind=StepKind.TOOL_RESULT, call_id=call_id, **fields, **common)
     add(step, f"tool_result/{call_id}", f":{index}")
+
+
+def _result(line: Mapping[str, Any], common: dict[str, Any], add: Any) -> None:
+    """A headless run's ``result`` line: the end of the session."""
+    failed = line.get("is_error") is True or line.get("subtype") not in (None, "success")
+    text = line.get("result")
+    detail: dict[str, Any] = {"end_status": str(line.get("subtype") or "")}
+    for key in ("num_turns", "total_cost_usd", "duration_ms"):
+        value = line.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            detail[key] = value
+    step = Step(
+        kind=StepKind.END,
+        status="error" if failed else "ok",
+        text=excerpt(text) if isinstance(text, str) and text else None,
+        detail=detail,
+        **common,
+    )
+    add(step, "end")
 
 
 def _system(reader: _Reader, line: Mapping[str, Any], common: dict[str, Any], add: Any) -> None:

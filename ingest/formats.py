@@ -28,7 +28,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from ingest.agentdojo import is_agentdojo, is_header, record_drafts, session_id_for
-from ingest.claude_code import is_claude_code_line, transcript_drafts
+from ingest.claude_code import (
+    is_claude_code_line,
+    is_claude_stream_line,
+    stream_drafts,
+    transcript_drafts,
+)
 from ingest.codex import is_codex_line, rollout_drafts
 from ingest.draft import Draft
 from ingest.errors import DecodeError
@@ -219,15 +224,19 @@ def _is_trail(obj: Any) -> bool:
 FORMATS: dict[str, Format] = {
     f.name: f
     for f in (
-        Format(
-            name="agentdojo", claims=is_agentdojo, prepare=_agentdojo_run, deliver=_agentdojo
-        ),
+        Format(name="agentdojo", claims=is_agentdojo, prepare=_agentdojo_run, deliver=_agentdojo),
         Format(name="skip", claims=is_header, deliver=_skip),  # AgentDojo's metadata line
         Format(
             name="claude_code",
             claims=is_claude_code_line,
             whole_file=True,
             deliver=_transcript(lambda r: transcript_drafts(r.payload["lines"]), "claude_code"),
+        ),
+        Format(
+            name="claude_stream",
+            claims=is_claude_stream_line,
+            whole_file=True,
+            deliver=_transcript(lambda r: stream_drafts(r.payload["lines"]), "claude_code"),
         ),
         Format(
             name="codex",

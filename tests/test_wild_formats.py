@@ -422,3 +422,113 @@ def test_a_codex_image_output_is_a_placeholder_not_a_data_url() -> None:
     assert rejects == []
     (result,) = [d.step for d in drafts if d.step.kind == "tool_result"]
     assert result.result == "shot.png\n[image]"
+
+
+# -- Claude Code headless: claude -p --output-format stream-json ------------------------
+
+STREAM_SESSION = "8c1f9d2e-3b4a-4c5d-9e6f-7a8b9c0d1e2f"
+
+
+def stream_capture() -> list[dict[str, Any]]:
+    """A headless run as ``claude -p … --output-format stream-json --verbose`` prints it:
+    init, one assistant line per content block, tool results as user lines, a sub-agent's
+    messages tagged with its Task call, partial-message events, the closing result."""
+    sid = {"session_id": STREAM_SESSION}
+
+    def assistant(message_id: str, block: dict[str, Any], parent: str | None = None) -> Any:
+        message = {
+            "id": message_id,
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-sonnet-4-5",
+            "content": [block],
+            "stop_reason": None,
+            "usage": {"input_tokens": 12, "cache_read_input_tokens": 9000, "output_tokens": 40},
+        }
+        return {"type": "assistant", "message": message, "parent_tool_use_id": parent, **sid}
+
+    def result(call_id: str, text: str, parent: str | None = None, error: bool = False) -> Any:
+        block = {"type": "tool_result", "tool_use_id": call_id, "content": text}
+        if error:
+            block["is_error"] = True
+        message = {"role": "user", "content": [block]}
+        return {"type": "user", "message": message, "parent_tool_use_id": parent, **sid}
+
+    bash = {
+        "type": "tool_use",
+        "id": "toolu_01",
+        "name": "Bash",
+        "input": {"command": "pytest -q", "description": "Run the tests"},
+    }
+    task = {
+        "type": "tool_use",
+        "id": "toolu_02",
+        "name": "Task",
+        "input": {
+            "description": "Find the bug",
+            "prompt": "Find why test_io fails",
+            "subagent_type": "general-purpose",
+        },
+    }
+    grep = {"type": "tool_use", "id": "toolu_03", "name": "Grep", "input": {"pattern": "open("}}
+    return [
+        {
+            "type": "system",
+            "subtype": "init",
+            "cwd": "/repo",
+            "model": "claude-sonnet-4-5",
+            "tools": ["Bash", "Task", "Grep"],
+            "claude_code_version": "2.0.40",
+            **sid,
+        },
+        {"type": "stream_event", "event": {"type": "message_start"}, **sid},
+        assistant("msg_01", {"type": "text", "text": "Running the tests."}),
+        assistant("msg_01", bash),
+        result("toolu_01", "1 failed", error=True),
+        assistant("msg_02", task),
+        assistant("msg_s1", grep, parent="toolu_02"),
+        result("toolu_03", "src/io.py:3: open(path)", parent="toolu_02"),
+        result("toolu_02", "The file is opened in text mode."),
+        {
+            "type": "system",
+            "subtype": "compact_boundary",
+            "compact_metadata": {"trigger": "auto", "pre_tokens": 150_000},
+            **sid,
+        },
+        {
+            "type": "result",
+            "subtype": "success",
+            "is_error": False,
+            "duration_ms": 41_000,
+            "num_turns": 4,
+            "result": "Fixed: the file is opened in binary mode now.",
+            "total_cost_usd": 0.21,
+            "usage": {"input_tokens": 40, "output_tokens": 900},
+            **sid,
+        },
+    ]
+
+
+def test_a_stream_json_capture_is_read_as_its_transcript(tmp_path: Path) -> None:
+    lines = stream_capture()
+    path = tmp_path / "run.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    db_url = f"sqlite:///{tmp_path / 's.db'}"
+    summary = replay([path], settings=Settings.from_env(db_url=db_url))
+    assert summary.dead_letters == 0  # no line is taken for a malformed session event
+    with Store.open(db_url) as store:
+        steps = store.steps(STREAM_SESSION)
+    calls = [s for s in steps if s.kind == "tool_call"]
+    assert [c.tool for c in calls] == ["Bash", "Task", "Grep"]
+    assert json.loads(calls[0].arguments or "")["command"] == "pytest -q"
+    results = {s.call_id: s for s in steps if s.kind == "tool_result"}
+    assert results["toolu_01"].status == "error" and results["toolu_03"].status == "ok"
+    models = [s for s in steps if s.kind == "model_call"]
+    assert len(models) == 3  # one per message id, the sub-agent's included
+    assert models[0].tokens_in == 9012 and models[0].text == "Running the tests."
+    assert [s.kind for s in steps if s.kind in ("compaction", "end")] == ["compaction", "end"]
+    end = steps[-1]
+    assert end.kind == "end" and end.status == "ok"
+    assert end.text == "Fixed: the file is opened in binary mode now."
+    assert [s.seq for s in steps] == list(range(len(steps)))
+    assert steps == sorted(steps, key=lambda s: s.ts)  # file order kept
