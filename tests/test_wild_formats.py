@@ -448,7 +448,7 @@ def stream_capture() -> list[dict[str, Any]]:
         return {"type": "assistant", "message": message, "parent_tool_use_id": parent, **sid}
 
     def result(call_id: str, text: str, parent: str | None = None, error: bool = False) -> Any:
-        block = {"type": "tool_result", "tool_use_id": call_id, "content": text}
+        block: dict[str, Any] = {"type": "tool_result", "tool_use_id": call_id, "content": text}
         if error:
             block["is_error"] = True
         message = {"role": "user", "content": [block]}
