@@ -35,6 +35,7 @@ from ingest.claude_code import (
     transcript_drafts,
 )
 from ingest.codex import is_codex_line, rollout_drafts
+from ingest.codex_exec import exec_drafts, is_codex_exec_line
 from ingest.draft import Draft
 from ingest.errors import DecodeError
 from ingest.options import PipelineOptions
@@ -245,6 +246,15 @@ FORMATS: dict[str, Format] = {
             deliver=_transcript(
                 lambda r: rollout_drafts(r.payload["lines"], file_name=r.payload["name"]),
                 "codex",
+            ),
+        ),
+        Format(
+            name="codex_exec",
+            claims=is_codex_exec_line,
+            whole_file=True,
+            deliver=_transcript(
+                lambda r: exec_drafts(r.payload["lines"], file_name=r.payload["name"]),
+                "codex_exec",
             ),
         ),
         Format(name="otlp_json", claims=_is_otlp_json, deliver=_span_batch(_otlp_json_signals)),

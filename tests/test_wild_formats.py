@@ -532,3 +532,104 @@ def test_a_stream_json_capture_is_read_as_its_transcript(tmp_path: Path) -> None
     assert end.text == "Fixed: the file is opened in binary mode now."
     assert [s.seq for s in steps] == list(range(len(steps)))
     assert steps == sorted(steps, key=lambda s: s.ts)  # file order kept
+
+
+# -- Codex headless: codex exec --json ---------------------------------------------------
+
+EXEC_THREAD = "0199a213-81c0-7800-8aa1-bbab2a035a53"
+
+
+def exec_capture() -> list[dict[str, Any]]:
+    """``codex exec --json`` output (``ThreadEvent``s of ``codex-rs/exec``): two turns, a
+    failing then a passing command, a patch, an MCP call, a web search, a failed turn."""
+
+    def item(event: str, **fields: Any) -> dict[str, Any]:
+        return {"type": f"item.{event}", "item": fields}
+
+    failing = {"id": "item_1", "type": "command_execution", "command": "bash -lc 'pytest -q'"}
+    passing = {"id": "item_5", "type": "command_execution", "command": "bash -lc 'pytest -q'"}
+    return [
+        {"type": "thread.started", "thread_id": EXEC_THREAD},
+        {"type": "turn.started"},
+        item("completed", id="item_0", type="reasoning", text="**Running the tests**"),
+        item("started", **failing, aggregated_output="", exit_code=None, status="in_progress"),
+        item("completed", **failing, aggregated_output="1 failed", exit_code=1, status="failed"),
+        item(
+            "completed",
+            id="item_2",
+            type="file_change",
+            status="completed",
+            changes=[{"path": "src/dates.py", "kind": "update"}],
+        ),
+        item(
+            "started",
+            id="item_3",
+            type="mcp_tool_call",
+            server="github",
+            tool="get_issue",
+            arguments={"number": 7},
+            result=None,
+            error=None,
+            status="in_progress",
+        ),
+        item(
+            "completed",
+            id="item_3",
+            type="mcp_tool_call",
+            server="github",
+            tool="get_issue",
+            arguments={"number": 7},
+            error=None,
+            status="completed",
+            result={
+                "content": [{"type": "text", "text": "Dates lose their timezone"}],
+                "structured_content": None,
+            },
+        ),
+        item(
+            "completed",
+            id="item_4",
+            type="web_search",
+            query="python fromisoformat Z",
+            action={"type": "search", "query": "python fromisoformat Z"},
+        ),
+        item("started", **passing, aggregated_output="", exit_code=None, status="in_progress"),
+        item("completed", **passing, aggregated_output="3 passed", exit_code=0, status="completed"),
+        item("completed", id="item_6", type="agent_message", text="Fixed the parser."),
+        {
+            "type": "turn.completed",
+            "usage": {"input_tokens": 24_000, "cached_input_tokens": 20_000, "output_tokens": 900},
+        },
+        {"type": "turn.started"},
+        {"type": "turn.failed", "error": {"message": "stream disconnected before completion"}},
+    ]
+
+
+def test_a_codex_exec_capture_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "exec.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in exec_capture()))
+    db_url = f"sqlite:///{tmp_path / 'e.db'}"
+    summary = replay([path], settings=Settings.from_env(db_url=db_url))
+    assert summary.dead_letters == 0
+    with Store.open(db_url) as store:
+        steps = store.steps(EXEC_THREAD)
+    calls = [s for s in steps if s.kind == "tool_call"]
+    assert [c.tool for c in calls] == [
+        "shell",
+        "apply_patch",
+        "mcp__github__get_issue",
+        "web_search",
+        "shell",
+    ]
+    assert json.loads(calls[0].arguments or "") == {"command": "bash -lc 'pytest -q'"}
+    assert json.loads(calls[2].arguments or "") == {"number": 7}
+    results = [s for s in steps if s.kind == "tool_result"]
+    assert [r.status for r in results] == ["error", "ok", "ok", "ok"]
+    assert results[2].result == "Dates lose their timezone"
+    (model,) = [s for s in steps if s.kind == "model_call"]
+    assert (model.tokens_in, model.tokens_out) == (24_000, 900)
+    assert model.text == "Fixed the parser."
+    assert [s.error for s in steps if s.kind == "error"] == [
+        "stream disconnected before completion"
+    ]
+    assert steps == sorted(steps, key=lambda s: s.ts)
