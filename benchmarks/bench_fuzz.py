@@ -2,7 +2,9 @@
 
 Seeds are the records of the committed recordings (``fixtures/recorded`` and
 ``../shared/corpus/recordings``): OTLP protobuf batches, OTLP/JSON documents and session
-events, as bytes. Each input is a short run of consecutive records of one file, one or two
+events, as bytes, and the lines of the files read whole (Claude Code transcripts, Codex
+rollouts, headless captures). Each input is a short run of consecutive records of one
+file (up to 60 lines of a transcript, read back as a file of that name), one or two
 of them mutated — byte mutations (flip, insert, delete, truncate, splice with another seed)
 or, for JSON, a value anywhere in the document replaced by a hostile one (a lone surrogate,
 NaN, Infinity, -0.0, 2**63, -(2**64), NUL, a huge string, a nested list, a wrong type).
@@ -42,7 +44,8 @@ sys.path.insert(0, str(ROOT))  # run from a checkout
 
 from sqlalchemy import text  # noqa: E402
 
-from ingest.files import ReadStats, read_recordings  # noqa: E402
+from ingest.files import ReadStats, read_json_bytes, read_recordings  # noqa: E402
+from ingest.formats import FORMATS, feed_record  # noqa: E402
 from ingest.pipeline import Pipeline  # noqa: E402
 from models.store import Store  # noqa: E402
 from trajwatch.config import detector_set  # noqa: E402
@@ -56,6 +59,12 @@ STUCK_S = 30.0
 """An input still running after this long is stopped (SIGALRM) and saved as a crash of
 type ``InputTimeout``: one pathological input must not eat a whole fuzzing run."""
 KINDS = ("otlp_proto", "otlp_json", "event")
+FILE = "file:"
+"""The kind of a seed read whole, followed by its file's name: ``file:rollout-….jsonl``."""
+WINDOW = 60
+"""Most lines of a transcript in one input."""
+WHOLE_SHARE = 0.25
+"""Share of the inputs taken from the files read whole."""
 
 HOSTILE: tuple[Any, ...] = (
     "\ud800",
@@ -99,6 +108,11 @@ def load_seeds(roots: tuple[Path, ...] = RECORDINGS) -> list[Seed]:
     for _, files in read_recordings(paths, ReadStats()):
         for records in files:
             for record in records:
+                if FORMATS[record.format].whole_file:
+                    lines = [_dump_line(obj) for _, obj in record.payload["lines"]]
+                    kind = FILE + record.payload["name"]
+                    by_file.setdefault((kind, record.location), []).extend(lines)
+                    continue
                 if record.format not in KINDS:
                     continue
                 data = record.payload
@@ -107,6 +121,10 @@ def load_seeds(roots: tuple[Path, ...] = RECORDINGS) -> list[Seed]:
                 origin = record.location.rsplit(":", 1)[0].split("#")[0].split("[")[0]
                 by_file.setdefault((record.format, origin), []).append(data)
     return [Seed(kind, tuple(recs), origin) for (kind, origin), recs in sorted(by_file.items())]
+
+
+def _dump_line(obj: Any) -> bytes:
+    return json.dumps(obj, ensure_ascii=False).encode("utf-8", "surrogatepass")
 
 
 # -- mutations ---------------------------------------------------------------------------
@@ -176,9 +194,12 @@ def mutate_json(rng: random.Random, data: bytes) -> bytes:
 
 def make_input(rng: random.Random, seeds: list[Seed]) -> tuple[str, list[bytes]]:
     """A short run of consecutive records of one seed, one or two of them mutated."""
-    seed = rng.choice(seeds)
+    whole = [s for s in seeds if s.kind.startswith(FILE)]
+    # a quarter of the inputs are transcripts: few files, but every line a record
+    seed = rng.choice(whole if whole and rng.random() < WHOLE_SHARE else seeds)
     start = rng.randrange(len(seed.records))
-    records = list(seed.records[start : start + rng.randint(1, 6)])
+    length = rng.randint(1, WINDOW) if seed.kind.startswith(FILE) else rng.randint(1, 6)
+    records = list(seed.records[start : start + length])
     for _ in range(rng.randint(1, 2)):
         index = rng.randrange(len(records))
         if seed.kind != "otlp_proto" and rng.random() < 0.6:
@@ -201,6 +222,12 @@ FEEDS: dict[str, Callable[..., None]] = {
 def run_input(store: Store, kind: str, records: list[bytes], detectors: Any) -> Pipeline:
     """Feed ``records`` (all of ``kind``) to a fresh pipeline on ``store`` and close it."""
     pipeline = Pipeline(store, detectors=detectors)
+    if kind.startswith(FILE):  # the lines as a file of that name, read as replay reads it
+        data = b"\n".join(records)
+        for record in read_json_bytes(data, "fuzz", "fuzz", kind.removeprefix(FILE)):
+            feed_record(pipeline, record)
+        pipeline.close()
+        return pipeline
     feed = FEEDS[kind]
     for index, data in enumerate(records):
         feed(pipeline, data, source="fuzz", location=f"fuzz:{index}", partition="fuzz")
