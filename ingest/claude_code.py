@@ -131,6 +131,8 @@ def is_claude_stream_line(obj: Any) -> bool:
     if not isinstance(obj, Mapping) or not isinstance(obj.get("session_id"), str):
         return False
     kind = obj.get("type")
+    if not isinstance(kind, str):
+        return False
     if kind in ("assistant", "user"):
         return isinstance(obj.get("message"), Mapping)
     if kind == "stream_event":

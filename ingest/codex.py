@@ -137,7 +137,7 @@ def is_codex_line(obj: Any) -> bool:
             and "timestamp" in obj
             and ("instructions" in obj or "git" in obj)
         )
-    return kind in _BARE_ITEMS and (kind != "message" or "role" in obj)
+    return isinstance(kind, str) and kind in _BARE_ITEMS and (kind != "message" or "role" in obj)
 
 
 @dataclass(slots=True)

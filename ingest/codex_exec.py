@@ -70,6 +70,8 @@ def is_codex_exec_line(obj: Any) -> bool:
     if not isinstance(obj, Mapping) or "session_id" in obj:
         return False
     kind = obj.get("type")
+    if not isinstance(kind, str):
+        return False
     if kind == "error":
         return isinstance(obj.get("message"), str) and set(obj) == {"type", "message"}
     if kind in ("item.started", "item.updated", "item.completed"):

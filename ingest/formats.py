@@ -277,9 +277,19 @@ def classify(obj: Any, name: str = "") -> str:
     if name == "trace.json" or ".otlp." in name:
         return "otlp_json"
     for fmt in FORMATS.values():
-        if fmt.claims is not None and fmt.claims(obj):
+        if fmt.claims is not None and _claims(fmt.claims, obj):
             return fmt.name
     return FALLBACK
+
+
+def _claims(claims: Callable[[Any], bool], obj: Any) -> bool:
+    """Whether ``claims`` takes ``obj``; a claim that raises (a bug: a value of a type it
+    did not expect) takes nothing, so the value falls through to a decoder that says what
+    is wrong with it instead of stopping the whole file."""
+    try:
+        return bool(claims(obj))
+    except Exception:
+        return False
 
 
 def delivery(record: RawRecord, options: PipelineOptions) -> Delivery:

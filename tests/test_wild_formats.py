@@ -633,3 +633,19 @@ def test_a_codex_exec_capture_is_read(tmp_path: Path) -> None:
         "stream disconnected before completion"
     ]
     assert steps == sorted(steps, key=lambda s: s.ts)
+
+
+def test_a_line_whose_type_is_not_a_string_costs_that_line_only(tmp_path: Path) -> None:
+    """Found by the transcript property test: ``"type": [[]]`` made a format's claim raise
+    while the file was classified, which stopped the whole replay."""
+    lines = [json.dumps(line) for line in legacy_rollout()]
+    lines.insert(3, json.dumps({"type": [[[]]], "payload": {}, "timestamp": "x"}))
+    lines.insert(5, json.dumps({"type": {"a": 1}, "session_id": "s"}))
+    path = tmp_path / f"rollout-2025-06-02T09-15-00-{LEGACY_SESSION}.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    db_url = f"sqlite:///{tmp_path / 'r.db'}"
+    summary = replay([path], settings=Settings.from_env(db_url=db_url))
+    assert summary.dead_letters == 2  # the two, each with its reason; the rest is read
+    with Store.open(db_url) as store:
+        steps = store.steps(LEGACY_SESSION)
+    assert [s.tool for s in steps if s.kind == "tool_call"] == ["shell", "local_shell"]
