@@ -16,13 +16,17 @@ traceback beside it; replay one with ``--reproduce FILE``.
     .venv/bin/python benchmarks/bench_fuzz.py --seconds 60
     .venv/bin/python benchmarks/bench_fuzz.py --seconds 3600 --seed 7   # the long run
 
-Targets: 0 crashes, and no input slower than 2 s.
+Targets: 0 crashes, and no input slower than 2 s. On a machine whose CPUs are busy with
+other work an input can wait longer for a CPU than it runs: one over 2 s is timed again on
+a store of its own, and counts as slow only when it is slow again (the others are reported
+as the machine's). The five costliest inputs by CPU time are saved and printed.
 """
 
 from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
 import json
 import math
 import os
@@ -313,6 +317,15 @@ def describe(records: list[bytes]) -> str:
     return f"{total:,} bytes, largest record {longest:,}"
 
 
+def retime(kind: str, records: list[bytes], detectors: Any) -> float:
+    """Wall time of ``records`` run again on a fresh store of their own."""
+    with tempfile.TemporaryDirectory() as tmp, Store.open(f"sqlite:///{tmp}/again.db") as store:
+        started = time.perf_counter()
+        with contextlib.suppress(Exception):  # a crash was counted on the first run
+            run_input(store, kind, records, detectors)
+        return time.perf_counter() - started
+
+
 def reproduce(path: Path, db_url: str) -> None:
     saved = json.loads(path.read_text())
     records = [base64.b64decode(r) for r in saved["records"]]
@@ -350,8 +363,9 @@ def main(argv: list[str] | None = None) -> int:
         detectors = detector_set({})
         crashes: Counter[str] = Counter()
         examples: dict[str, Path] = {}
-        inputs = slow = watched = 0
-        slowest: list[tuple[float, str, list[bytes]]] = []  # the five slowest, slowest first
+        inputs = slow = stalled = watched = 0
+        # the five costliest inputs by CPU time, costliest first: (cpu s, wall s, kind, records)
+        slowest: list[tuple[float, float, str, list[bytes]]] = []
         print(machine())
         print(f"seeds: {len(seeds)} files, {sum(len(s.records) for s in seeds)} records")
         if hasattr(signal, "setitimer"):
@@ -360,7 +374,7 @@ def main(argv: list[str] | None = None) -> int:
             deadline = time.perf_counter() + args.seconds
             while time.perf_counter() < deadline:
                 kind, records = make_input(rng, seeds)
-                started = time.perf_counter()
+                started, cpu_started = time.perf_counter(), time.process_time()
                 try:
                     if hasattr(signal, "setitimer"):
                         signal.setitimer(signal.ITIMER_REAL, STUCK_S)
@@ -374,25 +388,39 @@ def main(argv: list[str] | None = None) -> int:
                     if hasattr(signal, "setitimer"):
                         signal.setitimer(signal.ITIMER_REAL, 0)
                 took = time.perf_counter() - started
+                cpu = time.process_time() - cpu_started
                 inputs += 1
                 if took > SLOW_S:
-                    slow += 1
-                    if slow <= 5:
-                        save_crash(args.crashes, kind, records, SlowInput(f"{took:.3f} s"))
+                    # the input itself, or a machine whose CPUs were busy elsewhere? Timed
+                    # again on a store of its own: slow twice is the input's
+                    again = retime(kind, records, detectors)
+                    if again > SLOW_S:
+                        slow += 1
+                        if slow <= 5:
+                            note = SlowInput(f"{took:.3f} s, again {again:.3f} s")
+                            save_crash(args.crashes, kind, records, note)
+                    else:
+                        stalled += 1
                 if took > WATCH_S:
                     watched += 1
-                if len(slowest) < 5 or took > slowest[-1][0]:
-                    slowest = sorted([*slowest, (took, kind, records)], key=lambda t: -t[0])[:5]
+                if len(slowest) < 5 or cpu > slowest[-1][0]:
+                    entry = (cpu, took, kind, records)
+                    slowest = sorted([*slowest, entry], key=lambda t: -t[0])[:5]
             elapsed = args.seconds + (time.perf_counter() - deadline)
             steps, dead = store.count("steps"), store.count("dead_letters")
             problems = check_store(store)
     print(f"inputs: {inputs} in {elapsed:.1f} s = {inputs / elapsed:.1f} inputs/s")
     print(f"store afterwards: {steps} steps, {dead} dead letters")
-    print(f"over {WATCH_S} s: {watched}; over {SLOW_S:.0f} s: {slow}")
-    for rank, (took, kind, records) in enumerate(slowest):
-        saved = save_slowest(args.crashes, rank, kind, records, took)
-        label = "slowest input" if rank == 0 else f"  #{rank + 1}"
-        print(f"{label}: {took:.3f} s ({kind}, {len(records)} records, {describe(records)})")
+    print(f"load average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    print(
+        f"over {WATCH_S} s wall: {watched}; over {SLOW_S:.0f} s wall: {slow + stalled}, of "
+        f"which {slow} again when re-timed alone ({stalled} were the machine, not the input)"
+    )
+    for rank, (cpu, took, kind, records) in enumerate(slowest):
+        saved = save_slowest(args.crashes, rank, kind, records, cpu)
+        label = "costliest input" if rank == 0 else f"  #{rank + 1}"
+        size = f"{len(records)} records, {describe(records)}"
+        print(f"{label}: {cpu:.3f} s CPU, {took:.3f} s wall ({kind[:60]}, {size})")
         print(f"    saved as {saved} (replay: --reproduce {saved})")
     print(f"crashes: {sum(crashes.values())} ({len(crashes)} distinct types)")
     for key, count in crashes.most_common():
