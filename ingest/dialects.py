@@ -67,6 +67,8 @@ sources; tests/test_dialects.py builds spans of each shape with the OpenTelemetr
   call's arguments and the ``gen_ai.choice`` its result. Strands writes each content as
   the JSON of its content blocks (``[{"text": …}]``) and a failed tool as
   ``gen_ai.tool.status: error``; an agent's system prompt is ``gen_ai.agent.system_prompt``.
+  The 2024 event form (Semantic Kernel): ``gen_ai.content.prompt`` / ``…completion``
+  events carrying ``gen_ai.prompt`` / ``gen_ai.completion``.
 
 The session attributes of these dialects (LangSmith's thread metadata, the AI SDK's
 ``ai.telemetry.metadata.sessionId``, OpenLLMetry's association property) are read by
@@ -119,7 +121,15 @@ _MESSAGE_EVENTS = frozenset(
         "gen_ai.tool.message",
     }
 )
-_CONTENT_EVENTS = frozenset({_DETAILS_EVENT, "gen_ai.choice", *_MESSAGE_EVENTS})
+_CONTENT_EVENTS_OLD = {
+    "gen_ai.content.prompt": "gen_ai.prompt",
+    "gen_ai.content.completion": "gen_ai.completion",
+}
+"""The 2024 conventions' span events (Semantic Kernel, OpenLLMetry's event mode): the
+prompt and completion messages as JSON in one attribute each."""
+_CONTENT_EVENTS = frozenset(
+    {_DETAILS_EVENT, "gen_ai.choice", *_MESSAGE_EVENTS, *_CONTENT_EVENTS_OLD}
+)
 """Span events that carry GenAI content (see the module docstring)."""
 _CLAUDE_CODE = "claude_code."
 """The prefix of Claude Code's span names (scope ``com.anthropic.claude_code.tracing``)."""
@@ -406,7 +416,10 @@ def _genai_events(span: SpanRecord, attrs: Mapping[str, Any], out: dict[str, Any
     finish: str | None = None
     for event in events:
         given = event.attributes
-        if event.name == _DETAILS_EVENT:
+        if event.name in _CONTENT_EVENTS_OLD:
+            key = _CONTENT_EVENTS_OLD[event.name]
+            _put(out, attrs, key, given.get(key))
+        elif event.name == _DETAILS_EVENT:
             for key in ("gen_ai.input.messages", "gen_ai.output.messages"):
                 _put(out, attrs, key, json_value(given.get(key)) or None)
             _put(out, attrs, "gen_ai.system_instructions", given.get("gen_ai.system_instructions"))

@@ -142,6 +142,33 @@ def test_strands_span_events_give_the_goal_arguments_results_and_model_text(
     assert models[0].finish_reason == "tool_use"
 
 
+def test_semantic_kernel_content_events_give_the_prompt_and_completion() -> None:
+    """Semantic Kernel writes a chat span's messages as the 2024 conventions' span events."""
+    run = Run("sk")
+    agent = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "planner"}
+    chat = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.system": "openai",
+        "gen_ai.request.model": "gpt-4o",
+        "gen_ai.usage.input_tokens": 50,
+        "gen_ai.usage.output_tokens": 9,
+    }
+    prompt = [{"role": "user", "content": "Summarise the incident report"}]
+    completion = [{"role": "assistant", "content": "The disk filled up at 02:10."}]
+    with run.span("invoke_agent planner", agent) as root:
+        root.add_event("gen_ai.content.prompt", {"gen_ai.prompt": json.dumps(prompt)})
+        with run.span("chat.completions gpt-4o", chat) as span:
+            span.add_event("gen_ai.content.prompt", {"gen_ai.prompt": json.dumps(prompt)})
+            span.add_event(
+                "gen_ai.content.completion", {"gen_ai.completion": json.dumps(completion)}
+            )
+    drafts = run.drafts()
+    assert one(drafts, "start").step.text == "Summarise the incident report"
+    model = one(drafts, "model_call").step
+    assert model.text == "The disk filled up at 02:10."
+    assert model.detail["user_message"] == "Summarise the incident report"
+
+
 # -- Claude Code: server-run tools, images in results -----------------------------------
 
 CC = {"sessionId": "cc-7", "cwd": "/w", "version": "2.0.30", "isSidechain": False}
