@@ -43,6 +43,9 @@ that is not the envelope, or whose known item lacks a required field, is a dead 
 with the reason, and the rest of the file is kept. A rollout is delivered whole and put
 in event-time order, like a Claude Code transcript. Pure.
 
+The TypeScript CLI's rollouts (spring 2025, ``rollout-<date>-<id>.json``: one document
+``{"session", "items"}``) are read as such a rollout (:func:`document_lines`).
+
 Rollouts of Codex CLI before the envelope (spring-summer 2025) are read too: a first line
 ``{"id", "timestamp", "instructions", "git"}`` (the session meta), then bare response
 items, one a line, with no time of their own, and ``{"record_type": "state"}`` markers
@@ -68,7 +71,14 @@ from ingest.errors import DecodeError
 from ingest.session_events import parse_ts
 from models.records import Step, StepKind
 
-__all__ = ["AGENT", "SOURCE", "is_codex_line", "rollout_drafts"]
+__all__ = [
+    "AGENT",
+    "SOURCE",
+    "document_lines",
+    "is_codex_document",
+    "is_codex_line",
+    "rollout_drafts",
+]
 
 SOURCE = "codex"
 AGENT = "codex"
@@ -140,6 +150,26 @@ def is_codex_line(obj: Any) -> bool:
     return isinstance(kind, str) and kind in _BARE_ITEMS and (kind != "message" or "role" in obj)
 
 
+def is_codex_document(obj: Any) -> bool:
+    """A rollout of the TypeScript Codex CLI (spring 2025): one JSON document
+    ``{"session": {"id", "timestamp", "instructions"}, "items": [response items]}``."""
+    return (
+        isinstance(obj, Mapping)
+        and isinstance(obj.get("session"), Mapping)
+        and isinstance(obj.get("items"), list)
+        and isinstance(obj["session"].get("id"), str)
+    )
+
+
+def document_lines(obj: Mapping[str, Any], where: str) -> list[tuple[str, Mapping[str, Any]]]:
+    """A TypeScript CLI's rollout document as the lines of a rollout from before the
+    envelope: its ``session`` the meta line, then its items (items that are not objects
+    are given as they are, for the reader to reject)."""
+    lines: list[tuple[str, Any]] = [(f"{where}:session", obj["session"])]
+    lines += [(f"{where}:items[{i}]", item) for i, item in enumerate(obj["items"])]
+    return lines
+
+
 @dataclass(slots=True)
 class _ModelCall:
     """One model response: its items so far, and its usage once a ``token_count`` gave it."""
@@ -175,11 +205,17 @@ def rollout_drafts(
     """The drafts of a rollout's ``(location, line)`` pairs and the lines that could not be
     read as ``(location, reason, line)``. The session id is ``session_meta``'s, else the
     UUID in the file name."""
+    rejects = [
+        (at, "a rollout line must be a JSON object", line)
+        for at, line in lines
+        if not isinstance(line, Mapping)
+    ]
+    lines = [(at, line) for at, line in lines if isinstance(line, Mapping)]
     legacy = any(_is_bare(line) for _, line in lines)
     if legacy:
         lines = _enveloped(lines)
     session = _session_id(lines, file_name)
-    rollout = _Rollout(session, prompts_from_items=legacy)
+    rollout = _Rollout(session, prompts_from_items=legacy, rejects=rejects)
     for location, line in lines:
         try:
             _read_line(rollout, location, line)

@@ -34,7 +34,7 @@ from ingest.claude_code import (
     stream_drafts,
     transcript_drafts,
 )
-from ingest.codex import is_codex_line, rollout_drafts
+from ingest.codex import document_lines, is_codex_document, is_codex_line, rollout_drafts
 from ingest.codex_exec import exec_drafts, is_codex_exec_line
 from ingest.draft import Draft
 from ingest.errors import DecodeError
@@ -245,6 +245,17 @@ FORMATS: dict[str, Format] = {
             whole_file=True,
             deliver=_transcript(
                 lambda r: rollout_drafts(r.payload["lines"], file_name=r.payload["name"]),
+                "codex",
+            ),
+        ),
+        Format(
+            name="codex_document",
+            claims=is_codex_document,
+            deliver=_transcript(
+                lambda r: rollout_drafts(
+                    document_lines(r.payload, r.location),
+                    file_name=r.location.rsplit("/", 1)[-1],
+                ),
                 "codex",
             ),
         ),

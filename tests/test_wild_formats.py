@@ -676,3 +676,22 @@ def test_a_line_whose_type_is_not_a_string_costs_that_line_only(tmp_path: Path) 
     with Store.open(db_url) as store:
         steps = store.steps(LEGACY_SESSION)
     assert [s.tool for s in steps if s.kind == "tool_call"] == ["shell", "local_shell"]
+
+
+def test_a_typescript_cli_rollout_document_is_read(tmp_path: Path) -> None:
+    """The TypeScript Codex CLI saved ``rollout-<date>-<id>.json``: one document
+    ``{"session", "items"}`` of response items; a non-object item is a dead letter."""
+    meta, *items = [line for line in legacy_rollout() if "record_type" not in line]
+    document = {
+        "session": {k: meta[k] for k in ("id", "timestamp", "instructions")},
+        "items": [*items, 42],
+    }
+    path = tmp_path / f"rollout-2025-05-20-{LEGACY_SESSION}.json"
+    path.write_text(json.dumps(document, indent=2))
+    db_url = f"sqlite:///{tmp_path / 'r.db'}"
+    summary = replay([path], settings=Settings.from_env(db_url=db_url))
+    assert summary.dead_letters == 1
+    with Store.open(db_url) as store:
+        steps = store.steps(LEGACY_SESSION)
+    assert steps[0].kind == "start" and steps[0].text == "Fix the failing date parser test"
+    assert [s.tool for s in steps if s.kind == "tool_call"] == ["shell", "local_shell"]
