@@ -508,23 +508,28 @@ _PROVIDER_TOKENS: tuple[_Rule, ...] = (
     _token_rule("flyio_token", ("fo1_", "fm2_"), r"[A-Za-z0-9_+/=-]{40,2000}"),
     _token_rule("google_oauth_secret", ("GOCSPX-",), r"[A-Za-z0-9_-]{28}"),
     _token_rule("google_oauth_token", ("ya29.",), r"[A-Za-z0-9_-]{30,2048}"),
-    _token_rule("docker_token", ("dckr_pat_", "dckr_oat_"), r"[A-Za-z0-9_-]{27,64}"),
-    _token_rule("langsmith_key", ("lsv2_pt_", "lsv2_sk_"), r"[a-f0-9]{32}_[a-f0-9]{10}"),
+    # one rule per spelling where the spellings differ early: a single literal prefix
+    # keeps the engine's fast search (an alternation tries every position of its first
+    # character: 7x slower on a long run of it)
+    *(
+        _token_rule("docker_token", (p,), r"[A-Za-z0-9_-]{27,64}")
+        for p in ("dckr_pat_", "dckr_oat_")
+    ),
+    _token_rule("langsmith_key", ("lsv2_",), r"(?:pt|sk)_[a-f0-9]{32}_[a-f0-9]{10}"),
     _token_rule("tavily_key", ("tvly-",), r"[A-Za-z0-9-]{20,64}"),
     _token_rule("dynatrace_token", ("dt0c01.",), r"[A-Za-z0-9]{24}\.[A-Za-z0-9]{64}"),
-    _token_rule("brevo_key", ("xkeysib-", "xsmtpsib-"), r"[a-f0-9]{64}-[A-Za-z0-9]{16}"),
-    _token_rule(
-        "planetscale_token",
-        ("pscale_tkn_", "pscale_oauth_", "pscale_pw_"),
-        r"[A-Za-z0-9_=.-]{32,64}",
+    *(
+        _token_rule("brevo_key", (p,), r"[a-f0-9]{64}-[A-Za-z0-9]{16}")
+        for p in ("xkeysib-", "xsmtpsib-")
     ),
+    _token_rule("planetscale_token", ("pscale_",), r"(?:tkn|oauth|pw)_[A-Za-z0-9_=.-]{32,64}"),
     _token_rule("prefect_key", ("pnu_",), r"[A-Za-z0-9]{36}"),
     _token_rule("rubygems_key", ("rubygems_",), r"[a-f0-9]{48}"),
     _token_rule("readme_key", ("rdme_",), r"[a-z0-9]{70}"),
     _token_rule("artifactory_key", ("AKCp",), r"[A-Za-z0-9]{69}"),
-    _token_rule("easypost_key", ("EZAK", "EZTK"), r"[A-Za-z0-9]{54}"),
-    _token_rule("shippo_token", ("shippo_live_", "shippo_test_"), r"[a-fA-F0-9]{40}"),
-    _token_rule("duffel_token", ("duffel_live_", "duffel_test_"), r"[A-Za-z0-9_=-]{43}"),
+    _token_rule("easypost_key", ("EZ",), r"(?:AK|TK)[A-Za-z0-9]{54}"),
+    _token_rule("shippo_token", ("shippo_",), r"(?:live|test)_[a-fA-F0-9]{40}"),
+    _token_rule("duffel_token", ("duffel_",), r"(?:live|test)_[A-Za-z0-9_=-]{43}"),
     _token_rule("twilio_key", ("SK",), r"[0-9a-fA-F]{32}"),
     _token_rule("huggingface_org_token", ("api_org_",), r"[A-Za-z]{34}"),
     _token_rule("openshift_token", ("sha256~",), r"[A-Za-z0-9_-]{43}"),

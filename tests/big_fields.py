@@ -55,9 +55,6 @@ SHAPES: dict[str, Callable[[int], str]] = {
     "deep_json": lambda n: "[" * (n // 2) + json.dumps(SECRET) + "]" * (n // 2),
     "quotes_backslashes": lambda n: '\\"' * (n // 2) + " " + SECRET,
     "whitespace": lambda n: " \t\n" * (n // 3) + SECRET,
-    # a quoted blob on a network command's line: shell parsing (shlex, a character at a
-    # time) is what it costs, so it reads a bounded head (features.shell_words)
-    "quoted_command": lambda n: "curl -d '" + "x" * n + "' https://api.example.com " + SECRET,
     "prose": lambda n: "the build failed because the cache was stale; " * (n // 46 + 1) + SECRET,
 }
 
