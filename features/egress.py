@@ -152,7 +152,9 @@ class _Collector:
                 self.walk(v, k.lower(), depth + 1)
         elif isinstance(value, (list, tuple)):
             if key in _SHELL_KEYS and value and all(isinstance(v, str) for v in value):
-                self.shell(shlex.join(value))  # argv form: ["curl", "-s", url]
+                command = shlex.join(value)[: self.budget]  # argv form: ["curl", "-s", url]
+                self.budget -= len(command)
+                self.shell(command)
             for item in value:
                 self.walk(item, key, depth + 1)
 

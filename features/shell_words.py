@@ -13,7 +13,13 @@ import re
 import shlex
 from collections.abc import Iterator
 
-__all__ = ["operands", "simple_commands", "strip_prefixes", "tokenize"]
+__all__ = ["MAX_SHELL_CHARS", "operands", "simple_commands", "strip_prefixes", "tokenize"]
+
+MAX_SHELL_CHARS = 16_384
+"""Most characters of one command line that are split into shell words. ``shlex`` reads
+a character at a time in Python (~5-10 µs each): 64 KB of a quoted blob cost half a
+second. A longer command line is a heredoc or a blob on the command line; its head is
+parsed, the rest is analysed as text only (URLs in it are still found)."""
 
 _SEPARATORS = frozenset(";&|()<>\n")
 _ENV_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
@@ -38,7 +44,13 @@ _WRAPPERS = {
 
 
 def tokenize(command: str) -> list[str]:
-    """Shell words with operators as their own tokens; whitespace split when quotes are bad."""
+    """Shell words with operators as their own tokens; whitespace split when quotes are bad.
+    Only the first :data:`MAX_SHELL_CHARS` characters are split (a word cut there ends it).
+
+    >>> len(tokenize("echo '" + "x" * 100_000 + "'")[1])
+    16379
+    """
+    command = command[:MAX_SHELL_CHARS]
     if not _NEEDS_SHLEX.search(command):
         # Without quotes, escapes or comments shlex would split exactly here, 20x slower.
         return _WORDS.findall(command)

@@ -29,6 +29,7 @@ from functools import lru_cache
 from typing import Any
 
 from features.canonical import arguments_value
+from features.shell_words import MAX_SHELL_CHARS
 from models.records import Step, StepKind
 
 __all__ = [
@@ -257,7 +258,7 @@ def _shell_writes(command: str) -> list[str]:
         return []
     out = [m.group(1) for m in _REDIRECT_RE.finditer(command)] if ">" in command else []
     for segment in _SEGMENT_SPLIT.split(command):
-        seg = segment.strip()
+        seg = segment.strip()[:MAX_SHELL_CHARS]  # shlex is slow: a bounded head
         if not seg or not _WRITER_WORD.search(seg.translate(_UNQUOTE)):
             continue
         if _NEEDS_SHLEX.search(seg):

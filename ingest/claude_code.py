@@ -18,13 +18,15 @@ parsers that read them):
   shared, ``usage`` repeated as a running snapshot): the lines of one ``message.id``
   are **one** ``model_call`` (its largest usage counts; input tokens are the whole prompt:
   ``input_tokens`` + ``cache_creation_input_tokens`` + ``cache_read_input_tokens``), each
-  ``tool_use`` block a ``tool_call`` (its ``id`` is the call id); ``isApiErrorMessage``
-  lines are ``error`` steps;
+  ``tool_use`` block a ``tool_call`` (its ``id`` is the call id), as is a
+  ``server_tool_use`` / ``mcp_tool_use`` block, whose ``…_tool_result`` block in the same
+  response is its ``tool_result``; ``isApiErrorMessage`` lines are ``error`` steps;
 - ``user`` lines: the first typed prompt of the main chain is the session's ``start``
   (its goal; ``cwd`` is the workspace), a sub-agent's first prompt its own ``start``;
   later prompts ride on the next model call (``detail.user_message``); a slash command,
   stored as ``<command-name>``/``<command-args>`` markup, is the prompt ``/name args``;
-  ``tool_result`` blocks are ``tool_result`` steps (``is_error`` → failed; the error
+  ``tool_result`` blocks are ``tool_result`` steps (an image or document in one is a
+  placeholder naming its media type, not its bytes; ``is_error`` → failed; the error
   Claude Code gives the calls of a parallel batch it cancelled because a sibling failed,
   ``<tool_use_error>Sibling tool call errored</tool_use_error>`` or, from 2.1.15x,
   ``Cancelled: parallel tool call … errored``, → ``cancelled``); ``isMeta`` lines (text
@@ -35,6 +37,10 @@ parsers that read them):
   outputs cleared, the conversation kept) is not a compaction.
 - other lines (``summary`` titles, ``file-history-snapshot``, ``progress``, hooks,
   ``attachment``, …) carry no step.
+
+A headless run's ``claude -p --output-format stream-json`` capture (the Agent SDK's
+messages: snake-case ``session_id``, no times, a closing ``result``) is read as the same
+transcript by :func:`stream_drafts`.
 
 A transcript has no delivery order of its own that a replay could follow, so a file is
 delivered whole (like a TRAIL trace) and its steps are put in event-time order; a line
@@ -58,11 +64,20 @@ from ingest.errors import DecodeError
 from ingest.session_events import parse_ts
 from models.records import Step, StepKind
 
-__all__ = ["AGENT", "SOURCE", "is_claude_code_line", "transcript_drafts"]
+__all__ = [
+    "AGENT",
+    "SOURCE",
+    "is_claude_code_line",
+    "is_claude_stream_line",
+    "stream_drafts",
+    "transcript_drafts",
+]
 
 SOURCE = "claude_code"
 AGENT = "claude-code"
-_CONVERSATION = frozenset({"user", "assistant", "system"})
+_CONVERSATION = frozenset({"user", "assistant", "system", "result"})
+_STREAM_TYPES = frozenset({"system", "assistant", "user", "result", "stream_event"})
+"""Line types of ``claude -p --output-format stream-json`` (the Agent SDK's messages)."""
 _METADATA = frozenset(
     {
         "summary",
@@ -78,6 +93,10 @@ _METADATA = frozenset(
         "pr-link",
     }
 )
+_CALL_BLOCKS = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
+"""Content blocks that call a tool: Claude Code's own tools (``tool_use``), tools the API
+runs (``server_tool_use``: web search, web fetch, code execution; their
+``…_tool_result`` block follows in the same response) and MCP connector tools."""
 _INTERRUPTED = "[Request interrupted by user"
 _COMMAND_TAG = re.compile(r"<command-(name|args)>(.*?)</command-\1>", re.DOTALL)
 _TOOL_USE_ERROR = re.compile(r"\s*<tool_use_error>(.*?)</tool_use_error>\s*", re.DOTALL)
@@ -104,6 +123,65 @@ def is_claude_code_line(obj: Any) -> bool:
         return "snapshot" in obj
     # conversation lines, and line types of newer releases (no step) with the envelope
     return "sessionId" in obj and ("uuid" in obj or kind in _METADATA)
+
+
+def is_claude_stream_line(obj: Any) -> bool:
+    """A line of ``claude -p --output-format stream-json``: the Agent SDK's messages, with
+    a snake-case ``session_id`` and no time (no trajwatch session event has these types)."""
+    if not isinstance(obj, Mapping) or not isinstance(obj.get("session_id"), str):
+        return False
+    kind = obj.get("type")
+    if not isinstance(kind, str):
+        return False
+    if kind in ("assistant", "user"):
+        return isinstance(obj.get("message"), Mapping)
+    if kind == "stream_event":
+        return "event" in obj
+    return kind in _STREAM_TYPES and isinstance(obj.get("subtype"), str)
+
+
+def stream_drafts(
+    lines: Sequence[tuple[str, Mapping[str, Any]]],
+) -> tuple[list[Draft], list[tuple[str, str, Mapping[str, Any]]]]:
+    """The drafts of a ``stream-json`` capture, read as the transcript it streams.
+
+    Its lines carry no time: line *i* is placed *i* ms after the Unix epoch, which keeps
+    their order (durations are unknown). The ``init`` line gives the workspace and the
+    version; a message whose ``parent_tool_use_id`` is set is the sub-agent that call
+    started (its own context); ``result`` ends the session (``is_error``, the final
+    text, ``total_cost_usd``); ``stream_event`` partial deltas repeat the messages and
+    carry no step."""
+    envelope: dict[str, Any] = {}
+    transcript: list[tuple[str, Mapping[str, Any]]] = []
+    for index, (location, line) in enumerate(lines):
+        kind = line.get("type")
+        if kind == "system" and line.get("subtype") == "init":
+            for key, name in (("cwd", "cwd"), ("claude_code_version", "version")):
+                if isinstance(line.get(key), str):
+                    envelope[name] = line[key]
+            continue
+        if kind == "stream_event":
+            continue
+        converted = {
+            **envelope,
+            **line,
+            "sessionId": line.get("session_id"),
+            "uuid": line.get("uuid") or f"stream-{index}",
+            "timestamp": index / 1000,
+        }
+        parent = line.get("parent_tool_use_id")
+        if isinstance(parent, str) and parent:
+            converted.update(isSidechain=True, agentId=parent)
+        if kind == "system" and "compact_metadata" in line:  # the SDK's snake case
+            meta = line["compact_metadata"]
+            if isinstance(meta, Mapping):
+                converted["compactMetadata"] = {
+                    "trigger": meta.get("trigger"),
+                    "preTokens": meta.get("pre_tokens"),
+                    "postTokens": meta.get("post_tokens"),
+                }
+        transcript.append((location, converted))
+    return transcript_drafts(transcript)
 
 
 @dataclass(slots=True)
@@ -208,6 +286,8 @@ def _read_line(reader: _Reader, location: str, line: Mapping[str, Any]) -> None:
         if not isinstance(message, Mapping):
             raise DecodeError("message: an object is required on a user line")
         _user(reader, line, message, common, context, add)
+    elif kind == "result":
+        _result(line, common, add)
     else:
         _system(reader, line, common, add)
 
@@ -263,7 +343,7 @@ def _assistant(
         kind = block.get("type")
         if kind == "text" and isinstance(block.get("text"), str):
             call.texts.append(block["text"])
-        elif kind == "tool_use":
+        elif kind in _CALL_BLOCKS:
             call_id = block.get("id")
             name = block.get("name")
             if not isinstance(call_id, str) or not call_id or not isinstance(name, str):
@@ -271,6 +351,8 @@ def _assistant(
             fields = tool_call_fields(name, block.get("input"))
             step = Step(kind=StepKind.TOOL_CALL, call_id=call_id, end_ts=None, **fields, **common)
             add(step, f"tool_call/{call_id}", f":{index}")
+        elif isinstance(kind, str) and kind.endswith("_tool_result"):
+            _tool_result(block, common, add, index)  # a server tool's, in the same response
 
 
 def _user(
@@ -327,13 +409,36 @@ def _tool_result(block: Mapping[str, Any], common: dict[str, Any], add: Any, ind
     content = block.get("content")
     text: str | None
     if isinstance(content, list):
-        text = "\n".join(_block_texts(content)) or canonical_json(content)
+        text = "\n".join(_result_parts(content))
+    elif isinstance(content, Mapping):  # a server tool's error: {"type": "…_error", "error_code"}
+        text = canonical_json(content)
     else:
         text = content if isinstance(content, str) else None
-    failed = block.get("is_error") is True
+    failed = block.get("is_error") is True or (
+        isinstance(content, Mapping) and str(content.get("type", "")).endswith("_error")
+    )
     fields = tool_result_fields(text, failed=failed, cancelled=failed and _cancelled(text))
     step = Step(kind=StepKind.TOOL_RESULT, call_id=call_id, **fields, **common)
     add(step, f"tool_result/{call_id}", f":{index}")
+
+
+def _result(line: Mapping[str, Any], common: dict[str, Any], add: Any) -> None:
+    """A headless run's ``result`` line: the end of the session."""
+    failed = line.get("is_error") is True or line.get("subtype") not in (None, "success")
+    text = line.get("result")
+    detail: dict[str, Any] = {"end_status": str(line.get("subtype") or "")}
+    for key in ("num_turns", "total_cost_usd", "duration_ms"):
+        value = line.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            detail[key] = value
+    step = Step(
+        kind=StepKind.END,
+        status="error" if failed else "ok",
+        text=excerpt(text) if isinstance(text, str) and text else None,
+        detail=detail,
+        **common,
+    )
+    add(step, "end")
 
 
 def _system(reader: _Reader, line: Mapping[str, Any], common: dict[str, Any], add: Any) -> None:
@@ -359,6 +464,28 @@ def _system(reader: _Reader, line: Mapping[str, Any], common: dict[str, Any], ad
         text = error if isinstance(error, str) else canonical_json(error)
         detail = {"retry_attempt": line.get("retryAttempt"), "max_retries": line.get("maxRetries")}
         add(Step(kind=StepKind.ERROR, status="error", error=excerpt(text), detail=detail, **common))
+
+
+def _result_parts(blocks: list[Any]) -> list[str]:
+    """A tool result's content blocks as text: a text block's text, an image or a
+    document as a placeholder naming its media type (not its base64 bytes: a screenshot
+    is megabytes of no meaning to an analysis), a search hit as its title and URL, any
+    other block as its JSON."""
+    parts = []
+    for block in blocks:
+        kind = block.get("type") if isinstance(block, Mapping) else None
+        if kind == "text" and isinstance(block.get("text"), str):
+            parts.append(block["text"])
+        elif kind in ("image", "document") and isinstance(block, Mapping):
+            source = block.get("source")
+            media = source.get("media_type") if isinstance(source, Mapping) else None
+            parts.append(f"[{kind} {media}]" if isinstance(media, str) else f"[{kind}]")
+        elif isinstance(block, Mapping) and isinstance(block.get("url"), str):
+            title = block.get("title")
+            parts.append(f"{title} {block['url']}" if isinstance(title, str) else block["url"])
+        else:
+            parts.append(canonical_json(block))
+    return parts
 
 
 def _block_texts(blocks: Any) -> list[str]:

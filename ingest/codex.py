@@ -40,9 +40,19 @@ Codex keeps each session as JSON lines in
 Other line, event and item types (``agent_message`` events repeat the assistant
 message; ghost snapshots, exec and patch events, …) carry no step and are skipped; a line
 that is not the envelope, or whose known item lacks a required field, is a dead letter
-with the reason, and the rest of the file is kept. Older rollouts without the envelope
-(bare items) carry no usage and no user events and are not read. A rollout is delivered
-whole and put in event-time order, like a Claude Code transcript. Pure.
+with the reason, and the rest of the file is kept. A rollout is delivered whole and put
+in event-time order, like a Claude Code transcript. Pure.
+
+The TypeScript CLI's rollouts (spring 2025, ``rollout-<date>-<id>.json``: one document
+``{"session", "items"}``) are read as such a rollout (:func:`document_lines`).
+
+Rollouts of Codex CLI before the envelope (spring-summer 2025) are read too: a first line
+``{"id", "timestamp", "instructions", "git"}`` (the session meta), then bare response
+items, one a line, with no time of their own, and ``{"record_type": "state"}`` markers
+between turns. Each item takes the meta's time (file order is kept among equal times);
+with no ``user_message`` events, the first user ``message`` item that is not one Codex
+wrote itself (``<environment_context>``, ``<user_instructions>``: the latter the
+start's ``system_instructions``) is the start, later ones the next call's prompt.
 """
 
 from __future__ import annotations
@@ -61,7 +71,14 @@ from ingest.errors import DecodeError
 from ingest.session_events import parse_ts
 from models.records import Step, StepKind
 
-__all__ = ["AGENT", "SOURCE", "is_codex_line", "rollout_drafts"]
+__all__ = [
+    "AGENT",
+    "SOURCE",
+    "document_lines",
+    "is_codex_document",
+    "is_codex_line",
+    "rollout_drafts",
+]
 
 SOURCE = "codex"
 AGENT = "codex"
@@ -97,21 +114,60 @@ _TURN_EVENTS = frozenset(
 )
 _AGENTS_MD_HEADER = "# AGENTS.md instructions for "
 """How Codex introduces the AGENTS.md it sends as the session's first user input item."""
+_INJECTED = ("<environment_context>", "<user_instructions>", _AGENTS_MD_HEADER)
+"""How the user-role messages begin that Codex writes itself (the environment, the
+project's instructions), not the person."""
 _SESSION_IN_NAME = re.compile(
     r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})", re.IGNORECASE
 )
 
 
+_BARE_ITEMS = frozenset({"message", "reasoning", *_CALL_ITEMS, *_OUTPUT_ITEMS})
+
+
 def is_codex_line(obj: Any) -> bool:
     """A line of a Codex rollout: the ``{"timestamp", "type", "payload"}`` envelope, of any
-    line type (newer releases add some; those not read here carry no step)."""
+    line type (newer releases add some; those not read here carry no step), or a line of
+    a rollout from before the envelope (the meta line, a bare response item, a
+    ``record_type`` marker)."""
+    if not isinstance(obj, Mapping) or "session_id" in obj:
+        return False
+    if "payload" in obj:
+        return (
+            isinstance(obj.get("type"), str)
+            and isinstance(obj["payload"], Mapping)
+            and ("timestamp" in obj)
+        )
+    if "record_type" in obj:
+        return len(obj) == 1
+    kind = obj.get("type")
+    if kind is None:  # the meta line
+        return (
+            isinstance(obj.get("id"), str)
+            and "timestamp" in obj
+            and ("instructions" in obj or "git" in obj)
+        )
+    return isinstance(kind, str) and kind in _BARE_ITEMS and (kind != "message" or "role" in obj)
+
+
+def is_codex_document(obj: Any) -> bool:
+    """A rollout of the TypeScript Codex CLI (spring 2025): one JSON document
+    ``{"session": {"id", "timestamp", "instructions"}, "items": [response items]}``."""
     return (
         isinstance(obj, Mapping)
-        and isinstance(obj.get("type"), str)
-        and isinstance(obj.get("payload"), Mapping)
-        and "timestamp" in obj
-        and "session_id" not in obj
+        and isinstance(obj.get("session"), Mapping)
+        and isinstance(obj.get("items"), list)
+        and isinstance(obj["session"].get("id"), str)
     )
+
+
+def document_lines(obj: Mapping[str, Any], where: str) -> list[tuple[str, Mapping[str, Any]]]:
+    """A TypeScript CLI's rollout document as the lines of a rollout from before the
+    envelope: its ``session`` the meta line, then its items (items that are not objects
+    are given as they are, for the reader to reject)."""
+    lines: list[tuple[str, Any]] = [(f"{where}:session", obj["session"])]
+    lines += [(f"{where}:items[{i}]", item) for i, item in enumerate(obj["items"])]
+    return lines
 
 
 @dataclass(slots=True)
@@ -138,6 +194,9 @@ class _Rollout:
     """The response whose items are being read: none once an input item or a turn
     boundary was seen (the next output item begins another response)."""
     total: Any = None
+    prompts_from_items: bool = False
+    """A rollout without ``user_message`` events (before the envelope): the person's
+    prompts are its user ``message`` items."""
 
 
 def rollout_drafts(
@@ -146,8 +205,17 @@ def rollout_drafts(
     """The drafts of a rollout's ``(location, line)`` pairs and the lines that could not be
     read as ``(location, reason, line)``. The session id is ``session_meta``'s, else the
     UUID in the file name."""
+    rejects = [
+        (at, "a rollout line must be a JSON object", line)
+        for at, line in lines
+        if not isinstance(line, Mapping)
+    ]
+    lines = [(at, line) for at, line in lines if isinstance(line, Mapping)]
+    legacy = any(_is_bare(line) for _, line in lines)
+    if legacy:
+        lines = _enveloped(lines)
     session = _session_id(lines, file_name)
-    rollout = _Rollout(session)
+    rollout = _Rollout(session, prompts_from_items=legacy, rejects=rejects)
     for location, line in lines:
         try:
             _read_line(rollout, location, line)
@@ -159,6 +227,40 @@ def rollout_drafts(
     if session is None and rollout.drafts:
         raise DecodeError("session_meta.id: no session id in the rollout or its file name")
     return rollout.drafts, rollout.rejects
+
+
+def _is_bare(line: Mapping[str, Any]) -> bool:
+    """A line of a rollout written before the envelope: the meta line, a bare response
+    item, or a ``record_type`` marker."""
+    if "payload" in line:
+        return False
+    return (
+        "record_type" in line
+        or isinstance(line.get("type"), str)
+        or ("id" in line and "timestamp" in line)
+    )
+
+
+def _enveloped(
+    lines: Sequence[tuple[str, Mapping[str, Any]]],
+) -> list[tuple[str, Mapping[str, Any]]]:
+    """A rollout written before the envelope, in the envelope: the meta line as
+    ``session_meta``, each bare item as a ``response_item`` at the latest time seen (the
+    meta's: the items carry none); ``record_type`` markers dropped (they carry nothing)."""
+    out: list[tuple[str, Mapping[str, Any]]] = []
+    ts: Any = None
+    for location, line in lines:
+        if "payload" in line or not _is_bare(line):
+            ts = line.get("timestamp", ts)
+            out.append((location, line))
+        elif "record_type" in line:
+            continue
+        elif not isinstance(line.get("type"), str):  # the meta line
+            ts = line.get("timestamp")
+            out.append((location, {"timestamp": ts, "type": "session_meta", "payload": line}))
+        else:
+            out.append((location, {"timestamp": ts, "type": "response_item", "payload": line}))
+    return out
 
 
 def _session_id(lines: Sequence[tuple[str, Mapping[str, Any]]], file_name: str) -> Any:
@@ -237,20 +339,37 @@ def _event(rollout: _Rollout, payload: Mapping[str, Any], common: dict[str, Any]
         rollout.open = None
     if kind == "user_message":
         text = payload.get("message")
-        if not isinstance(text, str) or not text.strip():
-            return
-        if rollout.started:
-            rollout.prompt = text
-            return
-        rollout.started = True
-        facts = {"subagent": False, **rollout.workspace}
-        add(Step(kind=StepKind.START, text=excerpt(text), detail=facts, **common), "start")
+        if isinstance(text, str):
+            _prompt(rollout, text, common, add)
     elif kind == "token_count":
         _token_count(rollout, payload, common, add)
     elif kind == "error":
         message = payload.get("message")
         text = message if isinstance(message, str) else canonical_json(message)
         add(Step(kind=StepKind.ERROR, status="error", error=excerpt(text), **common))
+
+
+def _prompt(rollout: _Rollout, text: str, common: dict[str, Any], add: Any) -> None:
+    """What the person typed: the session's start the first time, else the prompt of the
+    next model call."""
+    if not text.strip():
+        return
+    if rollout.started:
+        rollout.prompt = text
+        return
+    rollout.started = True
+    facts = {"subagent": False, **rollout.workspace}
+    add(Step(kind=StepKind.START, text=excerpt(text), detail=facts, **common), "start")
+
+
+def _typed_prompt(rollout: _Rollout, text: str, common: dict[str, Any], add: Any) -> None:
+    """A user ``message`` item of a rollout without ``user_message`` events: the person's
+    prompt, unless Codex wrote it (the project's instructions are the start's rules)."""
+    stripped = text.lstrip()
+    if not stripped.startswith(_INJECTED):
+        _prompt(rollout, text, common, add)
+    elif not rollout.started and not stripped.startswith("<environment_context>"):
+        rollout.workspace.setdefault("system_instructions", excerpt(stripped, 4096))
 
 
 def _token_count(
@@ -317,7 +436,9 @@ def _item(rollout: _Rollout, payload: Mapping[str, Any], common: dict[str, Any],
             _respond(rollout, common, add).texts.extend(_texts(payload.get("content")))
         else:  # user, developer, system: input of the next request
             rollout.open = None
-            if payload.get("role") == "user" and not rollout.started:
+            if payload.get("role") == "user" and rollout.prompts_from_items:
+                _typed_prompt(rollout, "\n".join(_texts(payload.get("content"))), common, add)
+            elif payload.get("role") == "user" and not rollout.started:
                 # Codex sends the project's AGENTS.md as the first user input item,
                 # "# AGENTS.md instructions for <cwd>" then <INSTRUCTIONS>…</INSTRUCTIONS>:
                 # the rules the session runs under (features.instructions)
@@ -394,8 +515,13 @@ def _output(value: Any) -> tuple[str | None, bool]:
         content = value.get("content")
         text = content if isinstance(content, str) else canonical_json(content)
         return text, value.get("success") is False
-    if isinstance(value, list):
-        return "\n".join(_texts(value)) or canonical_json(value), False
+    if isinstance(value, list):  # content items: input_text, input_image (a data URL)
+        parts = [
+            "[image]" if isinstance(c, Mapping) and c.get("type") == "input_image" else text
+            for c in value
+            for text in (_texts([c]) or [canonical_json(c)])
+        ]
+        return "\n".join(parts), False
     if not isinstance(value, str):
         return None, False
     parsed = json_value(value)

@@ -56,6 +56,20 @@ sources; tests/test_dialects.py builds spans of each shape with the OpenTelemetr
   (``success``/``error``) and ``claude_code.tool.blocked_on_user``. Content Claude Code
   did not log is written ``<REDACTED>``: read as absent.
 
+- **GenAI content in span events** (Strands Agents, and the conventions' own
+  ``gen_ai.client.inference.operation.details`` event): ``gen_ai.input.messages`` /
+  ``gen_ai.output.messages`` / ``gen_ai.system_instructions`` as attributes of that event
+  (a tool span's ``tool_call`` part holds its ``arguments``, its ``tool_call_response``
+  part its ``response``); or, in the pre-1.37 event form, one event per message
+  (``gen_ai.user.message``, ``gen_ai.system.message``, ``gen_ai.assistant.message``,
+  ``gen_ai.tool.message`` with ``content``) and ``gen_ai.choice`` (``message``,
+  ``finish_reason``): on an ``execute_tool`` span the ``gen_ai.tool.message`` is the
+  call's arguments and the ``gen_ai.choice`` its result. Strands writes each content as
+  the JSON of its content blocks (``[{"text": …}]``) and a failed tool as
+  ``gen_ai.tool.status: error``; an agent's system prompt is ``gen_ai.agent.system_prompt``.
+  The 2024 event form (Semantic Kernel): ``gen_ai.content.prompt`` / ``…completion``
+  events carrying ``gen_ai.prompt`` / ``gen_ai.completion``.
+
 The session attributes of these dialects (LangSmith's thread metadata, the AI SDK's
 ``ai.telemetry.metadata.sessionId``, OpenLLMetry's association property) are read by
 :data:`ingest.semconv.SESSION_ATTRIBUTES`, on the spans as they arrive.
@@ -98,6 +112,25 @@ _MARKERS = frozenset(
     }
 )
 _MARKED_NAMES = frozenset({"running tool", "agent run"})
+_DETAILS_EVENT = "gen_ai.client.inference.operation.details"
+_MESSAGE_EVENTS = frozenset(
+    {
+        "gen_ai.user.message",
+        "gen_ai.system.message",
+        "gen_ai.assistant.message",
+        "gen_ai.tool.message",
+    }
+)
+_CONTENT_EVENTS_OLD = {
+    "gen_ai.content.prompt": "gen_ai.prompt",
+    "gen_ai.content.completion": "gen_ai.completion",
+}
+"""The 2024 conventions' span events (Semantic Kernel, OpenLLMetry's event mode): the
+prompt and completion messages as JSON in one attribute each."""
+_CONTENT_EVENTS = frozenset(
+    {_DETAILS_EVENT, "gen_ai.choice", *_MESSAGE_EVENTS, *_CONTENT_EVENTS_OLD}
+)
+"""Span events that carry GenAI content (see the module docstring)."""
 _CLAUDE_CODE = "claude_code."
 """The prefix of Claude Code's span names (scope ``com.anthropic.claude_code.tracing``)."""
 
@@ -125,10 +158,11 @@ def to_genai(span: SpanRecord) -> SpanRecord:
         _MARKERS.isdisjoint(attrs)
         and name not in _MARKED_NAMES
         and not name.startswith(("Function: ", _CLAUDE_CODE))
+        and not any(event.name in _CONTENT_EVENTS for event in span.events)
     ):
         return span
     out: dict[str, Any] = {}
-    failed = False
+    failed = _genai_events(span, attrs, out)
     failed |= _openllmetry(span, attrs, out)
     failed |= _langsmith(span, attrs, out)
     _vercel(span, attrs, out)
@@ -367,6 +401,79 @@ def _adk(span: SpanRecord, attrs: Mapping[str, Any], out: dict[str, Any]) -> Non
         _put(out, attrs, "gen_ai.response.model", _text(response.get("model_version")))
         finish = _text(response.get("finish_reason"))
         _put(out, attrs, "gen_ai.response.finish_reasons", [finish.lower()] if finish else None)
+
+
+def _genai_events(span: SpanRecord, attrs: Mapping[str, Any], out: dict[str, Any]) -> bool:
+    """GenAI content in span events (Strands Agents; the conventions' details event), as
+    attributes; True when the span is a tool that reports its own failure
+    (``gen_ai.tool.status: error``) on an OK status."""
+    events = [e for e in span.events if e.name in _CONTENT_EVENTS][:_MAX_MESSAGES]
+    if not events:
+        return False
+    tool = attrs.get("gen_ai.operation.name") == "execute_tool"
+    inputs: list[dict[str, Any]] = []
+    outputs: list[dict[str, Any]] = []
+    finish: str | None = None
+    for event in events:
+        given = event.attributes
+        if event.name in _CONTENT_EVENTS_OLD:
+            key = _CONTENT_EVENTS_OLD[event.name]
+            _put(out, attrs, key, given.get(key))
+        elif event.name == _DETAILS_EVENT:
+            for key in ("gen_ai.input.messages", "gen_ai.output.messages"):
+                _put(out, attrs, key, json_value(given.get(key)) or None)
+            _put(out, attrs, "gen_ai.system_instructions", given.get("gen_ai.system_instructions"))
+        elif event.name == "gen_ai.choice":
+            outputs.append({"role": "assistant", "content": _blocks_text(given.get("message"))})
+            finish = finish or _text(given.get("finish_reason"))
+        else:  # gen_ai.{role}.message
+            role = event.name.split(".")[1]
+            content = given.get("content")
+            inputs.append({"role": role, "content": _blocks_text(content), "raw": content})
+    if tool:
+        calls = [m.get("raw") for m in inputs if m["role"] == "tool"]
+        _put(
+            out,
+            attrs,
+            "gen_ai.tool.call.arguments",
+            _tool_part(out, "gen_ai.input.messages", "tool_call", "arguments")
+            or (json_value(calls[0]) if calls else None),
+        )
+        response = _tool_part(out, "gen_ai.output.messages", "tool_call_response", "response")
+        if response is None and outputs:
+            response = outputs[0]["content"]
+        _put(out, attrs, "gen_ai.tool.call.result", _blocks_text(response))
+        for key in ("gen_ai.input.messages", "gen_ai.output.messages"):
+            out.pop(key, None)  # a tool's call and response, not a conversation
+        return attrs.get("gen_ai.tool.status") == "error"
+    messages = [{"role": m["role"], "content": m["content"]} for m in inputs]
+    _put(out, attrs, "gen_ai.input.messages", messages or None)
+    _put(out, attrs, "gen_ai.output.messages", outputs or None)
+    _put(out, attrs, "gen_ai.response.finish_reasons", [finish] if finish else None)
+    _put(out, attrs, "gen_ai.system_instructions", _text(attrs.get("gen_ai.agent.system_prompt")))
+    return False
+
+
+def _tool_part(out: Mapping[str, Any], key: str, kind: str, field: str) -> Any:
+    """The ``field`` of the first ``kind`` part of the messages at ``out[key]``."""
+    messages = out.get(key)
+    for message in messages if isinstance(messages, list) else []:
+        parts = message.get("parts") if isinstance(message, Mapping) else None
+        for part in parts if isinstance(parts, list) else []:
+            if isinstance(part, Mapping) and part.get("type") == kind and field in part:
+                return part[field]
+    return None
+
+
+def _blocks_text(value: Any) -> Any:
+    """Content as Strands logs it (the JSON of ``[{"text": …}, {"toolUse": …}]``) as its
+    text; any other value as it is."""
+    blocks = json_value(value)
+    if isinstance(blocks, list) and blocks and all(isinstance(b, Mapping) for b in blocks):
+        texts = [b["text"] for b in blocks if isinstance(b.get("text"), str)]
+        if texts:
+            return "\n".join(texts)
+    return blocks
 
 
 def _claude_code(span: SpanRecord, attrs: Mapping[str, Any], out: dict[str, Any]) -> str | None:

@@ -168,6 +168,12 @@ def _delimited_protobuf(stream: IO[bytes], where: str, partition: str) -> Iterat
         index += 1
 
 
+def read_json_bytes(data: bytes, where: str, partition: str, name: str) -> Iterator[RawRecord]:
+    """The records of a JSON file's bytes (JSON lines, one document, or documents back to
+    back), read as :func:`read_file` reads a file called ``name``."""
+    return _json_records(io.BytesIO(data), where, partition, name)
+
+
 def _json_records(stream: IO[bytes], where: str, partition: str, name: str) -> Iterator[RawRecord]:
     data = stream.read()
     first_line, _, rest = data.partition(b"\n")

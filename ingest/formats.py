@@ -28,8 +28,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from ingest.agentdojo import is_agentdojo, is_header, record_drafts, session_id_for
-from ingest.claude_code import is_claude_code_line, transcript_drafts
-from ingest.codex import is_codex_line, rollout_drafts
+from ingest.claude_code import (
+    is_claude_code_line,
+    is_claude_stream_line,
+    stream_drafts,
+    transcript_drafts,
+)
+from ingest.codex import document_lines, is_codex_document, is_codex_line, rollout_drafts
+from ingest.codex_exec import exec_drafts, is_codex_exec_line
 from ingest.draft import Draft
 from ingest.errors import DecodeError
 from ingest.options import PipelineOptions
@@ -246,12 +252,38 @@ FORMATS: dict[str, Format] = {
             deliver=_transcript(lambda r: transcript_drafts(r.payload["lines"]), "claude_code"),
         ),
         Format(
+            name="claude_stream",
+            claims=is_claude_stream_line,
+            whole_file=True,
+            deliver=_transcript(lambda r: stream_drafts(r.payload["lines"]), "claude_code"),
+        ),
+        Format(
             name="codex",
             claims=is_codex_line,
             whole_file=True,
             deliver=_transcript(
                 lambda r: rollout_drafts(r.payload["lines"], file_name=r.payload["name"]),
                 "codex",
+            ),
+        ),
+        Format(
+            name="codex_document",
+            claims=is_codex_document,
+            deliver=_transcript(
+                lambda r: rollout_drafts(
+                    document_lines(r.payload, r.location),
+                    file_name=r.location.rsplit("/", 1)[-1],
+                ),
+                "codex",
+            ),
+        ),
+        Format(
+            name="codex_exec",
+            claims=is_codex_exec_line,
+            whole_file=True,
+            deliver=_transcript(
+                lambda r: exec_drafts(r.payload["lines"], file_name=r.payload["name"]),
+                "codex_exec",
             ),
         ),
         Format(name="otlp_json", claims=_is_otlp_json, deliver=_span_batch(_otlp_json_signals)),
@@ -275,9 +307,19 @@ def classify(obj: Any, name: str = "") -> str:
     if name == "trace.json" or ".otlp." in name:
         return "otlp_json"
     for fmt in FORMATS.values():
-        if fmt.claims is not None and fmt.claims(obj):
+        if fmt.claims is not None and _claims(fmt.claims, obj):
             return fmt.name
     return FALLBACK
+
+
+def _claims(claims: Callable[[Any], bool], obj: Any) -> bool:
+    """Whether ``claims`` takes ``obj``; a claim that raises (a bug: a value of a type it
+    did not expect) takes nothing, so the value falls through to a decoder that says what
+    is wrong with it instead of stopping the whole file."""
+    try:
+        return bool(claims(obj))
+    except Exception:
+        return False
 
 
 def delivery(record: RawRecord, options: PipelineOptions) -> Delivery:

@@ -633,10 +633,22 @@ def _agent_context(
     return "main" if parent is None or parent.span_id in main else parent.span_id
 
 
+def _output_finish(attrs: Mapping[str, Any]) -> str | None:
+    """The ``finish_reason`` of the first output message that has one."""
+    messages = json_value(attrs.get("gen_ai.output.messages"))
+    for message in messages if isinstance(messages, list) else []:
+        reason = message.get("finish_reason") if isinstance(message, Mapping) else None
+        if isinstance(reason, str) and reason:
+            return reason
+    return None
+
+
 def _model_draft(span: SpanRecord, base: dict[str, Any], ref: str, context: str) -> Draft:
     attrs = span.attributes
     reasons = json_value(first(attrs, ("gen_ai.response.finish_reasons", "llm.finish_reason")))
     finish = reasons[0] if isinstance(reasons, list) and reasons else reasons
+    if finish is None:  # the conventions' OutputMessage carries its own finish_reason
+        finish = _output_finish(attrs)
     response_id = first_str(attrs, ("gen_ai.response.id",))
     output = _output_text(attrs)
     user = _first_user_text(attrs)

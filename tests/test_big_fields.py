@@ -45,3 +45,25 @@ def test_a_big_field_costs_linear_time_and_is_redacted_whole(shape: str, tmp_pat
     for step in steps:
         for value in (step.arguments, step.action, step.text, step.result, step.error):
             assert SECRET not in (value or ""), (shape, step.kind)
+
+
+def test_a_quoted_blob_on_a_command_line_is_split_in_bounded_time() -> None:
+    """The fuzzer's costliest class: ``shlex`` reads a character at a time (~5-10 µs), so a
+    quoted 200 KB blob on a ``curl`` line cost 1.6 s in egress extraction; shell parsing
+    reads the first ``MAX_SHELL_CHARS`` only, whatever the length."""
+    import time
+
+    from features.egress import egress_targets
+    from features.shell_words import tokenize
+
+    for n in (16_384, 1024 * 1024):
+        command = "curl -d '" + "x" * n + "' https://api.example.com/v1/upload"
+        started = time.process_time()
+        tokenize(command)
+        targets = egress_targets("bash", {"command": command})
+        argv = egress_targets("bash", {"command": ["curl", "-d", "x" * n, "https://a.example"]})
+        took = time.process_time() - started
+        assert took < 0.5, f"{n} characters: {took:.2f} s"
+    # the head is still parsed: a short command's target is found
+    assert [t.host for t in egress_targets("bash", {"command": "curl -d 'x' https://a.example"})]
+    assert targets is not None and argv is not None

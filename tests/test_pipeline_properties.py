@@ -34,7 +34,7 @@ from hypothesis import strategies as st
 from sqlalchemy import text
 
 from benchmarks.bench_fuzz import (
-    FEEDS,
+    FILE,
     HOSTILE,
     Seed,
     dump_json,
@@ -42,6 +42,7 @@ from benchmarks.bench_fuzz import (
     mutate_bytes,
     paths_of,
     replace_at,
+    run_input,
 )
 from detectors.base import Detector
 from detectors.registry import DetectorSet
@@ -62,6 +63,7 @@ SEED_FILES = (
     ROOT / "fixtures/recorded/run-031-e3d26d.otlp.jsonl",
     ROOT.parent
     / "shared/corpus/recordings/otlp/agentevals-dev__agentevals__adk_py_v1_default_S2.json.xz",
+    *sorted((ROOT.parent / "shared/corpus/recordings").glob("c*/*.jsonl.xz")),  # transcripts
 )
 TABLES = ("deliveries", "alerts", "steps", "sessions", "dead_letters", "input_offsets")
 DETECTORS = detector_set({})
@@ -143,12 +145,9 @@ def _clear(store: Store) -> None:
 
 
 def _run(store: Store, kind: str, records: list[bytes]) -> Pipeline:
-    """Feed ``records`` to a fresh pipeline and close it (no exception may escape)."""
-    pipeline = Pipeline(store, detectors=DETECTORS)
-    for index, data in enumerate(records):
-        FEEDS[kind](pipeline, data, source="prop", location=f"prop:{index}", partition="p")
-    pipeline.close()
-    return pipeline
+    """Feed ``records`` to a fresh pipeline and close it (no exception may escape), as
+    the fuzzer does: records of a kind through its feed, a transcript's lines as a file."""
+    return run_input(store, kind, records, DETECTORS)
 
 
 def _counts(store: Store) -> dict[str, int]:
@@ -238,6 +237,39 @@ def test_byte_mutated_json_records(sqlite_store: Store, case: tuple[str, list[by
 @settings(max_examples=60, **SETTINGS)
 @given(value_mutated("event") | value_mutated("otlp_json"))
 def test_value_mutated_json_records(sqlite_store: Store, case: tuple[str, list[bytes]]) -> None:
+    _check_properties(sqlite_store, *case)
+
+
+@st.composite
+def transcript_mutated(draw: st.DrawFn) -> tuple[str, list[bytes]]:
+    """Up to 30 consecutive lines of a real Claude Code transcript or Codex rollout, one
+    or two of them mutated (a value replaced by a hostile one, or bytes), read back as a
+    file of the recording's name."""
+    import json
+
+    seeds = [seed for seed in _all_seeds() if seed.kind.startswith(FILE)]
+    seed = draw(st.sampled_from(seeds))
+    start = draw(st.integers(0, len(seed.records) - 1))
+    records = list(seed.records[start : start + draw(st.integers(1, 30))])
+    rng = random.Random(draw(st.integers(0, 2**32)))
+    for _ in range(draw(st.integers(1, 2))):
+        at = draw(st.integers(0, len(records) - 1))
+        if draw(st.booleans()):
+            doc = json.loads(records[at])
+            paths = paths_of(doc)
+            path = paths[draw(st.integers(0, len(paths) - 1))]
+            records[at] = dump_json(replace_at(doc, path, draw(hostile)))
+        else:
+            records[at] = mutate_bytes(rng, records[at], rng.choice(seed.records))
+    return seed.kind, records
+
+
+@pytest.mark.skipif(
+    not any(p.name.endswith(".jsonl.xz") for p in SEED_FILES), reason="needs ../shared/corpus"
+)
+@settings(max_examples=30, **SETTINGS)
+@given(transcript_mutated())
+def test_mutated_transcripts(sqlite_store: Store, case: tuple[str, list[bytes]]) -> None:
     _check_properties(sqlite_store, *case)
 
 

@@ -27,6 +27,8 @@ FILES = sorted(RECORDINGS.glob("*/*.xz")) if RECORDINGS.exists() else []
 
 # Response items that are calls of a tool, as the Codex protocol names them.
 CODEX_CALLS = {"function_call", "custom_tool_call", "local_shell_call", "web_search_call"}
+# Content blocks that call a tool: Claude Code's own, the API's server tools, MCP connectors.
+CLAUDE_CALLS = {"tool_use", "server_tool_use", "mcp_tool_use"}
 # ADK wraps parallel calls in a span that is no call of its own.
 MERGED_TOOLS = "(merged tools)"
 
@@ -44,17 +46,19 @@ def _claude_code_calls(path: Path) -> int:
         message = line.get("message") if line.get("type") == "assistant" else None
         content = message.get("content") if isinstance(message, dict) else None
         for block in content if isinstance(content, list) else []:
-            if isinstance(block, dict) and block.get("type") == "tool_use":
+            if isinstance(block, dict) and block.get("type") in CLAUDE_CALLS:
                 ids.add(block["id"])
     return len(ids)
 
 
 def _codex_calls(path: Path) -> int:
-    return sum(
-        1
+    # a rollout from before the envelope has bare items, one a line
+    items = (
+        line["payload"] if line.get("type") == "response_item" else line
         for line in _lines(path)
-        if line.get("type") == "response_item" and line["payload"].get("type") in CODEX_CALLS
+        if line.get("type") == "response_item" or "payload" not in line
     )
+    return sum(1 for item in items if item.get("type") in CODEX_CALLS)
 
 
 def _attribute(span: dict[str, Any], key: str) -> Any:

@@ -98,6 +98,47 @@ PROVIDER_TOKENS: dict[str, tuple[str, str]] = {
     "azure_client_secret": (_rand(3) + "8Q~", _rand(34)),
     "telegram_bot": ("123456789:AA", _rand(33)),
     "age": ("AGE-SECRET-KEY-1", _rand(58, "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L")),
+    # formats from the providers' documentation (and gitleaks' rules)
+    "google_oauth_secret": ("GOCSPX-", _rand(28, _B64URL)),
+    "google_oauth_token": ("ya29.a0", _rand(150, _B64URL)),
+    "docker_pat": ("dckr_pat_", _rand(27, _B64URL)),
+    "langsmith": ("lsv2_pt_", _rand(32, _HEX) + "_" + _rand(10, _HEX)),
+    "tavily": ("tvly-", _rand(32)),
+    "dynatrace": (
+        "dt0c01.",
+        _rand(24, string.ascii_uppercase + string.digits)
+        + "."
+        + _rand(64, string.ascii_uppercase + string.digits),
+    ),
+    "brevo": ("xkeysib-", _rand(64, _HEX) + "-" + _rand(16)),
+    "planetscale": ("pscale_tkn_", _rand(43)),
+    "prefect": ("pnu_", _rand(36)),
+    "rubygems": ("rubygems_", _rand(48, _HEX)),
+    "artifactory": ("AKCp", _rand(69)),
+    "easypost": ("EZAK", _rand(54)),
+    "shippo": ("shippo_live_", _rand(40, _HEX)),
+    "twilio_api_key": ("SK", _rand(32, _HEX)),
+    "huggingface_org": ("api_org_", _rand(34, string.ascii_letters)),
+    "openshift": ("sha256~", _rand(43, _B64URL)),
+    "terraform_cloud": (_rand(14).lower() + ".atlasv1.", _rand(67).lower()),
+    "cloudflare_origin_ca": ("v1.0-", _rand(24, _HEX) + "-" + _rand(146, _HEX)),
+    "stripe_restricted": ("rk_" + "live_", _rand(99)),
+    "slack_app": (
+        "xapp-1-",
+        "A"
+        + _rand(10, string.ascii_uppercase + string.digits)
+        + "-"
+        + _rand(13, string.digits)
+        + "-"
+        + _rand(64, _HEX),
+    ),
+    "aws_temporary": ("ASIA", _rand(16, string.ascii_uppercase + "234567")),
+    "anthropic_admin": ("sk-ant-admin01-", _rand(93, _B64URL) + "AA"),
+    "openai_service_account": ("sk-svcacct-", _rand(64, _B64URL)),
+    "private_key_openssh": (
+        "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA",
+        _rand(70, _ALNUM + "+/") + "\n" + _rand(40) + "\n-----END OPENSSH PRIVATE KEY-----",
+    ),
     "private_key_pem": (
         "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA",
         _rand(64, _ALNUM + "+/") + "\n" + _rand(40) + "\n-----END RSA PRIVATE KEY-----",
@@ -119,6 +160,20 @@ CONTEXT_SECRETS: dict[str, tuple[str, str]] = {
     "curl_user": ("curl -u admin:{s} https://ci.example.com", _rand(16)),
     "password_env": ("PGPASSWORD={s} psql -h db", _rand(14)),
     "url_signature": ("https://b.example.com/o?sig={s}&x=1", _rand(40)),
+    "okta_ssws": (
+        "curl -H 'Authorization: SSWS {s}' https://acme.okta.com/api/v1/users",
+        "00" + _rand(40, _B64URL),
+    ),
+    "netrc": ("machine api.heroku.com\n  login me@example.com\n  password {s}\n", _rand(36)),
+    "mysql_p": ("mysqldump -h db -u app -p{s} shop > shop.sql", _rand(14)),
+    "sshpass": ("sshpass -p '{s}' ssh deploy@host", _rand(14)),
+    "docker_login": ("docker login -u bot -p {s} registry.example.com", _rand(20)),
+    "aws_credentials_ini": ("[default]\naws_secret_access_key = {s}\n", _rand(30) + "/" + _rand(9)),
+    "aws_session_token": ("export AWS_SESSION_TOKEN={s}", "IQoJb3JpZ2luX2Vj" + _rand(120)),
+    "dotenv_secret": ("NODE_ENV=production\nJWT_SECRET={s}\nPORT=8080", _rand(32)),
+    "azure_sql": ("Server=tcp:db.database.windows.net,1433;User ID=app;Password={s};", _rand(16)),
+    "mongodb_srv": ("mongodb+srv://app:{s}@cluster0.ab1cd.mongodb.net/prod", _rand(16)),
+    "docker_config_auth": ('{{"auths": {{"ghcr.io": {{"auth": "{s}"}}}}}}', _rand(40)),
 }
 
 LOOK_ALIKES = [
@@ -129,6 +184,14 @@ LOOK_ALIKES = [
     "<your-token>",
     "sha512-Q5bVh0yTZ1xUtJ6Zn1bK3j0uQ2y8HcA9ZkLmN0pQrStUvWxYz==",  # lockfile integrity
     "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",  # sha256
+    "${OPENAI_API_KEY}",
+    "tvly-xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+    "ya29.example",
+    "v1.0-rc1",
+    "SKIP_SLOW_TESTS",
+    "mysql -u root -p shop",  # -p alone: mysql prompts
+    "docker login --password-stdin",
+    "machine learning password reset",
 ]
 
 
