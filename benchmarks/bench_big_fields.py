@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.big_fields import SHAPES, run_once  # noqa: E402
+from tests.big_fields import BENCH_SHAPES, run_once  # noqa: E402
 
 SIZES = (32 * 1024, 256 * 1024, 1024 * 1024)
 
@@ -40,7 +40,7 @@ def main() -> None:
     )
     print(f"{'CPU seconds':20s}" + "".join(f"{s // 1024:>10d} KiB" for s in SIZES) + "   1M/32K")
     with tempfile.TemporaryDirectory() as tmp:
-        for name, make in SHAPES.items():
+        for name, make in BENCH_SHAPES.items():
             times, walls = [], []
             for size in SIZES:
                 field = make(size)

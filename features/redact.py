@@ -793,6 +793,8 @@ def redact(text: str) -> str:
     memo = len(text) <= _MEMO_MAX_CHARS and type(text) is str
     if memo and text in _FINAL:
         return text
+    if not memo and text in _FINAL_LARGE:
+        return text
     # A rejected candidate (placeholder, word tail) is skipped whole by ``re.sub`` and
     # may hide a real secret inside it; once something is redacted, another pass finds
     # those. Texts with nothing to redact pay for one pass only.
@@ -810,7 +812,19 @@ def redact(text: str) -> str:
             for key in list(itertools.islice(_FINAL, _MEMO_MAX_ENTRIES // 4)):
                 del _FINAL[key]
         _FINAL[text] = None
+    elif type(text) is str and len(text) <= _LARGE_MEMO_MAX_CHARS:
+        _remember_large(text)
     return text
+
+
+def _remember_large(text: str) -> None:
+    _FINAL_LARGE[text] = None
+    global _large_chars
+    _large_chars += len(text)
+    while _large_chars > _LARGE_MEMO_MAX_CHARS and _FINAL_LARGE:
+        oldest = next(iter(_FINAL_LARGE))
+        del _FINAL_LARGE[oldest]
+        _large_chars -= len(oldest)
 
 
 _MAX_PASSES = 4
@@ -825,6 +839,15 @@ returned or would return unchanged. Bounded: :data:`_MEMO_MAX_ENTRIES` texts of 
 :data:`_MEMO_MAX_CHARS` characters."""
 _MEMO_MAX_CHARS = 2_048
 _MEMO_MAX_ENTRIES = 4_096
+
+_FINAL_LARGE: dict[str, None] = {}
+"""The same for the few most recent texts longer than :data:`_MEMO_MAX_CHARS`: a big
+field (a blob, a long output) is redacted where it is read and again by the pipeline's
+gate, and often appears in several fields of a step and in the next step's input; each
+pass over a MiB costs tens of ms. Bounded by total size (:data:`_LARGE_MEMO_MAX_CHARS`
+characters), oldest out first."""
+_LARGE_MEMO_MAX_CHARS = 4 * 1024 * 1024
+_large_chars = 0
 
 
 _SHORT_TEXT = 1024

@@ -553,3 +553,20 @@ def test_trigger_anchored_matching_is_re_sub() -> None:
             assert _sub_at_triggers(rule, text, _lower(text)) == rule.pattern.sub(
                 rule.replace, text
             )
+
+
+def test_a_big_text_redacted_again_is_redacted_again_not_returned_from_memory() -> None:
+    """Big texts that come back unchanged are remembered (the gate redacts each field a
+    second time); the memory holds only such final texts, never an input that had a
+    secret in it, and is bounded in size."""
+    from features import redact as module
+
+    secret = "ghp_" + "Zq7" * 12
+    big = "x" * 300_000 + " export GITHUB_TOKEN=" + secret
+    first = redact(big)
+    assert secret not in first
+    assert redact(first) is first  # final: remembered, returned as it is
+    assert secret not in redact(big)  # the input itself was never remembered
+    for i in range(40):  # 40 x 300 KB: past the bound, the oldest go
+        redact(f"{i} " + "y" * 300_000)
+    assert sum(map(len, module._FINAL_LARGE)) <= module._LARGE_MEMO_MAX_CHARS
