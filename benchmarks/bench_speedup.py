@@ -31,7 +31,6 @@ import tempfile
 from pathlib import Path
 
 from opentelemetry import trace
-from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -39,7 +38,10 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
 from table_hashes import HASH_SEED, table_hashes
+
+from trajwatch.bench_spans import encode_batches, length_delimited
 
 BASELINE = "ca4810b"
 """main when issue 12 was taken up."""
@@ -213,24 +215,13 @@ def make_traces(total_spans: int, seed: int = 12) -> list[list[ReadableSpan]]:
     return traces
 
 
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte, n = n & 0x7F, n >> 7
-        out.append(byte | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
-
-
 def write_recordings(traces: list[list[ReadableSpan]], folder: Path) -> int:
     """The traces as length-delimited OTLP protobuf files; returns the spans written."""
     spans = 0
     for f in range(0, len(traces), TRACES_PER_FILE):
         chunk = [s for tr in traces[f : f + TRACES_PER_FILE] for s in tr]
-        with open(folder / f"bench-{f // TRACES_PER_FILE:03d}.otlp.binpb", "wb") as out:
-            for b in range(0, len(chunk), BATCH):
-                data = encode_spans(chunk[b : b + BATCH]).SerializeToString()
-                out.write(_varint(len(data)) + data)
+        recording = length_delimited(encode_batches(chunk, BATCH))
+        (folder / f"bench-{f // TRACES_PER_FILE:03d}.otlp.binpb").write_bytes(recording)
         spans += len(chunk)
     return spans
 
