@@ -37,7 +37,6 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
-from typing import IO
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # run from a checkout
@@ -51,7 +50,7 @@ from models.store import Store  # noqa: E402
 from tests.conftest import KafkaBroker, start_s3_server  # noqa: E402
 from tests.test_kafka_worker import (  # noqa: E402
     CONFIG,
-    WORKER_ENV,
+    Workers,
     broker_options,
     feed_topics,
     produce,
@@ -70,68 +69,34 @@ WEBHOOK = {
 KINDS = ("kill", "broker", "db", "add")
 
 
-class Fleet:
-    """The worker processes, each with its own log."""
+class Fleet(Workers):
+    """The worker processes of the soak (the tests' :class:`Workers`, with the webhook
+    outbox on), some killed or stopped on the way."""
 
-    def __init__(self, bootstrap: str, db: str, logs: Path) -> None:
-        self.bootstrap = bootstrap
-        self.db = db
-        self.logs = logs
-        self.live: list[subprocess.Popen[bytes]] = []
-        self.started = 0
-        self._files: list[IO[bytes]] = []
+    stop_timeout_s = 30.0
 
-    def start(self) -> None:
-        log = open(self.logs / f"worker-{self.started}.log", "wb")  # noqa: SIM115
-        self._files.append(log)
-        self.started += 1
-        self.live.append(
-            subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "trajwatch.cli",
-                    "worker",
-                    "--bootstrap-servers",
-                    self.bootstrap,
-                    "--db",
-                    self.db,
-                    "--config",
-                    str(CONFIG),
-                ],
-                cwd=ROOT,
-                env={**os.environ, "PYTHONPATH": str(ROOT), **WORKER_ENV, **WEBHOOK},
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
-        )
+    @property
+    def live(self) -> list[subprocess.Popen[bytes]]:
+        """The workers neither killed nor stopped, oldest first."""
+        return [proc for proc in self.procs if proc.returncode is None]
+
+    @property
+    def started(self) -> int:
+        return len(self.procs)
 
     def kill(self, rng: random.Random) -> None:
-        victim = self.live.pop(rng.randrange(len(self.live)))
+        victim = rng.choice(self.live)
         victim.send_signal(signal.SIGKILL)
         victim.wait()
 
     def stop_one(self, rng: random.Random) -> None:
-        leaving = self.live.pop(rng.randrange(len(self.live)))
+        leaving = rng.choice(self.live)
         leaving.send_signal(signal.SIGTERM)
         try:
-            leaving.wait(timeout=30)
+            leaving.wait(timeout=self.stop_timeout_s)
         except subprocess.TimeoutExpired:
             leaving.kill()
             leaving.wait()
-
-    def stop_all(self) -> None:
-        for proc in self.live:
-            proc.send_signal(signal.SIGTERM)
-        for proc in self.live:
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        self.live.clear()
-        for log in self._files:
-            log.close()
 
     def survived(self) -> int:
         """Failures the workers logged surviving (resumed from their durable offsets)."""
@@ -226,7 +191,7 @@ def main() -> int:
         .update_query_dict({"options": f"-csearch_path={schema}", "application_name": name})
         .render_as_string(hide_password=False)
     )
-    fleet = Fleet(broker.bootstrap, db, tmp)
+    fleet = Fleet(KafkaOptions(bootstrap_servers=broker.bootstrap), db, tmp, env=WEBHOOK)
     counts: collections.Counter[str] = collections.Counter()
     try:
         options = broker_options(broker.bootstrap)

@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import IO
 
@@ -104,12 +104,19 @@ def options(kafka_broker) -> KafkaOptions:  # type: ignore[no-untyped-def]
 
 
 class Workers:
-    """``trajwatch worker`` subprocesses, killed at the end of the test."""
+    """``trajwatch worker`` subprocesses (each with its log ``worker-N.log`` in ``logs``
+    and ``env`` added to the environment), stopped at the end of the test."""
 
-    def __init__(self, options: KafkaOptions, db: str, logs: Path) -> None:
+    stop_timeout_s = 15.0
+    """How long :meth:`stop_all` waits for a worker's SIGTERM drain before SIGKILL."""
+
+    def __init__(
+        self, options: KafkaOptions, db: str, logs: Path, env: Mapping[str, str] | None = None
+    ) -> None:
         self.options = options
         self.db = db
         self.logs = logs
+        self.env = dict(env or {})
         self.procs: list[subprocess.Popen[bytes]] = []
         self._files: list[IO[bytes]] = []
 
@@ -131,7 +138,7 @@ class Workers:
                 *extra,
             ],
             cwd=ROOT,
-            env={**os.environ, "PYTHONPATH": str(ROOT), **WORKER_ENV},
+            env={**os.environ, "PYTHONPATH": str(ROOT), **WORKER_ENV, **self.env},
             stdout=log,
             stderr=subprocess.STDOUT,
         )
@@ -144,7 +151,7 @@ class Workers:
                 proc.send_signal(signal.SIGTERM)
         for proc in self.procs:
             try:
-                proc.wait(timeout=15)
+                proc.wait(timeout=self.stop_timeout_s)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
