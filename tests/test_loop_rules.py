@@ -15,22 +15,9 @@ from detectors.loop_rules import (
     same_shape,
     specific,
 )
-from detectors.runaway_loop import RunawayLoop
 from detectors.testing import Session
-from models.records import Action, Alert, Severity, Step
-
-
-def feed(steps: list[Step], **params: object) -> list[Alert]:
-    detector = RunawayLoop(**params)  # type: ignore[arg-type]
-    return [alert for step in steps for alert in detector.update(step)]
-
-
-def warmup(s: Session) -> list[Step]:
-    steps = [s.start()]
-    for path in ("src/app.py", "src/util.py", "tests/test_app.py"):
-        steps += [s.model(), *s.tool("read_file", {"path": path}, result=f"# {path}\n...")]
-    return steps
-
+from models.records import Action, Severity, Step
+from tests.test_runaway_loop import feed, warmup
 
 # -- pure rules -------------------------------------------------------------------------
 
