@@ -2,19 +2,20 @@
 ``langgraph dev`` (langgraph-cli[inmem], the in-memory runtime) serving a small graph
 whose run takes a checkpointed superstep every ~0.1 s and no LLM. A kill or rollback alert
 on the run's thread goes through trajwatch's outbox and dispatcher (zero config:
-``TRAJWATCH_WEBHOOK_URL``/``_SECRET``/``_ALLOW_PRIVATE``) as a signed webhook to the
-breaker, which calls LangGraph's ``runs.cancel``: a kill interrupts the run (its
+``TRAJWATCH_WEBHOOK_URL``/``_SECRET``/``_ALLOW_PRIVATE``) as a signed webhook to
+``trajwatch breaker --langgraph-url`` (the command, as a process), which calls
+LangGraph's ``runs.cancel``: a kill interrupts the run (its
 checkpoints are kept), a rollback deletes the run and its checkpoints (the thread is back
 to before the run). The same webhook delivered again cancels nothing more."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -22,18 +23,16 @@ from typing import Any
 
 import pytest
 import requests
-import uvicorn
 
 from detectors.testing import Session
 from ingest.errors import ConfigError
 from ingest.sinks import Committed
 from models.records import Action, Alert, SessionInfo, Severity
 from models.store import SessionCursor, Store
+from tests.test_breaker import Running, kill, send
 from tests.webhook_receiver import SECRET, free_port
 from trajwatch import actions
-from trajwatch.actions import signing
 from trajwatch.actions.langgraph import LangGraphCanceller
-from trajwatch.breaker import Breakers, create_app
 from trajwatch.config import actions_config
 from trajwatch.settings import Settings
 
@@ -70,11 +69,42 @@ QUIET = {
     "LANGSMITH_TRACING": "false",
     "LANGCHAIN_TRACING_V2": "false",
 }
+ROOT = Path(__file__).resolve().parents[1]
 FOREVER = 1_000_000  # supersteps: the run is still going when the alert arrives
+
+
+@contextlib.contextmanager
+def serving(argv: list[str], *, cwd: Path, env: dict[str, str], ready: str) -> Iterator[None]:
+    """A server process, up once ``ready`` answers 200; its output in ``cwd/server.log``
+    (shown if it dies); stopped with its process group."""
+    with (cwd / "server.log").open("wb") as log:
+        server = subprocess.Popen(
+            argv, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        try:
+            deadline = time.monotonic() + 90
+            while True:
+                assert server.poll() is None, (cwd / "server.log").read_text()[-3000:]
+                assert time.monotonic() < deadline, f"{argv[:4]} did not answer in 90 s"
+                try:
+                    if requests.get(ready, timeout=1).status_code == 200:
+                        break
+                except requests.ConnectionError:
+                    pass
+                time.sleep(0.1)
+            yield
+        finally:
+            os.killpg(server.pid, signal.SIGTERM)
+            try:
+                server.wait(15)
+            except subprocess.TimeoutExpired:
+                os.killpg(server.pid, signal.SIGKILL)
+                server.wait(5)
 
 
 @pytest.fixture(scope="module")
 def langgraph_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """``langgraph dev`` serving GRAPH, in memory, on a free loopback port."""
     root = tmp_path_factory.mktemp("langgraph")
     (root / "agent.py").write_text(GRAPH)
     (root / "langgraph.json").write_text(
@@ -87,55 +117,31 @@ def langgraph_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     }
     env.update(QUIET, HOME=str(root))
     port = free_port()
-    log = (root / "server.log").open("wb")
-    server = subprocess.Popen(
-        [sys.executable, "-m", "langgraph_cli", "dev", "--no-browser", "--no-reload",
-         "--host", "127.0.0.1", "--port", str(port), "--config", "langgraph.json"],
-        cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-    )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            assert server.poll() is None, (root / "server.log").read_text()[-3000:]
-            assert time.monotonic() < deadline, "langgraph dev did not answer /ok in 90 s"
-            try:
-                if requests.get(f"{url}/ok", timeout=1).status_code == 200:
-                    break
-            except requests.ConnectionError:
-                pass
-            time.sleep(0.1)
+    argv = [sys.executable, "-m", "langgraph_cli", "dev", "--no-browser", "--no-reload",
+            "--host", "127.0.0.1", "--port", str(port), "--config", "langgraph.json"]  # fmt: skip
+    with serving(argv, cwd=root, env=env, ready=f"{url}/ok"):
         yield url
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(15)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait(5)
-        log.close()
 
 
-class Breaker:
-    """``trajwatch breaker --langgraph-url``, in a thread on a free loopback port."""
+@pytest.fixture(scope="module")
+def breaker_url(tmp_path_factory: pytest.TempPathFactory, langgraph_url: str) -> Iterator[str]:
+    """The command a user runs: ``trajwatch breaker --langgraph-url URL``."""
+    root = tmp_path_factory.mktemp("breaker")
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    argv = [sys.executable, "-m", "trajwatch.cli", "breaker", "--port", str(port),
+            "--state", str(root / "breaker.db"), "--langgraph-url", langgraph_url]  # fmt: skip
+    env = {**os.environ, "TRAJWATCH_BREAKER_SECRET": SECRET, "PYTHONPATH": str(ROOT)}
+    with serving(argv, cwd=root, env=env, ready=f"{url}/v1/breakers"):
+        yield url
 
-    def __init__(self, tmp: Path, langgraph_url: str) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}/v1/webhooks"
-        self.breakers = Breakers(str(tmp / "breaker.db"))
-        self.canceller = LangGraphCanceller(langgraph_url)
-        app = create_app(self.breakers, [SECRET], effects=[self.canceller])
-        self.server = uvicorn.Server(
-            uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning")
-        )
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-        self.thread.start()
-        wait_for(lambda: self.server.started, "the breaker did not start")
 
-    def stop(self) -> None:
-        self.server.should_exit = True
-        self.thread.join(10)
-        self.canceller.close()
+def audit(breaker_url: str, session: str) -> dict[str, Any]:
+    """The breaker's state and audit trail for a session (``GET /v1/breakers/SESSION``)."""
+    answer = requests.get(f"{breaker_url}/v1/breakers/{session}", timeout=5)
+    assert answer.status_code == 200
+    return dict(answer.json())
 
 
 class Trajwatch:
@@ -201,12 +207,10 @@ class Trajwatch:
 
 
 @pytest.fixture
-def wired(tmp_path: Path, langgraph_url: str) -> Iterator[tuple[Trajwatch, Breaker]]:
-    breaker = Breaker(tmp_path, langgraph_url)
-    trajwatch = Trajwatch(tmp_path, breaker.url)
-    yield trajwatch, breaker
-    trajwatch.close()
-    breaker.stop()
+def trajwatch(tmp_path: Path, breaker_url: str) -> Iterator[Trajwatch]:
+    running = Trajwatch(tmp_path, f"{breaker_url}/v1/webhooks")
+    yield running
+    running.close()
 
 
 def wait_for(condition: Callable[[], Any], message: str, timeout: float = 20.0) -> None:
@@ -244,9 +248,8 @@ def run_ids_in_history(lg: Any, thread_id: str) -> set[str]:
 
 
 def test_a_kill_interrupts_the_run_and_keeps_its_checkpoints(
-    wired: tuple[Trajwatch, Breaker], lg: Any
+    trajwatch: Trajwatch, breaker_url: str, lg: Any
 ) -> None:
-    trajwatch, breaker = wired
     thread_id = str(lg.threads.create()["thread_id"])
     run_id, steps_before = long_run(lg, thread_id)
     alert_id = trajwatch.alert(thread_id, Action.KILL)
@@ -258,15 +261,14 @@ def test_a_kill_interrupts_the_run_and_keeps_its_checkpoints(
     assert run_id in run_ids_in_history(lg, thread_id)  # and its checkpoints are kept
     time.sleep(0.5)
     assert lg.threads.get_state(thread_id)["values"]["steps"] == values["steps"]  # stopped
-    audit = breaker.breakers.listing(thread_id)
-    assert audit["breakers"][0]["state"] == "open"
-    assert any(f"interrupt run {run_id}" in (a["reason"] or "") for a in audit["audit"])
+    trail = audit(breaker_url, thread_id)
+    assert trail["breakers"][0]["state"] == "open"
+    assert any(f"interrupt run {run_id}" in (a["reason"] or "") for a in trail["audit"])
 
 
 def test_a_rollback_deletes_the_run_and_its_checkpoints_and_a_repeat_cancels_nothing(
-    wired: tuple[Trajwatch, Breaker], lg: Any
+    trajwatch: Trajwatch, breaker_url: str, lg: Any
 ) -> None:
-    trajwatch, breaker = wired
     thread_id = str(lg.threads.create()["thread_id"])
     before = lg.runs.wait(thread_id, "agent", input={"steps": 0, "until": 2})
     assert before == {"steps": 2, "until": 2}
@@ -302,9 +304,7 @@ def test_a_rollback_deletes_the_run_and_its_checkpoints_and_a_repeat_cancels_not
     time.sleep(0.5)
     assert lg.runs.get(thread_id, again)["status"] == "running"
     cancels = [
-        a
-        for a in breaker.breakers.listing(thread_id)["audit"]
-        if a["source"].startswith("langgraph:")
+        a for a in audit(breaker_url, thread_id)["audit"] if a["source"].startswith("langgraph:")
     ]
     assert [a["reason"] for a in cancels] == [
         f"langgraph: rollback run {run_id} on thread {thread_id}"
@@ -315,20 +315,18 @@ def test_a_rollback_deletes_the_run_and_its_checkpoints_and_a_repeat_cancels_not
 def test_langgraph_down_answers_503_and_records_no_cancel(tmp_path: Path) -> None:
     """The cancel is recorded only once it succeeded: with LangGraph unreachable the
     breaker answers 503 (the dispatcher retries the same id) and remembers nothing."""
-    dead = f"http://127.0.0.1:{free_port()}"
-    breaker = Breaker(tmp_path, dead)
+    canceller = LangGraphCanceller(f"http://127.0.0.1:{free_port()}")  # nothing listens
+    breaker = Running(tmp_path, effects=[canceller])
     try:
-        body = json.dumps({"type": "trajwatch.kill", "data": {"session_id": "t-1"}})
-        headers = signing.headers(
-            signing.signers([SECRET], where="t"), "al_1:default:kill", int(time.time()), body
-        )
-        answer = requests.post(breaker.url, data=body, headers=headers, timeout=30)
+        # the SDK retries the connection for ~8 s before it gives up
+        answer = send(breaker.base, "al_1:default:kill", kill("t-1"), timeout=30)
         assert answer.status_code == 503 and "langgraph" in answer.json()["error"]
-        assert breaker.breakers.state("session", "t-1")[0] == "open"  # the breaker still opened
-        ran = breaker.breakers.once("langgraph:al_1:default:kill", lambda: "ran", session="t-1")
+        assert breaker.breakers.state("session", "t-1")[0] == "open"  # the breaker opened
+        ran = breaker.breakers.once("langgraph:al_1:default:kill", lambda: "ran")
         assert ran == (True, "ran")  # the failed cancel was not recorded as done
     finally:
         breaker.stop()
+        canceller.close()
 
 
 def test_without_the_sdk_the_error_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
