@@ -10,7 +10,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,7 @@ from standardwebhooks import Webhook
 
 from tests.webhook_receiver import SECRET, free_port
 from trajwatch.actions import signing
-from trajwatch.breaker import Breakers, create_app
+from trajwatch.breaker import Breakers, Effect, create_app
 
 ROOT = Path(__file__).resolve().parents[1]
 # The published vector (standard-webhooks spec, "Verifying webhooks": test vector).
@@ -33,11 +33,13 @@ VECTOR_SIG = "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="
 
 
 class Running:
-    def __init__(self, tmp: Path, check_url: str | None = None) -> None:
+    def __init__(
+        self, tmp: Path, check_url: str | None = None, effects: Sequence[Effect] = ()
+    ) -> None:
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.breakers = Breakers(str(tmp / "breaker.db"))
-        app = create_app(self.breakers, [SECRET], check_url=check_url)
+        app = create_app(self.breakers, [SECRET], check_url=check_url, effects=effects)
         config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning")
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
@@ -61,12 +63,12 @@ def breaker(tmp_path: Path) -> Iterator[Running]:
 
 
 def send(
-    base: str, msg_id: str, payload: dict[str, Any], secret: str = SECRET
+    base: str, msg_id: str, payload: dict[str, Any], secret: str = SECRET, timeout: float = 5
 ) -> requests.Response:
     body = json.dumps(payload)
     headers = signing.headers(signing.signers([secret], where="t"), msg_id, int(time.time()), body)
     headers["content-type"] = "application/json"
-    return requests.post(f"{base}/v1/webhooks", data=body, headers=headers, timeout=5)
+    return requests.post(f"{base}/v1/webhooks", data=body, headers=headers, timeout=timeout)
 
 
 def kill(session: str = "s1", alert: str = "al_1") -> dict[str, Any]:

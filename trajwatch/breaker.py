@@ -6,7 +6,10 @@
   ``webhook-id`` (a retry that re-sends an id answers 200 and changes nothing). A
   ``trajwatch.kill`` or ``trajwatch.rollback`` opens the session's breaker and the
   agent's; a ``trajwatch.alert`` (notify) opens a *half-open* breaker (one on trial) and is
-  otherwise only recorded.
+  otherwise only recorded. With *effects* (``--langgraph-url``:
+  :class:`~trajwatch.actions.langgraph.LangGraphCanceller`) each verified webhook is also
+  handed to them, once per ``webhook-id`` and effect: the effect is recorded only once it
+  succeeded, so a failed one answers 503 and runs again on the sender's retry.
 - ``POST /v1/breakers/{key}/close`` (``trajwatch breaker close SESSION``): the explicit
   re-enable of a session's breaker, or with ``?scope=agent`` (``close --agent NAME``) an
   agent's; ``?trial=1`` makes it half-open instead. ``GET /v1/breakers[/{key}]``
@@ -21,19 +24,21 @@
 
 State lives in the breaker's own SQLite file (``--state``): the breaker is a separate
 service, usually next to the agents rather than next to trajwatch's store, and must keep
-answering when that store is down; three small tables (``seen`` webhook ids, ``breakers``,
-``audit``), one transaction per webhook so the dedupe and the state change are atomic.
+answering when that store is down; small tables (``seen`` webhook ids, ``breakers``,
+``audit``, ``effects`` done), one transaction per webhook so the dedupe and the state
+change are atomic.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sqlite3
 import threading
 import time
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 import requests
 from standardwebhooks import Webhook, WebhookVerificationError
@@ -56,7 +61,20 @@ create table if not exists breakers (
 create table if not exists audit (
     at real not null, scope text not null, key text not null, state text not null,
     reason text, source text not null);
+create table if not exists effects (key text primary key, at real not null, outcome text);
 """
+
+
+class Effect(Protocol):
+    """Something a verified webhook makes happen beside the breaker's state (cancel a
+    LangGraph run): returns what it did, or None when the webhook asks nothing of it;
+    raises when it should be tried again (the breaker answers 503, the sender retries)."""
+
+    name: str
+
+    def __call__(self, payload: dict[str, Any]) -> str | None: ...
+
+    def close(self) -> None: ...
 
 
 def secrets_from_env(environ: dict[str, str] | None = None) -> list[str]:
@@ -79,6 +97,7 @@ class Breakers:
         self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         self._db.executescript(SCHEMA)
         self._lock = threading.Lock()
+        self._effects = threading.Lock()  # effects one at a time; never held by state reads
 
     def apply(self, webhook_id: str, payload: dict[str, Any]) -> bool:
         """Apply one verified webhook; False if its id was applied before."""
@@ -114,6 +133,43 @@ class Breakers:
                 cur.execute("rollback")
                 raise
         return True
+
+    def once(
+        self, key: str, effect: Callable[[], str | None], *, session: str | None = None
+    ) -> tuple[bool, str | None]:
+        """Run ``effect`` once per ``key`` (``<effect>:<webhook-id>``): (False, what it did
+        then) if it ran before, else (True, what it did now). The key is recorded, with
+        the outcome in the session's audit trail, only after ``effect`` returned: one that
+        raises runs again on the retry. Effects run one at a time, outside the state lock,
+        so the hook's reads never wait for a remote call."""
+        with self._effects:
+            with self._lock:
+                row = self._db.execute(
+                    "select outcome from effects where key = ?", (key,)
+                ).fetchone()
+            if row is not None:
+                return False, row[0]
+            outcome = effect()
+            with self._lock:
+                cur = self._db.cursor()
+                cur.execute("begin immediate")
+                try:
+                    now = time.time()
+                    cur.execute("insert into effects values (?, ?, ?)", (key, now, outcome))
+                    if session and outcome:
+                        state = cur.execute(
+                            "select state from breakers where scope = 'session' and key = ?",
+                            (session,),
+                        ).fetchone()
+                        cur.execute(
+                            "insert into audit values (?, 'session', ?, ?, ?, ?)",
+                            (now, session, state[0] if state else CLOSED, outcome, key),
+                        )
+                    cur.execute("commit")
+                except BaseException:
+                    cur.execute("rollback")
+                    raise
+            return True, outcome
 
     def _set(
         self,
@@ -198,7 +254,11 @@ class Breakers:
 
 
 def create_app(
-    breakers: Breakers, secrets: Sequence[str], *, check_url: str | None = None
+    breakers: Breakers,
+    secrets: Sequence[str],
+    *,
+    check_url: str | None = None,
+    effects: Sequence[Effect] = (),
 ) -> Starlette:
     verifiers = [Webhook(s) for s in secrets]
     http = requests.Session()
@@ -216,8 +276,22 @@ def create_app(
                 continue
         if payload is None:
             return JSONResponse({"error": "bad signature or timestamp"}, 401)
-        fresh = await run_in_threadpool(breakers.apply, headers["webhook-id"], payload)
-        return JSONResponse({"applied": fresh})
+        webhook_id = headers["webhook-id"]
+        fresh = await run_in_threadpool(breakers.apply, webhook_id, payload)
+        answer: dict[str, Any] = {"applied": fresh}
+        session = (payload.get("data") or {}).get("session_id")
+        for effect in effects:
+            try:
+                _, answer[effect.name] = await run_in_threadpool(
+                    breakers.once,
+                    f"{effect.name}:{webhook_id}",
+                    functools.partial(effect, payload),
+                    session=str(session) if session else None,
+                )
+            except Exception as exc:  # the effect's failure: the sender retries this id
+                error = f"{effect.name}: {type(exc).__name__}: {exc}"[:500]
+                return JSONResponse({**answer, "error": error}, 503)
+        return JSONResponse(answer)
 
     async def close(request: Request) -> JSONResponse:
         trial = request.query_params.get("trial") in ("1", "true")
@@ -278,9 +352,20 @@ def _hook(decision: str, reason: str) -> dict[str, Any]:
     }
 
 
-def run(*, host: str, port: int, state: str, check_url: str | None) -> int:
+def run(
+    *, host: str, port: int, state: str, check_url: str | None, langgraph_url: str | None = None
+) -> int:
     import uvicorn
 
-    app = create_app(Breakers(state), secrets_from_env(), check_url=check_url)
-    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+    effects: list[Effect] = []
+    if langgraph_url:
+        from trajwatch.actions.langgraph import LangGraphCanceller
+
+        effects.append(LangGraphCanceller(langgraph_url))
+    app = create_app(Breakers(state), secrets_from_env(), check_url=check_url, effects=effects)
+    try:
+        uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+    finally:
+        for effect in effects:
+            effect.close()
     return 0

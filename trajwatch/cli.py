@@ -182,6 +182,11 @@ def _parser() -> argparse.ArgumentParser:
     br.add_argument("--port", type=int, default=4319, help="port (default: 4319)")
     br.add_argument("--state", default="trajwatch-breaker.db", help="its SQLite state file")
     br.add_argument("--check-url", help="trajwatch serve's /v1/check, asked when closed")
+    br.add_argument(
+        "--langgraph-url",
+        help="a LangGraph API server: a kill interrupts the session's runs, a rollback "
+        "rolls them back (pip install 'trajwatch[langgraph]')",
+    )
     br.add_argument("--url", default="http://127.0.0.1:4319", help="close: the breaker's URL")
     br.add_argument("--trial", action="store_true", help="close: half-open instead")
     ui = sub.add_parser("ui", parents=[common], help="the explorer: a Streamlit app on the store")
@@ -465,7 +470,13 @@ def _breaker(args: argparse.Namespace) -> int:
     if args.verb == "run":
         from trajwatch.breaker import run
 
-        return run(host=args.host, port=args.port, state=args.state, check_url=args.check_url)
+        return run(
+            host=args.host,
+            port=args.port,
+            state=args.state,
+            check_url=args.check_url,
+            langgraph_url=args.langgraph_url,
+        )
     scope = "agent" if args.agent else "session"
     if not args.session:
         raise ConfigError(
