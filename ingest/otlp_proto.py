@@ -17,6 +17,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import DecodeError as ProtoDecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
@@ -339,7 +340,8 @@ def _salvage_scope_spans(
                 try:
                     span = Span.FromString(bytes(payload))
                 except ProtoDecodeError as exc:
-                    why = "the batch is truncated inside this span" if truncated else _why(exc)
+                    truncated_why = "the batch is truncated inside this span"
+                    why = truncated_why if truncated else _why(exc, payload)
                     _reject(out, source, span_where, f"undecodable span: {why}", payload)
                 else:
                     _span(span, resource, scope, span_where, out, source, cap)
@@ -359,7 +361,41 @@ def _scope_name(buf: memoryview) -> str:
     return ""
 
 
-def _why(exc: ProtoDecodeError) -> str:
+def _why(exc: ProtoDecodeError, payload: memoryview) -> str:
+    """Why a span did not parse: invalid UTF-8 in a string field (found by walking the
+    span's bytes with its schema), else the parser's own reason. protobuf 7's upb says
+    "Error parsing message with type '...': <reason>", protobuf 6's only the first half,
+    so the reason a user sees must not hang on the runtime's wording."""
+    field = _invalid_utf8(payload, Span.DESCRIPTOR)
+    if field is not None:
+        return f"invalid UTF-8 in string field {field}"
     text = str(exc)
-    # upb's message is "Error parsing message with type '...': <reason>"; keep the reason.
     return text.rsplit(": ", 1)[-1] if ": " in text else text
+
+
+def _invalid_utf8(buf: memoryview, descriptor: Descriptor, depth: int = 0) -> str | None:
+    """The dotted path of the first string field of ``buf`` (a ``descriptor`` message)
+    that is not valid UTF-8, or None. Linear in ``buf``: each byte is read once per
+    nesting level, and nesting stops at OTLP's own depth (AnyValue kvlists) plus a bound."""
+    if depth > _MAX_DIAGNOSE_DEPTH:
+        return None
+    try:
+        for number, _, payload, _truncated in _fields(buf):
+            field = descriptor.fields_by_number.get(number)
+            if payload is None or field is None:
+                continue
+            if field.type == FieldDescriptor.TYPE_STRING:
+                try:
+                    str(payload, "utf-8")
+                except UnicodeDecodeError:
+                    return field.name
+            elif field.type == FieldDescriptor.TYPE_MESSAGE:
+                inner = _invalid_utf8(payload, field.message_type, depth + 1)
+                if inner is not None:
+                    return f"{field.name}.{inner}"
+    except _Corrupt:
+        return None
+    return None
+
+
+_MAX_DIAGNOSE_DEPTH = 32
