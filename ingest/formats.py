@@ -38,6 +38,7 @@ from ingest.codex import document_lines, is_codex_document, is_codex_line, rollo
 from ingest.codex_exec import exec_drafts, is_codex_exec_line
 from ingest.draft import Draft
 from ingest.errors import DecodeError
+from ingest.gemini_chat import chat_drafts, is_gemini_chat_line
 from ingest.options import PipelineOptions
 from ingest.otlp_json import decode_otlp_json, is_otlp_json
 from ingest.otlp_logs import decode_js_sdk_records, decode_otlp_logs_json, js_sdk_kind
@@ -303,6 +304,12 @@ FORMATS: dict[str, Format] = {
                 lambda r: exec_drafts(r.payload["lines"], file_name=r.payload["name"]),
                 "codex_exec",
             ),
+        ),
+        Format(
+            name="gemini_chat",
+            claims=is_gemini_chat_line,
+            whole_file=True,
+            deliver=_transcript(lambda r: chat_drafts(r.payload["lines"]), "gemini_chat"),
         ),
         Format(name="otlp_json", claims=_is_otlp_json, deliver=_span_batch(_otlp_json_signals)),
         Format(
