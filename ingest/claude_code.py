@@ -85,21 +85,6 @@ AGENT = "claude-code"
 _CONVERSATION = frozenset({"user", "assistant", "system", "result"})
 _STREAM_TYPES = frozenset({"system", "assistant", "user", "result", "stream_event"})
 """Line types of ``claude -p --output-format stream-json`` (the Agent SDK's messages)."""
-_METADATA = frozenset(
-    {
-        "summary",
-        "file-history-snapshot",
-        "queue-operation",
-        "progress",
-        "attachment",
-        "ai-title",
-        "custom-title",
-        "agent-name",
-        "last-prompt",
-        "permission-mode",
-        "pr-link",
-    }
-)
 _CALL_BLOCKS = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
 """Content blocks that call a tool: Claude Code's own tools (``tool_use``), tools the API
 runs (``server_tool_use``: web search, web fetch, code execution; their
@@ -126,10 +111,10 @@ def is_claude_code_line(obj: Any) -> bool:
         return False
     if kind == "summary":
         return "leafUuid" in obj
-    if kind == "file-history-snapshot":
-        return "snapshot" in obj
-    # conversation lines, and line types of newer releases (no step) with the envelope
-    return "sessionId" in obj and ("uuid" in obj or kind in _METADATA)
+    # conversation lines, and any line type of a newer release with the session's id;
+    # Claude Code names its bookkeeping records in kebab case (file-history-snapshot,
+    # worktree-state, speculation-accept, …), some written without the session's id
+    return "sessionId" in obj or "-" in kind
 
 
 def is_claude_stream_line(obj: Any) -> bool:

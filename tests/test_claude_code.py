@@ -569,3 +569,32 @@ def test_progress_lines_and_the_sub_agent_file_store_each_step_once(
         calls = [s.call_id for s in steps if s.kind == "tool_call"]
         assert sorted(calls) == sorted(calls_in(main_t.lines))  # each once
     assert sorted(s.step_id for s in steps_both) == sorted(s.step_id for s in steps_alone)
+
+
+def test_bookkeeping_records_of_newer_releases_are_claimed_and_carry_no_step(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """2.1's bookkeeping records (kebab-case types, some without a uuid or the session's
+    id) belong to the transcript: no step, and no dead letter."""
+    t = session_with_a_test_loop()
+    records = [
+        {"type": "mode", "mode": "normal", "sessionId": SESSION},
+        {
+            "type": "worktree-state",
+            "worktreeSession": {"worktreePath": "/w/wt"},
+            "sessionId": SESSION,
+        },
+        {"type": "relocated", "sessionId": SESSION, "relocatedCwd": "/w/wt"},
+        {"type": "content-replacement", "sessionId": SESSION, "replacements": []},
+        {"type": "speculation-accept", "timestamp": "2026-02-12T16:59:00Z", "timeSavedMs": 100.0},
+        {"type": "agent-setting", "key": "x"},
+        {"type": "last-prompt", "lastPrompt": "Fix the DST bug", "sessionId": SESSION},
+    ]
+    assert all(is_claude_code_line(r) for r in records)
+    path = t.write(tmp_path / f"{SESSION}.jsonl", extra=[json.dumps(r) for r in records])
+    db = f"sqlite:///{tmp_path / 'tw.db'}"
+    assert main(["replay", str(path), "--db", db, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (out["sessions"], out["dead_letters"]) == (1, 0)
+    drafts, _ = transcript_drafts([(str(i), x) for i, x in enumerate(t.lines)])
+    assert out["steps"] == len({d.natural_key or d.fallback_id for d in drafts})
