@@ -263,9 +263,8 @@ def _event(record: LogRecordView) -> _Event | None:
     name = _event_name(record)
     if name not in _HANDLERS:
         return None
-    claude = name.startswith("claude_code.")
     attrs = record.attributes
-    keys = ("session.id",) if claude else ("conversation.id", "session.id")
+    keys = ("conversation.id", "session.id") if name.startswith("codex.") else ("session.id",)
     session = first_str(attrs, (*keys, "gen_ai.conversation.id"))
     if not session:
         raise DecodeError(f"{name}: {keys[0]} is required (the session the event belongs to)")

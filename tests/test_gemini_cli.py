@@ -416,3 +416,19 @@ def test_the_outfile_decoder_never_raises(values: list[Any]) -> None:
     assert len(decoded.rejects) + decoded.skipped <= len(values)
     for draft in decoded.drafts:
         assert draft.session_hint and 0 <= draft.step.ts < 2**63
+
+
+def test_an_unreadable_event_is_a_dead_letter_and_the_rest_of_the_batch_is_kept() -> None:
+    records = session()
+    nameless = tool_call(6_900, "x", args(), ok=True, decision=None)
+    del nameless["attributes"]["function_name"]
+    no_session = tool_call(6_950, "glob", args(pattern="*"), ok=True, decision=None)
+    del no_session["attributes"]["session.id"]
+    decoded = decode_otlp_logs_proto(otlp([*records, nameless, no_session]), source="t")
+    reasons = sorted(r.reason for r in decoded.rejects)
+    assert reasons == [
+        "gemini_cli.tool_call: function_name is required",
+        "gemini_cli.tool_call: session.id is required (the session the event belongs to)",
+    ]
+    kinds = [d.step.kind for d in decoded.drafts]
+    assert kinds.count("tool_call") == tool_calls_in(records)
