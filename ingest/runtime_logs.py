@@ -46,9 +46,9 @@ Gemini CLI (``packages/core/src/telemetry/types.ts``; every event has ``session.
   ``cached_content_token_count``, ``finish_reasons``, ``response_text``, ``role``) → a
   ``model_call`` over ``[ts - duration, ts]``: input tokens are the prompt's (cached ones
   included) plus the tool-use prompt's, output tokens the candidates' plus the thoughts'
-  (the parts of Gemini's ``totalTokenCount``); a call of a utility role (the router, the
-  loop detector, the compressor, …) is kept in a context window of its own, so its small
-  prompt is no compaction of the main one. ``gemini_cli.api_request`` says nothing its
+  (the parts of Gemini's ``totalTokenCount``); a call of another ``role`` than ``main``
+  (a sub-agent's, the router's, the loop detector's, the compressor's, …) is kept in a
+  context window of that role, so its small prompt is no compaction of the main one. ``gemini_cli.api_request`` says nothing its
   response or error does not, and the ``gen_ai.client.inference.operation.details``
   copies of both are skipped;
 - ``gemini_cli.api_error`` (``error``, ``status_code``) → ``error``;
@@ -574,8 +574,8 @@ def _decision(batch: _Batch, event: _Event) -> None:
 def _gemini_api_response(batch: _Batch, event: _Event) -> None:
     attrs = event.record.attributes
     role = first_str(attrs, ("role",))
-    if role and role not in ("main", "subagent"):
-        event.context = role  # a utility call's prompt is no compaction of the main one
+    if role and role != "main":
+        event.context = role  # a sub-agent's or utility call's prompt is not the main one's
     start, end = _span(event)
     model = first_str(attrs, ("model",))
     finish = json_value(attrs.get("finish_reasons"))
