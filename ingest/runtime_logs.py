@@ -48,9 +48,9 @@ Gemini CLI (``packages/core/src/telemetry/types.ts``; every event has ``session.
   included) plus the tool-use prompt's, output tokens the candidates' plus the thoughts'
   (the parts of Gemini's ``totalTokenCount``); a call of another ``role`` than ``main``
   (a sub-agent's, the router's, the loop detector's, the compressor's, …) is kept in a
-  context window of that role, so its small prompt is no compaction of the main one. ``gemini_cli.api_request`` says nothing its
-  response or error does not, and the ``gen_ai.client.inference.operation.details``
-  copies of both are skipped;
+  context window of that role, so its small prompt is no compaction of the main one.
+  ``gemini_cli.api_request`` says nothing its response or error does not, and the
+  ``gen_ai.client.inference.operation.details`` copies of both are skipped;
 - ``gemini_cli.api_error`` (``error``, ``status_code``) → ``error``;
 - ``gemini_cli.tool_call`` (``function_name``, ``function_args`` as JSON text,
   ``duration_ms``, ``success``, ``error``, ``decision`` accept / auto_accept / modify /
