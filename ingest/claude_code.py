@@ -35,8 +35,15 @@ parsers that read them):
   ``preTokens``/``postTokens``/``trigger``; the summary from the ``isCompactSummary`` user
   line that follows), ``api_error`` an ``error``. A ``microcompact_boundary`` (old tool
   outputs cleared, the conversation kept) is not a compaction.
-- other lines (``summary`` titles, ``file-history-snapshot``, ``progress``, hooks,
-  ``attachment``, …) carry no step.
+- ``progress`` lines (2.1) of ``data.type`` ``agent_progress`` carry a sub-agent's
+  messages as they happen (``data.agentId``, ``data.message``: the sub-agent's own line,
+  with its ``uuid``): each is read as that sub-agent's line, so a transcript whose
+  ``subagents/agent-<id>.jsonl`` files are missing still has the sub-agent's start, model
+  calls and tool calls, in its own context window; read beside those files, every step
+  has the same id as the file's and is stored once. Other progress (a shell's output, a
+  hook's, an MCP server's) carries no step;
+- other lines (``summary`` titles, ``file-history-snapshot``, hooks, ``attachment``, …)
+  carry no step.
 
 A headless run's ``claude -p --output-format stream-json`` capture (the Agent SDK's
 messages: snake-case ``session_id``, no times, a closing ``result``) is read as the same
@@ -78,21 +85,6 @@ AGENT = "claude-code"
 _CONVERSATION = frozenset({"user", "assistant", "system", "result"})
 _STREAM_TYPES = frozenset({"system", "assistant", "user", "result", "stream_event"})
 """Line types of ``claude -p --output-format stream-json`` (the Agent SDK's messages)."""
-_METADATA = frozenset(
-    {
-        "summary",
-        "file-history-snapshot",
-        "queue-operation",
-        "progress",
-        "attachment",
-        "ai-title",
-        "custom-title",
-        "agent-name",
-        "last-prompt",
-        "permission-mode",
-        "pr-link",
-    }
-)
 _CALL_BLOCKS = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
 """Content blocks that call a tool: Claude Code's own tools (``tool_use``), tools the API
 runs (``server_tool_use``: web search, web fetch, code execution; their
@@ -119,10 +111,10 @@ def is_claude_code_line(obj: Any) -> bool:
         return False
     if kind == "summary":
         return "leafUuid" in obj
-    if kind == "file-history-snapshot":
-        return "snapshot" in obj
-    # conversation lines, and line types of newer releases (no step) with the envelope
-    return "sessionId" in obj and ("uuid" in obj or kind in _METADATA)
+    # conversation lines, and any line type of a newer release with the session's id;
+    # Claude Code names its bookkeeping records in kebab case (file-history-snapshot,
+    # worktree-state, speculation-accept, …), some written without the session's id
+    return "sessionId" in obj or "-" in kind
 
 
 def is_claude_stream_line(obj: Any) -> bool:
@@ -243,8 +235,23 @@ def transcript_drafts(
 
 def _read_line(reader: _Reader, location: str, line: Mapping[str, Any]) -> None:
     kind = line.get("type")
+    if kind == "progress":
+        nested = _agent_progress(line)
+        if nested is None:
+            return  # a shell's, a hook's or an MCP server's progress: no step
+        prompt = line["data"].get("prompt")
+        if (
+            nested["agentId"] not in reader.started
+            and isinstance(prompt, str)
+            and prompt
+            and not _is_prompt(nested)
+        ):  # the first message reported is not the sub-agent's prompt: the prompt starts it
+            typed = {"role": "user", "content": prompt}
+            first = {**nested, "type": "user", "message": typed, "uuid": f"{nested['uuid']}:0"}
+            _read_line(reader, location, first)
+        line, kind = nested, nested["type"]
     if not isinstance(kind, str) or kind not in _CONVERSATION:
-        return  # titles, snapshots, progress, hooks: no step
+        return  # titles, snapshots, hooks: no step
     session = line.get("sessionId")
     if not isinstance(session, str) or not session:
         raise DecodeError("sessionId: a non-empty string is required")
@@ -464,6 +471,40 @@ def _system(reader: _Reader, line: Mapping[str, Any], common: dict[str, Any], ad
         text = error if isinstance(error, str) else canonical_json(error)
         detail = {"retry_attempt": line.get("retryAttempt"), "max_retries": line.get("maxRetries")}
         add(Step(kind=StepKind.ERROR, status="error", error=excerpt(text), detail=detail, **common))
+
+
+def _agent_progress(line: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A 2.1 ``progress`` line's sub-agent message as the sub-agent's own transcript line,
+    None when the line reports no sub-agent message.
+
+    ``data`` is ``{"type": "agent_progress", "agentId", "prompt", "message": {"type":
+    "user"|"assistant", "message", "uuid", "timestamp", ...}}``: the line the sub-agent
+    file ``agent-<agentId>.jsonl`` holds with the same ``uuid``, so a step read from both
+    has one id (its tool calls and model calls are keyed by their own ids anyway)."""
+    data = line.get("data")
+    if not isinstance(data, Mapping) or data.get("type") != "agent_progress":
+        return None
+    message = data.get("message")
+    if not isinstance(message, Mapping) or message.get("type") not in ("user", "assistant"):
+        return None
+    agent = data.get("agentId")
+    nested = {**message, "sessionId": line.get("sessionId"), "isSidechain": True}
+    for key in ("uuid", "timestamp"):
+        if nested.get(key) in (None, ""):
+            nested[key] = line.get(key)
+    nested["agentId"] = agent if isinstance(agent, str) and agent else "sidechain"
+    return nested
+
+
+def _is_prompt(line: Mapping[str, Any]) -> bool:
+    """Whether a user line is typed text (not tool results)."""
+    message = line.get("message")
+    content = message.get("content") if isinstance(message, Mapping) else None
+    if line.get("type") != "user":
+        return False
+    return not isinstance(content, list) or not any(
+        isinstance(b, Mapping) and b.get("type") == "tool_result" for b in content
+    )
 
 
 def _result_parts(blocks: list[Any]) -> list[str]:

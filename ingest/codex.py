@@ -3,9 +3,11 @@
 Codex keeps each session as JSON lines in
 ``~/.codex/sessions/YYYY/MM/DD/rollout-<time>-<session id>.jsonl``, one
 ``{"timestamp", "type", "payload"}`` object a line (the envelope of the Rust
-``RolloutLine``; field names from ``codex-rs/protocol``). Read here:
+``RolloutLine``; field names from ``codex-rs/protocol``; newer releases add an
+``ordinal`` and, beside a response item's payload, its harness ``metadata``: neither
+changes a step). Read here:
 
-- ``session_meta``: the session ``id``, ``cwd`` (the workspace) and ``git``
+- ``session_meta``: the session ``id`` (else ``session_id``), ``cwd`` (the workspace) and ``git``
   (``repository_url``, ``commit_hash``: the task's repository and base commit);
 - ``turn_context``: the ``model`` of the calls that follow, ``approval_policy`` and
   ``sandbox_policy``;
@@ -267,9 +269,12 @@ def _session_id(lines: Sequence[tuple[str, Mapping[str, Any]]], file_name: str) 
     for _, line in lines:
         payload = line.get("payload")
         if line.get("type") == "session_meta" and isinstance(payload, Mapping):
-            value = payload.get("id")
-            if isinstance(value, str) and value:
-                return value
+            # ``id`` is the thread's; newer releases add ``session_id`` (the root session's,
+            # the same for a thread of its own) and some write only that
+            for key in ("id", "session_id"):
+                value = payload.get(key)
+                if isinstance(value, str) and value:
+                    return value
     found = _SESSION_IN_NAME.search(file_name)
     return found.group(1).lower() if found else None
 

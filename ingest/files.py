@@ -17,7 +17,11 @@ transparently, whatever the name says, by their magic bytes):
 - the TRAIL span-tree format (``{"trace_id", "spans": [... "child_spans" ...]}``);
 - AgentDojo run records (JSON lines of ``{"index", "messages", "metadata"}``);
 - debug bundles: a folder holding ``session.jsonl``, ``trace.json`` and/or
-  ``tool_calls.csv``.
+  ``tool_calls.csv``;
+- the agent runtimes' own files, by content (:mod:`ingest.formats`): Claude Code
+  transcripts, Codex rollouts and ``codex exec --json`` captures, Gemini CLI session
+  recordings and its ``--telemetry-outfile`` (the OpenTelemetry JS SDK's objects back to
+  back).
 
 A *recording* is the unit of ordering (a pipeline partition): a debug bundle, or
 the files of one folder that share a stem (``run-7.events.jsonl``,

@@ -38,9 +38,10 @@ from ingest.codex import document_lines, is_codex_document, is_codex_line, rollo
 from ingest.codex_exec import exec_drafts, is_codex_exec_line
 from ingest.draft import Draft
 from ingest.errors import DecodeError
+from ingest.gemini_chat import chat_drafts, is_gemini_chat_line
 from ingest.options import PipelineOptions
 from ingest.otlp_json import decode_otlp_json, is_otlp_json
-from ingest.otlp_logs import decode_otlp_logs_json
+from ingest.otlp_logs import decode_js_sdk_records, decode_otlp_logs_json, js_sdk_kind
 from ingest.otlp_proto import Decoded, decode_otlp_proto
 from ingest.pipeline import Pipeline
 from ingest.session_events import parse_ts
@@ -125,12 +126,21 @@ def _span_batch(decode: Callable[..., Decoded]) -> Callable[[RawRecord, Pipeline
 
 _LOGS_KEYS = ("resourceLogs", "resource_logs")
 _SPANS_KEYS = ("resourceSpans", "resource_spans", "batches")
+_METRICS_KEYS = ("resourceMetrics", "resource_metrics")
 
 
 def _otlp_json_signals(payload: Any, **options: Any) -> Decoded:
     """An OTLP/JSON document's spans, and its log records where it has them: beside the
     spans (Google ADK writes its ``gen_ai`` events so), or alone (a Collector ``file``
-    exporter's logs line). Log records no runtime decoder knows are counted as skipped."""
+    exporter's logs line). Log records no runtime decoder knows, and a metrics document
+    (the same exporter's metrics line: trajwatch reads no metrics), are counted as
+    skipped."""
+    if (
+        isinstance(payload, Mapping)
+        and any(k in payload for k in _METRICS_KEYS)
+        and not any(k in payload for k in (*_LOGS_KEYS, *_SPANS_KEYS))
+    ):  # a Collector file exporter's metrics line, beside its traces and logs: no step
+        return Decoded(skipped=1, records=1)
     if not (isinstance(payload, Mapping) and any(k in payload for k in _LOGS_KEYS)):
         return decode_otlp_json(payload, **options)
     logs = decode_otlp_logs_json(payload, **options)
@@ -220,6 +230,15 @@ def _transcript(
     return deliver
 
 
+def _js_sdk(record: RawRecord, options: PipelineOptions) -> Delivery:
+    """A JavaScript SDK file exporter's output (Gemini CLI's ``--telemetry-outfile``): its
+    log records read as one batch, delivered whole."""
+    decoded = decode_js_sdk_records(
+        record.payload["lines"], source=SOURCE, max_attribute_bytes=options.max_attribute_bytes
+    )
+    return None, lambda pipeline: _whole(pipeline, decoded, record.partition)
+
+
 def _skip(record: RawRecord, options: PipelineOptions) -> Delivery:
     return None, lambda pipeline: None
 
@@ -286,7 +305,19 @@ FORMATS: dict[str, Format] = {
                 "codex_exec",
             ),
         ),
+        Format(
+            name="gemini_chat",
+            claims=is_gemini_chat_line,
+            whole_file=True,
+            deliver=_transcript(lambda r: chat_drafts(r.payload["lines"]), "gemini_chat"),
+        ),
         Format(name="otlp_json", claims=_is_otlp_json, deliver=_span_batch(_otlp_json_signals)),
+        Format(
+            name="otel_js",
+            claims=lambda obj: js_sdk_kind(obj) is not None,
+            whole_file=True,
+            deliver=_js_sdk,
+        ),
         Format(name="step", claims=is_step_line, deliver=_step_line),
         Format(name="event", claims=_is_event, deliver=_event),
         Format(name="trail", claims=_is_trail, deliver=_trail),

@@ -8,7 +8,16 @@ level by level, as :mod:`ingest.otlp_proto` salvages spans) and OTLP/JSON
 / ``instrumentationLibrary`` keys too), into :class:`ingest.runtime_logs.LogRecordView`;
 :mod:`ingest.runtime_logs` says which events become which steps.
 
-Both decoders return :class:`~ingest.otlp_proto.Decoded` with ``drafts``, ``rejects`` and
+The OpenTelemetry JavaScript SDK's objects as ``JSON.stringify`` writes them are read
+too (:func:`decode_js_sdk_records`): Gemini CLI's ``--telemetry-outfile`` (its
+``FileLogExporter``, ``packages/core/src/telemetry/file-exporters.ts``) appends each
+``ReadableLogRecord``, ``ReadableSpan`` and ``ResourceMetrics`` pretty-printed, back to
+back. A log record is ``{"hrTime": [s, ns], "hrTimeObserved", "resource",
+"instrumentationScope": {"name"}, "attributes": {...}, "_body", "_eventName", …}``
+(``LogRecordImpl``'s own fields: its getters are not written, so the body is ``_body``);
+spans and metrics carry no event of a runtime and are counted as skipped.
+
+All decoders return :class:`~ingest.otlp_proto.Decoded` with ``drafts``, ``rejects`` and
 ``skipped`` (records that are no event of a known runtime: counted, not dead), which a
 receiver gives to ``Pipeline.feed_decoded``. What is not OTLP,
 and a record that cannot be read, is a dead letter with the reason; the rest of the batch
@@ -26,13 +35,18 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsSer
 from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord, ResourceLogs, ScopeLogs
 
 from ingest.errors import DecodeError
-from ingest.otlp_json import _attributes, _dump, _get, _int, any_value
+from ingest.otlp_json import MAX_DEPTH, _attributes, _dump, _get, _int, any_value
 from ingest.otlp_proto import PROTOBUF, Decoded, _Corrupt, _fields, _why, key_values
 from ingest.otlp_proto import any_value as proto_any_value
 from ingest.runtime_logs import LogRecordView, dead_letter, read_records
 from ingest.spans import DEFAULT_MAX_ATTRIBUTE_BYTES
 
-__all__ = ["decode_otlp_logs_json", "decode_otlp_logs_proto"]
+__all__ = [
+    "decode_js_sdk_records",
+    "decode_otlp_logs_json",
+    "decode_otlp_logs_proto",
+    "js_sdk_kind",
+]
 
 JSON = "application/json"
 
@@ -213,3 +227,116 @@ def _json_record(record: Any, scope: str, where: str) -> LogRecordView:
 
 def _reject(out: Decoded, source: str, where: str, reason: str, obj: Any) -> None:
     out.rejects.append(dead_letter(source, where, reason, _dump(obj), JSON))
+
+
+# -- the JavaScript SDK's objects, as JSON.stringify writes them ----------------------
+
+_JS_SPAN_CONTEXT = ("_spanContext", "spanContext")
+
+
+def js_sdk_kind(obj: Any) -> str | None:
+    """``log``, ``span`` or ``metrics`` when ``obj`` is one of the JavaScript SDK's
+    objects as ``JSON.stringify`` writes it (a file exporter's output), else None."""
+    if not isinstance(obj, Mapping):
+        return None
+    if isinstance(obj.get("scopeMetrics"), list) and "resource" in obj:
+        return "metrics"
+    if "startTime" in obj and "name" in obj and any(k in obj for k in _JS_SPAN_CONTEXT):
+        return "span"
+    if "hrTime" in obj and isinstance(obj.get("attributes"), Mapping):
+        return "log"
+    return None
+
+
+def decode_js_sdk_records(
+    values: list[tuple[str, Any]],
+    *,
+    source: str,
+    max_attribute_bytes: int = DEFAULT_MAX_ATTRIBUTE_BYTES,
+) -> Decoded:
+    """A file exporter's ``(location, object)`` values, read as one batch: each log record
+    becomes drafts (:func:`ingest.runtime_logs.read_records`) or a dead letter with the
+    reason; spans and metrics are counted as skipped. Never raises."""
+    out = Decoded()
+    records: list[LogRecordView] = []
+    for where, value in values:
+        kind = js_sdk_kind(value)
+        if kind in ("span", "metrics"):
+            out.records += 1
+            out.skipped += 1
+            continue
+        try:
+            if kind is None:
+                raise DecodeError("not a log record, span or metrics of the OpenTelemetry JS SDK")
+            records.append(_js_record(value, where))
+        except DecodeError as exc:
+            out.records += 1
+            _reject(out, source, where, exc.reason, value)
+    return read_records(records, out, source=source, max_attribute_bytes=max_attribute_bytes)
+
+
+def _js_record(record: Mapping[str, Any], where: str) -> LogRecordView:
+    attributes = dict(record["attributes"])
+    for key, value in attributes.items():
+        _depth(value, f"attribute {key[:60]!r}")
+    if "session.id" not in attributes:  # the SDK's resource says whose records these are
+        session = _js_resource(record.get("resource")).get("session.id")
+        if isinstance(session, str) and session:
+            attributes["session.id"] = session
+    name = record.get("_eventName", record.get("eventName"))
+    scope = record.get("instrumentationScope")
+    scope_name = scope.get("name") if isinstance(scope, Mapping) else None
+    body = record.get("_body", record.get("body"))
+    _depth(body, "body")
+    return LogRecordView(
+        name=name if isinstance(name, str) and name else None,
+        attributes=attributes,
+        body=body,
+        time_ns=_hr_time(record.get("hrTime"), "hrTime"),
+        observed_ns=_hr_time(record.get("hrTimeObserved", [0, 0]), "hrTimeObserved"),
+        scope=scope_name if isinstance(scope_name, str) else "",
+        location=where,
+        payload=_dump(record),
+        content_type=JSON,
+    )
+
+
+def _hr_time(value: Any, name: str) -> int:
+    """An ``HrTime`` ``[seconds, nanoseconds]`` as nanoseconds."""
+    if not (isinstance(value, list) and len(value) == 2):
+        raise DecodeError(f"{name} must be [seconds, nanoseconds], got {repr(value)[:60]}")
+    seconds = _int(value[0], f"{name}[0]", (0, 9_223_372_035))
+    nanos = _int(value[1], f"{name}[1]", (0, 999_999_999))
+    return seconds * 1_000_000_000 + nanos
+
+
+def _js_resource(resource: Any) -> Mapping[str, Any]:
+    """A serialised ``Resource``'s attributes: ``_rawAttributes`` pairs (2.x), or
+    ``_attributes``/``attributes`` (1.x)."""
+    if not isinstance(resource, Mapping):
+        return {}
+    pairs = resource.get("_rawAttributes")
+    if isinstance(pairs, list):
+        return {
+            p[0]: p[1]
+            for p in pairs
+            if isinstance(p, list) and len(p) == 2 and isinstance(p[0], str)
+        }
+    for key in ("_attributes", "attributes"):
+        if isinstance(resource.get(key), Mapping):
+            return resource[key]
+    return {}
+
+
+def _depth(value: Any, what: str) -> None:
+    """Reject a value nested deeper than any instrumentation writes (the walk is
+    iterative: no recursion limit to reach)."""
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise DecodeError(f"{what}: nested deeper than {MAX_DEPTH} levels")
+        if isinstance(item, Mapping):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item)

@@ -37,6 +37,28 @@ Codex (``codex-rs/otel``'s ``SessionTelemetry``; every event has ``conversation.
 - ``codex.tool_result`` (``tool_name``, ``call_id``, ``arguments``, ``output``, ``success``,
   ``duration_ms``) → ``tool_call`` + ``tool_result``.
 
+Gemini CLI (``packages/core/src/telemetry/types.ts``; every event has ``session.id``,
+``event.timestamp``, and the logger ``gemini-cli``; values are typed):
+
+- ``gemini_cli.user_prompt`` (``prompt`` when prompts are logged, ``prompt_id``) → Prompts;
+- ``gemini_cli.api_response`` (``model``, ``duration_ms``, ``input_token_count``,
+  ``output_token_count``, ``thoughts_token_count``, ``tool_token_count``,
+  ``cached_content_token_count``, ``finish_reasons``, ``response_text``, ``role``) → a
+  ``model_call`` over ``[ts - duration, ts]``: input tokens are the prompt's (cached ones
+  included) plus the tool-use prompt's, output tokens the candidates' plus the thoughts'
+  (the parts of Gemini's ``totalTokenCount``); a call of another ``role`` than ``main``
+  (a sub-agent's, the router's, the loop detector's, the compressor's, …) is kept in a
+  context window of that role, so its small prompt is no compaction of the main one.
+  ``gemini_cli.api_request`` says nothing its response or error does not, and the
+  ``gen_ai.client.inference.operation.details`` copies of both are skipped;
+- ``gemini_cli.api_error`` (``error``, ``status_code``) → ``error``;
+- ``gemini_cli.tool_call`` (``function_name``, ``function_args`` as JSON text,
+  ``duration_ms``, ``success``, ``error``, ``decision`` accept / auto_accept / modify /
+  reject, ``tool_type``, ``mcp_server_name``) → a ``tool_call`` at ``ts - duration``, its
+  ``tool_result`` at ``ts``, and, when a decision was taken, an ``approval`` before the
+  call (Gemini CLI logs no call id: the call's is made from the record);
+- ``gemini_cli.chat_compression`` (``tokens_before``, ``tokens_after``) → ``compaction``.
+
 A record whose body is a trajwatch session event (an object with ``type`` and
 ``session_id``, or a JSON string of one) is decoded as that event
 (:func:`ingest.session_events.decode_event`, schema errors included). Any other record
@@ -74,7 +96,7 @@ from features.canonical import canonical_json
 from features.text import excerpt
 from ingest import claude_code, codex
 from ingest.attributes import first_int, first_str, json_value
-from ingest.draft import Draft
+from ingest.draft import Draft, compaction_key
 from ingest.errors import DecodeError
 from ingest.otlp_proto import Decoded
 from ingest.session_events import decode_event, parse_ts, schema
@@ -83,6 +105,8 @@ from models.records import DeadLetter, Step, StepKind
 
 __all__ = ["LogRecordView", "dead_letter", "read_records"]
 
+GEMINI_AGENT = "gemini-cli"
+GEMINI_SOURCE = "gemini_cli"
 _INT64_MAX = (1 << 63) - 1
 _MS = 1_000_000
 _MAX_DURATION_MS = 86_400_000.0
@@ -239,9 +263,8 @@ def _event(record: LogRecordView) -> _Event | None:
     name = _event_name(record)
     if name not in _HANDLERS:
         return None
-    claude = name.startswith("claude_code.")
     attrs = record.attributes
-    keys = ("session.id",) if claude else ("conversation.id", "session.id")
+    keys = ("conversation.id", "session.id") if name.startswith("codex.") else ("session.id",)
     session = first_str(attrs, (*keys, "gen_ai.conversation.id"))
     if not session:
         raise DecodeError(f"{name}: {keys[0]} is required (the session the event belongs to)")
@@ -253,9 +276,7 @@ def _event(record: LogRecordView) -> _Event | None:
     sequence = first_str(attrs, ("event.sequence",))
     key = f"{name}@{sequence}" if sequence else _digest(name, ts, attrs)
     ref = f"{session}#log:{key}"
-    agent, source = (
-        (claude_code.AGENT, claude_code.SOURCE) if claude else (codex.AGENT, codex.SOURCE)
-    )
+    agent, source = _RUNTIMES[name.split(".", 1)[0]]
     common = {
         "step_id": "",
         "session_id": session,
@@ -424,10 +445,10 @@ def _error(batch: _Batch, event: _Event, key: str) -> None:
     batch.add(event, step, None, ":error")
 
 
-def _tool_name(event: _Event) -> str:
-    name = first_str(event.record.attributes, ("tool_name",))
+def _tool_name(event: _Event, key: str = "tool_name") -> str:
+    name = first_str(event.record.attributes, (key,))
     if not name:
-        raise DecodeError(f"{event.name}: tool_name is required")
+        raise DecodeError(f"{event.name}: {key} is required")
     return name
 
 
@@ -459,8 +480,10 @@ def _tool(
     id_key: str,
     output: str | None,
     detail: dict[str, Any],
+    name_key: str = "tool_name",
+    cancelled: bool = False,
 ) -> None:
-    tool = _tool_name(event)
+    tool = _tool_name(event, name_key)
     ok = _flag(event.record.attributes.get("success"))
     call_id = _call_id(event, id_key)
     start, _ = _span(event)
@@ -470,8 +493,8 @@ def _tool(
         **tool_call_fields(tool, arguments),
         **{**event.common, "ts": start},
     )
-    fields = tool_result_fields(output, failed=ok is False)
-    if ok is None:
+    fields = tool_result_fields(output, failed=ok is False, cancelled=cancelled)
+    if ok is None and not cancelled:
         fields["status"] = None  # the runtime did not say
     result = Step(
         kind=StepKind.TOOL_RESULT,
@@ -548,6 +571,88 @@ def _decision(batch: _Batch, event: _Event) -> None:
     batch.add(event, step, None, ":approval")
 
 
+def _gemini_api_response(batch: _Batch, event: _Event) -> None:
+    attrs = event.record.attributes
+    role = first_str(attrs, ("role",))
+    if role and role != "main":
+        event.context = role  # a sub-agent's or utility call's prompt is not the main one's
+    start, end = _span(event)
+    model = first_str(attrs, ("model",))
+    finish = json_value(attrs.get("finish_reasons"))
+    if isinstance(finish, list):
+        finish = next((f for f in finish if isinstance(f, str) and f), None)
+    detail: dict[str, Any] = {"role": excerpt(role, 100)} if role else {}
+    session = batch.session(event.session)
+    if session.prompt and event.context == "main":
+        detail["user_message"] = excerpt(session.prompt, 4096)
+        session.prompt = None
+    text = _text(attrs, "response_text")
+    step = Step(
+        kind=StepKind.MODEL_CALL,
+        model=excerpt(model, 200) or None,
+        tokens_in=_count(attrs, "input_token_count", "tool_token_count") or None,
+        tokens_out=_count(attrs, "output_token_count", "thoughts_token_count") or None,
+        finish_reason=excerpt(finish, 100) if isinstance(finish, str) and finish else None,
+        text=excerpt(text) if text else None,
+        status="ok",
+        detail=detail,
+        **{**event.common, "ts": start},
+        end_ts=end,
+    )
+    batch.add(event, step, None, ":model")
+
+
+_GEMINI_DECISIONS = {"accept": True, "auto_accept": True, "modify": True, "reject": False}
+"""Gemini CLI's ``ToolCallDecision``: the person proceeded once, always, or after editing
+the call; or cancelled it."""
+
+
+def _gemini_tool_call(batch: _Batch, event: _Event) -> None:
+    attrs = event.record.attributes
+    decision = (first_str(attrs, ("decision",)) or "").strip().lower()
+    if decision in _GEMINI_DECISIONS:
+        approved = _GEMINI_DECISIONS[decision]
+        start, _ = _span(event)
+        step = Step(
+            kind=StepKind.APPROVAL,
+            tool=_tool_name(event, "function_name"),
+            call_id=_call_id(event, "call_id"),
+            status="ok" if approved else "denied",
+            detail={"approved": approved, "approver": "user", "decision": decision},
+            **{**event.common, "ts": start},
+        )
+        batch.add(event, step, None, ":approval")
+    detail = {
+        key: attrs[key]
+        for key in ("decision", "tool_type", "mcp_server_name", "content_length", "error_type")
+        if isinstance(attrs.get(key), str | int) and not isinstance(attrs.get(key), bool)
+    }
+    _tool(
+        batch,
+        event,
+        arguments=json_value(attrs.get("function_args")) or {},
+        id_key="call_id",
+        output=_text(attrs, "error") or _text(attrs, "error.message"),
+        detail=detail,
+        name_key="function_name",
+        cancelled=decision == "reject",  # the person cancelled it: it did not run
+    )
+
+
+def _gemini_compression(batch: _Batch, event: _Event) -> None:
+    attrs = event.record.attributes
+    before = first_int(attrs, ("tokens_before",))
+    after = first_int(attrs, ("tokens_after",))
+    before = before if before is not None and 0 < before <= _INT64_MAX else None
+    after = after if after is not None and 0 <= after <= _INT64_MAX else None
+    step = Step(
+        kind=StepKind.COMPACTION,
+        detail={"tokens_before": before, "tokens_after": after, "inferred": False},
+        **event.common,
+    )
+    batch.add(event, step, compaction_key(before, after), ":compaction")
+
+
 _CONVERSATION_FACTS = ("approval_policy", "sandbox_policy", "reasoning_effort", "provider_name")
 
 
@@ -575,4 +680,15 @@ _HANDLERS: dict[str, _Handler] = {
     "codex.api_request": _codex_api_request,
     "codex.tool_decision": _decision,
     "codex.tool_result": _codex_tool_result,
+    "gemini_cli.user_prompt": _prompt,
+    "gemini_cli.api_response": _gemini_api_response,
+    "gemini_cli.api_error": lambda batch, event: _error(batch, event, "error"),
+    "gemini_cli.tool_call": _gemini_tool_call,
+    "gemini_cli.chat_compression": _gemini_compression,
 }
+_RUNTIMES = {
+    "claude_code": (claude_code.AGENT, claude_code.SOURCE),
+    "codex": (codex.AGENT, codex.SOURCE),
+    "gemini_cli": (GEMINI_AGENT, GEMINI_SOURCE),
+}
+"""Each runtime's agent name and step source, by its events' prefix."""

@@ -335,6 +335,22 @@ _transcript_line = st.fixed_dictionaries(
             max_size=5,
         ),
         "subtype": st.sampled_from(["compact_boundary", "api_error", "other"]),
+        "data": st.fixed_dictionaries(  # a 2.1 progress line's sub-agent message
+            {"type": st.sampled_from(["agent_progress", "bash_progress"])},
+            optional={
+                "agentId": st.text(max_size=4) | st.integers(),
+                "prompt": st.text(max_size=6) | st.none(),
+                "message": st.fixed_dictionaries(
+                    {"type": st.sampled_from(["user", "assistant", "system", "progress"])},
+                    optional={
+                        "message": _transcript_value,
+                        "uuid": st.text(max_size=4) | st.none(),
+                        "timestamp": st.sampled_from(["2026-02-12T16:02:28.357Z", "x", None]),
+                    },
+                )
+                | _transcript_value,
+            },
+        ),
         "compactMetadata": _transcript_value,
         "isSidechain": st.booleans(),
         "isCompactSummary": st.booleans(),

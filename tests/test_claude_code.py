@@ -433,3 +433,168 @@ def test_real_transcripts_are_read_whole(
     if roots:  # both 1.0 files start with the /orchestrator command
         assert starts[0].text is not None and starts[0].text.startswith("/orchestrator ")
         assert info.goal == starts[0].text
+
+
+# --- Claude Code 2.1: a sub-agent's messages as ``progress`` lines in the main file
+
+
+AGENT_ID = "a4c1f07"
+
+
+def sub_agent_run() -> tuple[Transcript, Transcript]:
+    """The main transcript of a 2.1 session that ran one ``Task`` sub-agent, and that
+    sub-agent's own file (``<session>/subagents/agent-<id>.jsonl``). The main file
+    reports each of the sub-agent's lines, as it is written, in a ``progress`` line:
+    ``data.message`` is the sub-agent file's line (same uuid), the shape of 2.1.42."""
+    prompt = "Find where dates are parsed in src/ and report the functions"
+    main_t = Transcript()
+    main_t.prompt("Fix the DST bug; explore first")
+    main_t.response("msg_m1", [task("toolu_task", "Explore parsing", prompt)], prompt=9_000)
+    sub = Transcript()
+    sub.n = 500
+    sub.prompt(prompt)
+    sub.lines[-1]["message"]["content"] = [{"type": "text", "text": prompt}]
+    sub.response(
+        "msg_s1",
+        [
+            {"type": "text", "text": "Searching."},
+            {"type": "tool_use", "id": "toolu_s_grep", "name": "Grep", "input": {"pattern": "x"}},
+            bash("toolu_s_ls", "ls src"),
+        ],
+        prompt=4_000,
+    )
+    sub.result("toolu_s_grep", "src/parse.ts")
+    sub.result("toolu_s_ls", "parse.ts util.ts")
+    sub.response("msg_s2", [bash("toolu_s_cat", "cat src/parse.ts")], prompt=5_000)
+    sub.result("toolu_s_cat", "export function parse() {}")
+    sub.response("msg_s3", [{"type": "text", "text": "parse() in src/parse.ts"}], prompt=6_000)
+    for line in sub.lines:
+        line.update(isSidechain=True, agentId=AGENT_ID)
+        nested = {k: line[k] for k in ("type", "message", "uuid", "timestamp") if k in line}
+        if "requestId" in line:
+            nested["requestId"] = line["requestId"]
+        main_t._line(
+            "progress",
+            slug="linear-puzzling-dragon",
+            data={
+                "message": nested,
+                "normalizedMessages": [],
+                "type": "agent_progress",
+                "prompt": prompt,
+                "agentId": AGENT_ID,
+            },
+            toolUseID=f"agent_msg_{line['uuid'][-4:]}",
+            parentToolUseID="toolu_task",
+        )
+    main_t._line(  # a shell's progress: no step
+        "progress", data={"type": "bash_progress", "output": "…", "elapsedTimeSeconds": 3}
+    )
+    main_t.result("toolu_task", "parse() in src/parse.ts")
+    return main_t, sub
+
+
+def calls_in(lines: list[dict[str, Any]]) -> set[str]:
+    """Tool-use ids in assistant lines, and in the assistant messages of progress lines."""
+    found = set()
+    for line in lines:
+        data = line.get("data") if line.get("type") == "progress" else None
+        message = data.get("message") if isinstance(data, dict) else line
+        if isinstance(message, dict) and message.get("type") == "assistant":
+            for block in message["message"]["content"]:
+                if block.get("type") == "tool_use":
+                    found.add(block["id"])
+    return found
+
+
+def test_progress_lines_give_the_sub_agent_its_steps_when_its_file_is_missing() -> None:
+    main_t, sub = sub_agent_run()
+    located = [(f"t:{i}", line) for i, line in enumerate(main_t.lines)]
+    drafts, rejects = transcript_drafts(located)
+    assert rejects == []
+    calls = [d for d in drafts if d.step.kind == "tool_call"]
+    assert {d.step.call_id for d in calls} == calls_in(main_t.lines)
+    assert len(calls) == 4  # the Task call and the sub-agent's three
+    starts = [d for d in drafts if d.step.kind == "start"]
+    assert [d.context for d in starts] == ["main", AGENT_ID]
+    assert starts[1].step.detail == {"subagent": True, "agent_id": AGENT_ID}
+    assert starts[1].step.text == sub.lines[0]["message"]["content"][0]["text"]
+    sub_models = [d for d in drafts if d.step.kind == "model_call" and d.context == AGENT_ID]
+    assert [d.natural_key for d in sub_models] == [
+        "model_call/msg_s1",
+        "model_call/msg_s2",
+        "model_call/msg_s3",
+    ]
+    # a capture whose first report is the sub-agent's first response: data.prompt starts it
+    without_prompt = [x for x in located if x[1].get("uuid") != main_t.lines[2]["uuid"]]
+    assert without_prompt != located
+    drafts_np, rejects_np = transcript_drafts(without_prompt)
+    starts_np = [d for d in drafts_np if d.step.kind == "start"]
+    assert rejects_np == [] and [d.context for d in starts_np] == ["main", AGENT_ID]
+    assert starts_np[1].step.text == starts[1].step.text
+    assert len([d for d in drafts_np if d.step.kind == "tool_call"]) == 4
+    # the same ids as the sub-agent's own file gives
+    file_drafts, _ = transcript_drafts([(f"s:{i}", line) for i, line in enumerate(sub.lines)])
+    from_progress = {d.fallback_id.split("@", 1)[1] for d in drafts if d.context == AGENT_ID}
+    assert from_progress == {d.fallback_id.split("@", 1)[1] for d in file_drafts}
+
+
+def test_progress_lines_and_the_sub_agent_file_store_each_step_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    main_t, sub = sub_agent_run()
+    bad = dict(main_t.lines[5])  # a progress line whose assistant message lost its body
+    bad["uuid"] = "bad-progress"
+    bad["data"] = {**bad["data"], "message": {"type": "assistant", "uuid": "x"}}
+    main_path = main_t.write(tmp_path / f"{SESSION}.jsonl", extra=[json.dumps(bad)])
+    alone = f"sqlite:///{tmp_path / 'alone.db'}"
+    assert main(["replay", str(main_path), "--db", alone, "--json"]) == 0
+    out_alone = json.loads(capsys.readouterr().out)
+    assert out_alone["dead_letters"] == 1  # the broken line only; the rest is kept
+    agents = tmp_path / SESSION / "subagents"
+    agents.mkdir(parents=True)
+    (agents / f"agent-{AGENT_ID}.jsonl").write_text(
+        "\n".join(json.dumps(line) for line in sub.lines) + "\n"
+    )
+    both = f"sqlite:///{tmp_path / 'both.db'}"
+    assert main(["replay", str(tmp_path), "--db", both, "--json"]) == 0
+    out_both = json.loads(capsys.readouterr().out)
+    assert not [a for a in out_both["alerts"] if a["action"] == "kill"]
+    with Store.open(alone) as store:
+        steps_alone = store.steps(SESSION)
+        (letter,) = store.dead_letters()
+    with Store.open(both) as store:
+        steps_both = store.steps(SESSION)
+    assert "message: an object is required" in letter.reason
+    for steps in (steps_alone, steps_both):
+        calls = [s.call_id for s in steps if s.kind == "tool_call"]
+        assert sorted(calls) == sorted(calls_in(main_t.lines))  # each once
+    assert sorted(s.step_id for s in steps_both) == sorted(s.step_id for s in steps_alone)
+
+
+def test_bookkeeping_records_of_newer_releases_are_claimed_and_carry_no_step(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """2.1's bookkeeping records (kebab-case types, some without a uuid or the session's
+    id) belong to the transcript: no step, and no dead letter."""
+    t = session_with_a_test_loop()
+    records = [
+        {"type": "mode", "mode": "normal", "sessionId": SESSION},
+        {
+            "type": "worktree-state",
+            "worktreeSession": {"worktreePath": "/w/wt"},
+            "sessionId": SESSION,
+        },
+        {"type": "relocated", "sessionId": SESSION, "relocatedCwd": "/w/wt"},
+        {"type": "content-replacement", "sessionId": SESSION, "replacements": []},
+        {"type": "speculation-accept", "timestamp": "2026-02-12T16:59:00Z", "timeSavedMs": 100.0},
+        {"type": "agent-setting", "key": "x"},
+        {"type": "last-prompt", "lastPrompt": "Fix the DST bug", "sessionId": SESSION},
+    ]
+    assert all(is_claude_code_line(r) for r in records)
+    path = t.write(tmp_path / f"{SESSION}.jsonl", extra=[json.dumps(r) for r in records])
+    db = f"sqlite:///{tmp_path / 'tw.db'}"
+    assert main(["replay", str(path), "--db", db, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (out["sessions"], out["dead_letters"]) == (1, 0)
+    drafts, _ = transcript_drafts([(str(i), x) for i, x in enumerate(t.lines)])
+    assert out["steps"] == len({d.natural_key or d.fallback_id for d in drafts})

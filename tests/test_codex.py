@@ -202,6 +202,37 @@ def test_the_session_id_falls_back_to_the_file_name() -> None:
     assert {d.session_hint for d in drafts} == {SESSION}
 
 
+def test_a_newer_rollout_with_ordinals_metadata_and_only_a_session_id_is_read() -> None:
+    """0.14x-0.15x lines: an ``ordinal`` on each line, ``metadata`` beside a response
+    item's payload, a ``session_meta`` that names the session ``session_id`` (no ``id``),
+    in a file whose name holds only the id's first 8 characters."""
+    r = rollout_with_a_test_loop()
+    lines = []
+    for ordinal, line in enumerate(r.lines):
+        line = {"timestamp": line["timestamp"], "ordinal": ordinal, **line}
+        if line["type"] == "session_meta":
+            payload = {k: v for k, v in line["payload"].items() if k != "id"}
+            line["payload"] = {"session_id": SESSION, "thread_source": "user", **payload}
+        elif line["type"] == "response_item":
+            line["metadata"] = {}
+        lines.append(line)
+    assert all(is_codex_line(line) for line in lines)
+    drafts, rejects = rollout_drafts(
+        located(lines), file_name="rollout-2026-08-17T16-13-30-0199a5b2.jsonl"
+    )
+    expected, _ = rollout_drafts(located(r.lines))
+    assert rejects == [] and {d.session_hint for d in drafts} == {SESSION}
+    assert [(d.step.kind, d.step.call_id) for d in drafts] == [
+        (d.step.kind, d.step.call_id) for d in expected
+    ]
+    calls = [d for d in drafts if d.step.kind == "tool_call"]
+    assert len(calls) == sum(
+        1
+        for x in r.lines
+        if x["type"] == "response_item" and x["payload"]["type"].endswith("_call")
+    )
+
+
 # --- response items as the unit of a model call (real rollouts: text-only replies,
 # --- rollouts without token counts, server-run tools, aborted calls)
 

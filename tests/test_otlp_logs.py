@@ -467,6 +467,11 @@ _names = st.sampled_from(
         "codex.api_request",
         "codex.tool_decision",
         "codex.tool_result",
+        "gemini_cli.user_prompt",
+        "gemini_cli.api_response",
+        "gemini_cli.api_error",
+        "gemini_cli.tool_call",
+        "gemini_cli.chat_compression",
     ]
 )
 _keys = st.sampled_from(
@@ -495,6 +500,15 @@ _keys = st.sampled_from(
         "cost_usd",
         "input_token_count",
         "model",
+        "function_name",
+        "function_args",
+        "thoughts_token_count",
+        "tool_token_count",
+        "finish_reasons",
+        "response_text",
+        "role",
+        "tokens_before",
+        "tokens_after",
     ]
 )
 

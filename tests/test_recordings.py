@@ -43,6 +43,11 @@ def _lines(path: Path) -> Iterator[Any]:
 def _claude_code_calls(path: Path) -> int:
     ids = set()
     for line in _lines(path):
+        if line.get("type") == "progress":  # 2.1: a sub-agent's line, reported in the main file
+            data = line.get("data")
+            line = data.get("message") if isinstance(data, dict) else None
+            if not isinstance(line, dict):
+                continue
         message = line.get("message") if line.get("type") == "assistant" else None
         content = message.get("content") if isinstance(message, dict) else None
         for block in content if isinstance(content, list) else []:
