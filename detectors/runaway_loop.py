@@ -89,7 +89,8 @@ Severity
 
 Score
 -----
-Judged anew at each tool call and result (kept across other steps): where a rule fires
+Judged anew at each tool result, ended by a new action (or a compaction), held across
+a repeated call's step and the steps that are no tool call: where a rule fires
 (or would, had it not reported that loop already), the score its alert carries, 0.5 +
 0.02 x cycles for ``warn`` and 0.9 + 0.02 x cycles for ``critical`` (capped at 1);
 below that, ``BUILDING`` x repeats / repeats needed (``warn_cycles``; one more for a
@@ -537,10 +538,9 @@ class RunawayLoop(Detector):
             self._cost += step.cost or 0.0
             return []
         if kind == _TOOL_CALL:
-            self._score = 0.0  # each call and result is judged anew
-            return self._on_call(step)
+            return self._on_call(step)  # a repeat holds the score, a new action ends it
         if kind == _TOOL_RESULT:
-            self._score = 0.0
+            self._score = 0.0  # each result is judged anew
             return self._on_result(step)
         if kind == _CHECKPOINT:
             self._checkpoints.update(step)
@@ -590,6 +590,7 @@ class RunawayLoop(Detector):
         runs = self._runs
         if novel or self._compacted:
             self._compacted = False
+            self._score = 0.0
             # no call in the window has its key, so it repeats none of the last
             # max_period calls (window > max_period): every run ends
             for p in range(1, len(runs)):
