@@ -215,57 +215,83 @@ def egress(steps: pl.DataFrame) -> alt.Chart | None:
     )
 
 
-def scores(scores: pl.DataFrame, thresholds: pl.DataFrame) -> alt.VConcatChart:
-    """Each detector's score over the steps (its strongest finding so far), one small chart
-    per detector on a shared step axis, with the thresholds its parameters name."""
-    last = int(scores.select(pl.col("seq").max()).item() or 0) if scores.height else 0
-    charts = []
-    names = sorted(set(scores["detector"].to_list()))
-    for name in names:
-        own = scores.filter(pl.col("detector") == name)
-        axis = alt.Axis(labels=name == names[-1], ticks=name == names[-1])  # one step axis
-        fired = float(own.select(pl.col("score").max()).item() or 0.0) > 0
-        line = (
-            alt.Chart(own)
-            .mark_line(interpolate="step-after", point=fired, color="#d62728" if fired else "#999")
-            .encode(
-                x=alt.X(
-                    "seq:Q",
-                    title="step" if name == names[-1] else None,
-                    axis=axis,
-                    scale=alt.Scale(domain=[0, max(last, 1)], nice=False),
-                ),
-                y=alt.Y(
-                    "score:Q",
-                    scale=alt.Scale(domain=[0, 1.05]),
-                    title=None,
-                    axis=alt.Axis(values=[0, 0.5, 1]),
-                ),
-                tooltip=["detector:N", "seq:Q", "score:Q"],
-            )
+SCORES_WIDTH = 820
+"""Pixels of each detector's row: a faceted chart cannot take its container's width."""
+
+
+def scores(scores: pl.DataFrame, thresholds: pl.DataFrame, marks: pl.DataFrame) -> alt.FacetChart:
+    """Each detector's score over the steps (held from one row to the next), one row per
+    detector on a shared step axis, its thresholds as dashed lines coloured by severity,
+    and the alerts it raised as points on its line.
+
+    One table and three layers faceted by detector, not a chart per detector: Altair
+    validates a spec layer by layer, and 8 detectors × 3 layers cost ~0.3 s of the
+    session page's render (``benchmarks/bench_explorer.py``); the facet, a third of it."""
+    frame = pl.concat(
+        [
+            scores.with_columns(
+                pl.lit("score").alias("series"), pl.lit(None, pl.Utf8).alias("severity")
+            ),
+            thresholds.select(
+                "detector",
+                "seq",
+                "score",
+                pl.lit("threshold").alias("series"),
+                pl.col("level").alias("severity"),
+            ),
+            marks.with_columns(pl.lit("alert").alias("series")).select(
+                "detector", "seq", "score", "series", "severity"
+            ),
+        ],
+        how="diagonal_relaxed",
+    )
+    last = int(frame.select(pl.col("seq").max()).item() or 0) if frame.height else 0
+    x = alt.X("seq:Q", title="step", scale=alt.Scale(domain=[0, max(last, 1)], nice=False))
+    y = alt.Y("score:Q", title=None, axis=alt.Axis(tickCount=3))
+    series = alt.datum.series
+    line = (
+        alt.Chart()
+        .mark_line(interpolate="step-after", color="#1f77b4")
+        .encode(x=x, y=y, tooltip=["detector:N", "seq:Q", "score:Q"])
+        .transform_filter(series == "score")
+    )
+    lines = (
+        alt.Chart()
+        .mark_line(interpolate="step-after", strokeDash=[4, 4], strokeWidth=1)
+        .encode(
+            x=x,
+            y=y,
+            color=alt.Color("severity:N", scale=SEVERITY_COLOURS, title="threshold / alert"),
+            detail="severity:N",
+            tooltip=["severity:N", "seq:Q", "score:Q"],
         )
-        layers: list[alt.Chart] = [line]
-        rules = thresholds.filter(pl.col("detector") == name)
-        if rules.height:
-            marked = alt.Chart(rules).encode(y="score:Q")
-            layers.append(
-                marked.mark_rule(strokeDash=[4, 4], color="#555").encode(
-                    tooltip=["level:N", "score:Q"]
-                )
-            )
-            layers.append(
-                marked.mark_text(align="left", dx=4, dy=-5, color="#555", fontSize=10).encode(
-                    x=alt.value(0), text="level:N"
-                )
-            )
-        charts.append(
-            alt.layer(*layers).properties(
-                width=WIDTH,
-                height=45,
-                title=alt.Title(name, anchor="start", fontSize=11, fontWeight="normal"),
-            )
+        .transform_filter(series == "threshold")
+    )
+    points = (
+        alt.Chart()
+        .mark_point(size=60, filled=True)
+        .encode(
+            x=x,
+            y=y,
+            color=alt.Color("severity:N", scale=SEVERITY_COLOURS),
+            tooltip=["detector:N", "severity:N", "seq:Q", "score:Q"],
         )
-    return alt.vconcat(*charts, spacing=6).properties(title="Detector scores over the steps")
+        .transform_filter(series == "alert")
+    )
+    return (
+        alt.layer(line, lines, points, data=frame)
+        .properties(width=SCORES_WIDTH, height=55)
+        .facet(
+            row=alt.Row(
+                "detector:N",
+                title=None,
+                header=alt.Header(labelOrient="top", labelAnchor="start", labelPadding=2),
+            ),
+            spacing=6,
+        )
+        .resolve_scale(y="independent")
+        .properties(title="Detector scores over the steps")
+    )
 
 
 def subgoal_graph(

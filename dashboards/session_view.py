@@ -2,19 +2,21 @@
 
 - :func:`steps_table`: every step with its kind, tool, action cluster, cumulative tokens
   and cost, model session, the egress host and its class, and short redacted previews;
-- :func:`score_lines`: each detector's score over the steps;
 - :func:`replay_detectors`: the stored steps fed, in order, through fresh clones of the
   configured detectors — the same objects and the same per-step view
-  (:func:`features.text.analysed_step`) the pipeline uses, no second implementation — to
-  check that today's config raises the stored alerts (same ids);
+  (:func:`features.text.analysed_step`) the pipeline uses, no second implementation —
+  recording each detector's ``score`` and ``thresholds`` after every step (the detector
+  contract, :mod:`detectors.base`) and the alerts raised, which the page compares with
+  the stored ones (same ids: today's config raises what the store holds);
+- :func:`score_lines` / :func:`threshold_lines`: those scores and lines, one row where a
+  value changes (drawn as steps, so nothing is lost), and :func:`alert_marks`, where on
+  them each stored alert was raised;
 - :func:`subgoals`: the sub-goal graph and action clusters, rebuilt by the pipeline's own
   :class:`features.trajectory.TrajectoryFeatures` over the session's tool calls.
 
-Detectors report a score only with an alert: the score a detector "has" at a step is the
-score of its strongest finding so far (0 before the first), which the stored alerts give
-exactly (a replay raises the same alerts: :func:`replay_detectors`, and the tests, check
-it). A threshold is drawn where a detector's parameters name one (``budget_overrun``:
-``warn_fraction`` and 1.0).
+Nothing of this is stored: the score is the detectors' state, so a replay is the only way
+to see it, and it is the pipeline's (the contract test checks that every alert is raised
+where its detector's score reaches the line of its severity).
 """
 
 from __future__ import annotations
@@ -166,75 +168,90 @@ def evidence_table(alerts: Sequence[Alert]) -> pl.DataFrame:
     )
 
 
-def score_lines(
-    alerts: Sequence[Alert], detectors: Sequence[str], first: int, last: int
-) -> pl.DataFrame:
-    """``detector, seq, score``: each of ``detectors``' score over the steps ``first`` to
-    ``last`` — the score of its strongest alert raised so far (0 before the first), at the
-    steps where it changes and at both ends."""
-    names = sorted({*detectors, *(a.detector for a in alerts)})
-    points = [(name, first, 0.0) for name in names]
-    points += [(a.detector, a.raised_seq, a.score) for a in alerts]
-    best = {
-        name: max((a.score for a in alerts if a.detector == name), default=0.0) for name in names
-    }
-    points += [(name, last, best[name]) for name in names]
-    return (
-        pl.DataFrame(
-            points,
-            schema={"detector": pl.Utf8(), "seq": pl.Int64(), "score": pl.Float64()},
-            orient="row",
-        )
-        .group_by("detector", "seq")
-        .agg(pl.col("score").max())
-        .sort("detector", "seq")
-        .with_columns(pl.col("score").cum_max().over("detector"))
-    )
-
-
-def thresholds(detectors: DetectorSet) -> pl.DataFrame:
-    """``detector, level, score``: the thresholds the detectors' parameters name."""
-    return _thresholds(detectors.prototypes)
-
-
 @dataclass(frozen=True, slots=True)
 class DetectorReplay:
-    """What the configured detectors raise on a session's stored steps, replayed now."""
+    """What the configured detectors report on a session's stored steps, replayed now."""
 
     alerts: list[Alert]
     """The alerts the replay raised, in the order raised."""
     failures: list[str]
     """``detector at step N: error`` for each detector that raised (the pipeline skips it)."""
+    scores: pl.DataFrame
+    """``detector, seq, score``: each detector's score after the step ``seq``, a row where
+    it changes (and at the first and last step)."""
+    thresholds: pl.DataFrame
+    """``detector, level, seq, score``: each detector's line for ``level`` (a severity)
+    from step ``seq`` on, a row where it changes (and at the first and last step)."""
+
+
+SCORE_SCHEMA = pl.Schema({"detector": pl.Utf8(), "seq": pl.Int64(), "score": pl.Float64()})
+LINE_SCHEMA = pl.Schema(
+    {"detector": pl.Utf8(), "level": pl.Utf8(), "seq": pl.Int64(), "score": pl.Float64()}
+)
 
 
 def replay_detectors(steps: Sequence[Step], detectors: DetectorSet) -> DetectorReplay:
     """Feed ``steps`` (one session, seq order) through fresh clones of ``detectors``, as the
-    pipeline feeds them (:func:`features.text.analysed_step`, a failing detector skipped)."""
+    pipeline feeds them (:func:`features.text.analysed_step`, a failing detector skipped),
+    recording each one's score and thresholds where they change."""
     session = detectors.for_session()
     raised: list[Alert] = []
     failures: list[str] = []
+    scores: list[tuple[str, int, float]] = []
+    lines: list[tuple[str, str, int, float]] = []
+    last_score: dict[str, float] = {}
+    last_lines: dict[str, Mapping[str, float]] = {}
+    final = steps[-1].seq if steps else 0
     for step in steps:
         view = analysed_step(step)
         for detector in session:
+            name = detector.name
             try:
                 raised.extend(detector.update(view))
+                score, marks = detector.score, detector.thresholds
             except Exception as error:  # the pipeline dead-letters a detector's failure
-                failures.append(f"{detector.name} at step {step.seq}: {type(error).__name__}")
-    return DetectorReplay(raised, failures)
-
-
-def _thresholds(session: Sequence[Any]) -> pl.DataFrame:
-    rows = []
-    for detector in session:
-        params = detector.get_params()
-        if "warn_fraction" in params:
-            rows.append((detector.name, "warn", float(params["warn_fraction"])))
-            rows.append((detector.name, "critical", 1.0))
-    return pl.DataFrame(
-        rows,
-        schema={"detector": pl.Utf8(), "level": pl.Utf8(), "score": pl.Float64()},
-        orient="row",
+                failures.append(f"{name} at step {step.seq}: {type(error).__name__}")
+                continue
+            if last_score.get(name) != score or step.seq == final:
+                last_score[name] = score
+                scores.append((name, step.seq, float(score)))
+            if last_lines.get(name) != marks or step.seq == final:
+                last_lines[name] = dict(marks)
+                lines += [(name, level, step.seq, float(v)) for level, v in marks.items()]
+    return DetectorReplay(
+        raised,
+        failures,
+        pl.DataFrame(scores, schema=SCORE_SCHEMA, orient="row"),
+        pl.DataFrame(lines, schema=LINE_SCHEMA, orient="row"),
     )
+
+
+def score_lines(replayed: DetectorReplay) -> pl.DataFrame:
+    """``detector, seq, score``: each detector's score over the steps, a row where it
+    changes (hold each value until the next row)."""
+    return replayed.scores.sort("detector", "seq")
+
+
+def threshold_lines(replayed: DetectorReplay) -> pl.DataFrame:
+    """``detector, level, seq, score``: each detector's thresholds over the steps, a row
+    where one changes (most detectors' never do)."""
+    return replayed.thresholds.sort("detector", "level", "seq")
+
+
+def score_at(lines: pl.DataFrame, detector: str, seq: int) -> float:
+    """The score a line of :func:`score_lines` gives ``detector`` after step ``seq``."""
+    held = lines.filter((pl.col("detector") == detector) & (pl.col("seq") <= seq))
+    return float(held["score"][-1]) if held.height else 0.0
+
+
+def alert_marks(lines: pl.DataFrame, alerts: Sequence[Alert]) -> pl.DataFrame:
+    """``detector, seq, score, severity``: each alert where it was raised, on its
+    detector's score line."""
+    rows = [
+        (a.detector, a.raised_seq, score_at(lines, a.detector, a.raised_seq), str(a.severity))
+        for a in alerts
+    ]
+    return pl.DataFrame(rows, schema={**SCORE_SCHEMA, "severity": pl.Utf8()}, orient="row")
 
 
 def compare_alerts(stored: Sequence[Alert], other: Sequence[Alert]) -> pl.DataFrame:

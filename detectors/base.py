@@ -8,6 +8,42 @@ clock: time comes from ``step.ts``, so a replay raises the same alerts as the
 live run, with the same ids. ``state_dict()``/``load_state_dict()`` round-trip
 the state for checkpointing next to the input offsets. Memory is bounded: the
 state does not grow with the length of the session.
+
+Besides its alerts, a detector reports how strong its evidence is at every step, river's
+way (``update`` changes the state, read-only properties report it):
+
+- ``score``: after each ``update(step)``, the detector's current evidence strength, a
+  finite float >= 0 on the scale of its alerts' scores: the quantity its rules compare
+  with their lines (a loop's repeats, a stretch's drift weight, the share of a budget
+  spent), not a copy of the last alert's score. 0 before any evidence and during
+  warm-up. It is part of the state, so a restored detector reports the score it had.
+- ``thresholds``: severity (``"warn"``, ``"critical"``) -> the lowest ``score`` at which
+  the detector raises an alert of that severity. Every alert is raised on a step whose
+  ``score`` reaches its severity's line and is at least the alert's own score (the
+  contract test checks both for every registered detector). The line is necessary, not
+  sufficient: a detector reports a finding once (per loop, per model session, per
+  category), so its score may stay above a line it already fired at. Lines may depend on
+  what the detector has seen (``intent_drift`` asks more while a session's goal is
+  unknown): read them after the ``update``, like the score.
+
+Each detector's docstring says what its score measures. The explorer (``trajwatch ui``)
+replays a session's stored steps through the configured detectors and draws each one's
+score over the steps with its thresholds.
+
+>>> from detectors.budget_overrun import BudgetOverrun
+>>> from detectors.testing import Session
+>>> s = Session("contract", budget={"tool_calls": 4})
+>>> detector = BudgetOverrun()
+>>> for step in [s.start(), *s.tool("bash", {"command": "make"}), *s.tool("ls", {})]:
+...     alerts = detector.update(step)
+...     print(step.seq, detector.score, [str(a.severity) for a in alerts])
+0 0.0 []
+1 0.25 []
+2 0.25 []
+3 0.5 []
+4 0.5 []
+>>> detector.thresholds
+{'warn': 0.8, 'critical': 1.0}
 """
 
 from __future__ import annotations
@@ -29,6 +65,10 @@ class Detector(ABC):
 
     name: ClassVar[str]
 
+    _score: float = 0.0
+    """What :attr:`score` reports; subclasses build it in ``_reset`` and keep it in
+    ``update``. The class default is for detectors that report no score."""
+
     @abstractmethod
     def _reset(self) -> None:
         """Build the initial state from the stored parameters."""
@@ -36,6 +76,17 @@ class Detector(ABC):
     @abstractmethod
     def update(self, step: Step) -> list[Alert]:
         """Consume one step of this detector's session, in ``seq`` order."""
+
+    @property
+    def score(self) -> float:
+        """The current evidence strength, after the last :meth:`update` (module docstring)."""
+        return self._score
+
+    @property
+    def thresholds(self) -> Mapping[str, float]:
+        """Severity → the lowest :attr:`score` at which an alert of that severity fires
+        (module docstring). Empty for a detector that reports no score."""
+        return {}
 
     def get_params(self) -> dict[str, Any]:
         """The constructor arguments, as stored."""

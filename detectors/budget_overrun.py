@@ -20,6 +20,10 @@ severity), whose reason names each with its figures. The onset is the step that 
 A budget is a hard limit the operator set, so the critical action is KILL, not
 ROLLBACK: the work done so far is not suspect, only its cost.
 
+The ``score`` is the largest share of a budget spent so far (1.0: all of it; above 1
+once over budget); the ``thresholds`` are ``warn_fraction`` and 1.0. Alerts carry the
+share, capped at 1.
+
 >>> from detectors.testing import Session
 >>> s = Session("doc", budget={"tokens": 100_000, "tool_calls": 10})
 >>> steps = [s.start()]
@@ -33,6 +37,8 @@ ROLLBACK: the work done so far is not suspect, only its cost.
 23 warn notify tool calls at 80% of budget: 8 of 10 tool calls
 29 critical kill tool calls at 100% of budget: 10 of 10 tool calls
 31 warn notify tokens at 82% of budget: 82,500 of 100,000 tokens
+>>> detector.score, detector.thresholds  # 12 tool calls of 10: 120% of that budget
+(1.2, {'warn': 0.8, 'critical': 1.0})
 """
 
 from __future__ import annotations
@@ -129,6 +135,12 @@ class BudgetOverrun(Detector):
         self._used: dict[str, float] = dict.fromkeys(RESOURCES, 0.0)
         self._start_ts: int | None = None
         self._fired: set[tuple[str, str]] = set()
+        self._score = 0.0  # the largest share of a budget spent (1.0: all of it)
+
+    @property
+    def thresholds(self) -> dict[str, float]:
+        """``warn`` at ``warn_fraction`` of a budget, ``critical`` at all of it."""
+        return {"warn": self.warn_fraction, "critical": 1.0}
 
     def update(self, step: Step) -> list[Alert]:
         kind = step.kind
@@ -150,8 +162,11 @@ class BudgetOverrun(Detector):
             return []
         crossed: dict[Severity, list[str]] | None = None
         warn_fraction = self.warn_fraction
+        top = 0.0
         for resource, limit in self._limits.items():
             share = used[resource] / limit
+            if share > top:
+                top = share
             if share < warn_fraction:
                 continue  # below both lines (warn_fraction < 1): the common case, skip early
             if crossed is None:
@@ -160,6 +175,7 @@ class BudgetOverrun(Detector):
                 if share >= line and (resource, str(severity)) not in self._fired:
                     self._fired.add((resource, str(severity)))
                     crossed[severity].append(resource)
+        self._score = top
         if crossed is None:
             return []
         alerts = []

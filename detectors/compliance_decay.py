@@ -28,6 +28,12 @@ is ``policy_violation``'s. Give both detectors the same ``min_honoured``, ``alph
 ``min_rate_violations`` so the split holds. Without a policy nothing fires: there is no
 rule to decay from (for example the TRAIL traces, which carry none).
 
+The ``score`` after a compaction is the rate test's ``1 - p`` once ``min_rate_violations``
+violations are in (0 before any compaction), and from a step that breaks a rule honoured
+before it to the next compaction at least that finding's score (``HONOURED_SCORE``, 0.9,
+or its ``1 - p`` when higher); the ``thresholds`` are the lower of the two lines
+(``min(0.9, 1 - alpha)``) for either severity.
+
 >>> from detectors.testing import Session
 >>> policy = {"require_approval_for": [r"git\\s+push"]}
 >>> d = ComplianceDecay(policies={"p": policy})
@@ -44,6 +50,8 @@ rule to decay from (for example the TRAIL traces, which carry none).
 after the compaction at step 8 (inferred: input tokens 150k → 20k) the agent broke
 require_approval_for `git\\s+push` (`git push origin main` without an approval), which it
 honoured 2 times before; 1 violation in 1 action after vs 0 in 2 before (Fisher exact p=0.33)
+>>> d.score, d.thresholds  # a broken honoured rule: 0.9 (the rate test alone: 1 - 0.33)
+(0.9, {'warn': 0.9, 'critical': 0.9})
 """
 
 from __future__ import annotations
@@ -65,6 +73,9 @@ from features.policy_catalog import (
 )
 from models.records import Action, Alert, Severity, Step, StepKind
 
+HONOURED_SCORE = 0.9
+"""The least score of a broken honoured rule: breaking what the agent kept is decay
+however few calls there are to test a rate on."""
 MAX_KEPT = 19
 """Violating steps kept per model session (plus the compaction: 20 evidence refs)."""
 
@@ -137,6 +148,7 @@ class PolicyDetector(Detector):
         """Until those instructions arrive: the last MAX_EARLY steps the policy's state
         depends on (calls, results, approvals; slimmed in checkpoints), replayed into it
         when they do."""
+        self._score = 0.0  # see each subclass's ``update``
 
     def snapshot(self) -> dict[str, Any]:
         state = super().snapshot()  # a new dict: popping and replacing change no live state
@@ -302,9 +314,35 @@ class ComplianceDecay(PolicyDetector):
         super()._reset()
         self._fired_session = -1
         """The model session this detector last alerted in (one alert per model session)."""
+        self._floor = 0.0
+        """The least score of this model session: once an honoured rule broke, that
+        finding's score (HONOURED_SCORE, or the rate test's 1 - p when higher)."""
+
+    @property
+    def thresholds(self) -> dict[str, float]:
+        """The lower of the two rules' lines, for either severity (the severity says
+        whether a person confirmed the rules, not how strong the evidence is): a broken
+        honoured rule scores at least ``HONOURED_SCORE``, the rate test fires above
+        ``1 - alpha``."""
+        line = min(HONOURED_SCORE, 1.0 - self.alpha)
+        return {"warn": line, "critical": line}
 
     def update(self, step: Step) -> list[Alert]:
-        finding, _ = self._observe(step)
+        finding, compacted = self._observe(step)
+        if compacted:
+            self._floor = 0.0
+        if finding is not None and finding.decay == "honoured":
+            # decay shown, until the next compaction: what the alert carries
+            self._floor = max(self._floor, HONOURED_SCORE, 1.0 - finding.p_value)
+        led = self._ledger
+        # the rate test's statistic, once it may judge: 1 - p of the violations since the
+        # latest compaction against those before, with at least min_rate_violations
+        rate = (
+            1.0 - led.p_value()
+            if led.model_session and led.after_bad >= self.min_rate_violations
+            else 0.0
+        )
+        self._score = max(self._floor, rate)
         if finding is None or finding.decay is None:
             return []
         ms = self._ledger.model_session
@@ -338,7 +376,7 @@ class ComplianceDecay(PolicyDetector):
                 " before"
             )
             reason = f"after {where} the agent broke {v.rule} ({v.detail}), {kept}; {counts}"
-            score = max(0.9, 1.0 - finding.p_value)
+            score = max(HONOURED_SCORE, 1.0 - finding.p_value)
         else:
             rules = sorted({v.rule for v in finding.decayed})
             reason = (

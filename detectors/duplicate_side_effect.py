@@ -37,6 +37,10 @@ replayed ``critical_replays`` times (default 3, the fourth execution) is critica
 Each severity fires at most once per call and session. Alerts are immutable once
 raised, so the escalation alert carries the later replays as evidence (the first
 execution, the first replay, then each replay up to the escalating one; at most 20).
+The ``score`` is 0 but on a call that replays an effect: 1.0 for a payment or a send,
+and for a warn-class call ``WARN_SCORE`` (0.6) at its first replay, rising evenly to
+1.0 at ``critical_replays``; the ``thresholds`` are the alerts' scores (``warn`` 0.6,
+``critical`` 1.0).
 
 Memory: the ledger keeps the ``window`` most recent side-effecting calls (default 64)
 and the ``window`` most recent idempotency keys, least-recently-used first out; a
@@ -62,6 +66,10 @@ both with the first replay as onset.
 >>> d = DuplicateSideEffect()
 >>> [(a.raised_seq, a.onset_seq, str(a.severity)) for st in steps for a in d.update(st)]
 [(3, 3, 'warn'), (7, 3, 'critical')]
+>>> d = DuplicateSideEffect()
+>>> scores = [(st.kind, d.update(st), d.score) for st in steps]
+>>> [score for kind, _, score in scores if kind == "tool_call"]  # 0 on the results
+[0.0, 0.6, 0.8, 1.0, 1.0]
 """
 
 from __future__ import annotations
@@ -154,6 +162,8 @@ _READ_TOOL_RE = re.compile(
 )
 
 _SEVERITY = {"money": Severity.CRITICAL, "send": Severity.CRITICAL}
+WARN_SCORE = 0.6
+"""The score of a warn-class call's first replay (and of its warning)."""
 _WHAT = {
     "money": "a payment",
     "send": "a message sent to someone",
@@ -282,6 +292,7 @@ class DuplicateSideEffect(Detector):
         # back if the call is cancelled
         self._displaced: dict[str, tuple[_Entry | None, _Entry | None]] = {}
         self._epoch = 0  # number of workspace mutations seen so far
+        self._score = 0.0  # this step's replay, if it is one (_replay_score)
 
     def _put(self, ledger: dict[str, _Entry], key: str, entry: _Entry) -> None:
         ledger.pop(key, None)
@@ -289,8 +300,14 @@ class DuplicateSideEffect(Detector):
         while len(ledger) > self.window:
             del ledger[next(iter(ledger))]
 
+    @property
+    def thresholds(self) -> dict[str, float]:
+        """The scores its alerts carry: ``warn`` 0.6, ``critical`` 1.0."""
+        return {"warn": WARN_SCORE, "critical": 1.0}
+
     def update(self, step: Step) -> list[Alert]:
         kind = step.kind
+        self._score = 0.0
         if kind == _TOOL_CALL:
             return self._on_call(step)
         if kind == _TOOL_RESULT:
@@ -388,10 +405,18 @@ class DuplicateSideEffect(Detector):
         if finding.replays >= self.critical_replays:
             severity = Severity.CRITICAL
         level = 2 if severity == Severity.CRITICAL else 1
+        self._score = self._replay_score(finding.replays, level)
         if level <= finding.level:
             return finding, None
         finding = replace(finding, level=level)
         return finding, self._alert(step, earlier, finding, severity, same)
+
+    def _replay_score(self, replays: int, level: int) -> float:
+        """A replay's score: 1.0 when critical; a warn-class call's climbs from WARN_SCORE
+        at its first replay to 1.0 at ``critical_replays``."""
+        if level == 2 or self.critical_replays <= 1:
+            return 1.0
+        return WARN_SCORE + (1.0 - WARN_SCORE) * (replays - 1) / (self.critical_replays - 1)
 
     def _alert(
         self, step: Step, earlier: _Entry, finding: _Finding, severity: Severity, same: str
@@ -418,7 +443,7 @@ class DuplicateSideEffect(Detector):
             onset=onset,
             raised=step,
             evidence=[first, *later, step],
-            score=1.0 if severity == Severity.CRITICAL else 0.6,
+            score=1.0 if severity == Severity.CRITICAL else WARN_SCORE,
             severity=severity,
             reason=reason,
             action=Action.NOTIFY,

@@ -87,6 +87,12 @@ an isolated earlier outlier; the evidence, its actions (<= 20); the reason names
 files, hosts and repositories the agent moved to and, when the stretch's terms came
 from a tool result, that result (possible prompt injection).
 
+The ``score`` is the current stretch's weight over ``2 * critical_weight`` (the alerts'
+score, here not capped at 1; 0 during warm-up and between stretches); ``thresholds``
+are ``alarm_weight`` and ``critical_weight`` on that scale (0.25 and 0.5 by default),
+times ``unanchored_factor`` while no goal is known. A final answer resting on figures
+from nowhere scores its alert's, at least the warn line.
+
 Division of labour with ``egress_gaming``
 -----------------------------------------
 ``egress_gaming`` owns *where data goes and where answers come from*: sending data to an
@@ -114,6 +120,8 @@ results), result text is read up to ``result_chars`` characters; well under 64 K
 >>> d = IntentDrift()
 >>> [(a.severity.value, a.onset_seq, a.raised_seq) for st in steps for a in d.update(st)]
 [('warn', 9, 9), ('critical', 9, 11)]
+>>> d.score, d.thresholds  # drift weight 8: a foreign clone (2), then its files
+(1.0, {'warn': 0.25, 'critical': 0.5})
 """
 
 from __future__ import annotations
@@ -405,6 +413,7 @@ class IntentDrift(Detector):
         self._reasoning = ""
         self._reasoning_ref: dict[str, Any] | None = None
         self._answered = False
+        self._answer_score = 0.0  # this step's answer finding (``score``)
 
     # -- anchors ---------------------------------------------------------------------
 
@@ -563,8 +572,30 @@ class IntentDrift(Detector):
 
     # -- update ----------------------------------------------------------------------
 
+    @property
+    def score(self) -> float:
+        """The current stretch's drift weight over ``2 * critical_weight`` (what its
+        alerts carry, not capped at 1; 0 during warm-up), or on a final answer resting on
+        figures from nowhere, that finding's score."""
+        drift = (
+            self._ep_weight / (2 * self.critical_weight) if self._calls > self.warmup_calls else 0.0
+        )
+        return max(drift, self._answer_score)
+
+    @property
+    def thresholds(self) -> dict[str, float]:
+        """``alarm_weight`` and ``critical_weight`` on the score's scale, times
+        ``unanchored_factor`` while no goal is known."""
+        factor = 1.0 if self._goal_words else self.unanchored_factor
+        scale = 2 * self.critical_weight
+        return {
+            "warn": self.alarm_weight * factor / scale,
+            "critical": self.critical_weight * factor / scale,
+        }
+
     def update(self, step: Step) -> list[Alert]:
         self._session_id = step.session_id
+        self._answer_score = 0.0
         kind = step.kind
         if kind == StepKind.TOOL_CALL:
             if final_answer_tool(step.tool):
@@ -614,6 +645,9 @@ class IntentDrift(Detector):
         if not missing:
             return []
         self._answered = True
+        score = min(1.0, 0.4 + 0.05 * len(missing))
+        # a rule of its own, with no weight to reach: on the warn line at least
+        self._answer_score = max(score, self.thresholds["warn"])
         onset = _light_step(self._reasoning_ref, self._session_id) if self._reasoning_ref else step
         shown = ", ".join(f"`{f}`" for f in missing[:4])
         more = f" and {len(missing) - 4} more" if len(missing) > 4 else ""
@@ -629,7 +663,7 @@ class IntentDrift(Detector):
                 onset=onset,
                 raised=step,
                 evidence=[step],
-                score=min(1.0, 0.4 + 0.05 * len(missing)),
+                score=score,
                 severity=Severity.WARN,
                 reason=reason,
                 action=Action.NOTIFY,

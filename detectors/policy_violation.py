@@ -22,6 +22,10 @@ default (``report_budget``): billed tokens of a long run with a large context ex
 the fixtures' budgets in healthy runs (seed 11: 3 of 36 healthy runs), and spend has
 its own detectors.
 
+The ``score`` is 1.0 on a step that breaks a rule this detector reports (reported before
+in the model session or not) and 0 on others; the ``thresholds`` are 1.0 for both
+severities: a broken rule is the whole evidence.
+
 >>> from detectors.testing import Session
 >>> d = PolicyViolation(policies={"p": {"forbidden_commands": [r"git\\s+push\\s+(-f|--force)"],
 ...                                      "require_approval_for": [r"git\\s+push"]}})
@@ -30,6 +34,12 @@ its own detectors.
 >>> steps += s.tool("bash", {"command": "git push origin x"})  # same rule again: no 2nd alert
 >>> [(a.onset_seq, str(a.severity), str(a.action)) for st in steps for a in d.update(st)]
 [(2, 'critical', 'kill')]
+>>> again, scores = d.clone(), []  # the score at each step: the pushes broke rules
+>>> for st in steps:
+...     _ = again.update(st)
+...     scores.append(again.score)
+>>> scores, again.thresholds
+([0.0, 0.0, 1.0, 0.0, 1.0, 0.0], {'warn': 1.0, 'critical': 1.0})
 """
 
 from __future__ import annotations
@@ -85,8 +95,14 @@ class PolicyViolation(PolicyDetector):
         self._reported: list[str] = []
         self._reported_session = 0
 
+    @property
+    def thresholds(self) -> dict[str, float]:
+        """A broken rule is the whole evidence: both severities at 1.0."""
+        return {"warn": 1.0, "critical": 1.0}
+
     def update(self, step: Step) -> list[Alert]:
         finding, _ = self._observe(step)
+        self._score = 0.0
         if finding is None:
             return []
         if self._ledger.model_session != self._reported_session:
@@ -95,9 +111,10 @@ class PolicyViolation(PolicyDetector):
         decayed = set(finding.decayed)
         fresh: list[Violation] = []
         for v in finding.violations:
-            if v in decayed or v.rule in self._reported:
+            if v in decayed or (v.kind == BUDGET and not self.report_budget):
                 continue
-            if v.kind == BUDGET and not self.report_budget:
+            self._score = 1.0  # a rule of its own broken, reported before or not
+            if v.rule in self._reported:
                 continue
             fresh.append(v)
             self._reported.append(v.rule)

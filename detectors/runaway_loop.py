@@ -87,6 +87,15 @@ Severity
   its errors); a different loop later alerts again. The onset is the first repeat (the
   second occurrence of the cycle's first action); escalation keeps it.
 
+Score
+-----
+Judged anew at each tool result, ended by a new action (or a compaction), held across
+a repeated call's step and the steps that are no tool call: where a rule fires
+(or would, had it not reported that loop already), the score its alert carries, 0.5 +
+0.02 x cycles for ``warn`` and 0.9 + 0.02 x cycles for ``critical`` (capped at 1);
+below that, ``BUILDING`` x repeats / repeats needed (``warn_cycles``; one more for a
+re-worded request), at most 0.4. ``thresholds``: ``warn`` 0.5, ``critical`` 0.9.
+
 State: the last ``window`` calls (small records), ``max_period`` run counters, a few
 retry chains and open calls, all bounded; per update O(max_period).
 
@@ -106,6 +115,8 @@ retry chains and open calls, all bounded; per update O(max_period).
 ...         print(alert.raised_seq, alert.severity, alert.action, alert.onset_seq)
 21 warn notify 18
 42 critical kill 18
+>>> detector.score, detector.thresholds  # the loop runs on: still at its kill
+(1.0, {'warn': 0.5, 'critical': 0.9})
 """
 
 from __future__ import annotations
@@ -172,6 +183,9 @@ _MAX_CHAINS = 4
 _MAX_OPEN = 64
 _MAX_FIRED = 32
 _MAX_SHOWN = 3
+BUILDING = 0.4
+"""The score a loop builds towards before a rule fires (0.4 x repeats / repeats needed),
+below the warning's 0.5."""
 
 
 @dataclass(slots=True)
@@ -497,6 +511,18 @@ class RunawayLoop(Detector):
         # loop identity → (severity raised: 1 warn, 2 critical; the loop's onset)
         self._fired: dict[int, tuple[int, _Call]] = {}
         self._checkpoints = Checkpoints()
+        self._score = 0.0  # the strongest loop evidence at the latest call or result
+
+    @property
+    def thresholds(self) -> dict[str, float]:
+        """Where the alerts' scores start: ``warn`` 0.5, ``critical`` 0.9."""
+        return {"warn": 0.5, "critical": 0.9}
+
+    def _building(self, count: float, needed: int) -> None:
+        """Evidence below the warning: ``count`` repeats of the ``needed``, at most BUILDING."""
+        score = BUILDING * min(1.0, count / needed)
+        if score > self._score:
+            self._score = score
 
     # -- update ----------------------------------------------------------------------
 
@@ -512,8 +538,9 @@ class RunawayLoop(Detector):
             self._cost += step.cost or 0.0
             return []
         if kind == _TOOL_CALL:
-            return self._on_call(step)
+            return self._on_call(step)  # a repeat holds the score, a new action ends it
         if kind == _TOOL_RESULT:
+            self._score = 0.0  # each result is judged anew
             return self._on_result(step)
         if kind == _CHECKPOINT:
             self._checkpoints.update(step)
@@ -563,6 +590,7 @@ class RunawayLoop(Detector):
         runs = self._runs
         if novel or self._compacted:
             self._compacted = False
+            self._score = 0.0
             # no call in the window has its key, so it repeats none of the last
             # max_period calls (window > max_period): every run ends
             for p in range(1, len(runs)):
@@ -725,6 +753,7 @@ class RunawayLoop(Detector):
         if len(answers.members) > MAX_EVIDENCE:  # keep the first, the onset and the latest
             del answers.members[2 : len(answers.members) - MAX_EVIDENCE + 2]
         count = answers.count
+        self._building(count, self.warn_cycles)
         if count < self.warn_cycles:
             return []
         onset = answers.members[1]
@@ -777,6 +806,7 @@ class RunawayLoop(Detector):
         if len(asked) > MAX_EVIDENCE:  # keep the first, the onset and the latest
             del asked[2 : len(asked) - MAX_EVIDENCE + 2]
         count = self._asked_count
+        self._building(count, self.warn_cycles + 1)
         if count < self.warn_cycles + 1 and not (again and count >= self.warn_cycles):
             return []
         first = asked[0]
@@ -843,6 +873,7 @@ class RunawayLoop(Detector):
         if len(chain.members) > MAX_EVIDENCE:  # keep the first, the onset and the latest
             del chain.members[2 : len(chain.members) - MAX_EVIDENCE + 2]
         failures = chain.count
+        self._building(failures, self.warn_cycles)
         # a bare retry that fails the same way is already waste (TRAIL labels it);
         # with other work between the failures, the repeats must outnumber it
         bare = failures >= 2 and chain.novel_between == 0
@@ -912,6 +943,7 @@ class RunawayLoop(Detector):
         p, run = best
         n = len(calls)
         cycles = 1 + run / p
+        self._building(cycles, self.warn_cycles)
         # what the rules below need, in O(1) before any list is built: an early
         # confirmation needs run >= p - 1 and exact repeats, the count rule a settled,
         # whole cycle repeated warn_cycles times (``needed`` is at least that)
@@ -1030,6 +1062,10 @@ class RunawayLoop(Detector):
         cycles: int,
     ) -> list[Alert]:
         level = 2 if severity == _CRITICAL else 1
+        critical = level == 2
+        score = min(1.0, (0.9 if critical else 0.5) + 0.02 * cycles)
+        if score > self._score:
+            self._score = score  # the rules' verdict, reported before or not
         known = [self._fired[k] for k in keys if k in self._fired]
         if any(f[0] >= level for f in known):
             return []
@@ -1040,14 +1076,13 @@ class RunawayLoop(Detector):
             self._fired[k] = (level, onset)
         while len(self._fired) > _MAX_FIRED:
             del self._fired[next(iter(self._fired))]
-        critical = level == 2
         return [
             make_alert(
                 self.name,
                 onset=self._ref_of(onset),
                 raised=step,
                 evidence=[self._ref_of(c) for c in evidence if c is not onset],
-                score=min(1.0, (0.9 if critical else 0.5) + 0.02 * cycles),
+                score=score,
                 severity=severity,
                 reason=reason,
                 action=Action.KILL if critical else Action.NOTIFY,

@@ -1,20 +1,26 @@
 """One contract test over every registered detector (river's `checks`, scikit-learn's
 `parametrize_with_checks`): fresh clones, state round-trips, quiet warm-up, tolerance of
-sparse steps, bounded state, determinism."""
+sparse steps, bounded state, determinism, and the per-step ``score`` with its
+``thresholds`` (every alert raised on a step whose score reaches its severity's line),
+on synthetic streams and on real recorded runs."""
 
 from __future__ import annotations
 
 import copy
+import math
 import pickle
 import random
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import pytest
 
 from detectors.base import Detector
-from detectors.registry import REGISTRY, load_builtin
+from detectors.registry import REGISTRY, DetectorSet, load_builtin
 from detectors.testing import Session
+from features.text import analysed_step
 from models.records import Alert, Step
+from models.store import Store
 from trajwatch.config import detector_set, load_config
 
 load_builtin()
@@ -78,6 +84,32 @@ def feed(detector: Detector, steps: list[Step]) -> list[Alert]:
     return alerts
 
 
+def scored(detector: Detector, steps: Iterable[Step]) -> list[tuple[Alert, float, float]]:
+    """Feed ``steps``; after every update the score must be a finite float >= 0 and the
+    thresholds a mapping of severities to finite lines > 0. Returns, for each alert raised,
+    (alert, the score on its step, its severity's line then)."""
+    raised = []
+    for step in steps:
+        alerts = detector.update(step)
+        score, lines = detector.score, detector.thresholds
+        assert type(score) is float and math.isfinite(score) and score >= 0, (step.seq, score)
+        assert isinstance(lines, Mapping) and lines, f"{detector.name} names no thresholds"
+        assert set(lines) <= {"warn", "critical"}, lines
+        assert all(math.isfinite(v) and v > 0 for v in lines.values()), lines
+        for alert in alerts:
+            assert str(alert.severity) in lines, (detector.name, alert.severity, lines)
+            raised.append((alert, score, lines[str(alert.severity)]))
+    return raised
+
+
+def assert_raised_at_their_lines(raised: list[tuple[Alert, float, float]]) -> None:
+    for alert, score, line in raised:
+        where = f"{alert.detector} {alert.severity} at step {alert.raised_seq}"
+        assert score >= line, f"{where}: score {score} below its line {line}"
+        # alerts round their score to 4 places
+        assert score >= alert.score - 1e-4, f"{where}: score {score} < the alert's {alert.score}"
+
+
 @pytest.fixture(params=NAMES)
 def detector(request: pytest.FixtureRequest) -> Detector:
     return REGISTRY[request.param]()
@@ -122,17 +154,54 @@ def test_state_round_trips_and_gives_identical_later_alerts(detector: Detector) 
         if cut % 7 == 3:
             restored = detector.clone()
             restored.load_state_dict(pickle.loads(pickle.dumps(live.state_dict())))
+            assert restored.score == live.score, cut  # the score is part of the state
+            assert restored.thresholds == live.thresholds, cut
+            from_snapshot = detector.clone()
+            from_snapshot.load_state_dict(pickle.loads(pickle.dumps(live.snapshot())))
+            assert from_snapshot.score == live.score, cut
             assert raised + feed(restored, steps[cut:]) == want, cut
         raised += live.update(step)
 
 
-def test_nothing_fires_during_warm_up(detector: Detector) -> None:
+def warm_up() -> list[Step]:
     s = Session("warm", goal="Add a --verbose flag to the CLI in src/cli.py")
     steps = [s.start(), s.model()]
     steps += s.tool("read_file", {"path": "src/cli.py"})
     steps.append(s.model())
     steps += s.tool("grep", {"pattern": "argparse", "path": "src"})
-    assert feed(detector, steps) == []
+    return steps
+
+
+def test_nothing_fires_during_warm_up(detector: Detector) -> None:
+    assert feed(detector, warm_up()) == []
+
+
+def test_the_score_is_zero_before_any_evidence(detector: Detector) -> None:
+    assert detector.score == 0.0 and detector.clone().score == 0.0
+    for step in warm_up():
+        detector.update(step)
+        assert detector.score == 0.0, (detector.name, step.seq, detector.score)
+    feed(detector, long_session(200, seed=2))
+    assert detector.clone().score == 0.0  # a clone starts with no evidence
+
+
+def test_every_alert_is_raised_where_the_score_reaches_its_line(detector: Detector) -> None:
+    raised = [r for seed in (3, 9, 11) for r in scored(detector.clone(), long_session(400, seed))]
+    assert_raised_at_their_lines(raised)
+    # the budget_overrun/duplicate_side_effect/intent_drift/premature_completion/runaway_loop
+    # alerts of these streams; the policy and egress detectors' are the real runs'
+    if detector.name in SYNTHETIC_ALERTS:
+        assert {str(a.severity) for a, _, _ in raised} >= SYNTHETIC_ALERTS[detector.name]
+
+
+SYNTHETIC_ALERTS = {
+    "budget_overrun": {"warn", "critical"},
+    "duplicate_side_effect": {"warn", "critical"},
+    "intent_drift": {"warn", "critical"},
+    "premature_completion": {"warn"},
+    "runaway_loop": {"warn"},
+}
+"""What :func:`long_session`'s seeds 3, 9 and 11 raise, so the check above is not empty."""
 
 
 def test_sparse_steps_and_unknown_detail_are_ignored(detector: Detector) -> None:
@@ -175,3 +244,78 @@ def test_bad_parameters_fail_in_the_constructor(detector: Detector) -> None:
     assert numeric, f"{detector.name} has no numeric parameters to check"
     with pytest.raises(ValueError):
         type(detector)(**{**params, numeric[0]: -1})
+
+
+# -- real runs -------------------------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[1]
+RECORDED = ROOT / "fixtures" / "recorded"
+REAL_RUNS = {
+    "run-007-55e226": {"runaway_loop"},
+    "run-008-7aaac6": {"egress_gaming", "policy_violation"},
+    "run-016-77a6fe": {"intent_drift", "premature_completion"},
+    "run-028-7216c2": {"compliance_decay", "premature_completion"},
+    "run-029-981e59": set(),
+}
+"""Recorded fixture runs (their session-event logs) and the detectors that alert on them."""
+CORPUS = next(
+    (
+        p
+        for p in (ROOT.parent / "shared" / "corpus", ROOT.parents[1] / "shared" / "corpus")
+        if p.exists()
+    ),
+    ROOT.parent / "shared" / "corpus",
+)  # beside the repository, or beside the folder of its worktrees
+CORPUS_RUNS = {
+    "TRAIL": (CORPUS / "trail" / "traces" / "gaia", 12),  # 12 traces
+    "AgentDojo": (CORPUS / "agentdojo" / "runs", 1),  # one model's ~100 runs
+}
+"""Real agents' runs beside the repository (not in it): the first N files of each."""
+
+
+def replayed(paths: list[Path], tmp: Path) -> tuple[DetectorSet, dict[str, list[Step]], list]:
+    """The runs replayed through the pipeline with the repository's config: the detector
+    set, each session's stored steps, the stored alerts."""
+    from trajwatch.replay import replay
+    from trajwatch.settings import Settings
+
+    detectors = detector_set(load_config(ROOT / "trajwatch.toml"))
+    url = f"sqlite:///{tmp / 'runs.db'}"
+    summary = replay(paths, settings=Settings(db_url=url), detectors=detectors)
+    assert summary.dead_letters == 0
+    with Store.open(url, migrate=False) as store:
+        sessions = {i.session_id: store.steps(i.session_id) for i in store.sessions()}
+        return detectors, sessions, store.alerts()
+
+
+def check_runs(detectors: DetectorSet, sessions: dict[str, list[Step]], stored: list) -> set[str]:
+    """Replay each session's stored steps as the pipeline feeds them, through fresh
+    clones of the configured detectors, checking every score; the detectors that alerted."""
+    raised: list[tuple[Alert, float, float]] = []
+    for steps in sessions.values():
+        views = [analysed_step(step) for step in steps]
+        for detector in detectors.for_session():
+            raised += scored(detector, views)
+    # the same alerts as the pipeline stored: these scores are the run's
+    assert sorted(a.alert_id for a, _, _ in raised) == sorted(a.alert_id for a in stored)
+    assert_raised_at_their_lines(raised)
+    return {a.detector for a, _, _ in raised}
+
+
+def test_real_runs_raise_every_alert_where_the_score_reaches_its_line(tmp_path: Path) -> None:
+    paths = [next(RECORDED.glob(f"{run}.events.jsonl*")) for run in REAL_RUNS]
+    fired = check_runs(*replayed(paths, tmp_path))
+    assert fired == set().union(*REAL_RUNS.values())
+
+
+@pytest.mark.parametrize("corpus", sorted(CORPUS_RUNS))
+def test_real_agents_runs_raise_every_alert_where_the_score_reaches_its_line(
+    corpus: str, tmp_path: Path
+) -> None:
+    folder, count = CORPUS_RUNS[corpus]
+    if not folder.exists():
+        pytest.skip("needs ../shared/corpus beside the repo")
+    paths = sorted(p for p in folder.iterdir() if p.is_file())[:count]
+    detectors, sessions, stored = replayed(paths, tmp_path)
+    assert len(sessions) >= count
+    check_runs(detectors, sessions, stored)

@@ -8,8 +8,10 @@ import io
 import json
 import sqlite3
 import zipfile
+from itertools import pairwise
 from pathlib import Path
 
+import polars as pl
 import pytest
 from sqlalchemy import text
 from streamlit.testing.v1 import AppTest
@@ -183,7 +185,29 @@ def test_session_page_shows_the_incident_and_why_it_was_stopped(
     assert len(charts) >= 4
     specs = [json.loads(c.proto.spec) for c in charts]
     assert any(s.get("title") == "Timeline" for s in specs)
-    assert any(s.get("title") == "Detector scores over the steps" for s in specs)
+    scores = next(
+        c
+        for c in charts
+        if json.loads(c.proto.spec).get("title") == "Detector scores over the steps"
+    )
+    # the lines drawn are the detectors' own scores, replayed over the stored steps, with
+    # every detector's thresholds and the stored alerts on them
+    from dashboards.session_view import replay_detectors, score_lines, threshold_lines
+    from tests.explorer_seed import detectors
+
+    replayed = replay_detectors(store_steps(explorer_store, session), detectors())
+    rows = element_rows(scores)
+    drawn = {(r["detector"], r["seq"], r["score"]) for r in rows if r["series"] == "score"}
+    assert drawn == set(score_lines(replayed).iter_rows())
+    levels = {
+        (r["detector"], r["severity"], r["seq"], r["score"])
+        for r in rows
+        if r["series"] == "threshold"
+    }
+    assert levels == set(threshold_lines(replayed).iter_rows())
+    assert {(r["detector"], r["seq"], r["severity"]) for r in rows if r["series"] == "alert"} == {
+        (a.detector, a.raised_seq, str(a.severity)) for a in mine
+    }
     # the detectors replayed over the stored steps raise exactly the stored alerts
     at.toggle(key="d_replay").set_value(True).run()
     assert f"raise exactly the stored alerts ({len(mine)}, same ids)" in at.success[0].value
@@ -201,6 +225,39 @@ def test_session_page_shows_the_incident_and_why_it_was_stopped(
     at.multiselect(key="d_kinds").select("tool_call").run()
     assert set(table(at, "steps_table")["kind"]) == {"tool_call"}
     assert not table(at, "clusters_table").empty
+
+
+def test_a_live_sessions_view_refreshes_itself_until_it_ends(
+    monkeypatch: pytest.MonkeyPatch, explorer_store: Seeded, tmp_path: Path
+) -> None:
+    from tests.explorer_seed import LIVE_RUN, detectors
+    from trajwatch.replay import replay
+    from trajwatch.settings import Settings
+
+    url = copy(explorer_store, tmp_path)
+    live = explorer_store.sessions["live"]
+    at = app(monkeypatch, url, session=live)
+    no_exception(at)
+    assert any("This session is live: refreshing every 5 s" in c.value for c in at.caption)
+    assert "**State:** live" in "\n".join(m.value for m in at.markdown)
+    before = int(next(m.value for m in at.metric if m.label == "Steps"))
+    # the rest of its log arrives (the pipeline keeps the steps it has): the session ends
+    replay(
+        [RECORDED / f"{LIVE_RUN}.events.jsonl.gz"],
+        settings=Settings(db_url=url),
+        detectors=detectors(),
+    )
+    with Store.open(url, migrate=False) as store:
+        after = len(store.steps(live))
+    assert after > before
+    at.run()
+    no_exception(at)
+    assert int(next(m.value for m in at.metric if m.label == "Steps")) == after
+    assert "**State:** live" not in "\n".join(m.value for m in at.markdown)
+    assert not any("refreshing every" in c.value for c in at.caption)
+    # a finished session's view does not refresh
+    at = app(monkeypatch, url, session=explorer_store.sessions["loop"])
+    assert not any("refreshing every" in c.value for c in at.caption)
 
 
 def test_session_page_marks_compactions_and_egress(
@@ -257,25 +314,49 @@ def test_debug_bundle_replays_to_the_same_alerts(
     ]
 
 
-def test_score_lines_are_what_the_detectors_replayed_raise(explorer_store: Seeded) -> None:
-    from dashboards.session_view import replay_detectors, score_lines
+def test_score_lines_are_the_detectors_scores_step_by_step(explorer_store: Seeded) -> None:
+    from dashboards.session_view import replay_detectors, score_at, score_lines, threshold_lines
+    from features.text import analysed_step
     from tests.explorer_seed import detectors
 
     detector_set = detectors()
     with Store.open(explorer_store.url, migrate=False) as store:
-        for session in explorer_store.sessions.values():
+        for name, session in explorer_store.sessions.items():
             steps, stored = store.steps(session), store.alerts([session])
             replayed = replay_detectors(steps, detector_set)
             assert replayed.failures == []
             assert sorted(a.alert_id for a in replayed.alerts) == sorted(a.alert_id for a in stored)
-            ends = (steps[0].seq, steps[-1].seq)
-            lines = score_lines(stored, detector_set.names, *ends)
-            assert lines.equals(score_lines(replayed.alerts, detector_set.names, *ends))
-            for alert in stored:  # the line reaches each alert's score where it was raised
-                at = lines.filter(
-                    (lines["detector"] == alert.detector) & (lines["seq"] >= alert.raised_seq)
-                )
-                assert at["score"].min() >= alert.score
+            lines, marks = score_lines(replayed), threshold_lines(replayed)
+            assert set(lines["detector"]) == set(detector_set.names)
+            # held from row to row, the line is what each detector object reports after
+            # every step, fed the steps one by one; its thresholds likewise
+            for detector in detector_set.for_session():
+                own = marks.filter(pl.col("detector") == detector.name)
+                for step in steps:
+                    detector.update(analysed_step(step))
+                    assert score_at(lines, detector.name, step.seq) == detector.score, (
+                        name,
+                        step.seq,
+                    )
+                    for level, value in detector.thresholds.items():
+                        held = own.filter((pl.col("level") == level) & (pl.col("seq") <= step.seq))
+                        assert held["score"][-1] == value
+                scores = lines.filter(pl.col("detector") == detector.name)["score"].to_list()
+                assert all(a != b for a, b in pairwise(scores[:-1]))  # rows where it changes
+            for alert in stored:  # raised where the line reaches its severity's threshold
+                at = score_at(lines, alert.detector, alert.raised_seq)
+                line = marks.filter(
+                    (pl.col("detector") == alert.detector)
+                    & (pl.col("level") == str(alert.severity))
+                    & (pl.col("seq") <= alert.raised_seq)
+                )["score"][-1]
+                assert at >= line and at >= alert.score - 1e-4, alert
+            if name == "loop":  # a real score, not the alerts': the loop builds up first
+                first = min(a.raised_seq for a in stored if a.detector == "runaway_loop")
+                before = lines.filter(
+                    (pl.col("detector") == "runaway_loop") & (pl.col("seq") < first)
+                )["score"]
+                assert any(0 < v < 0.5 for v in before)
 
 
 # -- alerts and actions ------------------------------------------------------------------

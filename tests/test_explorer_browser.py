@@ -1,7 +1,8 @@
 """The explorer in a real browser: ``trajwatch ui`` served on loopback, the session page
 of a fixture incident loaded in headless Chromium (the Debian package, driven by
 Playwright with ``executable_path``: no browser download). The page must render its
-timeline and the alert; a screenshot is kept as a test artefact (its path is printed)."""
+timeline and the alert; a screenshot is kept as a test artefact (its path is printed).
+A live session's page must refresh itself, with no reload, when its steps arrive."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from models.records import Severity
-from tests.explorer_seed import CONFIG, Seeded
+from tests.explorer_seed import CONFIG, RECORDED, Seeded, copy
 from tests.webhook_receiver import free_port
 
 CHROMIUM = Path(os.environ.get("TRAJWATCH_CHROMIUM", "/usr/bin/chromium"))
@@ -117,3 +118,54 @@ def test_the_session_page_of_an_incident_renders_in_chromium(
     assert shot.stat().st_size > 20_000
     with capsys.disabled():  # the artefact's path, whatever pytest's capture
         print(f"\nexplorer screenshot: {shot}")
+
+
+def _stop(server: subprocess.Popen[bytes]) -> None:
+    server.terminate()
+    try:
+        server.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        server.kill()
+
+
+def test_a_live_sessions_page_refreshes_itself_in_chromium(
+    explorer_store: Seeded, tmp_path: Path
+) -> None:
+    if not CHROMIUM.exists():
+        pytest.fail(f"no Chromium at {CHROMIUM}: apt-get install -y chromium", pytrace=False)
+    from playwright.sync_api import sync_playwright
+
+    from tests.explorer_seed import LIVE_RUN, detectors
+    from trajwatch.replay import replay
+    from trajwatch.settings import Settings
+
+    url = copy(explorer_store, tmp_path)
+    live = explorer_store.sessions["live"]
+    port = free_port()
+    server = _serve(url, port, tmp_path / "ui.log")
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True)
+            page = browser.new_page(viewport={"width": 1400, "height": 1600})
+            page.goto(f"http://127.0.0.1:{port}/?session={live}")
+            page.get_by_text("This session is live: refreshing every").wait_for(timeout=60_000)
+            steps = page.get_by_test_id("stMetricValue").first  # "Steps", the first metric
+            steps.wait_for(timeout=30_000)
+            before = int(steps.inner_text())
+            # the rest of its log arrives while the page stays open: the session ends
+            replay(
+                [RECORDED / f"{LIVE_RUN}.events.jsonl.gz"],
+                settings=Settings(db_url=url),
+                detectors=detectors(),
+            )
+            deadline = time.monotonic() + 60
+            while int(steps.inner_text() or 0) == before and time.monotonic() < deadline:
+                page.wait_for_timeout(500)
+            assert int(steps.inner_text()) > before  # refreshed by itself: no reload
+            # ended: the page ran again whole, without the timer
+            page.get_by_text("refreshing every").wait_for(state="detached", timeout=30_000)
+            assert page.get_by_text("State:** live").count() == 0
+            assert page.locator('[data-testid="stException"]').count() == 0
+            browser.close()
+    finally:
+        _stop(server)

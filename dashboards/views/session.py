@@ -1,6 +1,8 @@
 """Session view: what one agent did and why it was stopped — timeline, cumulative tokens
-and cost, compactions and checkpoints, egress by host class, detector scores, alerts with
-their evidence, step details, the sub-goal graph, and the debug bundle."""
+and cost, compactions and checkpoints, egress by host class, each detector's score over
+the steps with its thresholds, alerts with their evidence, step details, the sub-goal
+graph, and the debug bundle. While the session is live the view refreshes itself, as the
+Sessions page does."""
 
 from __future__ import annotations
 
@@ -14,16 +16,20 @@ from dashboards.bundle import bundle_zip, folder_name
 from dashboards.context import Context
 from dashboards.session_view import (
     DetectorReplay,
+    alert_marks,
     evidence_table,
     graph_layout,
     replay_detectors,
     score_lines,
     steps_table,
     subgoals,
-    thresholds,
+    threshold_lines,
 )
 from dashboards.store_view import alerts_table, breaker_state
 from models.records import Alert, Step, step_to_json
+
+REFRESH_S = 5.0
+"""How often the view reloads while its session is live (the Sessions page's period)."""
 
 
 @st.cache_data(show_spinner="Replaying the detectors over the stored steps…", max_entries=32)
@@ -58,6 +64,31 @@ def render(ctx: Context) -> None:
         if "alert" in st.query_params:  # it named an alert of the session left
             del st.query_params["alert"]
     info = next(i for i in infos if i.session_id == session_id)
+    if info.ended_ts is None:
+        st.caption(f"This session is live: refreshing every {REFRESH_S:.0f} s.")
+        _refreshing(ctx, session_id)
+    else:
+        _static(ctx, session_id)
+
+
+@st.fragment(run_every=None)
+def _static(ctx: Context, session_id: str) -> None:
+    _show(ctx, session_id)
+
+
+@st.fragment(run_every=REFRESH_S)
+def _refreshing(ctx: Context, session_id: str) -> None:
+    if not _show(ctx, session_id):
+        st.rerun()  # it ended: the whole page again, which stops the timer
+
+
+def _show(ctx: Context, session_id: str) -> bool:
+    """The session's view, read afresh from the store; whether it is still live."""
+    store = ctx.store
+    info = next((i for i in store.sessions() if i.session_id == session_id), None)
+    if info is None:
+        st.warning(f"The session {session_id!r} is no longer in the store.")
+        return False
     steps = store.steps(session_id)
     alerts = store.alerts([session_id])
     deliveries = [d for d in store.outbox().list() if d.session_id == session_id]
@@ -66,7 +97,8 @@ def render(ctx: Context) -> None:
     st.title(f"Session {session_id}")
     if info.goal:
         st.markdown(f"**Goal:** {info.goal}")
-    state = "live" if info.ended_ts is None else (info.end_status or "ended")
+    live = info.ended_ts is None
+    state = "live" if live else (info.end_status or "ended")
     st.markdown(
         f"**Agent:** {info.agent or '-'} · **State:** {state} · "
         f"**Breaker:** {breaker_state(deliveries)}"
@@ -81,7 +113,7 @@ def render(ctx: Context) -> None:
     )
     if not steps:
         st.info("This session has no stored steps yet.")
-        return
+        return live
 
     st.download_button(
         "⬇ Download debug bundle (.zip)",
@@ -103,30 +135,34 @@ def render(ctx: Context) -> None:
     if egress is not None:
         st.altair_chart(egress, width="stretch")
 
-    first, last = steps[0].seq, steps[-1].seq
-    lines = score_lines(alerts, ctx.detectors.names, first, last)
-    st.altair_chart(charts.scores(lines, thresholds(ctx.detectors)), width="stretch")
+    replayed = _replayed(
+        ctx.settings.db_url,
+        session_id,
+        steps[-1].step_id,
+        len(steps),
+        str(ctx.config_path),
+        steps,
+        ctx,
+    )
+    lines = score_lines(replayed)
+    st.altair_chart(
+        charts.scores(lines, threshold_lines(replayed), alert_marks(lines, alerts)),
+        width="stretch",
+    )
     st.caption(
-        "A detector reports a score with each alert: each line is a detector's strongest "
-        "finding so far (dashed: the thresholds its parameters name)."
+        "Each detector's score after every step, replayed now through the configured "
+        "detectors (the pipeline's own code); dashed: the thresholds where its alerts "
+        "fire, by severity; points: the stored alerts, where they were raised."
     )
     if st.toggle(
-        "Replay the detectors over these steps (checks the config raises the stored alerts)",
+        "Check the config: do the detectors replayed over these steps raise the stored alerts?",
         key="d_replay",
     ):
-        replayed = _replayed(
-            ctx.settings.db_url,
-            session_id,
-            steps[-1].step_id,
-            len(steps),
-            str(ctx.config_path),
-            steps,
-            ctx,
-        )
         _replay_note(alerts, replayed)
 
     _details(session_id, steps, table, alerts, focus)
     _subgoals(steps)
+    return live
 
 
 def _alerts(alerts: Sequence[Alert], focus: str | None) -> None:
