@@ -36,7 +36,14 @@ from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord, ResourceLogs, ScopeL
 
 from ingest.errors import DecodeError
 from ingest.otlp_json import MAX_DEPTH, _attributes, _dump, _get, _int, any_value
-from ingest.otlp_proto import PROTOBUF, Decoded, _Corrupt, _fields, _why, key_values
+from ingest.otlp_proto import (
+    PROTOBUF,
+    Decoded,
+    _Corrupt,
+    _fields,
+    key_values,
+    why_undecodable,
+)
 from ingest.otlp_proto import any_value as proto_any_value
 from ingest.runtime_logs import LogRecordView, dead_letter, read_records
 from ingest.spans import DEFAULT_MAX_ATTRIBUTE_BYTES
@@ -143,7 +150,12 @@ def _salvage(
                     record = LogRecord.FromString(bytes(raw))
                     records.append(_proto_record(record, "", where))
                 except ProtoDecodeError as exc:
-                    why = "the batch is truncated inside this record" if truncated else _why(exc)
+                    truncated_why = "the batch is truncated inside this record"
+                    why = (
+                        truncated_why
+                        if truncated
+                        else why_undecodable(exc, raw, LogRecord.DESCRIPTOR)
+                    )
                     reject(where, f"undecodable log record: {why}", raw)
 
 

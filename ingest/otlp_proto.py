@@ -341,7 +341,11 @@ def _salvage_scope_spans(
                     span = Span.FromString(bytes(payload))
                 except ProtoDecodeError as exc:
                     truncated_why = "the batch is truncated inside this span"
-                    why = truncated_why if truncated else _why(exc, payload)
+                    why = (
+                        truncated_why
+                        if truncated
+                        else why_undecodable(exc, payload, Span.DESCRIPTOR)
+                    )
                     _reject(out, source, span_where, f"undecodable span: {why}", payload)
                 else:
                     _span(span, resource, scope, span_where, out, source, cap)
@@ -361,12 +365,13 @@ def _scope_name(buf: memoryview) -> str:
     return ""
 
 
-def _why(exc: ProtoDecodeError, payload: memoryview) -> str:
-    """Why a span did not parse: invalid UTF-8 in a string field (found by walking the
-    span's bytes with its schema), else the parser's own reason. protobuf 7's upb says
-    "Error parsing message with type '...': <reason>", protobuf 6's only the first half,
-    so the reason a user sees must not hang on the runtime's wording."""
-    field = _invalid_utf8(payload, Span.DESCRIPTOR)
+def why_undecodable(exc: ProtoDecodeError, payload: memoryview, descriptor: Descriptor) -> str:
+    """Why a ``descriptor`` message (a span, a log record) did not parse: invalid UTF-8 in a
+    string field (found by walking its bytes with its schema), else the parser's own
+    reason. protobuf 7's upb says "Error parsing message with type '...': <reason>",
+    protobuf 6's only the first half, so the reason a user sees must not hang on the
+    runtime's wording."""
+    field = _invalid_utf8(payload, descriptor)
     if field is not None:
         return f"invalid UTF-8 in string field {field}"
     text = str(exc)

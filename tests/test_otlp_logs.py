@@ -416,6 +416,18 @@ def test_malformed_input_becomes_dead_letters_and_the_rest_is_kept() -> None:
     assert [d.step.kind for d in decoded.drafts] == [StepKind.MODEL_CALL]
 
 
+def test_invalid_utf8_in_one_log_record_costs_that_record_only() -> None:
+    good = decode_otlp_logs_proto(claude_session(), source="t")
+    data = claude_session().replace(SESSION.encode(), b"\xff\xfe" + SESSION.encode()[2:], 1)
+    decoded = decode_otlp_logs_proto(data, source="t", location="otlp_logs/0@3")
+    (reject,) = decoded.rejects
+    # named by the schema walk whatever the protobuf runtime's wording
+    assert "invalid UTF-8 in string field attributes.value.string_value" in reject.reason
+    assert reject.location.startswith("otlp_logs/0@3 resource_logs[0]")
+    # one record lost, every other one read
+    assert decoded.records == good.records - 1 and decoded.skipped == good.skipped
+
+
 def test_a_session_event_in_a_log_body_is_decoded_as_that_event() -> None:
     event = {
         "type": "tool_call",
