@@ -38,6 +38,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import signal
 import subprocess
 import sys
@@ -206,6 +207,24 @@ class Run:
             )
         )
 
+    def wait_assigned(self, timeout_s: float = 90.0) -> None:
+        """Until every worker owns a share of both stages' partitions (each stage logs
+        what it owns after every rebalance), then 2 s more."""
+        want = {"ordering": 2 * PARTITIONS, "sequencing": PARTITIONS}  # spans + events
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            owned: dict[str, list[int]] = {stage: [] for stage in want}
+            for n in range(len(self.procs)):
+                text_ = (self.tmp / f"{self.schema}-worker-{n}.log").read_text(errors="replace")
+                for stage in want:
+                    found = re.findall(rf"{stage} stage: now owns (\d+)", text_)
+                    owned[stage].append(int(found[-1]) if found else 0)
+            if all(sum(v) == want[k] and min(v) > 0 for k, v in owned.items()):
+                time.sleep(2)
+                return
+            time.sleep(0.5)
+        raise RuntimeError(f"the workers did not share the partitions in {timeout_s:.0f} s")
+
     def scalar(self, sql: str) -> int:
         with self.engine.connect() as c:
             return int(c.execute(text(sql)).scalar_one() or 0)
@@ -323,7 +342,7 @@ def throughput(tmp: Path, messages: list[Message], workers: int) -> Throughput:
     try:
         for _ in range(workers):
             run.start_worker()
-        time.sleep(12)  # every worker joined, the groups stable
+        run.wait_assigned()
         before = run.cpu()
         start = time.monotonic()
         produce(run.options, messages)
@@ -335,8 +354,8 @@ def throughput(tmp: Path, messages: list[Message], workers: int) -> Throughput:
             now = time.monotonic()
             if now_count != count:
                 count, last, after = now_count, now, run.cpu()
-            elif count and now - last > 3:
-                break  # stable for 3 s: done
+            elif count and now - last > 10:
+                break  # stable for 10 s: done (a loaded machine can stall a stage for seconds)
             time.sleep(0.05)
         spans = sum(len(_spans(v)) for _, v in messages)
         assert count, "nothing stored"
@@ -466,7 +485,7 @@ def latency(tmp: Path, messages: list[Message], rate: float) -> Latency:
     run = Run(tmp)
     try:
         run.start_worker()
-        time.sleep(8)  # the group join
+        run.wait_assigned()
         seen: dict[str, tuple[float, str]] = {}
         stop = threading.Event()
 
@@ -526,7 +545,7 @@ def burst(tmp: Path, messages: list[Message]) -> tuple[int, float, int]:
     run = Run(tmp)
     try:
         run.start_worker()
-        time.sleep(8)
+        run.wait_assigned()
         admin = KafkaAdminClient(bootstrap_servers=run.options.bootstrap_servers)
         probe = KafkaConsumer(bootstrap_servers=run.options.bootstrap_servers)
         parts = {
@@ -686,11 +705,15 @@ def main() -> None:
         one = None
         if args.only in (None, "throughput"):
             one = throughput(tmp, messages, 1)
-            print(f"{'spans/s, 1 worker':<44} {one.spans_per_s:>10.0f}   (load {_load()})")
+            print(
+                f"{'spans/s, 1 worker':<44} {one.spans_per_s:>10.0f}   ({one.steps:,} steps "
+                f"stored; load {_load()})"
+            )
             two = throughput(tmp, messages, 2)
             print(
                 f"{'spans/s, 2 workers':<44} {two.spans_per_s:>10.0f}   "
-                f"({two.spans_per_s / one.spans_per_s:.2f}x; load {_load()})"
+                f"({two.spans_per_s / one.spans_per_s:.2f}x; {two.steps:,} steps stored; "
+                f"load {_load()})"
             )
             print("\n".join(cpu_rows([one, two])))
         if args.only in (None, "latency"):
