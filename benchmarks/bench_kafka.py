@@ -28,7 +28,7 @@ stages). Rows printed:
   compaction, turns);
 - the machine and its load average.
 
-    .venv/bin/python benchmarks/bench_kafka.py           # ~3 minutes
+    .venv/bin/python benchmarks/bench_kafka.py           # ~4 minutes
     .venv/bin/python benchmarks/bench_kafka.py --only latency --spans-per-s 250
 """
 
