@@ -31,6 +31,7 @@ import polars as pl
 from detectors.egress_hosts import DEFAULT_ALLOWED_HOSTS, DEFAULT_SINK_HOSTS
 from detectors.registry import DetectorSet
 from features.hosts import host_in
+from features.step_features import analysed_view
 from features.text import analysed_step
 from features.trajectory import TrajectoryFeatures
 from models.records import Alert, Step, StepKind
@@ -192,8 +193,8 @@ LINE_SCHEMA = pl.Schema(
 
 def replay_detectors(steps: Sequence[Step], detectors: DetectorSet) -> DetectorReplay:
     """Feed ``steps`` (one session, seq order) through fresh clones of ``detectors``, as the
-    pipeline feeds them (:func:`features.text.analysed_step`, a failing detector skipped),
-    recording each one's score and thresholds where they change."""
+    pipeline feeds them (:func:`features.step_features.analysed_view`, a failing detector
+    skipped), recording each one's score and thresholds where they change."""
     session = detectors.for_session()
     raised: list[Alert] = []
     failures: list[str] = []
@@ -203,7 +204,7 @@ def replay_detectors(steps: Sequence[Step], detectors: DetectorSet) -> DetectorR
     last_lines: dict[str, Mapping[str, float]] = {}
     final = steps[-1].seq if steps else 0
     for step in steps:
-        view = analysed_step(step)
+        view = analysed_view(step)
         for detector in session:
             name = detector.name
             try:

@@ -126,24 +126,40 @@ results), result text is read up to ``result_chars`` characters; well under 64 K
 
 from __future__ import annotations
 
-import json
 import re
 from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
 from detectors.base import Checkpoints, Detector, make_alert
+from detectors.drift_reasons import (
+    answer_reason,
+    drift_reason,
+    light_step,
+    step_ref,
+    unfounded_figures,
+)
+from detectors.drift_scope import (
+    file_reached,
+    from_result,
+    inherited,
+    inside,
+    names_task_repo,
+    neutral_host,
+    on_topic,
+    relative,
+    remember,
+    repo_known,
+)
 from detectors.registry import register
 from features.completion import final_answer_tool
-from features.grounding import computed, figures, ungrounded
+from features.grounding import figures
+from features.step_features import StepFeatures, features_of
 from features.text_vectors import (
     CONTENT_DROP,
     StepTerms,
     directory_of,
-    goal_text,
-    instructs_agent,
     page_key,
-    result_links,
     step_terms,
     tokenize,
 )
@@ -183,114 +199,7 @@ _RECENT_RESULTS = 4
 _MAX_EPISODE = 20
 _MAX_FIGURES = 2_048  # figures observed (goal, errors) kept for the answer's provenance
 _REASONING_CHARS = 8_000  # characters of the model output before an answer read
-_TEST_RE = re.compile(
-    r"(?:^|/)(?:tests?|specs?|__tests__|testdata)/|(?:^|/)test_|_test\.|\.(?:test|spec)\."
-)
-_CLONE_RE = re.compile(r"\b(?:git|gh|hg)\b[^|;&\n]*?\b(?:clone|fetch|pull|submodule|remote)\b")
-_KEY_RE = re.compile(r'"([A-Za-z_][\w-]{1,40})":')
 _REF_RE = re.compile(r"#\d{2,}\b")
-_STEMMED_DROP = frozenset(
-    w[:-1] for w in CONTENT_DROP if len(w) > 3 and w.endswith("s") and not w.endswith("ss")
-).difference(CONTENT_DROP)
-"""What ``tokenize`` leaves of a dropped word it de-pluralised first (``status`` ->
-``statu``, ``this`` -> ``thi``): no more content than the word itself."""
-_CALL_RE = re.compile(
-    r"(?<![\w.])(?=[\w.]*?[A-Za-z_])[\w.]*+\((?!\))|(?<!\w)(?=\w*?[A-Za-z_])\w*+\(\)"
-)
-"""A function call (``load_notes()``, ``print(rows)``): the shape of code, whatever the
-tool or argument is called. Tried only where a run of name characters starts, and the
-run is taken whole (``*+``): a 40 KB hex blob costs one pass, not one per position (the
-plain form re-scanned the rest of the run from every letter in it: quadratic)."""
-_LITERAL_RE = re.compile(r"'([^'\n]*)'|\"([^\"\n]*)\"|#([^\n]*)")
-_SEND_RE = re.compile(
-    r"\b(?:post|put|patch)\b|--data\b|\s-d\s|\s-f\s|\bupload|\bsend", re.IGNORECASE
-)
-
-
-def _remember(table: dict[str, Any], key: str, value: Any, cap: int) -> None:
-    """Insert ``key`` (refreshing its recency) into an insertion-ordered bounded table."""
-    table.pop(key, None)
-    table[key] = value
-    while len(table) > cap:
-        del table[next(iter(table))]
-
-
-def _mutation_targets(arguments: str | None, paths: tuple[str, ...]) -> set[str]:
-    """The paths a call changes: content besides the target (two or more free strings,
-    or a multi-line one) marks a change, judged from the shape of the arguments so it
-    holds whatever the tool is called (``edit``, ``apply_patch``, ``str_replace``,
-    ``write``); the target is a path that is a whole argument value or a patch's
-    ``File:`` line. A shell command or a code cell is one string and changes nothing
-    here (paths inside code are not targets)."""
-    if not paths or not arguments or not arguments.startswith("{"):
-        return set()
-    try:
-        value = json.loads(arguments)
-    except ValueError:
-        return set()
-    if not isinstance(value, dict):
-        return set()
-    texts = [v for v in value.values() if isinstance(v, str)]
-    changes = len(texts) >= 3 or any("\n" in v.strip() for v in texts)
-    changes = changes or (len(texts) == 2 and any(len(v) >= 24 and " " in v for v in texts))
-    changes = changes or (len(texts) == 2 and any(k in value for k in ("old", "new", "content")))
-    if not changes:
-        return set()
-    whole = {v.strip().removeprefix("./") for v in texts if len(v) < 300}
-    return {p for p in paths if p in whole or f"File: {p}" in arguments}
-
-
-_PAYLOAD_CHARS = 40  # an argument this long, with spaces in it, is prose the call carries
-
-
-def _authored_payload(arguments: str | None) -> tuple[str, str] | None:
-    """(payload, the other arguments' text) of a call that writes prose into a target:
-    one string argument of ``_PAYLOAD_CHARS`` or more holding spaces (a file's new
-    content, a message's body), the others short (an id, a name, a subject, recipients).
-    None for any other shape: a lone argument is a query or a command, not a write.
-
-    >>> _authored_payload('{"content": "Activity 3: Escape Room - teams solve puzzles", '
-    ...                   '"file_id": "13"}')
-    ('Activity 3: Escape Room - teams solve puzzles', '13')
-    >>> _authored_payload('{"query": "bitcoin price history since 2015 in euros"}') is None
-    True
-    """
-    if not arguments or not arguments.startswith("{"):
-        return None
-    try:
-        value = json.loads(arguments)
-    except ValueError:
-        return None
-    if not isinstance(value, dict) or len(value) < 2:
-        return None
-    long = [
-        k
-        for k, v in value.items()
-        if isinstance(v, str) and len(v) >= _PAYLOAD_CHARS and " " in v.strip()
-    ]
-    if len(long) != 1:
-        return None
-    rest = " ".join(str(v) for k, v in value.items() if k != long[0] and v not in (None, ""))
-    if not rest:
-        return None
-    return value[long[0]], rest
-
-
-def _light_step(ref: Mapping[str, Any], session_id: str) -> Step:
-    """A stand-in Step holding only what alerts need (id, seq, source ref): state keeps
-    these small references, never whole steps."""
-    return Step(
-        step_id=str(ref["step_id"]),
-        session_id=session_id,
-        kind=StepKind.TOOL_CALL,
-        ts=int(ref.get("ts", 0)),
-        seq=int(ref["seq"]),
-        source_ref=str(ref.get("source_ref", "")),
-    )
-
-
-def _ref(step: Step) -> dict[str, Any]:
-    return {"seq": step.seq, "step_id": step.step_id, "source_ref": step.source_ref, "ts": step.ts}
 
 
 @register
@@ -430,11 +339,11 @@ class IntentDrift(Detector):
         fake = Step(step_id="goal", session_id="", kind=StepKind.MODEL_CALL, ts=0, text=text)
         terms = step_terms(fake)
         for p in terms.paths:
-            _remember(self._files, self._rel(p), None, _MAX_FILES)
+            remember(self._files, self._rel(p), None, _MAX_FILES)
         for h in terms.hosts:
-            _remember(self._hosts, h, None, _MAX_HOSTS)
+            remember(self._hosts, h, None, _MAX_HOSTS)
         for r in terms.repos:
-            _remember(self._repos, r, None, _MAX_REPOS)
+            remember(self._repos, r, None, _MAX_REPOS)
 
     def _on_start(self, step: Step) -> None:
         detail = step.detail if isinstance(step.detail, Mapping) else {}
@@ -446,7 +355,7 @@ class IntentDrift(Detector):
         if isinstance(repo, str) and repo:
             parts = [p for p in repo.split("://", 1)[-1].split("/") if p]
             if "://" in repo and parts:
-                _remember(self._hosts, parts[0].lower(), None, _MAX_HOSTS)
+                remember(self._hosts, parts[0].lower(), None, _MAX_HOSTS)
                 parts = parts[1:]
             if parts:
                 name = parts[-1].lower().removesuffix(".git")
@@ -454,121 +363,46 @@ class IntentDrift(Detector):
                 self._task_repo = "/".join(p.lower() for p in parts[-2:]).removesuffix(".git")
         for name in list(self._names):  # as the goal's words are: ``attrs`` -> ``attr``
             self._names.update(tokenize(name, drop=CONTENT_DROP))
-        text = goal_text(step)
+        text = features_of(step).goal
         if text:
             self._set_goal(text)
 
     # -- scope -----------------------------------------------------------------------
 
     def _rel(self, path: str) -> str:
-        path = path.removeprefix("./")
-        ws = self._workspace
-        if ws and path.startswith(ws + "/"):
-            return path[len(ws) + 1 :]
-        return path
+        return relative(path, self._workspace)
 
     def _inside(self, path: str) -> bool:
-        if path.startswith("~") or ".." in path.split("/"):
-            return False
-        if not path.startswith("/"):
-            return True
-        return bool(self._workspace) and path.startswith(self._workspace + "/")
+        return inside(path, self._workspace)
 
     def _file_reached(self, rel: str) -> bool:
-        if rel in self._files or _TEST_RE.search(rel):
-            return True  # tests belong to nearly every coding task
-        tail = "/" + rel
-        for f in self._files:
-            if f.endswith(tail) or rel.endswith("/" + f):
-                return True
-        stem = set(tokenize(rel.rsplit("/", 1)[-1], drop=CONTENT_DROP))
-        if stem & self._goal_words:
-            return True  # a file the goal names by its module (``parse_week`` → parse_week.py)
-        folder = directory_of(rel)
-        return any(  # the project's own folder (``src/click``) names no part of the task
-            len(w) > 3 and w in self._goal_words and w not in self._names
-            for w in tokenize(folder.rsplit("/", 1)[-1], drop=CONTENT_DROP)
-        )
-
-    def _inherited(self, path: str) -> float:
-        """Weight of the call whose result first named ``path`` or a folder above it."""
-        while path and path != "/":
-            via = self._reached.get(path)
-            if via is not None:
-                return via
-            path = directory_of(path)
-        return 0.0
+        return file_reached(rel, self._files, self._goal_words, self._names)
 
     def _neutral_host(self, host: str) -> bool:
-        if host.startswith(("docs.", "doc.")):
-            return True
-        return any(host == h or host.endswith("." + h) for h in self.neutral_hosts)
+        return neutral_host(host, self.neutral_hosts)
 
     def _repo_known(self, repo: str) -> bool:
-        if repo in self._repos or self._reached.get(repo) == 0.0:
-            return True
-        tail = repo.split("/", 1)[-1]
-        if self._task_repo and tail.endswith(self._task_repo):
-            return True
-        name = tail.rsplit("/", 1)[-1]
-        return name in self._names or name in self._goal_words or name in self._words
-
-    def _known(self, word: str) -> bool:
-        return word in self._goal_words or word in self._words or word in self._goal_stems
-
-    def _names_task_repo(self, terms: StepTerms) -> bool:
-        """Whether a URL's path names the task's repository (``owner/name`` segments):
-        its CI runs, pull requests and issues, on whatever host or API serves them
-        (``api.github.com/repos/owner/name/actions/runs/7``)."""
-        if not self._task_repo or not terms.urls:
-            return False
-        needle = f"/{self._task_repo}/"
-        return any(needle in u.lower() + "/" for u in terms.urls)
+        return repo_known(
+            repo,
+            repos=self._repos,
+            reached=self._reached,
+            task_repo=self._task_repo,
+            names=self._names,
+            goal_words=self._goal_words,
+            words=self._words,
+        )
 
     def _on_topic(self, words: set[str]) -> bool:
-        """Whether at least ``topic_share`` of ``words`` belong to the goal or the scope."""
-        if not words:
-            return True
-        known = sum(1 for w in words if self._known(w))
-        return known > 0 and known >= self.topic_share * len(words)
+        return on_topic(words, self.topic_share, self._goal_words, self._words, self._goal_stems)
 
-    def _tool_on_topic(self, step: Step) -> bool:
+    def _tool_on_topic(self, features: StepFeatures) -> bool:
         """Whether the tool's name or its argument keys name the goal's subject: a
         function-calling agent's ``get_hotels_prices(hotel_names=[...])`` is about the
         hotels its goal asks for, whatever the names in its arguments."""
-        names = step.tool or ""
-        if step.arguments and step.arguments.startswith("{"):
-            names += " " + " ".join(_KEY_RE.findall(step.arguments[:2_000]))
-        return any(w in self._goal_words for w in tokenize(names, drop=CONTENT_DROP))
+        return any(w in self._goal_words for w in features.tool_words)
 
     def _from_result(self, words: set[str]) -> tuple[int, bool] | None:
-        """Where the ``words`` new to the task (not the goal's, not the scope's) came
-        from: the seq of the newest recent tool result holding at least half of them,
-        and whether the hits an on-task query returned name them (at least half of
-        them in the links of its list of hits: ``.../wiki/Mathematics_of_Computation``)
-        - then the query follows up what the agent asked for, not a lead away. Text
-        around the hits, or any other result (a page, an issue's comments, a file),
-        is a lead: the agent did not ask for it.
-        A word of four letters or more may start a longer one (``alpha`` in
-        ``alphafold``, ``charter`` in ``chartered``); a shorter one is matched whole,
-        plural allowed (``ren`` is not in ``renewable``, nor ``ind`` in ``index``)."""
-        new = [w for w in words if not self._known(w)]
-        if not new:
-            return None
-        need = (len(new) + 1) // 2
-        patterns = [
-            re.compile(
-                rf"(?<![a-z0-9]){re.escape(w)}" + ("" if len(w) >= 4 else r"(?:e?s)?(?![a-z0-9])")
-            )
-            for w in new
-        ]
-        newest: int | None = None
-        for text, seq, _, hits in reversed(self._results):
-            if hits and sum(1 for p in patterns if p.search(hits)) >= need:
-                return seq, True
-            if newest is None and sum(1 for p in patterns if p.search(text)) >= need:
-                newest = seq
-        return None if newest is None else (newest, False)
+        return from_result(words, self._results, self._goal_words, self._words, self._goal_stems)
 
     # -- update ----------------------------------------------------------------------
 
@@ -614,12 +448,12 @@ class IntentDrift(Detector):
             self._checkpoints.update(step)
         elif kind == StepKind.MODEL_CALL:
             if not self._goal_words:
-                text = goal_text(step)
+                text = features_of(step).goal
                 if text:
                     self._set_goal(text)
             if step.text and not self._grounded:
                 self._reasoning = step.text[-_REASONING_CHARS:]
-                self._reasoning_ref = _ref(step)
+                self._reasoning_ref = step_ref(step)
         return []
 
     # -- an answer no step grounded --------------------------------------------------
@@ -627,7 +461,7 @@ class IntentDrift(Detector):
     def _observe(self, text: str | None) -> None:
         """Remember the figures of a text that came into the session (not the agent's)."""
         for f in figures(text):
-            _remember(self._observed, f, None, _MAX_FIGURES)
+            remember(self._observed, f, None, _MAX_FIGURES)
 
     def _on_answer(self, step: Step) -> list[Alert]:
         """The task's sub-goals abandoned: a final answer given before any tool returned
@@ -638,25 +472,15 @@ class IntentDrift(Detector):
         ending, and a person judges the answer."""
         if self._grounded or self._answered:
             return []
-        # what the reasoning computed (``… = 5000``) is derived, not stated; the
-        # answer's other figures, and the inputs, must have come from somewhere
-        stated = figures(self._reasoning) | figures(step.arguments)
-        missing = ungrounded(stated - computed(self._reasoning), self._observed)
+        missing = unfounded_figures(self._reasoning, step.arguments, self._observed)
         if not missing:
             return []
         self._answered = True
         score = min(1.0, 0.4 + 0.05 * len(missing))
         # a rule of its own, with no weight to reach: on the warn line at least
         self._answer_score = max(score, self.thresholds["warn"])
-        onset = _light_step(self._reasoning_ref, self._session_id) if self._reasoning_ref else step
-        shown = ", ".join(f"`{f}`" for f in missing[:4])
-        more = f" and {len(missing) - 4} more" if len(missing) > 4 else ""
-        goal = f" (task: {self._goal})" if self._goal else ""
-        reason = (
-            f"the agent answered with `{step.tool}` before any tool had returned anything"
-            f"{goal}: the look-ups the task needs were never done, and the figures it "
-            f"states ({shown}{more}) appear in nothing the session observed"
-        )
+        onset = light_step(self._reasoning_ref, self._session_id) if self._reasoning_ref else step
+        reason = answer_reason(step.tool, self._goal, missing)
         return [
             make_alert(
                 self.name,
@@ -677,23 +501,22 @@ class IntentDrift(Detector):
 
         key = step.parent_step_id or step.call_id or ""
         weight, query = self._call_weight.get(key, (0.0, False))
-        paths, hosts, pages = result_links(step.result, limit=self.result_chars)
+        features = features_of(step)
+        paths, hosts, pages = features.result_links(self.result_chars)
         for page in pages:  # the newest listing decides: a hit of an off-task search
-            _remember(self._pages, page, weight, _MAX_PAGES)
-        instructs = instructs_agent(step.result, limit=self.result_chars)
+            remember(self._pages, page, weight, _MAX_PAGES)
+        instructs = features.instructs_agent(self.result_chars)
         if instructs:
             self._instructed, self._since_instructed = step.seq, 0
         for item in (*paths, *hosts):
             old = self._reached.get(item)
-            _remember(
-                self._reached, item, weight if old is None else min(old, weight), _MAX_REACHED
-            )
+            remember(self._reached, item, weight if old is None else min(old, weight), _MAX_REACHED)
         if weight == 0.0:
             own = self._last_paths  # a read's result names the file read: no news
             for p in paths:
                 rel = self._rel(p)
                 if not p.startswith("/") and rel not in own:
-                    _remember(self._files, rel, None, _MAX_FILES)
+                    remember(self._files, rel, None, _MAX_FILES)
         hits = ""  # an on-task query's list of hits: the links it answered with
         if query and weight <= 0.0 and not instructs and len(pages) + len(paths) >= 2:
             hits = " ".join((*pages, *paths)).lower()
@@ -709,14 +532,15 @@ class IntentDrift(Detector):
         seen = self._recent.get(action) if action else None
         if seen is not None:
             before, query = seen
-            _remember(self._recent, action, seen, 8)
-            _remember(self._call_weight, key, (max(before, 0.0), query), 16)
+            remember(self._recent, action, seen, 8)
+            remember(self._call_weight, key, (max(before, 0.0), query), 16)
             if before == 0.0:
                 self._on_task_again()  # a repeat of on-task work is on task
             return []  # else polling, retries: loops are another detector's business
-        terms = step_terms(step)
-        words = self._words_of(step, terms)
-        weight, labels, pending, injected = self._weigh(step, terms, words)
+        features = features_of(step)
+        terms = features.terms
+        words = features.judged_words
+        weight, labels, pending, injected = self._weigh(step, features, words)
         query = not (terms.paths or terms.hosts or terms.repos)
         if weight > 0 and not self._informed and self._calls <= self.warmup_calls:
             # before any tool result, only the task can have led the agent here: its
@@ -724,10 +548,10 @@ class IntentDrift(Detector):
             # span that carries it ends last)
             weight, labels, pending, injected = 0.0, [], None, None
         if action:
-            _remember(self._recent, action, (weight, query), 8)
-        _remember(self._call_weight, key, (weight, query), 16)
+            remember(self._recent, action, (weight, query), 8)
+        remember(self._call_weight, key, (weight, query), 16)
         if step.call_id:
-            _remember(self._call_weight, step.call_id, (weight, query), 16)
+            remember(self._call_weight, step.call_id, (weight, query), 16)
         if weight < 0:
             return []  # neutral
         self._last_weight = weight
@@ -742,69 +566,48 @@ class IntentDrift(Detector):
             self._episode.append(pending)
             self._ep_weight += weight
         if len(self._episode) < _MAX_EPISODE:
-            self._episode.append(_ref(step))
+            self._episode.append(step_ref(step))
         self._ep_weight += weight
         self._ep_max = max(self._ep_max, weight)
         if weight >= 1.0 and words and not any(w in self._goal_words for w in words):
             self._ep_foreign = True
         for w in sorted(words)[:16]:  # sorted: the same words whatever the hash seed
-            _remember(self._ep_words, w, None, 64)
+            remember(self._ep_words, w, None, 64)
         for label in labels:
-            _remember(self._ep_labels, label, None, 8)
+            remember(self._ep_labels, label, None, 8)
         if self._injected_from is None and injected is not None:
             self._injected_from = injected
         for h in terms.hosts:
-            _remember(self._contacted, h, None, _MAX_HOSTS)
+            remember(self._contacted, h, None, _MAX_HOSTS)
         for p in terms.paths[:4]:  # where a foreign clone lands stays off task
             if weight >= 2.0 and not self._inside(p):
-                _remember(self._reached, p, weight, _MAX_REACHED)
+                remember(self._reached, p, weight, _MAX_REACHED)
         return self._maybe_alert(step)
 
-    def _words_of(self, step: Step, terms: StepTerms) -> set[str]:
-        """The content words a call is judged on. A code cell that names no file,
-        host or repository is computation over what the agent already holds: its
-        topic is in its string literals and comments (the names, queries and text it
-        works on), not in its identifiers (``rows = load_notes()``, ``compare(x)``
-        are the program's own plumbing)."""
-        words = set(terms.words).difference(_STEMMED_DROP)
-        args = step.arguments
-        if terms.paths or terms.hosts or terms.repos or not args or not _CALL_RE.search(args):
-            return words
-        try:
-            value = json.loads(args)
-        except ValueError:
-            return words
-        if not isinstance(value, dict):
-            return words
-        texts: list[str] = []
-        for v in value.values():
-            if isinstance(v, str) and _CALL_RE.search(v):
-                texts += (a or b or c for a, b, c in _LITERAL_RE.findall(v[:4_000]))
-            elif isinstance(v, str):
-                texts.append(v)
-        return set(tokenize(" ".join(texts), drop=CONTENT_DROP)).difference(_STEMMED_DROP)
-
     def _weigh(
-        self, step: Step, terms: StepTerms, words: set[str]
+        self, step: Step, features: StepFeatures, words: set[str]
     ) -> tuple[float, list[str], dict[str, Any] | None, int | None]:
         """Drift weight of a call (-1 neutral, 0 on task, else off task), the
         out-of-scope things it names, the earlier read it continues, and the seq of the
         tool result its terms came from."""
+        terms = features.terms
         if terms.package_hosts and not terms.hosts:
             return -1.0, [], None, None  # package-manager traffic is tooling
-        on_topic = self._on_topic(words) or self._tool_on_topic(step)
+        on_topic = self._on_topic(words) or self._tool_on_topic(features)
         weight, labels = 0.0, []
         pending: dict[str, Any] | None = None
         injected: int | None = None
         neutral = True
-        cloning = bool(terms.repos) and bool(_CLONE_RE.search(step.arguments or ""))
+        cloning = bool(terms.repos) and features.clones
         for r in terms.repos if cloning else ():
             neutral = False
             if not self._repo_known(r):
                 weight = 2.0
                 labels.append(r)
-        sends = bool(_SEND_RE.search(step.arguments or ""))
-        own_repo = any(self._repo_known(r) for r in terms.repos) or self._names_task_repo(terms)
+        sends = features.sends
+        own_repo = any(self._repo_known(r) for r in terms.repos) or names_task_repo(
+            self._task_repo, terms.urls
+        )
         followed = 0.0  # a hit a led stretch's own search offered: following it continues it
         if self._ep_foreign and terms.urls and not words & self._goal_words:
             linked = max(self._pages.get(page_key(u), 0.0) for u in terms.urls)
@@ -835,7 +638,7 @@ class IntentDrift(Detector):
             if via:
                 weight = max(weight, via)
                 labels.append(h)
-        targets = _mutation_targets(step.arguments, terms.paths)
+        targets = features.mutation_targets
         for p in terms.paths:
             rel = self._rel(p)
             if p.rstrip("/") == self._workspace:
@@ -843,7 +646,7 @@ class IntentDrift(Detector):
             if p in targets:
                 neutral = False
                 if self._file_reached(rel):
-                    _remember(self._files, rel, None, _MAX_FILES)
+                    remember(self._files, rel, None, _MAX_FILES)
                     self._edits += 1
                     continue
                 read = self._reads.get(rel)
@@ -859,22 +662,22 @@ class IntentDrift(Detector):
                 pending = read
                 labels.append(f"{directory_of(rel) or rel}/")
             else:
-                _remember(self._reads, rel, _ref(step), 32)
+                remember(self._reads, rel, step_ref(step), 32)
                 if not self._edits and self._inside(p):
                     # what the agent read to understand the task, before its first
                     # change, is within reach (and stands for a search's hits when
                     # results are not recorded)
-                    _remember(self._files, rel, None, _MAX_FILES)
+                    remember(self._files, rel, None, _MAX_FILES)
                 if terms.hosts or terms.repos:
                     continue
                 neutral = False
                 if not self._inside(p):
-                    via = self._inherited(p)
+                    via = inherited(p, self._reached)
                     if via:
                         weight = max(weight, via)
                         labels.append(directory_of(p) or p)
         if not (terms.paths or terms.hosts or terms.repos):
-            authored = _authored_payload(step.arguments)
+            authored = features.authored
             if authored is not None:
                 payload = set(tokenize(authored[0], drop=CONTENT_DROP))
                 if not self._on_topic(payload) and self._from_result(payload) is None:
@@ -883,7 +686,7 @@ class IntentDrift(Detector):
                     # call is judged by what it writes to (a result's words written out
                     # - an instruction obeyed, data passed on - are judged as ever)
                     words = set(tokenize(authored[1], drop=CONTENT_DROP))
-                    on_topic = self._on_topic(words) or self._tool_on_topic(step)
+                    on_topic = self._on_topic(words) or self._tool_on_topic(features)
             if len(words) < self.min_words:
                 return -1.0, [], None, None
             neutral = False
@@ -913,13 +716,13 @@ class IntentDrift(Detector):
         # sorted: which words the bounded vocabulary keeps must not follow the string
         # hash seed, or a replay in another process could judge differently
         for w in sorted(words):
-            _remember(self._words, w, None, _MAX_WORDS)
+            remember(self._words, w, None, _MAX_WORDS)
         for h in terms.hosts:
             if not self._neutral_host(h):
-                _remember(self._hosts, h, None, _MAX_HOSTS)
-                _remember(self._contacted, h, None, _MAX_HOSTS)
+                remember(self._hosts, h, None, _MAX_HOSTS)
+                remember(self._contacted, h, None, _MAX_HOSTS)
         for r in terms.repos:
-            _remember(self._repos, r, None, _MAX_REPOS)
+            remember(self._repos, r, None, _MAX_REPOS)
 
     def _on_task_again(self) -> None:
         self._quiet += 1
@@ -951,8 +754,8 @@ class IntentDrift(Detector):
             self._critical = self._warned = True
         if severity is None:
             return []
-        onset = _light_step(self._episode[0], self._session_id)
-        evidence = [_light_step(r, self._session_id) for r in self._episode]
+        onset = light_step(self._episode[0], self._session_id)
+        evidence = [light_step(r, self._session_id) for r in self._episode]
         checkpoint = self._checkpoints.before(onset.seq)
         if severity == Severity.CRITICAL:
             action = Action.ROLLBACK if checkpoint else Action.KILL
@@ -967,28 +770,15 @@ class IntentDrift(Detector):
                 evidence=evidence,
                 score=score,
                 severity=severity,
-                reason=self._reason(onset.seq),
+                reason=drift_reason(
+                    onset.seq,
+                    self._ep_labels,
+                    self._goal,
+                    len(self._episode),
+                    self._ep_weight,
+                    self._injected_from,
+                ),
                 action=action,
                 checkpoint_id=checkpoint,
             )
         ]
-
-    def _reason(self, onset_seq: int) -> str:
-        where = ", ".join(f"`{x}`" for x in list(self._ep_labels)[:4])
-        head = f"since step {onset_seq} the agent "
-        head += (
-            f"works on {where}, outside the task's scope"
-            if where
-            else "works on topics unrelated to the task"
-        )
-        goal = f" (task: {self._goal})" if self._goal else ""
-        tail = (
-            f": {len(self._episode)} off-task actions in a row (drift weight {self._ep_weight:g})"
-        )
-        inj = ""
-        if self._injected_from is not None:
-            inj = (
-                f"; its terms first appeared in the tool result at step "
-                f"{self._injected_from}, not in the task (possible prompt injection)"
-            )
-        return head + goal + tail + inj

@@ -2,6 +2,8 @@
 
 A loop is told by what the calls *got back*, not by how their arguments look:
 
+- :func:`argument_values` (from :mod:`features.action_keys`, where a call's features
+  take them) — a call's argument values, which a signature masks.
 - :func:`result_signature` — what a failure says once the parts that vary with the
   call are masked: the call's own argument values echoed back (``No results found for
   query: '<the query>'``), quoted spans, paths and URLs, the numbers the agent passed
@@ -27,7 +29,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from functools import lru_cache
-from typing import Any
+
+from features.action_keys import argument_values
 
 __all__ = [
     "SIGNATURE_CHARS",
@@ -44,7 +47,6 @@ SIGNATURE_CHARS = 300
 """Characters of a result read for its signature (errors say what they are up front)."""
 _KEPT = 160  # characters of the masked signature kept
 _MIN_VALUE = 3  # argument values shorter than this are not masked (too common as text)
-_MAX_VALUES = 16  # argument values masked per call
 _MIN_LETTERS = 12  # letters a specific signature keeps after masking
 _ECHO = 16  # characters of a result that, found among the arguments, are an echo
 _ECHO_CHARS = 4_096  # characters of the arguments an echo is looked for in
@@ -57,38 +59,6 @@ _FILE_RE = re.compile(r"[\w-]+\.[A-Za-z][A-Za-z0-9]{0,4}")
 _UUID_RE = re.compile(r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}")
 _TS_RE = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T _][\d:.,]*Z?)?|\d{1,2}:\d{2}(?::\d{2})?[.,\d]*Z?")
 _LETTERS_RE = re.compile(r"[^\W\d_]")
-
-
-def argument_values(value: Any) -> tuple[str, ...]:
-    """The string and number values of a parsed arguments value, longest first (at most
-    ``_MAX_VALUES``; strings shorter than ``_MIN_VALUE`` characters are left out).
-
-    >>> argument_values({"query": "bird species", "page": 3, "flags": ["-v", "--all"]})
-    ('bird species', '--all', '3')
-    """
-    out: list[str] = []
-
-    def walk(v: Any, depth: int) -> None:
-        if len(out) >= 4 * _MAX_VALUES or depth > 4:
-            return
-        if isinstance(v, str):
-            s = v.strip()
-            if len(s) >= _MIN_VALUE:
-                out.append(s)
-        elif isinstance(v, bool):
-            return
-        elif isinstance(v, int | float):
-            out.append(str(v))
-        elif isinstance(v, dict):
-            for item in v.values():
-                walk(item, depth + 1)
-        elif isinstance(v, list | tuple):
-            for item in v:
-                walk(item, depth + 1)
-
-    walk(value, 0)
-    unique = sorted(set(out), key=lambda s: (-len(s), s))
-    return tuple(unique[:_MAX_VALUES])
 
 
 def mask_echo(head: str, arguments: str) -> str:
@@ -147,8 +117,9 @@ def mask_echo(head: str, arguments: str) -> str:
 def result_signature(text: str, values: tuple[str, ...] = ()) -> str:
     """What a result says once what varies with its call is masked (at most ``_KEPT``
     characters, lower-cased, spaces collapsed). ``values``: the call's argument values
-    (:func:`argument_values`): where the result echoes one back it is masked, and so are
-    the numbers the agent passed (a page, an offset); other short numbers stay.
+    (:func:`~features.action_keys.argument_values`): where the result echoes one back it
+    is masked, and so are the numbers the agent passed (a page, an offset); other short
+    numbers stay.
 
     >>> a = result_signature("Exception: No results found for query: 'bird count 2019'."
     ...                      " Use a less specific query.", ("bird count 2019",))

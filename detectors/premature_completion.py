@@ -55,7 +55,8 @@ from functools import lru_cache
 from detectors.base import Detector, make_alert
 from detectors.registry import register
 from features.completion import claims_done, final_answer_tool
-from features.tool_view import ToolView, is_scratch, tool_view
+from features.step_features import features_of
+from features.tool_view import ToolView, is_scratch
 from models.records import Action, Alert, Severity, Step, StepKind
 
 # enum members bound once: a module global is cheaper than a class attribute lookup
@@ -174,7 +175,7 @@ class PrematureCompletion(Detector):
         return EXPOSED if failed or unverified else 0.0
 
     def _tool_call(self, step: Step) -> None:
-        view = tool_view(step)
+        view = features_of(step).view
         if view is None:
             return
         for raw in view.writes:

@@ -46,7 +46,8 @@ def analysed(text: str) -> str:
     return text if len(text) <= MAX_ANALYSED_CHARS else text[:MAX_ANALYSED_CHARS]
 
 
-_ANALYSED_FIELDS = ("action", "arguments", "result", "text", "error", "egress_url")
+ANALYSED_FIELDS = ("action", "arguments", "result", "text", "error", "egress_url")
+"""The text fields analyses read a bounded head of."""
 
 
 def analysed_step(step: Step) -> Step:
@@ -55,10 +56,19 @@ def analysed_step(step: Step) -> Step:
     longer JSON; analyses read it as the plain text it then is."""
     long = {
         name: value[:MAX_ANALYSED_CHARS]
-        for name in _ANALYSED_FIELDS
+        for name in ANALYSED_FIELDS
         if isinstance(value := getattr(step, name), str) and len(value) > MAX_ANALYSED_CHARS
     }
     return step.with_(**long) if long else step
+
+
+def cut_analysed(step: Step) -> None:
+    """Cut, in place, each text field of ``step`` - a fresh copy nothing else holds yet
+    (:func:`features.step_features.analysed_view`'s) - to :data:`MAX_ANALYSED_CHARS`."""
+    for name in ANALYSED_FIELDS:
+        value = getattr(step, name)
+        if isinstance(value, str) and len(value) > MAX_ANALYSED_CHARS:
+            object.__setattr__(step, name, value[:MAX_ANALYSED_CHARS])
 
 
 _REDACTION_MARGIN = 4_096

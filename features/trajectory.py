@@ -3,10 +3,11 @@
 :class:`TrajectoryFeatures` combines :class:`~features.clusters.ActionClusters` (what
 *kind* of action this is) and :class:`~features.subgoals.SubgoalGraph` (segments of
 related actions, transitions between them, and how much of the recent work was new).
-The pipeline calls :meth:`TrajectoryFeatures.observe` on each placed step and records
-the result in the step's ``detail`` (``cluster``, ``progress``), so detectors, the
-explorer and the tuning notebooks see the same figures live and in replay. Memory is
-bounded by the two parts' caps; no I/O, no clock.
+It reads each call's shared :class:`~features.step_features.StepFeatures` (its action
+vector and paths). The pipeline calls :meth:`TrajectoryFeatures.observe` on each placed
+step and records the result in the step's ``detail`` (``cluster``, ``progress``), so
+detectors, the explorer and the tuning notebooks see the same figures live and in
+replay. Memory is bounded by the two parts' caps; no I/O, no clock.
 
 >>> from detectors.testing import Session
 >>> s, f = Session(), TrajectoryFeatures()
@@ -21,13 +22,11 @@ bounded by the two parts' caps; no I/O, no clock.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from functools import lru_cache
 from typing import Any
 
 from features.clusters import ActionClusters
+from features.step_features import StepFeatures, features_of
 from features.subgoals import SubgoalGraph
-from features.text_vectors import step_terms, text_vector
 from models.records import Step, StepKind
 
 __all__ = ["TrajectoryFeatures"]
@@ -51,20 +50,15 @@ class TrajectoryFeatures:
         self.clusters = ActionClusters(threshold=threshold, max_clusters=max_clusters)
         self.subgoals = SubgoalGraph(max_nodes=max_nodes, window=window)
 
-    def observe(self, step: Step, *, seq: int | None = None) -> dict[str, Any]:
-        """The features of ``step`` (empty for anything but a tool call); ``seq`` is its
-        position when the step itself is not sequenced yet."""
+    def observe(
+        self, step: Step, *, seq: int | None = None, features: StepFeatures | None = None
+    ) -> dict[str, Any]:
+        """The trajectory features of ``step`` (empty for anything but a tool call);
+        ``seq`` is its position when the step itself is not sequenced yet; ``features``
+        its text features when the caller has them (else those of :func:`features_of`)."""
         if step.kind != StepKind.TOOL_CALL:
             return {}
-        cluster = self.clusters.learn_one(_action_vector(f"{step.tool or ''} {step.action or ''}"))
-        self.subgoals.update(cluster, step_terms(step).paths, seq=step.seq if seq is None else seq)
+        features = features or features_of(step)
+        cluster = self.clusters.learn_one(features.action_vector)
+        self.subgoals.update(cluster, features.terms.paths, seq=step.seq if seq is None else seq)
         return {"cluster": cluster, "progress": round(self.subgoals.progress, 3)}
-
-
-@lru_cache(maxsize=1024)
-def _action_vector(text: str) -> Mapping[int, float]:
-    """``text_vector(text)``, memoised: ~12 µs a tool call, and loops and retries repeat
-    the same tool and action (868 distinct pairs among the fixtures' 2,254 calls).
-    Shared between calls, so read-only: ``learn_one`` only reads the vector it is given
-    (a new centroid is a fresh dict the vector is added into)."""
-    return text_vector(text)

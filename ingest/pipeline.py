@@ -38,6 +38,7 @@ from detectors.registry import DetectorSet
 from features.compaction import CompactionInference
 from features.ordering import Reorderer
 from features.redact import redact_dead_letter, redact_step
+from features.step_features import StepFeatures, analysed_view
 from features.text import analysed_step
 from features.trajectory import TrajectoryFeatures
 from ingest.codeact import CodeMemory
@@ -551,11 +552,13 @@ class Pipeline:
             self.stats.sessions.add(session_id)
             if draft.step.kind in _LINKED and parent not in stored and parent not in placed:
                 parent = None
-            for final in self._sequence(session, draft, step_id, parent):
+            for final, features in self._sequence(session, draft, step_id, parent):
                 placed.add(final.step_id)
                 steps.append(final)
                 self.stats.steps += 1
-                view = analysed_step(final)  # detectors read a bounded head of each field
+                # detectors read a bounded head of each field, and the step's features,
+                # worked out once for all of them
+                view = analysed_view(final, features)
                 for detector in session.detectors:
                     try:
                         alerts.extend(detector.update(view))
@@ -634,9 +637,10 @@ class Pipeline:
 
     def _sequence(
         self, session: _Session, draft: Draft, step_id: str, parent: str | None
-    ) -> list[Step]:
-        """Give the draft's step its identity and place; may prepend an inferred compaction."""
-        out: list[Step] = []
+    ) -> list[tuple[Step, StepFeatures | None]]:
+        """Give the draft's step its identity and place; may prepend an inferred
+        compaction. Each placed step comes with the features worked out for it, if any."""
+        out: list[tuple[Step, StepFeatures | None]] = []
         step = _once_per_session_instructions(session, draft.step)
         session_id = session.info.session_id
         if step.kind == StepKind.COMPACTION:
@@ -671,8 +675,11 @@ class Pipeline:
         )
         return out
 
-    def _place(self, session: _Session, step: Step, **identity: Any) -> Step:
-        """``step`` (plus ``identity`` fields) at the session's next position: one copy."""
+    def _place(
+        self, session: _Session, step: Step, **identity: Any
+    ) -> tuple[Step, StepFeatures | None]:
+        """``step`` (plus ``identity`` fields) at the session's next position: one copy;
+        with the features of a tool call (the trajectory features read them first)."""
         if step.kind == StepKind.COMPACTION:
             session.model_session += 1
         late = step.ts < session.last_ts
@@ -680,11 +687,11 @@ class Pipeline:
             self.stats.late_steps += 1
         detail = step.detail
         # only a tool call has trajectory features (observe gives {} for the rest)
-        features = (
-            session.features.observe(analysed_step(step), seq=session.next_seq)
-            if step.kind == StepKind.TOOL_CALL
-            else {}
-        )
+        if step.kind == StepKind.TOOL_CALL:
+            shared = StepFeatures(analysed_step(step))
+            features = session.features.observe(step, seq=session.next_seq, features=shared)
+        else:
+            shared, features = None, {}
         if features or late:
             detail = {**detail, **features, **({"late": True} if late else {})}
         placed = step.with_(
@@ -696,7 +703,7 @@ class Pipeline:
         session.next_seq += 1
         session.last_ts = max(session.last_ts, step.ts)
         session.info = _updated_info(session.info, placed)
-        return placed
+        return placed, shared
 
     def _session(self, session_id: str, cursors: Mapping[str, SessionCursor]) -> _Session:
         """The live session ``session_id``; opened from its stored cursor (``cursors``,
@@ -755,7 +762,8 @@ class Probe:
         ``seq`` and the features the pipeline would add). A detector that raises is
         skipped: a check must answer."""
         step = redact_step(step)
-        features = self.features.observe(analysed_step(step), seq=self.next_seq)
+        shared = StepFeatures(analysed_step(step))
+        features = self.features.observe(step, seq=self.next_seq, features=shared)
         placed = step.with_(
             seq=self.next_seq,
             session_id=self.session_id,
@@ -763,7 +771,7 @@ class Probe:
             ts=max(step.ts, self.last_ts),
             detail={**step.detail, **features},
         )
-        view = analysed_step(placed)
+        view = analysed_view(placed, shared)
         alerts: list[Alert] = []
         for detector in self.detectors:
             try:

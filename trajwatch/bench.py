@@ -696,7 +696,7 @@ def _stages(
     )
 
     from features.redact import redact_step
-    from features.text import analysed_step
+    from features.step_features import analysed_view
     from features.trajectory import TrajectoryFeatures
     from ingest.otlp_proto import decode_otlp_proto
     from ingest.semconv import spans_to_drafts
@@ -727,14 +727,18 @@ def _stages(
 
     normalise_s = clock(normalise)
 
+    views: list[list[Any]] = []
+
     def features() -> None:
+        # the analysed views the detectors share, and the features the trajectory reads
+        # (each detector's own fields are worked out on its first read: in its row below)
         for stream in streams:
             trajectory = TrajectoryFeatures()
-            for step in stream:
-                trajectory.observe(analysed_step(step), seq=step.seq)
+            views.append([analysed_view(step) for step in stream])
+            for view in views[-1]:
+                trajectory.observe(view, seq=view.seq)
 
     features_s = clock(features)
-    views = [[analysed_step(step) for step in stream] for stream in streams]
     by_detector = {}
     finished: dict[int, list[Any]] = {}  # each run's detectors after its last step
     for prototype in detectors.prototypes:

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from detectors.registry import DetectorSet
-from features.text import analysed_step
+from features.step_features import analysed_view
 from ingest.errors import InputError
 from ingest.files import read_file
 from ingest.trail import decode_trail
@@ -630,7 +630,7 @@ def detect_steps(
     session = detectors.for_session()
     seen: set[str] = set()
     for step in steps:
-        view = analysed_step(step)
+        view = analysed_view(step)
         new: list[Alert] = []
         for detector in session:
             try:
