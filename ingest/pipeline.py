@@ -783,8 +783,11 @@ class Pipeline:
         return session
 
     def _evict(self) -> None:
-        # Evicted sessions' cursors and states are in the store (written by the commit
-        # that just ran): a session that returns is reloaded whole.
+        # Evicted sessions' cursors, facts and checkpoints are in the store (written by
+        # the commit that just ran), and so are the steps placed since their checkpoints:
+        # a session that returns is reloaded and rolled forward (see _restored). Not
+        # checkpointed here: a worker's evicted session may belong to a partition it has
+        # lost, and only the commit of that partition's batch may write its cursor.
         while len(self._sessions) > self.settings.max_sessions:
             self._sessions.popitem(last=False)
 
