@@ -12,8 +12,8 @@ Excluded columns, because they hold the wall clock and differ on every run:
 ``dead_letters.received_at``, ``deliveries.created``/``updated``/``next_attempt_at``,
 ``webhook_endpoints.updated``. ``sessions.state`` (the pickled, compressed detector
 state) is hashed as stored bytes *and*, as ``sessions.state~decoded``, as its unpickled
-content in a canonical form, so a difference in pickle layout alone can be told from a
-difference in state.
+content in a canonical form (:func:`decoded_state`: the same for either state layout), so
+a difference in pickle layout alone can be told from a difference in state.
 
 Run::
 
@@ -74,6 +74,22 @@ def canonical(value: Any) -> Any:
     return [type(value).__qualname__, canonical(fields)]
 
 
+def decoded_state(data: bytes) -> Any:
+    """A session's stored state as one dict whatever its layout
+    (:mod:`ingest.session_state`): version 2 keeps the analysis checkpoint as compressed
+    bytes of its own and says which steps it reflects (``upto``); version 1 held the
+    analysis inline at every commit. The layout's own keys are left out, so a state that
+    reflects the same steps decodes the same in either."""
+    payload = pickle.loads(zlib.decompress(data))
+    if not isinstance(payload, dict):
+        return payload
+    payload = {k: v for k, v in payload.items() if k not in ("v", "upto")}
+    analysis = payload.pop("analysis", None)
+    if isinstance(analysis, bytes):
+        payload.update(pickle.loads(zlib.decompress(analysis)))
+    return payload
+
+
 def table_hashes(db: Path) -> dict[str, Any]:
     """``{table: {"rows": n, "sha256": ...}}`` for every table of the SQLite file ``db``."""
     out: dict[str, Any] = {}
@@ -102,7 +118,7 @@ def table_hashes(db: Path) -> dict[str, Any]:
             if table == "sessions":
                 decoded = []
                 for sid, state in con.execute("SELECT session_id, state FROM sessions"):
-                    content = canonical(pickle.loads(zlib.decompress(state))) if state else None
+                    content = canonical(decoded_state(state)) if state else None
                     decoded.append(json.dumps([sid, content], default=repr))
                 decoded.sort()
                 out["sessions.state~decoded"] = {

@@ -41,6 +41,12 @@ class PipelineOptions:
     """Traces whose span tree and session are remembered for resolving late children."""
     max_sessions: int = field(default=10_000, metadata=env("TRAJWATCH_MAX_SESSIONS"))
     """Sessions kept in memory; older ones are reloaded from the store when they return."""
+    checkpoint_steps: int = field(default=256, metadata=env("TRAJWATCH_CHECKPOINT_STEPS"))
+    """A session's analysis (detectors, features) is checkpointed in the store once this
+    many of its steps were placed since the last checkpoint (and at its end, and at the end
+    of a replay or a service's drain); a session reopened from the store is rolled forward
+    through at most this many stored steps. The cursor and session facts are written with
+    every commit. 1: a checkpoint at every commit that places a step."""
 
     def check(self, flags: Mapping[str, str] | None = None) -> None:
         """Raise ConfigError for the first value out of range, named as the user gave it:
@@ -63,4 +69,5 @@ _RULES: tuple[tuple[str, str, Callable[[Any], bool]], ...] = (
     ("compaction_min_tokens", ">= 1", lambda v: v >= 1),
     ("max_traces", ">= 1", lambda v: v >= 1),
     ("max_sessions", ">= 1", lambda v: v >= 1),
+    ("checkpoint_steps", ">= 1", lambda v: v >= 1),
 )

@@ -49,7 +49,7 @@ from ingest.otlp_json import decode_otlp_json
 from ingest.otlp_proto import Decoded, decode_otlp_proto
 from ingest.semconv import SPAN_SOURCE, session_hint, spans_to_drafts
 from ingest.session_events import decode_event
-from ingest.session_state import dump_state, load_state
+from ingest.session_state import dump_analysis, dump_state, load_state, roll_forward
 from ingest.sinks import Committed, Sink
 from ingest.spans import SpanRecord
 from ingest.trace_index import TraceIndex
@@ -76,7 +76,14 @@ class _Session:
     compaction: CompactionInference
     detectors: list[Detector]
     features: TrajectoryFeatures = field(default_factory=TrajectoryFeatures)
-    state: bytes | None = None
+    analysis: bytes | None = None
+    """The analysis checkpoint the store holds (:func:`~ingest.session_state.dump_analysis`;
+    None: fresh detectors and features), reflecting the steps below :attr:`upto`."""
+    upto: int = 0
+    checkpoint_due: bool = False
+    """The next commit writes a checkpoint whatever the steps since the last: the session
+    ended, the store refused a step the detectors saw, or its stored analysis is of an
+    older layout."""
     instructions: bytes | None = None
     """Digest of the system instructions last stored in the session: a model call repeating
     them (the GenAI conventions put ``gen_ai.system_instructions`` on every inference
@@ -86,22 +93,31 @@ class _Session:
     turn 0 owns the session's ``start`` and ``end``. Kept in the state; a session stored
     before states were kept reads the owner back from the stored start."""
 
-    def cursor(self) -> SessionCursor:
-        """The cursor with the session's whole state (:mod:`ingest.session_state`)."""
-        self.state = dump_state(
-            info=self.info,
-            compaction=self.compaction,
-            features=self.features,
-            turns=self.turns,
-            detectors=self.detectors,
-        )
+    def cursor(self, *, checkpoint: bool) -> SessionCursor:
+        """The cursor with the session's state (:mod:`ingest.session_state`): its facts as
+        they are now; its analysis as of the last checkpoint, or (``checkpoint``) as of now."""
+        if checkpoint and (self.upto < self.next_seq or self.checkpoint_due):
+            self.analysis = dump_analysis(features=self.features, detectors=self.detectors)
+            self.upto = self.next_seq
+            self.checkpoint_due = False
         return SessionCursor(
             session_id=self.info.session_id,
             next_seq=self.next_seq,
             model_session=self.model_session,
             last_ts=self.last_ts,
-            state=self.state,
+            state=dump_state(
+                info=self.info,
+                compaction=self.compaction,
+                turns=self.turns,
+                analysis=self.analysis,
+                upto=self.upto,
+            ),
         )
+
+    def checkpoint_wanted(self, every: int) -> bool:
+        """Whether this commit should write the analysis: ``every`` steps placed since
+        the last checkpoint, or :attr:`checkpoint_due`."""
+        return self.checkpoint_due or self.next_seq - self.upto >= every
 
 
 @dataclass(slots=True)
@@ -163,9 +179,11 @@ class Pipeline:
         detectors: DetectorSet | None = None,
         sinks: Sequence[Sink] = (),
     ) -> None:
-        """Every commit stores each touched session's whole analysis state in its cursor
-        (:mod:`ingest.session_state`), restored when the session is reopened (after an
-        eviction, a restart or a rebalance), so a resumed session raises the alerts an
+        """Every commit stores each touched session's cursor and facts, and a checkpoint
+        of its analysis (detectors, features) every ``settings.checkpoint_steps`` steps,
+        at its end and at :meth:`close` (:mod:`ingest.session_state`). A session reopened
+        (after an eviction, a restart or a rebalance) is restored from its checkpoint and
+        rolled forward through the steps stored since, so it raises the alerts an
         unbroken run would have."""
         self.store = store
         self.sinks = list(sinks)
@@ -391,20 +409,17 @@ class Pipeline:
         thread-safe against :meth:`commit`: the caller holds the pipeline thread's lock."""
         session = self._sessions.get(session_id)
         if session is None:
-            cursor = self.store.session_cursor(session_id)
-            state = load_state(cursor.state) if cursor and cursor.state is not None else None
-            detectors = self.detectors.for_session()
-            if state is not None:
-                for detector in detectors:
-                    if detector.name in state.detectors:
-                        detector.load_state_dict(state.detectors[detector.name])
+            cursor = self.store.session_cursor(session_id) or SessionCursor(session_id=session_id)
+            restored = self._restored(
+                cursor, lambda start, end: self.store.steps(session_id, start, end)
+            )
             return Probe(
                 session_id=session_id,
-                next_seq=cursor.next_seq if cursor else 0,
-                last_ts=cursor.last_ts if cursor else 0,
-                agent=state.info.agent if state else None,
-                features=state.features if state else TrajectoryFeatures(),
-                detectors=detectors,
+                next_seq=restored.next_seq,
+                last_ts=restored.last_ts,
+                agent=restored.info.agent,
+                features=restored.features,
+                detectors=restored.detectors,
             )
         copies = []
         for detector in session.detectors:
@@ -422,13 +437,18 @@ class Pipeline:
 
     # -- release -----------------------------------------------------------------
 
-    def commit(self) -> list[Alert]:
+    def commit(self, *, checkpoint_all: bool = False) -> list[Alert]:
         """Sequence, detect and store everything released; returns the new alerts.
 
         Steps, alerts, dead letters, session cursors and offsets go into one
         transaction: after a crash, either all of a commit is stored or none of it.
         When it raises, the in-memory sessions are ahead of the store: discard this
         pipeline and re-read the input from the stored offsets (the Kafka worker does).
+
+        ``checkpoint_all`` also writes the analysis of every live session placed past its
+        checkpoint (the end of a replay, a service shutting down): only for a process
+        that owns every session it holds (not a worker, whose sessions may have moved to
+        another since it last committed them).
         """
         ready, self._resolved = [*self._resolved, *self.resolve()], []
         offsets, self._offsets = self._offsets, {}
@@ -439,19 +459,29 @@ class Pipeline:
             for step, reason in refused:
                 self.stats.store_rejected += 1
                 self._reject(step, reason)
+                # its detectors saw a step the store does not hold: no roll-forward
+                # could see it again, so the checkpoint must be past it
+                self._sessions[step.session_id].checkpoint_due = True
+            if checkpoint_all:
+                behind = (
+                    s for s, session in self._sessions.items() if session.upto < session.next_seq
+                )
+                touched = list(dict.fromkeys([*touched, *behind]))
+            every = self.settings.checkpoint_steps
             new_alerts, refused_alerts = unit.add_alerts_or_reject(alerts)
             for alert, reason in refused_alerts:
                 self._reject(alert, reason)
             for session_id in touched:
                 session = self._sessions[session_id]
+                checkpoint = checkpoint_all or session.checkpoint_wanted(every)
                 try:
-                    unit.upsert_session(session.info, session.cursor())
+                    unit.upsert_session(session.info, session.cursor(checkpoint=checkpoint))
                 except Unstorable as error:
                     # Keep the cursor (the steps stored need it); the facts go to a
                     # dead letter, and the session learns them again from a later step.
                     self._reject(session.info, error.reason)
                     session.info = SessionInfo(session_id=session_id)
-                    unit.upsert_session(session.info, session.cursor())
+                    unit.upsert_session(session.info, session.cursor(checkpoint=checkpoint))
             dead, self._dead = self._dead, []
             if dead:
                 unit.add_dead_letters(dead)
@@ -476,7 +506,7 @@ class Pipeline:
         """End of all input: release every partition and commit."""
         for partition in list(self._partitions):
             self.end_partition(partition)
-        return self.commit()
+        return self.commit(checkpoint_all=True)
 
     def _resolve_session(self, draft: Draft) -> str:
         # the draft's own session, else its trace's, else the trace; the trace index
@@ -535,7 +565,7 @@ class Pipeline:
                 if step_id in stored and draft.step.kind in (StepKind.START, StepKind.END):
                     # Too late for the detectors, but the session record learns the
                     # facts only this source had (policy, budget, claimed_done).
-                    session = self._session(session_id, cursors)
+                    session = self._session(session_id, cursors, unit)
                     session.info = _updated_info(session.info, draft.step)
                     touched[session_id] = None
                 continue
@@ -547,7 +577,7 @@ class Pipeline:
                 self._reject(draft.step.with_(step_id=step_id, session_id=session_id), error.reason)
                 continue
             self.stats.drafts_stepped += 1
-            session = self._session(session_id, cursors)
+            session = self._session(session_id, cursors, unit)
             touched[session_id] = None
             self.stats.sessions.add(session_id)
             if draft.step.kind in _LINKED and parent not in stored and parent not in placed:
@@ -605,7 +635,7 @@ class Pipeline:
         for draft, session_id in turns:
             trace = draft.trace_id or ""
             natural = draft.natural_key or ""
-            session = self._session(session_id, cursors)
+            session = self._session(session_id, cursors, unit)
             if not session.turns:
                 # who started the session: a span of some trace, else nobody yet (or a
                 # session_start event, which the first trace's start folds into)
@@ -682,6 +712,8 @@ class Pipeline:
         with the features of a tool call (the trajectory features read them first)."""
         if step.kind == StepKind.COMPACTION:
             session.model_session += 1
+        elif step.kind == StepKind.END:  # a run's end: its whole analysis is worth keeping
+            session.checkpoint_due = True
         late = step.ts < session.last_ts
         if late:
             self.stats.late_steps += 1
@@ -705,7 +737,9 @@ class Pipeline:
         session.info = _updated_info(session.info, placed)
         return placed, shared
 
-    def _session(self, session_id: str, cursors: Mapping[str, SessionCursor]) -> _Session:
+    def _session(
+        self, session_id: str, cursors: Mapping[str, SessionCursor], unit: StoreUnit
+    ) -> _Session:
         """The live session ``session_id``; opened from its stored cursor (``cursors``,
         loaded by the caller for every session it may open) when it is not live."""
         session = self._sessions.get(session_id)
@@ -713,34 +747,54 @@ class Pipeline:
             self._sessions.move_to_end(session_id)
             return session
         cursor = cursors.get(session_id) or SessionCursor(session_id=session_id)
+        session = self._restored(cursor, lambda start, end: unit.steps(session_id, start, end))
+        self._sessions[session_id] = session
+        return session
+
+    def _restored(
+        self, cursor: SessionCursor, stored_steps: Callable[[int, int], list[Step]]
+    ) -> _Session:
+        """A session as ``cursor`` left it (a restart, a rebalance, an eviction): its
+        facts, its analysis checkpoint, rolled forward through the steps stored past it
+        (``stored_steps(start, end)``) — exactly where it stopped."""
         compaction = CompactionInference(
             drop=self.settings.compaction_drop, min_tokens=self.settings.compaction_min_tokens
         )
         session = _Session(
-            info=SessionInfo(session_id=session_id),
+            info=SessionInfo(session_id=cursor.session_id),
             next_seq=cursor.next_seq,
             model_session=cursor.model_session,
             last_ts=cursor.last_ts,
             compaction=compaction,
             detectors=self.detectors.for_session(),
-            state=cursor.state,
+            upto=cursor.next_seq,
         )
         state = load_state(cursor.state) if cursor.state is not None else None
-        if state is not None:
-            # a restart, a rebalance or an eviction: continue exactly where it stopped
-            session.info = state.info
-            session.compaction = state.compaction
-            session.features = state.features
-            session.turns = state.turns
-            for detector in session.detectors:
-                if detector.name in state.detectors:
-                    detector.load_state_dict(state.detectors[detector.name])
-        self._sessions[session_id] = session
+        if state is None:  # new, or stored before states were kept: fresh from here
+            return session
+        session.info = state.info
+        session.compaction = state.compaction
+        session.features = state.features
+        session.turns = state.turns
+        for detector in session.detectors:
+            if detector.name in state.detectors:
+                detector.load_state_dict(state.detectors[detector.name])
+        if state.upto is None:  # an older layout: the analysis of every step
+            session.checkpoint_due = True
+            return session
+        session.upto, session.analysis = state.upto, state.analysis
+        if state.upto < cursor.next_seq:
+            roll_forward(
+                stored_steps(state.upto, cursor.next_seq), session.features, session.detectors
+            )
         return session
 
     def _evict(self) -> None:
-        # Evicted sessions' cursors and states are in the store (written by the commit
-        # that just ran): a session that returns is reloaded whole.
+        # Evicted sessions' cursors, facts and checkpoints are in the store (written by
+        # the commit that just ran), and so are the steps placed since their checkpoints:
+        # a session that returns is reloaded and rolled forward (see _restored). Not
+        # checkpointed here: a worker's evicted session may belong to a partition it has
+        # lost, and only the commit of that partition's batch may write its cursor.
         while len(self._sessions) > self.settings.max_sessions:
             self._sessions.popitem(last=False)
 

@@ -1,11 +1,24 @@
 """A live session's state as the bytes the store keeps beside its cursor.
 
-What a session needs to continue exactly where it stopped — its detectors' state
-(:meth:`detectors.base.Detector.state_dict`), the compaction inference, the trajectory
-features, the conversation's turns and the session facts learnt so far — is written in
-the same transaction as the steps, alerts and input offsets it reflects
-(``sessions.state``). A worker handed the session after a restart or a rebalance loads it
-and carries on as if it had never stopped: the same later steps, the same later alerts.
+What a session needs to continue exactly where it stopped is written in the same
+transaction as the steps, alerts and input offsets it reflects (``sessions.state``), in
+two parts:
+
+- the **session facts** — the session info learnt so far, the compaction inference and
+  the conversation's turns: small, written whole with every commit that touches the
+  session;
+- the **analysis** — the detectors' state (:meth:`detectors.base.Detector.snapshot`) and
+  the trajectory features: tens of KB by a long run's end and ~3 ms to pickle, so it is a
+  *checkpoint*, written only now and then (the pipeline's ``checkpoint_steps``), together
+  with ``upto``: the seq of the first step it does not reflect.
+
+The analysis of a step is a pure function of the step as stored (the detectors and the
+features see the placed step, and the store gives it back field for field), so the
+steps stored at or past ``upto`` are the rest of the state: a session reopened from the
+store (a restart, a rebalance, an eviction) is rolled forward by feeding them to the
+restored detectors and features (:func:`roll_forward`), and continues as if it had never
+stopped — the same later steps, the same later alerts. Nothing about what is stored or
+dropped as a duplicate changes: the steps were stored and judged the first time.
 
 The encoding is pickle (the state dicts are "picklable plain data" by contract),
 compressed. It is read only from the project's own store, which is trusted like the
@@ -17,18 +30,20 @@ from __future__ import annotations
 
 import pickle
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from detectors.base import Detector
 from features.compaction import CompactionInference
+from features.text import analysed_step
 from features.trajectory import TrajectoryFeatures
-from models.records import SessionInfo
+from models.records import SessionInfo, Step
 
-VERSION = 1
-"""Bumped when the layout below changes; a state of another version is ignored (the
-session then continues with fresh detectors, as before state was kept)."""
+VERSION = 2
+"""Bumped when the layout below changes. Version 1 (every commit wrote the analysis)
+reads as an analysis reflecting every step below the cursor; a state of another version
+is ignored (the session then continues with fresh detectors, as before state was kept)."""
 
 
 @dataclass(slots=True)
@@ -39,38 +54,91 @@ class SessionState:
     turns: dict[str, int]
     detectors: dict[str, dict[str, Any]]
     """Each detector's ``state_dict()``, by detector name."""
+    upto: int | None
+    """The analysis reflects the session's steps below this seq (None: all of them, a
+    version-1 state); the steps from here on are rolled forward."""
+    analysis: bytes | None
+    """The analysis checkpoint as stored, written again unchanged until the next one."""
 
 
-def dump_state(
-    *,
-    info: SessionInfo,
-    compaction: CompactionInference,
-    features: TrajectoryFeatures,
-    turns: dict[str, int],
-    detectors: Sequence[Detector],
-) -> bytes:
-    """The bytes of a session's state (one pickle: objects shared inside it stay shared)."""
+def dump_analysis(*, features: TrajectoryFeatures, detectors: Sequence[Detector]) -> bytes:
+    """The checkpoint of a session's analysis (one pickle: objects shared inside it stay
+    shared)."""
     payload = {
-        "v": VERSION,
-        "info": info,
-        "compaction": compaction,
         "features": features,
-        "turns": turns,
         # snapshots, not state_dict(): the pickle below is the copy (see Detector.snapshot)
         "detectors": {d.name: d.snapshot() for d in detectors},
     }
     return zlib.compress(pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL), 1)
 
 
+def dump_state(
+    *,
+    info: SessionInfo,
+    compaction: CompactionInference,
+    turns: dict[str, int],
+    analysis: bytes | None,
+    upto: int,
+) -> bytes:
+    """The bytes of a session's state: its facts now, and ``analysis``
+    (:func:`dump_analysis`; None: fresh detectors and features) reflecting its steps below
+    ``upto``. The analysis is already compressed: it is stored as it is, not compressed
+    again at every commit."""
+    payload = {
+        "v": VERSION,
+        "info": info,
+        "compaction": compaction,
+        "turns": turns,
+        "upto": upto,
+        "analysis": analysis,
+    }
+    return zlib.compress(pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL), 0)
+
+
 def load_state(data: bytes) -> SessionState | None:
-    """What :func:`dump_state` wrote; None for a state of another version."""
+    """What :func:`dump_state` (or version 1) wrote; None for a state of another version."""
     payload = pickle.loads(zlib.decompress(data))  # the project's own store
-    if not isinstance(payload, dict) or payload.get("v") != VERSION:
+    if not isinstance(payload, dict):
+        return None
+    if payload.get("v") == VERSION:
+        stored: bytes | None = payload["analysis"]
+        analysis: dict[str, Any] = (
+            pickle.loads(zlib.decompress(stored))
+            if stored is not None
+            else {"features": TrajectoryFeatures(), "detectors": {}}
+        )
+        upto: int | None = payload["upto"]
+    elif payload.get("v") == 1:  # the analysis of every step, written at every commit
+        analysis, upto, stored = payload, None, None
+    else:
         return None
     return SessionState(
         info=payload["info"],
         compaction=payload["compaction"],
-        features=payload["features"],
+        features=analysis["features"],
         turns=payload["turns"],
-        detectors=payload["detectors"],
+        detectors=analysis["detectors"],
+        upto=upto,
+        analysis=stored,
     )
+
+
+def roll_forward(
+    steps: Iterable[Step], features: TrajectoryFeatures, detectors: Sequence[Detector]
+) -> int:
+    """Feed stored ``steps`` (in seq order, those past the checkpoint) to a restored
+    session's ``features`` and ``detectors`` as the pipeline fed them when it placed them
+    (:meth:`ingest.pipeline.Pipeline._place` and ``_release``); their alerts were stored
+    with them and are dropped here, as is a detector's error (dead-lettered the first
+    time). Returns the number of steps fed."""
+    fed = 0
+    for step in steps:
+        view = analysed_step(step)
+        features.observe(view)
+        for detector in detectors:
+            try:
+                detector.update(view)
+            except Exception:  # dead-lettered when the step was first judged
+                continue
+        fed += 1
+    return fed

@@ -262,16 +262,11 @@ class Store:
         rows.sort(key=lambda row: row["session_id"])
         return [SessionInfo(**row) for row in rows]
 
-    def steps(self, session_id: str) -> list[Step]:
-        """The stored steps of ``session_id`` ordered by seq."""
-        query = (
-            select(*(_steps.c[f] for f in _STEP_FIELDS))
-            .where(_steps.c.session_id == session_id)
-            .order_by(_steps.c.seq)
-        )
+    def steps(self, session_id: str, start: int = 0, end: int | None = None) -> list[Step]:
+        """The stored steps of ``session_id`` ordered by seq (those with ``start <= seq <
+        end`` when given)."""
         with self._read() as connection:
-            rows = connection.execute(query).mappings().all()
-        return [Step(**{**row, "kind": StepKind(row["kind"])}) for row in rows]
+            return _session_steps(connection, session_id, start, end)
 
     def alerts(self, session_ids: Sequence[str] | None = None) -> list[Alert]:
         """The alerts of the sessions in ``session_ids`` (all if None), ordered by
@@ -445,6 +440,10 @@ class StoreUnit:
         query = select(_steps.c.step_id)
         rows = _select_in(self._connection, query, _steps.c.step_id, list(set(step_ids)))
         return {row["step_id"] for row in rows}
+
+    def steps(self, session_id: str, start: int = 0, end: int | None = None) -> list[Step]:
+        """:meth:`Store.steps`, as this transaction sees them."""
+        return _session_steps(self._connection, session_id, start, end)
 
     def step_sources(self, step_ids: Collection[str]) -> dict[str, tuple[str, str]]:
         """``(source, source_ref)`` of the stored steps among ``step_ids``: which input
@@ -816,6 +815,18 @@ def _alert_row(alert: Alert) -> dict[str, Any]:
         "checkpoint_id": alert.checkpoint_id,
         "ts": alert.ts,
     }
+
+
+def _session_steps(
+    connection: Connection, session_id: str, start: int, end: int | None
+) -> list[Step]:
+    query = select(*(_steps.c[f] for f in _STEP_FIELDS)).where(
+        _steps.c.session_id == session_id, _steps.c.seq >= start
+    )
+    if end is not None:
+        query = query.where(_steps.c.seq < end)
+    rows = connection.execute(query.order_by(_steps.c.seq)).mappings().all()
+    return [Step(**{**row, "kind": StepKind(row["kind"])}) for row in rows]
 
 
 def _session_cursor(connection: Connection, session_id: str) -> SessionCursor | None:

@@ -10,15 +10,13 @@ in the pickle may differ, its members may not)."""
 from __future__ import annotations
 
 import os
-import pickle
 import sqlite3
 import subprocess
 import sys
-import zlib
 from pathlib import Path
 from typing import Any
 
-from benchmarks.table_hashes import canonical
+from benchmarks.table_hashes import canonical, decoded_state
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "fixtures" / "recorded"
@@ -39,7 +37,7 @@ def replayed(db: Path, seed: str) -> dict[str, Any]:
         steps = con.execute("select * from steps order by step_id").fetchall()
         alerts = con.execute("select * from alerts order by alert_id").fetchall()
         states = {
-            session: canonical(pickle.loads(zlib.decompress(state)))
+            session: canonical(decoded_state(state))
             for session, state in con.execute(
                 "select session_id, state from sessions where state is not null"
             )

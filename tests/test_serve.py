@@ -461,6 +461,11 @@ def test_stopped_mid_stream_then_restarted_loses_and_doubles_nothing(
     finally:
         first.kill()
         first.wait()
+    behind = sessions_behind_their_checkpoint(url)
+    if stop == signal.SIGKILL:  # the restart must roll them forward from the stored steps
+        assert behind, "the crash landed between checkpoints"
+    else:
+        assert behind == [], "a drain checkpoints every session"
     second = spawn(tmp_path, url, port, idle_ms=1_500)
     try:
         # The exporter finds the port closed and retries until the new process answers.
@@ -476,6 +481,21 @@ def test_stopped_mid_stream_then_restarted_loses_and_doubles_nothing(
         second.kill()
         second.wait()
     assert stored_alert_ids(url) == replayed_alert_ids(runs, tmp_path)
+
+
+def sessions_behind_their_checkpoint(url: str) -> list[str]:
+    """The stored sessions whose detector-state checkpoint is older than their last step."""
+    from ingest.session_state import load_state
+
+    behind = []
+    with Store.open(url) as store:
+        for info in store.sessions():
+            cursor = store.session_cursor(info.session_id)
+            assert cursor is not None
+            state = load_state(cursor.state) if cursor.state is not None else None
+            if state is not None and state.upto is not None and state.upto < cursor.next_seq:
+                behind.append(info.session_id)
+    return behind
 
 
 def test_inbound_log_keeps_what_was_acknowledged_and_cuts_a_torn_tail(tmp_path: Path) -> None:
@@ -529,4 +549,75 @@ def test_sessions_evicted_and_reopened_resume_their_detector_state(
                     )
             pipeline.commit()
         pipeline.close()
+    assert stored_alert_ids(url) == replayed_alert_ids(runs, tmp_path)
+
+
+def test_a_crash_between_checkpoints_rolls_the_sessions_forward(
+    runs: list[list[list[Any]]], tmp_path: Path
+) -> None:
+    """The pipeline as ``serve`` drives it (a partition per run, a commit per round of
+    requests) is dropped mid-stream, as a SIGKILL drops it, several commits after its
+    sessions' last checkpoints: what the detectors learnt since is in no checkpoint. A
+    new pipeline on the same store is fed every request again (what the write-ahead log
+    holds: no run had ended). The steps stored are dropped as duplicates before any
+    detector sees them, so the sessions' detector state comes from the checkpoint rolled
+    forward through the stored steps — and must be what the first pipeline held: the same
+    later alerts as a replay, the same state as the live sessions (the pre-execution
+    check's probe of a session not in memory reads it the same way)."""
+    from benchmarks.table_hashes import canonical
+    from ingest.pipeline import Pipeline
+    from ingest.session_state import load_state
+
+    url = f"sqlite:///{tmp_path / 'crashed.db'}"
+    detectors = detector_set(load_config(CONFIG))
+    settings = Settings(db_url=url)
+    rounds = list(itertools.zip_longest(*runs))
+    crash = len(rounds) // 4  # every run mid-stream, none checkpointed since its start
+
+    def feed(pipeline: Pipeline, count: int) -> list[dict[str, int]]:
+        """Feed the first ``count`` rounds, a commit each; each commit's next seqs."""
+        seqs = []
+        for index, group in enumerate(rounds[:count]):
+            for run, batch in enumerate(group):
+                if batch is not None:
+                    pipeline.feed_otlp_proto(
+                        encode_spans(batch).SerializeToString(),
+                        source="test",
+                        location=f"{index}",
+                        partition=f"run-{run}",
+                    )
+            pipeline.commit()
+            seqs.append({sid: s.next_seq for sid, s in pipeline._sessions.items()})
+        return seqs
+
+    def analysis(features: Any, detectors: list[Any]) -> Any:
+        return canonical([features, *(d.state_dict() for d in detectors)])
+
+    with Store.open(url) as store:
+        first = Pipeline(store, settings=settings, detectors=detectors)
+        seqs = feed(first, crash)
+        behind = {}  # session -> its next seq at the crash, when its checkpoint is older
+        for session_id, session in first._sessions.items():
+            cursor = store.session_cursor(session_id)
+            assert cursor is not None and cursor.state is not None
+            state = load_state(cursor.state)
+            assert state is not None and state.upto is not None
+            assert cursor.next_seq == session.next_seq
+            # checkpointed before the steps of at least the last two commits
+            if state.upto < seqs[-3].get(session_id, 0) < seqs[-2][session_id] < session.next_seq:
+                behind[session_id] = session.next_seq
+        assert behind, "the crash must land several commits after a checkpoint"
+        for session_id in behind:
+            live = first._sessions[session_id]
+            restored = Pipeline(store, settings=settings, detectors=detectors).probe(session_id)
+            assert restored.next_seq == live.next_seq
+            assert analysis(restored.features, restored.detectors) == analysis(
+                live.features, live.detectors
+            )
+        del first  # the crash: what it held in memory is gone
+        second = Pipeline(store, settings=settings, detectors=detectors)
+        feed(second, len(rounds))
+        second.close()
+        later = [a for a in store.alerts(list(behind)) if a.onset_seq >= behind[a.session_id]]
+    assert later, "alerts raised after the crash by sessions restored from a stale checkpoint"
     assert stored_alert_ids(url) == replayed_alert_ids(runs, tmp_path)

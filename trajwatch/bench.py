@@ -612,7 +612,7 @@ def _memory_child(spec: dict[str, Any]) -> None:
     import gc
 
     from ingest.otlp_http import decode_body
-    from ingest.session_state import dump_state
+    from ingest.session_state import dump_analysis, dump_state
     from models.store import Store
     from trajwatch.config import detector_set, load_config
     from trajwatch.settings import Settings
@@ -649,14 +649,15 @@ def _memory_child(spec: dict[str, Any]) -> None:
             per_detector.setdefault(detector.name, []).append(size)
             total += size
         totals.append(total)
+        analysis = dump_analysis(features=session.features, detectors=session.detectors)
         stored.append(
             len(
                 dump_state(
                     info=session.info,
                     compaction=session.compaction,
-                    features=session.features,
                     turns=session.turns,
-                    detectors=session.detectors,
+                    analysis=analysis,
+                    upto=session.next_seq,
                 )
             )
         )

@@ -12,8 +12,9 @@ else, in order:
    rejected) or 400 — now that a restart would see them again: the exporter's retry is
    the only redelivery needed;
 4. feeds them to the pipeline, one partition per trace (spans) or session (logs), and
-   commits: steps, alerts, dead letters and each touched session's detector state in one
-   transaction;
+   commits: steps, alerts, dead letters and each touched session's cursor in one
+   transaction — with a checkpoint of its detector state every ``checkpoint_steps``
+   steps and at its end (the drain writes the rest);
 5. ends the partitions that have been quiet for ``idle_flush_ms`` (a replay ends a
    recording's partition at the end of the file) and retires the log records whose
    partitions are all ended and committed.
@@ -23,8 +24,9 @@ lateness watermark, so that a run's root span — sent last, children before par
 still takes its place first. Flushing to answer sooner would judge steps out of order and
 raise different alerts than a replay. With the log, what the pipeline holds is also on
 disk: after a crash, the live records are fed again in order, the steps already stored are
-recognised by their ids, the sessions resume from their stored detector state, and the
-alerts are those of an unbroken run.
+recognised by their ids, the sessions resume from their last checkpoint rolled forward
+through the steps stored since (:mod:`ingest.session_state`), and the alerts are those of
+an unbroken run.
 
 SIGTERM (or Ctrl-C): uvicorn stops accepting connections and finishes the requests in
 flight; the pipeline thread drains the queue, commits and closes the log. Partitions are
@@ -174,6 +176,8 @@ class LiveIngest:
                     if group or closed:
                         self._commit(closed, min((a.received for a in group), default=now))
                 if not group and self._stopping.is_set() and self.inbox.empty():
+                    with self.lock:  # a drain: the next start needs no roll-forward
+                        self.pipeline.commit(checkpoint_all=True)
                     return
         except BaseException as exc:  # the store failed: stop, and let a restart replay
             self.failed = exc
