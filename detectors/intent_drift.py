@@ -195,9 +195,9 @@ _MAX_WORD_CHARS = 64
 is described in: the goal's and an episode's vocabularies skip them."""
 _MAX_GOAL_WORDS = 256
 _MAX_GOAL_STEMS = 1_024
-_MAX_STEM_CHARS = 16
-"""Goal stems are a goal word's prefixes of 5 to 16 characters, at most 1,024 of them: a
-goal of one 16 KB word once made 134 MB of stems, pickled at every commit."""
+"""Goal stems are the prefixes of 5 characters or more of the goal's words (of at most
+:data:`_MAX_WORD_CHARS`), at most 1,024 of them: a goal of one 16 KB word once made
+134 MB of stems, pickled at every commit of its session."""
 _MAX_FILES = 512
 _MAX_HOSTS = 128
 _MAX_REACHED = 512
@@ -345,7 +345,7 @@ class IntentDrift(Detector):
         for w in words:
             if len(self._goal_stems) >= _MAX_GOAL_STEMS:
                 break
-            self._goal_stems.update(w[:n] for n in range(5, min(len(w), _MAX_STEM_CHARS + 1)))
+            self._goal_stems.update(w[:n] for n in range(5, len(w)))
         self._goal_refs.update(_REF_RE.findall(text)[:8])
         self._observe(text)
         self._goal = " ".join(text.split())[:100]
