@@ -142,10 +142,14 @@ def test_updates_leave_the_shared_parameters_alone() -> None:
         )
 
 
-def test_state_round_trips_and_gives_identical_later_alerts(detector: Detector) -> None:
+@pytest.mark.parametrize("owned", [False, True])
+def test_state_round_trips_and_gives_identical_later_alerts(
+    detector: Detector, owned: bool
+) -> None:
     # Checkpointed at many points (a worker may stop anywhere: while a call awaits its
     # result, inside a loop, after a compaction), restored and fed the rest, a detector
-    # raises exactly what the uninterrupted one raises.
+    # raises exactly what the uninterrupted one raises. ``owned``: as the pipeline
+    # reopens a stored session, the pickled snapshot handed over uncopied.
     steps = long_session(300, seed=3)
     want = feed(detector.clone(), steps)
     live = detector.clone()
@@ -153,7 +157,8 @@ def test_state_round_trips_and_gives_identical_later_alerts(detector: Detector) 
     for cut, step in enumerate(steps):
         if cut % 7 == 3:
             restored = detector.clone()
-            restored.load_state_dict(pickle.loads(pickle.dumps(live.state_dict())))
+            state = live.snapshot() if owned else live.state_dict()
+            restored.load_state_dict(pickle.loads(pickle.dumps(state)), owned=owned)
             assert restored.score == live.score, cut  # the score is part of the state
             assert restored.thresholds == live.thresholds, cut
             from_snapshot = detector.clone()
