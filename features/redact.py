@@ -74,7 +74,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
@@ -924,26 +924,33 @@ def _has_candidate(low: str) -> bool:
     return False
 
 
-def _occurrences(low: str) -> list[tuple[int, int]]:
+def _occurrences(low: str) -> Iterator[tuple[int, int]]:
     """Every occurrence of a trigger in ``low`` (overlapping ones too: ``--user`` holds
     ``-u``), as (index in :data:`_SHORTEST_TRIGGERS`, start), by start.
 
-    One Aho-Corasick pass (``ahocorasick_rs``, Rust): ~3 ms a MiB, where the trie-shaped
-    regex costs ~85 ns a character on text made of letters (most of them start some
+    One Aho-Corasick pass (``ahocorasick_rs``, Rust): ~6 ms a MiB, where the trie-shaped
+    regex costs ~90 ns a character on text made of letters (most of them start some
     trigger, and the engine tries the alternation at each) — 0.09 s a MiB, paid several
     times per big field (the normaliser's passes, the gate's). No trigger holds another
-    (:func:`_shortest_triggers`), so ordering by end orders by start. A text the Rust
-    side cannot take (a lone surrogate: not UTF-8) is scanned by the regex, as before.
+    (:func:`_shortest_triggers`), so ordering by end orders by start. The text is read in
+    chunks of :data:`_SCAN_CHUNK` characters, so that a text dense with triggers (``sk``
+    repeated) never holds more than a chunk's occurrences in memory. A chunk the Rust side
+    cannot take (a lone surrogate: not UTF-8) is scanned by the regex, as before.
     """
-    try:
-        return [(i, start) for i, start, _ in _TRIGGER_SEARCH(low, overlapping=True)]
-    except UnicodeEncodeError:
-        out: list[tuple[int, int]] = []
-        at = 0
-        while (m := _CANDIDATE_RE.search(low, at)) is not None:
-            out.append((_TRIGGER_INDEX[m.group()], m.start()))
-            at = m.start() + 1
-        return out
+    for at in range(0, max(len(low), 1), _SCAN_CHUNK):
+        # the chunk, and enough of the next to end a trigger that starts in this one
+        piece = low[at : at + _SCAN_CHUNK + _LONGEST_TRIGGER - 1]
+        try:
+            found = [(i, start) for i, start, _ in _TRIGGER_SEARCH(piece, overlapping=True)]
+        except UnicodeEncodeError:
+            found = []
+            where = 0
+            while (m := _CANDIDATE_RE.search(piece, where)) is not None:
+                found.append((_TRIGGER_INDEX[m.group()], m.start()))
+                where = m.start() + 1
+        for i, start in found:
+            if start < _SCAN_CHUNK:  # one starting later is the next chunk's
+                yield i, at + start
 
 
 def _in_marker(low: str, at: int) -> bool:
@@ -1029,6 +1036,8 @@ _RULES_BY_TRIGGER: dict[str, tuple[int, ...]] = {
 """The rules (by index) one of whose triggers holds the shortest trigger: where one of a
 rule's triggers occurs, one of these occurs too."""
 _TRIGGER_INDEX = {trigger: i for i, trigger in enumerate(_SHORTEST_TRIGGERS)}
+_LONGEST_TRIGGER = max(map(len, _SHORTEST_TRIGGERS))
+_SCAN_CHUNK = 1 << 16
 _RULES_BY_TRIGGER_INDEX = [_RULES_BY_TRIGGER[trigger] for trigger in _SHORTEST_TRIGGERS]
 _TRIGGER_SEARCH = ahocorasick_rs.AhoCorasick(
     _SHORTEST_TRIGGERS,

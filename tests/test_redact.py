@@ -577,7 +577,7 @@ def test_the_trigger_scan_finds_what_the_regex_finds() -> None:
     finds when tried at every position, in order (also with non-ASCII text before
     them: indexes are characters, not UTF-8 bytes), and a text with a lone surrogate,
     which the Rust side cannot take, is scanned by the regex."""
-    from features.redact import _CANDIDATE_RE, _SHORTEST_TRIGGERS, _occurrences
+    from features.redact import _CANDIDATE_RE, _SCAN_CHUNK, _SHORTEST_TRIGGERS, _occurrences
 
     def by_regex(low: str) -> list[tuple[int, int]]:
         out, at = [], 0
@@ -590,7 +590,16 @@ def test_the_trigger_scan_finds_what_the_regex_finds() -> None:
     pieces = [*_SHORTEST_TRIGGERS, "é", "İ", "\u2003", "x", "-", "_", " ", "\ud800", "😀"]
     for _ in range(400):
         low = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 40))).lower()
-        assert _occurrences(low) == by_regex(low), low
+        assert list(_occurrences(low)) == by_regex(low), low
+    # long texts are read in chunks: triggers across and at every chunk boundary
+    for shift in range(-12, 3):
+        low = "".join(
+            "x" * (_SCAN_CHUNK * k + shift - 1) + " --user sk-" for k in (1, 2, 3)
+        ).lower()
+        assert list(_occurrences(low)) == by_regex(low), shift
+    low = "".join(rng.choice(pieces) for _ in range(40_000)).lower()
+    assert len(low) > 2 * _SCAN_CHUNK
+    assert list(_occurrences(low)) == by_regex(low)
 
 
 def test_a_long_text_is_scanned_once_and_tried_only_by_the_rules_its_triggers_name() -> None:
