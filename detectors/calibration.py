@@ -141,8 +141,8 @@ class Calibrated(Detector):
     def state_dict(self) -> dict[str, Any]:
         return self.inner.state_dict()
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.inner.load_state_dict(state)
+    def load_state_dict(self, state: dict[str, Any], *, owned: bool = False) -> None:
+        self.inner.load_state_dict(state, owned=owned)
 
 
 def calibrated(

@@ -190,6 +190,14 @@ DEFAULT_NEUTRAL_HOSTS: tuple[str, ...] = (
 Matched as the host or a parent domain; hosts starting ``docs.``/``doc.`` count too."""
 
 _MAX_WORDS = 1_024
+_MAX_WORD_CHARS = 64
+"""Longer runs of letters are blobs (base64, a key, ``xxd -p`` output), not words a task
+is described in: the goal's and an episode's vocabularies skip them."""
+_MAX_GOAL_WORDS = 256
+_MAX_GOAL_STEMS = 1_024
+"""Goal stems are the prefixes of 5 characters or more of the goal's words (of at most
+:data:`_MAX_WORD_CHARS`), at most 1,024 of them: a goal of one 16 KB word once made
+134 MB of stems, pickled at every commit of its session."""
 _MAX_FILES = 512
 _MAX_HOSTS = 128
 _MAX_REACHED = 512
@@ -329,10 +337,15 @@ class IntentDrift(Detector):
     def _set_goal(self, text: str) -> None:
         """Add the goal's ``text`` (a start step's, or the first user message's) to the
         task: it may arrive after the opening calls have seeded the scope."""
-        words = tokenize(text, drop=CONTENT_DROP)[: 256 - len(self._goal_words)]
+        words = [w for w in tokenize(text, drop=CONTENT_DROP) if len(w) <= _MAX_WORD_CHARS]
+        words = words[: _MAX_GOAL_WORDS - len(self._goal_words)]
         self._goal_words.update(words)
         # stems of the goal's longer words: ``charter`` is about a goal's ``chartered``
-        self._goal_stems.update(w[:n] for w in words for n in range(5, len(w)))
+        # (bounded: every prefix of every word would be quadratic in a word's length)
+        for w in words:
+            if len(self._goal_stems) >= _MAX_GOAL_STEMS:
+                break
+            self._goal_stems.update(w[:n] for n in range(5, len(w)))
         self._goal_refs.update(_REF_RE.findall(text)[:8])
         self._observe(text)
         self._goal = " ".join(text.split())[:100]
@@ -572,7 +585,8 @@ class IntentDrift(Detector):
         if weight >= 1.0 and words and not any(w in self._goal_words for w in words):
             self._ep_foreign = True
         for w in sorted(words)[:16]:  # sorted: the same words whatever the hash seed
-            remember(self._ep_words, w, None, 64)
+            if len(w) <= _MAX_WORD_CHARS:
+                remember(self._ep_words, w, None, 64)
         for label in labels:
             remember(self._ep_labels, label, None, 8)
         if self._injected_from is None and injected is not None:

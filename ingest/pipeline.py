@@ -777,8 +777,8 @@ class Pipeline:
         session.features = state.features
         session.turns = state.turns
         for detector in session.detectors:
-            if detector.name in state.detectors:
-                detector.load_state_dict(state.detectors[detector.name])
+            if detector.name in state.detectors:  # just unpickled: its own
+                detector.load_state_dict(state.detectors[detector.name], owned=True)
         if state.upto is None:  # an older layout: the analysis of every step
             session.checkpoint_due = True
             return session

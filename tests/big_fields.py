@@ -57,13 +57,9 @@ SHAPES: dict[str, Callable[[int], str]] = {
     "quotes_backslashes": lambda n: '\\"' * (n // 2) + " " + SECRET,
     "whitespace": lambda n: " \t\n" * (n // 3) + SECRET,
     "prose": lambda n: "the build failed because the cache was stale; " * (n // 46 + 1) + SECRET,
-}
-
-BENCH_SHAPES: dict[str, Callable[[int], str]] = {
-    **SHAPES,
-    # the benchmark's only: 0.77 s of CPU for 1 MiB on a quiet machine (redaction over
-    # the four fields it fills), too near the test's 1 s bound for a timed test; the
-    # shell parsing it once stalled on is bounded and tested on its own
+    # shell parsing (bounded to features.shell_words.MAX_SHELL_CHARS) and redaction's
+    # passes over every field it fills: 0.77 s for 1 MiB before the trigger scan was
+    # one Aho-Corasick pass and chose the rules to run
     "shell_quoted": lambda n: (
         "curl -d '" + "x" * n + "' https://api.example.com/v1/upload -H 'x-key: " + SECRET + "'"
     ),

@@ -142,10 +142,14 @@ def test_updates_leave_the_shared_parameters_alone() -> None:
         )
 
 
-def test_state_round_trips_and_gives_identical_later_alerts(detector: Detector) -> None:
+@pytest.mark.parametrize("owned", [False, True])
+def test_state_round_trips_and_gives_identical_later_alerts(
+    detector: Detector, owned: bool
+) -> None:
     # Checkpointed at many points (a worker may stop anywhere: while a call awaits its
     # result, inside a loop, after a compaction), restored and fed the rest, a detector
-    # raises exactly what the uninterrupted one raises.
+    # raises exactly what the uninterrupted one raises. ``owned``: as the pipeline
+    # reopens a stored session, the pickled snapshot handed over uncopied.
     steps = long_session(300, seed=3)
     want = feed(detector.clone(), steps)
     live = detector.clone()
@@ -153,7 +157,8 @@ def test_state_round_trips_and_gives_identical_later_alerts(detector: Detector) 
     for cut, step in enumerate(steps):
         if cut % 7 == 3:
             restored = detector.clone()
-            restored.load_state_dict(pickle.loads(pickle.dumps(live.state_dict())))
+            state = live.snapshot() if owned else live.state_dict()
+            restored.load_state_dict(pickle.loads(pickle.dumps(state)), owned=owned)
             assert restored.score == live.score, cut  # the score is part of the state
             assert restored.thresholds == live.thresholds, cut
             from_snapshot = detector.clone()
@@ -319,3 +324,47 @@ def test_real_agents_runs_raise_every_alert_where_the_score_reaches_its_line(
     detectors, sessions, stored = replayed(paths, tmp_path)
     assert len(sessions) >= count
     check_runs(detectors, sessions, stored)
+
+
+def hostile_session(scale: int, seed: int = 0) -> list[Step]:
+    """What the fuzzer sends, as the pipeline hands it to a detector (each field cut to
+    ``features.text.MAX_ANALYSED_CHARS``): long words (a hex dump, one letter repeated,
+    random letters) ``scale`` times 250 or 1,000 characters long, in the goal, the user's
+    later messages, arguments, results and model text, each different."""
+    rng = random.Random(seed)
+
+    def word(n: int) -> str:
+        return "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(n))
+
+    def text() -> str:
+        n = scale * rng.choice((250, 1_000))
+        return " ".join((word(n), rng.randbytes(n // 2).hex(), "x" * n, word(12)))
+
+    s = Session(f"hostile-{seed}", goal=f"Flash {text()} and check it boots")
+    steps = [s.start()]
+    for i in range(40):
+        steps.append(s.model(text=text()))
+        steps += s.tool(
+            rng.choice(("bash", "read_file", "http_get")),
+            {"command": f"curl https://{word(40)}.example/{text()}", "path": f"/{text()}"},
+            ok=rng.random() < 0.7,
+            result=text(),
+        )
+        if i % 10 == 0:  # goal-like user messages arrive again later (Claude Code)
+            steps.append(s.start().with_(step_id=f"{s.session_id}/again-{i}", text=text()))
+    steps.append(s.end())
+    return [analysed_step(step) for step in steps]
+
+
+def test_state_grows_at_most_linearly_with_field_length(detector: Detector) -> None:
+    # The fuzzer's costliest class: a goal holding one 16 KB word gave intent_drift
+    # ~134 MB of goal stems (every prefix of every goal word: quadratic in the word's
+    # length), pickled and compressed at each commit of the session: seconds a step, for
+    # every later step. Fields four times longer may cost a state at most ~4x bigger.
+    sizes = []
+    for scale in (1, 4):
+        live = detector.clone()
+        feed(live, hostile_session(scale))
+        sizes.append(len(pickle.dumps(live.state_dict())))
+    small, big = sizes
+    assert big <= 4.5 * max(small, 2_048), f"{detector.name}: {small} -> {big} bytes of state"
