@@ -15,7 +15,7 @@ traceback beside it; replay one with ``--reproduce FILE``.
 
     .venv/bin/python benchmarks/bench_fuzz.py --seconds 60
     .venv/bin/python benchmarks/bench_fuzz.py --seconds 3600 --seed 7   # the long run
-    .venv/bin/python benchmarks/bench_fuzz.py --recordings DIR ...      # seed files from other folders
+    .venv/bin/python benchmarks/bench_fuzz.py --recordings DIR ...   # seeds from other folders
 
 Targets: 0 crashes, and no input slower than 2 s. On a machine whose CPUs are busy with
 other work an input can wait longer for a CPU than it runs: one over 2 s is timed again on
