@@ -216,6 +216,12 @@ def transcript_drafts(
     """The drafts of a transcript's ``(location, line)`` pairs, in file order, and the
     lines that could not be read as ``(location, reason, line)``."""
     reader = _Reader(inline=_inline_subagents(lines))
+    if not any(_has_session(line) for _, line in lines):
+        # Only the kebab-case claim took these lines (no line names a session): another
+        # tool's records (the Vercel AI SDK's stream parts are `text-delta`, `tool-call`,
+        # ...), not a transcript whose bookkeeping they would be; unread, not dropped.
+        lines, foreign = _split_unclaimed(lines)
+        reader.rejects += [(at, _NOT_A_TRANSCRIPT, line) for at, line in foreign]
     for location, line in lines:
         try:
             _read_line(reader, location, line)
@@ -231,6 +237,34 @@ def transcript_drafts(
         )
         call.draft.step = step
     return reader.drafts, reader.rejects
+
+
+_NOT_A_TRANSCRIPT = (
+    "a record with a kebab-case type but no Claude Code sessionId in its file: not a Claude "
+    "Code transcript line, and no other format reads it"
+)
+
+
+def _has_session(line: Mapping[str, Any]) -> bool:
+    session = line.get("sessionId")
+    return isinstance(session, str) and bool(session)
+
+
+def _split_unclaimed(
+    lines: Sequence[tuple[str, Mapping[str, Any]]],
+) -> tuple[list[tuple[str, Mapping[str, Any]]], list[tuple[str, Mapping[str, Any]]]]:
+    """``lines`` of a file where no line names a session, split into the records that are
+    Claude Code's by their own shape (a ``summary`` with its ``leafUuid``, a
+    ``file-history-snapshot`` with its ``snapshot``) and the rest."""
+    kept: list[tuple[str, Mapping[str, Any]]] = []
+    foreign: list[tuple[str, Mapping[str, Any]]] = []
+    for at, line in lines:
+        kind = line.get("type")
+        own = (kind == "summary" and "leafUuid" in line) or (
+            kind == "file-history-snapshot" and "snapshot" in line
+        )
+        (kept if own else foreign).append((at, line))
+    return kept, foreign
 
 
 def _read_line(reader: _Reader, location: str, line: Mapping[str, Any]) -> None:

@@ -598,3 +598,26 @@ def test_bookkeeping_records_of_newer_releases_are_claimed_and_carry_no_step(
     assert (out["sessions"], out["dead_letters"]) == (1, 0)
     drafts, _ = transcript_drafts([(str(i), x) for i, x in enumerate(t.lines)])
     assert out["steps"] == len({d.natural_key or d.fallback_id for d in drafts})
+
+
+def test_kebab_case_records_of_another_tool_are_dead_letters_not_silence(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The kebab-case claim is for a transcript's bookkeeping: a file where no line names
+    a Claude Code session (here the Vercel AI SDK's stream parts) is not read as one, and
+    each of its records is a dead letter with the reason, not silently nothing."""
+    parts = [
+        {"type": "start-step", "request": {}},
+        {"type": "tool-call", "toolCallId": "c1", "toolName": "bash", "input": {"command": "ls"}},
+        {"type": "tool-result", "toolCallId": "c1", "output": "a b"},
+        {"type": "finish-step", "finishReason": "stop"},
+    ]
+    path = tmp_path / "stream.jsonl"
+    path.write_text("".join(json.dumps(p) + "\n" for p in parts))
+    assert main(["replay", str(path), "--db", f"sqlite:///{tmp_path / 'tw.db'}", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (out["steps"], out["dead_letters"]) == (0, len(parts))
+    assert all("no Claude Code sessionId" in r["reason"] for r in out["dead_letter_reasons"])
+    # a transcript's own summary line is still no dead letter, even alone
+    summary = {"type": "summary", "summary": "Fixing the DST bug", "leafUuid": "u-1"}
+    assert transcript_drafts([("1", summary)]) == ([], [])
