@@ -245,8 +245,6 @@ def transcript_mutated(draw: st.DrawFn) -> tuple[str, list[bytes]]:
     """Up to 30 consecutive lines of a real Claude Code transcript or Codex rollout, one
     or two of them mutated (a value replaced by a hostile one, or bytes), read back as a
     file of the recording's name."""
-    import json
-
     seeds = [seed for seed in _all_seeds() if seed.kind.startswith(FILE)]
     seed = draw(st.sampled_from(seeds))
     start = draw(st.integers(0, len(seed.records) - 1))
@@ -254,14 +252,23 @@ def transcript_mutated(draw: st.DrawFn) -> tuple[str, list[bytes]]:
     rng = random.Random(draw(st.integers(0, 2**32)))
     for _ in range(draw(st.integers(1, 2))):
         at = draw(st.integers(0, len(records) - 1))
-        if draw(st.booleans()):
-            doc = json.loads(records[at])
+        if draw(st.booleans()) and (doc := _json_or_none(records[at])) is not None:
+            # (a line the first round byte-mutated is no JSON any more: mutate its bytes)
             paths = paths_of(doc)
             path = paths[draw(st.integers(0, len(paths) - 1))]
             records[at] = dump_json(replace_at(doc, path, draw(hostile)))
         else:
             records[at] = mutate_bytes(rng, records[at], rng.choice(seed.records))
     return seed.kind, records
+
+
+def _json_or_none(record: bytes) -> object:
+    import json
+
+    try:
+        return json.loads(record)
+    except ValueError:  # JSONDecodeError, UnicodeDecodeError
+        return None
 
 
 @pytest.mark.skipif(
