@@ -286,9 +286,9 @@ def _read_line(reader: _Reader, location: str, line: Mapping[str, Any]) -> None:
         line, kind = nested, nested["type"]
     if not isinstance(kind, str) or kind not in _CONVERSATION:
         return  # titles, snapshots, hooks: no step
-    session = line.get("sessionId")
-    if not isinstance(session, str) or not session:
+    if not _has_session(line):
         raise DecodeError("sessionId: a non-empty string is required")
+    session: str = line["sessionId"]
     uuid = line.get("uuid")
     if not isinstance(uuid, str) or not uuid:
         raise DecodeError("uuid: a non-empty string is required")
