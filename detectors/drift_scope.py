@@ -11,7 +11,9 @@ repositories and words on-task work reached, the goal's words, what results name
   repositories that are tooling or the task's own;
 - :func:`known`, :func:`on_topic`, :func:`from_result` — the words of a call against
   the goal, the scope and the recent results (where words new to the task came from);
-- :func:`remember` — the bounded, insertion-ordered tables all of them are kept in.
+- :func:`remember` — the bounded, insertion-ordered tables all of them are kept in;
+- :func:`goal_words`, :func:`start_anchor` — what the scope starts from: the goal's
+  words, the start step's workspace and repository; :data:`DEFAULT_NEUTRAL_HOSTS`.
 
 No state of their own, no I/O, no clock.
 """
@@ -25,8 +27,10 @@ from typing import Any
 from features.text_vectors import CONTENT_DROP, directory_of, tokenize
 
 __all__ = [
+    "DEFAULT_NEUTRAL_HOSTS",
     "file_reached",
     "from_result",
+    "goal_words",
     "inherited",
     "inside",
     "known",
@@ -36,7 +40,36 @@ __all__ = [
     "relative",
     "remember",
     "repo_known",
+    "start_anchor",
 ]
+
+DEFAULT_NEUTRAL_HOSTS: tuple[str, ...] = (
+    "pypi.org",
+    "files.pythonhosted.org",
+    "registry.npmjs.org",
+    "npmjs.com",
+    "crates.io",
+    "docs.rs",
+    "pkg.go.dev",
+    "proxy.golang.org",
+    "go.dev",
+    "rubygems.org",
+    "repo.maven.apache.org",
+    "nuget.org",
+    "docs.python.org",
+    "developer.mozilla.org",
+    "doc.rust-lang.org",
+    "typescriptlang.org",
+    "nodejs.org",
+    "readthedocs.io",
+    "readthedocs.org",
+)
+"""Package registries and language docs: tooling every task may use, never drift.
+Matched as the host or a parent domain; hosts starting ``docs.``/``doc.`` count too."""
+
+MAX_WORD_CHARS = 64
+"""Longer runs of letters are blobs (base64, a key, ``xxd -p`` output), not words a task
+is described in: the goal's and an episode's vocabularies skip them."""
 
 _TEST_RE = re.compile(
     r"(?:^|/)(?:tests?|specs?|__tests__|testdata)/|(?:^|/)test_|_test\.|\.(?:test|spec)\."
@@ -244,3 +277,41 @@ def from_result(
         if newest is None and sum(1 for p in patterns if p.search(text)) >= need:
             newest = seq
     return None if newest is None else (newest, False)
+
+
+def goal_words(text: str, room: int) -> list[str]:
+    """The content words of a goal's ``text`` (of at most :data:`MAX_WORD_CHARS`), in
+    order, at most ``room`` of them.
+
+    >>> goal_words("Fix the date parser in src/dates/parse.py", 3)
+    ['date', 'parser', 'date']
+    """
+    words = [w for w in tokenize(text, drop=CONTENT_DROP) if len(w) <= MAX_WORD_CHARS]
+    return words[:room]
+
+
+def start_anchor(detail: Mapping[str, Any]) -> tuple[str | None, str | None, str | None, str]:
+    """(workspace, its directory name, the repository's host, the repository as
+    ``owner/name``) a start step's ``detail`` names; the repository's name stands in
+    for the last field's name part when it names no owner, "" when no repository.
+
+    >>> start_anchor({"workspace": "/w/dates/", "repository": "https://github.com/Acme/Dates.git"})
+    ('/w/dates', 'dates', 'github.com', 'acme/dates')
+    >>> start_anchor({"repository": "dates"})
+    (None, None, None, 'dates')
+    """
+    workspace = name = host = None
+    ws = detail.get("workspace")
+    if isinstance(ws, str) and ws.startswith("/"):
+        workspace = ws.rstrip("/")
+        name = workspace.rsplit("/", 1)[-1].lower()
+    repo = detail.get("repository")
+    task_repo = ""
+    if isinstance(repo, str) and repo:
+        parts = [p for p in repo.split("://", 1)[-1].split("/") if p]
+        if "://" in repo and parts:
+            host = parts[0].lower()
+            parts = parts[1:]
+        if parts:
+            task_repo = "/".join(p.lower() for p in parts[-2:]).removesuffix(".git")
+    return workspace, name, host, task_repo

@@ -10,6 +10,22 @@ the session's ledger.
   the session start, the goal, the issues it names, the remotes and the workspace show.
 - :func:`bug_words`, :func:`carried`, :func:`contains`, :func:`local`, :func:`short`.
 
+The classes :func:`classify` tells apart (host lists are the detector's parameters):
+
+- **answer key** (critical, kill): dataset pages of benchmark hosts
+  (``answer_key_prefixes``: huggingface.co/datasets, kaggle competitions/datasets, …)
+  naming a known benchmark (``benchmark_names``) or reached after a search for a
+  benchmark's answers; warn when a dataset host is reached without either but after
+  such a search named its terms elsewhere.
+- **grader** (critical, kill): a data-carrying request (POST/PUT/PATCH, upload) to a
+  host or path whose words include grade/eval/score/submit/leaderboard/judge/answer,
+  or to a URL a tool result presented as a grader (``GRADER_URL=…``).
+- **paste / exfiltration sink** (critical, kill): a data-carrying request to
+  ``sink_hosts`` (pastebin.com, transfer.sh, webhook.site, requestbin, ngrok, …),
+  unless the session policy explicitly allows that host.
+- **weak** (warn, notify): after a search for a benchmark's answers, a non-allowed URL
+  whose host or path names that benchmark.
+
 No state, no I/O, no clock: the detector holds the ledger and raises the alerts.
 """
 
