@@ -54,13 +54,13 @@ from features.policy_format import (
     joined_screen,
     policy_arguments,
 )
+from features.step_features import features_of
 from features.tool_view import (
     DEFAULT_APPROVAL_RE,
     ToolView,
     approval_answer,
     is_scratch,
     normalise_path,
-    view_of_call,
 )
 from models.records import Step, StepKind
 
@@ -176,8 +176,8 @@ class Policy:
     _write_res: tuple[re.Pattern[str], ...] = ()
     # Derived in __post_init__, not compared: the budget limits set (index in BUDGET_KEYS,
     # key, limit), one regex screening all text rules at once (see joined_screen), the names of
-    # the approval rules, and memos of what this policy says about a tool call and a host
-    # (see _call_rules, _host_verdict).
+    # the approval rules, and a memo of what this policy says about a host (see
+    # _host_verdict; what it says about a tool call is kept on the call's features).
     _limits: tuple[tuple[int, str, float], ...] = field(
         default=(), init=False, compare=False, repr=False
     )
@@ -185,9 +185,6 @@ class Policy:
         default=None, init=False, compare=False, repr=False
     )
     _approval_rules: tuple[str, ...] = field(default=(), init=False, compare=False, repr=False)
-    _calls: _Memo[tuple[str, str | None, str | None], _CallRules] = field(
-        default_factory=lambda: _Memo(), init=False, compare=False, repr=False
-    )
     _hosts: _Memo[str, tuple[str | None, bool] | None] = field(
         default_factory=lambda: _Memo(), init=False, compare=False, repr=False
     )
@@ -275,12 +272,9 @@ class Policy:
     def _tool_call(self, step: Step, h: PolicyState) -> tuple[list[Violation], list[str]]:
         h.tool_calls += 1
         h.ensure(self)
-        tool, arguments = step.tool or "", step.arguments
-        rules = self._calls.get((tool, arguments, h.workspace))
-        if rules is None:
-            rules = self._rules_of(tool, arguments, h.workspace)
+        rules = self._rules_of(step, h.workspace)
         if rules.view.approval_request:
-            request = (arguments or "")[:500]
+            request = (step.arguments or "")[:500]
             h.approval_request = request
             h.request_call_id = step.call_id
             h.request_named = tuple(
@@ -364,22 +358,22 @@ class Policy:
         out.extend(self._budget(step, h))
         return out, honoured
 
-    def _rules_of(self, tool: str, arguments: str | None, workspace: str | None) -> _CallRules:
-        # Both policy detectors check every call against the same (shared, compiled)
-        # policy, and loops repeat calls: what the rules say about a call depends only on
-        # this policy and the three strings of the key, so it is worked out once.
-        # (_tool_call looks the memo up itself first: this is the hot path.)
-        key = (tool, arguments, workspace)
-        rules = self._calls.get(key)
-        if rules is None:
-            rules = self._calls.put(key, self._call_rules(tool, arguments, workspace))
-        return rules
+    def _rules_of(self, step: Step, workspace: str | None) -> _CallRules:
+        """:meth:`_call_rules` of a call, worked out once per step and policy: both policy
+        detectors check every call against the same (shared, compiled) policy, and read
+        it through the step's features, which keep it for the second."""
+        features = features_of(step)
+        return features.derived(
+            self,
+            workspace,
+            lambda: self._call_rules(features.view_for(self.approval_tools), workspace),
+        )
 
-    def _call_rules(self, tool: str, arguments: str | None, workspace: str | None) -> _CallRules:
-        """What this policy says about one tool call whatever the session did before it:
-        the prohibitions it breaks (in the order reported) or honours, whether it edits,
-        and which history-dependent rules (require_before, approvals) it triggers."""
-        view = view_of_call(tool, arguments, self.approval_tools)
+    def _call_rules(self, view: ToolView, workspace: str | None) -> _CallRules:
+        """What this policy says about one tool call (its ``view``) whatever the session
+        did before it: the prohibitions it breaks (in the order reported) or honours,
+        whether it edits, and which history-dependent rules (require_before, approvals)
+        it triggers."""
         if view.approval_request:
             return _CallRules(view, (), (), False, (), (), ())
         out: list[tuple[str, str, str]] = []

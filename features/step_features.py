@@ -29,7 +29,8 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Hashable, Mapping
 from functools import lru_cache
 from typing import Any, TypeVar
 
@@ -54,8 +55,8 @@ from features.text_vectors import (
     step_terms,
     text_vector,
 )
-from features.tool_view import ToolView, tool_view
-from models.records import Step, step_copier
+from features.tool_view import DEFAULT_APPROVAL_RE, ToolView, approval_view, parsed_view
+from models.records import Step, StepKind, step_copier
 
 __all__ = ["AnalysedStep", "StepFeatures", "analysed_view", "features_of"]
 
@@ -64,6 +65,8 @@ _LAZY = (
     "_terms",
     "_vector",
     "_view",
+    "_parsed",
+    "_derived",
     "_call",
     "_targets",
     "_recipients",
@@ -96,6 +99,8 @@ class StepFeatures:
     _terms: StepTerms
     _vector: Mapping[int, float]
     _view: ToolView | None
+    _parsed: ToolView
+    _derived: tuple[object, Hashable, Any]
     _call: CallFacts
     _targets: set[str]
     _recipients: tuple[tuple[str, str], ...]
@@ -157,11 +162,38 @@ class StepFeatures:
 
     @property
     def view(self) -> ToolView | None:
-        """The tool view (:func:`tool_view`, the default approval tools); None for a step
-        that is not a tool call."""
+        """The tool view (:func:`features.tool_view.tool_view`, the default approval
+        tools); None for a step that is not a tool call."""
         if self._view is not _UNSET:
             return self._view
-        return _keep(self, "_view", tool_view(self.step))
+        step = self.step
+        view = self.view_for(DEFAULT_APPROVAL_RE) if step.kind == StepKind.TOOL_CALL else None
+        return _keep(self, "_view", view)
+
+    def view_for(self, approval_tools: re.Pattern[str]) -> ToolView:
+        """The call's view with ``approval_tools`` naming the tools that ask a human (a
+        policy's own): :func:`features.tool_view.view_of_call`, the parsed part worked
+        out once whatever the regex."""
+        tool = self.step.tool or ""
+        asks = approval_view(tool, approval_tools)
+        if asks is not None:
+            return asks
+        if self._parsed is not _UNSET:
+            return self._parsed
+        return _keep(self, "_parsed", parsed_view(tool, self.step.arguments))
+
+    def derived(self, owner: object, key: Hashable, compute: Callable[[], _T]) -> _T:
+        """What ``owner`` (a policy) derives from this step under ``key`` (e.g. the
+        session's workspace): ``compute()`` on the first ask, then kept for every later
+        reader that asks with the same owner (by identity) and key - the policy
+        detectors check each call against one shared policy. One value is kept: the
+        last asked."""
+        kept = self._derived
+        if kept is not _UNSET and kept[0] is owner and kept[1] == key:
+            return kept[2]  # type: ignore[no-any-return]
+        value = compute()
+        _keep(self, "_derived", (owner, key, value))
+        return value
 
     @property
     def call(self) -> CallFacts:

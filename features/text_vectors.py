@@ -630,14 +630,15 @@ def _repo_of(url: str, host: str | None) -> str | None:
     return f"{host.removeprefix('www.')}/{parts[0].lower()}/{name.lower()}"
 
 
-def _url_words(url: str) -> list[str]:
-    """Content words of a URL: its path and query. The host is a scope term (``hosts``),
-    not topic: a known site with a new page is judged by the page, not by the site."""
+def _url_text(url: str) -> str:
+    """The part of a URL its content words come from: its path and query. The host is a
+    scope term (``hosts``), not topic: a known site with a new page is judged by the
+    page, not by the site."""
     try:
         parts = urlsplit(url)
     except ValueError:
-        return tokenize(url, drop=_DROP)
-    return tokenize(f"{parts.path} {parts.query}", drop=_DROP)
+        return url
+    return f"{parts.path} {parts.query}"
 
 
 _DROP = CONTENT_DROP = STOP_WORDS | TOOLING_WORDS
@@ -656,10 +657,11 @@ def step_terms(step: Step, *, with_result: bool = False, result_chars: int = 1_0
     >>> t = step_terms(call); t.repos, t.hosts, t.paths
     (('github.com/o/r',), ('github.com',), ('/tmp/r',))
     """
-    # ~20 µs a step, and a pure function of a few fields: the trajectory features and
-    # intent_drift both read every tool call, and loops and retries repeat the same call
-    # (899 distinct argument/text pairs among the fixtures' 2,254 calls). So it is
-    # memoised on exactly what it reads (the egress targets as an exact frozen copy,
+    # ~20 µs a step, and a pure function of a few fields: a step's readers share its
+    # features (features.step_features), but loops, retries and a fleet's sessions repeat
+    # the same call across steps (899 distinct argument/text pairs among the fixtures'
+    # 2,254 calls; on AgentDojo's runs 88% of these reads repeat an earlier call, on
+    # TRAIL's 15%). So it is memoised on exactly what it reads (the egress targets as an exact frozen copy,
     # features.frozen), bounded in entries and size; StepTerms is frozen, so sharing it
     # is safe. Anything bigger or not plain data is computed uncached.
     text = step.text[:_MAX_STRING] if step.text and step.kind != StepKind.TOOL_RESULT else None
@@ -712,7 +714,10 @@ def _step_terms(
     repos: dict[str, None] = {}
     urls: dict[str, None] = {}
     package: dict[str, None] = {}
-    words: list[str] = []
+    # The words come from one tokenize pass over the pieces joined by spaces: a word is
+    # an alphanumeric run, so no run spans two pieces and the words are those of each
+    # piece in turn (URL paths and queries, and the text around them, string by string).
+    pieces: list[str] = []
     for s in strings:
         rest = s
         # a URL holds ``://`` (or, scp-like, an ``@``): most strings have neither
@@ -725,14 +730,15 @@ def _step_terms(
             repo = _repo_of(url, host)
             if repo:
                 repos[repo] = None
-            words += _url_words(url)
+            pieces.append(_url_text(url))
             rest = rest.replace(m.group(0), " ")
         for p in _path_matches(rest):
             if p.startswith("./"):
                 p = p[2:]
             if p and p not in ("/", "~/", "../") and not p.startswith("//"):
                 paths[p.rstrip("/") or p] = None
-        words += tokenize(rest, drop=_DROP)
+        pieces.append(rest)
+    words = tokenize(" ".join(pieces), drop=_DROP)
     for target in egress:
         if not isinstance(target, Mapping) or not target.get("host"):
             continue

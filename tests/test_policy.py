@@ -13,6 +13,7 @@ import pytest
 from detectors.testing import Session
 from features.policy import Policy, PolicyState
 from features.policy_format import joined_screen
+from features.step_features import analysed_view, features_of
 from models.records import Step
 
 POLICIES = Path(__file__).resolve().parents[1] / "fixtures" / "policies"
@@ -254,7 +255,21 @@ def test_policy_memos_are_not_state() -> None:
         steps += s.tool("web_fetch", {"url": "https://pastebin.com/raw/x"})
     first, again = run(p, steps), run(p, steps)  # again: every call from the memo
     assert first == again and len(first) > 2
-    assert len(p._calls) > 0
+    assert len(p._hosts) > 0
     copy = pickle.loads(pickle.dumps(p))
-    assert copy == p == load("coding-strict-v1") and len(copy._calls) == 0
+    assert copy == p == load("coding-strict-v1") and len(copy._hosts) == 0
     assert run(copy, steps) == first
+
+
+def test_a_call_is_judged_once_per_step_and_policy() -> None:
+    # both policy detectors check a call against one shared policy: the second reads what
+    # the first worked out, kept on the step's features; another policy works it out anew
+    p, other = load("coding-strict-v1"), load("coding-strict-v1")
+    call, _ = Session(policy_id="coding-strict-v1").tool("bash", {"command": "git push"})
+    view = analysed_view(call)
+    rules = p._rules_of(view, "/w")
+    assert p._rules_of(view, "/w") is rules
+    assert other._rules_of(view, "/w") is not rules
+    assert other._rules_of(view, "/w") == rules
+    assert p._rules_of(view, "/elsewhere") is not rules
+    assert rules.view is features_of(view).view_for(p.approval_tools)
