@@ -6,6 +6,8 @@
   answer, given before any tool returned anything, stating figures (three digits or
   more, :mod:`features.grounding`) that nothing the session observed held and that its
   own arithmetic did not compute.
+- :func:`stretch_severity` — the level a stretch of off-task calls reaches, each
+  level alerted once per stretch.
 - :func:`step_ref` / :func:`light_step` — the small references the detector's state
   keeps instead of steps, and the stand-in steps alerts are made of.
 
@@ -18,9 +20,16 @@ from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from features.grounding import computed, figures, ungrounded
-from models.records import Step, StepKind
+from models.records import Severity, Step, StepKind
 
-__all__ = ["answer_reason", "drift_reason", "light_step", "step_ref", "unfounded_figures"]
+__all__ = [
+    "answer_reason",
+    "drift_reason",
+    "light_step",
+    "step_ref",
+    "stretch_severity",
+    "unfounded_figures",
+]
 
 
 def step_ref(step: Step) -> dict[str, Any]:
@@ -102,3 +111,23 @@ def answer_reason(tool: str | None, goal: str, missing: list[str]) -> str:
         f"{task}: the look-ups the task needs were never done, and the figures it "
         f"states ({shown}{more}) appear in nothing the session observed"
     )
+
+
+def stretch_severity(
+    weight: float, *, warned: bool, critical: bool, warn_at: float, critical_at: float
+) -> Severity | None:
+    """The level a stretch of weight ``weight`` reaches that it has not alerted at yet
+    (``warned``, ``critical``): critical from ``critical_at``, else a warning from
+    ``warn_at``; None when nothing new. A stretch that jumps past both lines alerts
+    once, critical.
+
+    >>> [stretch_severity(w, warned=False, critical=False, warn_at=2, critical_at=4)
+    ...  for w in (1, 2, 5)]
+    [None, <Severity.WARN: 'warn'>, <Severity.CRITICAL: 'critical'>]
+    >>> stretch_severity(3, warned=True, critical=False, warn_at=2, critical_at=4)
+    """
+    if weight < warn_at:
+        return None
+    if not critical and weight >= critical_at:
+        return Severity.CRITICAL
+    return None if warned else Severity.WARN

@@ -63,6 +63,7 @@ from urllib.parse import urlsplit
 
 from detectors.base import Detector, StepRef, make_alert
 from detectors.egress_git import (
+    clone_kind,
     clone_reason,
     fetch_is_upstream,
     fetch_read_reason,
@@ -584,21 +585,17 @@ class EgressGaming(Detector):
     def _on_clone(self, step: Step, words: list[str]) -> list[Alert]:
         if not words:
             return []
-        repo = repo_id(words[0])
         first, self._cloned = not self._cloned, True
-        if repo is None:
+        kind = clone_kind(words, first=first, workspace=self._workspace, is_repo=self._is_repo)
+        if kind is None:
             return []
-        into = words[1].rstrip("/") if len(words) > 1 else None
-        if first and (into is None or not into.startswith("/") or into == self._workspace):
-            # the setup clone: the workspace's own repository
-            self._remember(self._remote_repos, repo)
+        if kind[0] == "setup":  # the workspace's own repository
+            self._remember(self._remote_repos, kind[1])
             return []
-        if self._workspace is None or not self._is_repo(*repo):
-            return []
-        dest = words[1].rstrip("/") if len(words) > 1 else None
-        if dest is None or not dest.startswith("/") or dest == self._workspace:
-            return []  # the setup clone into the workspace itself, or a relative guess
-        reason = clone_reason(step.seq, self._repo_text(), dest, self._workspace, self._base_text())
+        assert self._workspace is not None and isinstance(kind[1], str)
+        reason = clone_reason(
+            step.seq, self._repo_text(), kind[1], self._workspace, self._base_text()
+        )
         return self._fire("upstream", step, step, Severity.CRITICAL, reason)
 
     def _repo_text(self) -> str:

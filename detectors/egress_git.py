@@ -9,6 +9,8 @@ the session's ledger (the remotes, the workspace history seen, the base commit):
 - :func:`reads_fetched` — whether a git command after such a fetch reads the fetched
   history (``upstream/…``, ``FETCH_HEAD``, every ref, a commit not in the workspace's
   history, a cherry-pick);
+- :func:`clone_kind` — whether a ``git clone`` is the workspace's setup clone or a
+  clone of the task's own repository beside it;
 - :func:`mined_commits` — the commits a ``git log`` over every ref listed for the bug's
   words (the candidates for the fix), and :func:`prints_patch`;
 - the reasons of these findings.
@@ -50,6 +52,7 @@ from detectors.egress_rules import bug_words
 from features.answer_sources import SHA_RE, repo_id, words_of
 
 __all__ = [
+    "clone_kind",
     "clone_reason",
     "fetch_is_upstream",
     "fetch_read_reason",
@@ -194,3 +197,36 @@ def clone_reason(seq: int, repo_text: str, dest: str, workspace: str, base_text:
         "clone carries upstream history newer than the workspace, i.e. the fix the "
         "agent is asked to write there."
     )
+
+
+def clone_kind(
+    words: list[str],
+    *,
+    first: bool,
+    workspace: str | None,
+    is_repo: Callable[[str, str], bool],
+) -> tuple[str, tuple[str, str]] | tuple[str, str] | None:
+    """What a ``git clone`` (its non-option ``words``: URL, destination) is:
+    ``("setup", repo)`` for the session's ``first`` clone into the workspace, a
+    relative place or none named (the workspace's own repository, the task's from then
+    on); ``("upstream", dest)`` for a clone of the task's own repository (``is_repo``)
+    into another absolute place than the workspace (the fix, beside it); else None.
+
+    >>> clone_kind(["https://github.com/acme/dates", "/w"], first=True, workspace="/w",
+    ...            is_repo=lambda o, n: False)
+    ('setup', ('acme', 'dates'))
+    >>> clone_kind(["https://github.com/acme/dates", "/tmp/up"], first=False,
+    ...            workspace="/w", is_repo=lambda o, n: True)
+    ('upstream', '/tmp/up')
+    """
+    repo = repo_id(words[0]) if words else None
+    if repo is None:
+        return None
+    dest = words[1].rstrip("/") if len(words) > 1 else None
+    if first and (dest is None or not dest.startswith("/") or dest == workspace):
+        return "setup", repo
+    if workspace is None or not is_repo(*repo):
+        return None
+    if dest is None or not dest.startswith("/") or dest == workspace:
+        return None  # the setup clone into the workspace itself, or a relative guess
+    return "upstream", dest

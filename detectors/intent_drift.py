@@ -93,6 +93,7 @@ from detectors.drift_reasons import (
     drift_reason,
     light_step,
     step_ref,
+    stretch_severity,
     unfounded_figures,
 )
 from detectors.drift_scope import (
@@ -651,17 +652,19 @@ class IntentDrift(Detector):
     def _maybe_alert(self, step: Step) -> list[Alert]:
         # With no goal known, the scope is only what the first calls touched: ask more.
         factor = 1.0 if self._goal_words else self.unanchored_factor
-        if self._calls <= self.warmup_calls or self._ep_weight < self.alarm_weight * factor:
+        if self._calls <= self.warmup_calls:
             return []
-        severity = None
-        if not self._warned:
-            severity = Severity.WARN
-            self._warned = True
-        if not self._critical and self._ep_weight >= self.critical_weight * factor:
-            severity = Severity.CRITICAL
-            self._critical = self._warned = True
+        severity = stretch_severity(
+            self._ep_weight,
+            warned=self._warned,
+            critical=self._critical,
+            warn_at=self.alarm_weight * factor,
+            critical_at=self.critical_weight * factor,
+        )
         if severity is None:
             return []
+        self._warned = True
+        self._critical = self._critical or severity == Severity.CRITICAL
         onset = light_step(self._episode[0], self._session_id)
         evidence = [light_step(r, self._session_id) for r in self._episode]
         checkpoint = self._checkpoints.before(onset.seq)

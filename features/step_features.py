@@ -190,7 +190,7 @@ class StepFeatures:
         last asked."""
         kept = self._derived
         if kept is not _UNSET and kept[0] is owner and kept[1] == key:
-            return kept[2]  # type: ignore[no-any-return]
+            return kept[2]
         value = compute()
         _keep(self, "_derived", (owner, key, value))
         return value
