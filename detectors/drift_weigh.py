@@ -79,11 +79,13 @@ MAX_READS = 32
 
 __all__ = [
     "NEUTRAL",
+    "authored_words",
     "clone_weight",
     "edit_about_task",
     "followed_weight",
     "hosts_weight",
     "paths_weight",
+    "query_hits",
     "query_weight",
 ]
 
@@ -336,3 +338,46 @@ def query_weight(
     if source is not None:
         return 1.0, source[0]
     return 0.5, None
+
+
+def authored_words(
+    authored: tuple[str, str] | None,
+    *,
+    on_topic: Callable[[set[str]], bool],
+    from_result: Callable[[set[str]], object],
+) -> set[str] | None:
+    """The words to judge a call by when it writes prose of the agent's own into a
+    target (``authored``: :attr:`features.step_features.StepFeatures.authored`, the
+    prose and the other arguments): the other arguments' words, when the prose is off
+    topic and no recent result holds it (``from_result`` is None) - the prose is then
+    the work product, not a topic pursued; None (judge the call's own words) otherwise:
+    a result's words written out (an instruction obeyed, data passed on) are judged as
+    ever.
+
+    >>> authored_words(("tulips and bulbs for spring", "notes.md"),
+    ...                on_topic=lambda w: False, from_result=lambda w: None)
+    {'note'}
+    """
+    if authored is None:
+        return None
+    payload = set(tokenize(authored[0], drop=CONTENT_DROP))
+    if on_topic(payload) or from_result(payload) is not None:
+        return None
+    return set(tokenize(authored[1], drop=CONTENT_DROP))
+
+
+def query_hits(
+    query: bool, weight: float, instructs: bool, pages: Collection[str], paths: Collection[str]
+) -> str:
+    """The links of an on-task query's list of hits (at least two, in a result that does
+    not address the agent), lower-cased, joined: what :func:`detectors.drift_scope.
+    from_result` counts as asked for; "" for any other result.
+
+    >>> query_hits(True, 0.0, False, ["a.org/X"], ["src/y.py"])
+    'a.org/x src/y.py'
+    >>> query_hits(True, 0.5, False, ["a.org/X"], ["src/y.py"])
+    ''
+    """
+    if query and weight <= 0.0 and not instructs and len(pages) + len(paths) >= 2:
+        return " ".join((*pages, *paths)).lower()
+    return ""

@@ -114,10 +114,12 @@ from detectors.drift_scope import (
 from detectors.drift_weigh import (
     MAX_FILES,
     NEUTRAL,
+    authored_words,
     clone_weight,
     followed_weight,
     hosts_weight,
     paths_weight,
+    query_hits,
     query_weight,
 )
 from detectors.registry import register
@@ -459,9 +461,7 @@ class IntentDrift(Detector):
                 rel = self._rel(p)
                 if not p.startswith("/") and rel not in own:
                     remember(self._files, rel, None, _MAX_FILES)
-        hits = ""  # an on-task query's list of hits: the links it answered with
-        if query and weight <= 0.0 and not instructs and len(pages) + len(paths) >= 2:
-            hits = " ".join((*pages, *paths)).lower()
+        hits = query_hits(query, weight, instructs, pages, paths)
         self._results.append((step.result[: self.result_chars].lower(), step.seq, weight, hits))
 
     def _on_call(self, step: Step) -> list[Alert]:
@@ -592,16 +592,14 @@ class IntentDrift(Detector):
         weight, judged = max(weight, by_paths), judged or paths_judged
         labels += path_labels
         if not (terms.paths or terms.hosts or terms.repos):
-            authored = features.authored
-            if authored is not None:
-                payload = set(tokenize(authored[0], drop=CONTENT_DROP))
-                if not self._on_topic(payload) and self._from_result(payload) is None:
-                    # prose the agent wrote itself (no recent result holds it) into a
-                    # target: its words are the work product, not a topic pursued; the
-                    # call is judged by what it writes to (a result's words written out
-                    # - an instruction obeyed, data passed on - are judged as ever)
-                    words = set(tokenize(authored[1], drop=CONTENT_DROP))
-                    on_topic = self._on_topic(words) or self._tool_on_topic(features)
+            # prose of the agent's own written into a target is the work product: the
+            # call is judged by what it writes to
+            own = authored_words(
+                features.authored, on_topic=self._on_topic, from_result=self._from_result
+            )
+            if own is not None:
+                words = own
+                on_topic = self._on_topic(words) or self._tool_on_topic(features)
             if len(words) < self.min_words:
                 return NEUTRAL, [], None, None
             judged = True
