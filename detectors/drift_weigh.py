@@ -54,9 +54,10 @@ by its other arguments (asked to suggest activities and add them to a file, the 
 suggestions are off the goal's words but not off task). Prose that a result's text
 fills (an instruction obeyed, data passed on) is judged by its words as ever.
 
-The weight of a call is the largest its parts give (:func:`clone_weight`,
-:func:`hosts_weight`, :func:`paths_weight`, :func:`query_weight`). Each function reads
-only its arguments (the detector's tables, passed in) and has no state of its own, no
+The weight of a call (:func:`weigh_call`) is the largest its parts give
+(:func:`clone_weight`, :func:`hosts_weight`, :func:`paths_weight`,
+:func:`query_weight`). Each function reads only its arguments (the detector's tables,
+passed in as a :class:`Scope` and a :class:`Stretch`) and has no state of its own, no
 I/O, no clock; :func:`paths_weight` alone also extends two of the tables it is given
 (what was read, what is within reach), as it walks: a later path of the same call sees
 what an earlier one added.
@@ -65,28 +66,30 @@ what an earlier one added.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
-from detectors.drift_reasons import step_ref
-from detectors.drift_scope import file_reached, inherited, inside, relative, remember
-from features.text_vectors import CONTENT_DROP, directory_of, page_key, tokenize
+from detectors.drift_places import hosts_weight, paths_weight
+from detectors.drift_scope import (
+    from_result,
+    names_task_repo,
+    neutral_host,
+    on_topic,
+    repo_known,
+)
+from features.step_features import StepFeatures
+from features.text_vectors import CONTENT_DROP, page_key, tokenize
 from models.records import Step
-
-MAX_FILES = 512
-"""Files in reach for edits the detector keeps."""
-MAX_READS = 32
-"""Recent reads (path -> the read step) the detector keeps."""
 
 __all__ = [
     "NEUTRAL",
+    "Scope",
+    "Stretch",
     "authored_words",
     "clone_weight",
-    "edit_about_task",
     "followed_weight",
-    "hosts_weight",
-    "paths_weight",
     "query_hits",
     "query_weight",
+    "weigh_call",
 ]
 
 NEUTRAL = -1.0
@@ -141,175 +144,6 @@ def clone_weight(
             weight = 2.0
             labels.append(r)
     return weight, labels, judged
-
-
-def hosts_weight(
-    hosts: Iterable[str],
-    words: Collection[str],
-    *,
-    neutral: Callable[[str], bool],
-    own_repo: bool,
-    scope_hosts: Collection[str],
-    scope_words: Collection[str],
-    goal_words: Collection[str],
-    stretch: bool,
-    stretch_words: Collection[str],
-    stretch_max: float,
-    followed: float,
-    contacted: Collection[str],
-    reached: Mapping[str, float],
-    sends: bool,
-    on_topic: bool,
-    last_weight: float,
-    last_blind: bool,
-) -> tuple[float, list[str], bool]:
-    """(weight, labels, judged) of the hosts a call contacts.
-
-    Neutral: registry/docs hosts, any host of a call naming the task's repository
-    (``own_repo``), a host contacted before. In scope: on task, unless the call's new
-    words continue the current ``stretch`` (its weight) or it follows a hit of a foreign
-    stretch (``followed``). A host a result named (``reached``) carries that result's
-    call weight, except for a data-carrying request (``sends``: egress_gaming's). A host
-    from nowhere: the last call's weight when its result was invisible, else 0.5 for an
-    on-topic or sending call, 1 otherwise.
-
-    >>> kw = dict(neutral=lambda h: False, own_repo=False, scope_hosts=(), scope_words=(),
-    ...           goal_words=(), stretch=False, stretch_words=(), stretch_max=0.0,
-    ...           followed=0.0, contacted=(), reached={}, sends=False, on_topic=False,
-    ...           last_weight=0.0, last_blind=False)
-    >>> hosts_weight(["evil.example"], {"tulip"}, **kw)
-    (1.0, ['evil.example'], True)
-    >>> hosts_weight(["evil.example"], {"tulip"}, **{**kw, "contacted": {"evil.example"}})
-    (0.0, [], False)
-    """
-    weight, labels, judged = 0.0, [], False
-    for h in hosts:
-        if neutral(h) or own_repo:
-            continue
-        if h in scope_hosts:
-            judged = True
-            novel = [w for w in words if w not in scope_words and w not in goal_words]
-            if stretch and novel and all(w in stretch_words for w in novel):
-                weight = max(weight, stretch_max)  # a page that continues the stretch
-            weight = max(weight, followed)
-            continue
-        if h in contacted:
-            continue  # repeated contact (polling) is neutral
-        judged = True
-        via = reached.get(h)
-        if via is not None:
-            if sends:
-                continue  # data to an address a result named: egress_gaming's
-            if max(via, followed) > 0:
-                weight = max(weight, via, followed)
-                labels.append(h)
-            continue
-        # a result not visible: taken as reached from the call before (its weight)
-        via = last_weight if last_blind else 0.5 if on_topic or sends else 1.0
-        if via:
-            weight = max(weight, via)
-            labels.append(h)
-    return weight, labels, judged
-
-
-def edit_about_task(
-    path: str,
-    words: set[str],
-    arguments: str,
-    *,
-    goal_words: Collection[str],
-    goal_refs: Iterable[str],
-) -> bool:
-    """Whether the change a call makes to ``path`` is about the task (a follow-up in
-    another file): its words other than the path's own hold a goal word of four letters
-    or more, or its arguments cite an issue the goal cites (``#5843``).
-
-    >>> edit_about_task("src/util.py", {"src", "util", "parser"}, "", goal_words={"parser"},
-    ...                 goal_refs=())
-    True
-    >>> edit_about_task("src/parser.py", {"src", "parser"}, "", goal_words={"parser"},
-    ...                 goal_refs=())
-    False
-    """
-    content = words.difference(tokenize(path, drop=CONTENT_DROP))
-    return any(len(w) > 3 and w in goal_words for w in content) or any(
-        ref in arguments for ref in goal_refs
-    )
-
-
-def paths_weight(
-    paths: Iterable[str],
-    targets: Collection[str],
-    words: set[str],
-    step: Step,
-    *,
-    net: bool,
-    workspace: str,
-    files: dict[str, None],
-    reads: dict[str, dict[str, Any]],
-    reached: Mapping[str, float],
-    goal_words: Collection[str],
-    goal_refs: Iterable[str],
-    names: Collection[str],
-    edits: int,
-) -> tuple[float, list[str], dict[str, Any] | None, bool, int]:
-    """(weight, labels, the read an off-task edit continues, judged, edits so far) of the
-    paths a call names; ``targets`` are the ones it changes.
-
-    An edit of a file within reach (:func:`detectors.drift_scope.file_reached`) is on
-    task and counted; of a file never read, writing output (notes, an answer); of a file
-    read before whose change is not about the task (:func:`edit_about_task`), 1 - the
-    read is the onset. A read is remembered (``reads``), and before the first edit a
-    read inside the workspace puts the file within reach (``files``); a read outside it
-    that ``net`` (the call also names hosts or repositories) does not cover inherits the
-    weight of the call whose result named it (:func:`detectors.drift_scope.inherited`).
-    The workspace itself (a ``cwd``) is neutral.
-
-    >>> from detectors.testing import Session
-    >>> call, _ = Session().tool("write_file", {"path": "/w/src/other.py", "content": "x"})
-    >>> reads = {"src/other.py": {"seq": 3}}
-    >>> paths_weight(["/w/src/other.py"], {"/w/src/other.py"}, set(), call, net=False,
-    ...              workspace="/w", files={}, reads=reads, reached={}, goal_words=set(),
-    ...              goal_refs=(), names=(), edits=0)
-    (1.0, ['src/'], {'seq': 3}, True, 0)
-    """
-    weight, labels, judged = 0.0, [], False
-    pending: dict[str, Any] | None = None
-    for p in paths:
-        rel = relative(p, workspace)
-        if p.rstrip("/") == workspace:
-            continue  # the working directory (a ``cwd``/``workdir``): neutral
-        if p in targets:
-            judged = True
-            if file_reached(rel, files, goal_words, names):
-                remember(files, rel, None, MAX_FILES)
-                edits += 1
-                continue
-            read = reads.get(rel)
-            if read is None:
-                continue  # a new file (notes, an answer): writing output is work
-            if edit_about_task(
-                p, words, step.arguments or "", goal_words=goal_words, goal_refs=goal_refs
-            ):
-                continue  # the change is about the task (a follow-up in another file)
-            weight = max(weight, 1.0)
-            pending = read
-            labels.append(f"{directory_of(rel) or rel}/")
-            continue
-        remember(reads, rel, step_ref(step), MAX_READS)
-        if not edits and inside(p, workspace):
-            # what the agent read to understand the task, before its first change, is
-            # within reach (and stands for a search's hits when results are not recorded)
-            remember(files, rel, None, MAX_FILES)
-        if net:
-            continue
-        judged = True
-        if not inside(p, workspace):
-            via = inherited(p, reached)
-            if via:
-                weight = max(weight, via)
-                labels.append(directory_of(p) or p)
-    return weight, labels, pending, judged, edits
 
 
 def query_weight(
@@ -381,3 +215,171 @@ def query_hits(
     if query and weight <= 0.0 and not instructs and len(pages) + len(paths) >= 2:
         return " ".join((*pages, *paths)).lower()
     return ""
+
+
+class Scope(NamedTuple):
+    """The task's scope a call is weighed against: the detector's tables, shared (not
+    copied); :func:`paths_weight` extends ``files`` and ``reads``."""
+
+    workspace: str
+    task_repo: str
+    names: set[str]
+    goal_words: set[str]
+    goal_stems: set[str]
+    goal_refs: set[str]
+    words: dict[str, None]
+    files: dict[str, None]
+    hosts: dict[str, None]
+    contacted: dict[str, None]
+    repos: dict[str, None]
+    reached: dict[str, float]
+    reads: dict[str, dict[str, Any]]
+    results: Iterable[tuple[str, int, float, str]]
+    pages: dict[str, float]
+    neutral_hosts: tuple[str, ...]
+    topic_share: float
+    min_words: int
+
+
+class Stretch(NamedTuple):
+    """The current stretch of off-task calls, and what came just before the call."""
+
+    open: bool
+    words: dict[str, None]
+    heaviest: float
+    foreign: bool  # led there, and not one word of the task in it
+    last_weight: float  # the last judged call's
+    last_blind: bool  # whether its result was invisible
+    instructed: int | None  # seq of a recent result that addressed the agent
+    hijack: float  # the least weight of obeying it (the detector's alarm weight)
+    edits: int  # on-task changes so far
+
+
+def weigh_call(
+    step: Step, features: StepFeatures, words: set[str], scope: Scope, stretch: Stretch
+) -> tuple[float, list[str], dict[str, Any] | None, int | None, int]:
+    """(weight, labels, the read an off-task edit continues, the seq of the result the
+    call's terms came from, on-task edits so far) of a tool call judged on ``words``.
+
+    :data:`NEUTRAL` for package-manager traffic, a call naming nothing judged, or one of
+    fewer than ``min_words`` words; else the largest weight its repositories, hosts,
+    paths and - naming none of those - its words give. An off-task call right after a
+    result that addressed the agent and overrode its task weighs at least ``hijack``.
+
+    >>> from detectors.testing import Session
+    >>> from features.step_features import features_of
+    >>> call, _ = Session().tool("web_search", {"query": "tulip bulb prices"})
+    >>> f = features_of(call)
+    >>> scope = Scope("/w", "", set(), {"date"}, set(), set(), {}, {}, {}, {}, {}, {}, {},
+    ...               [], {}, (), 0.34, 2)
+    >>> stretch = Stretch(False, {}, 0.0, False, 0.0, True, None, 2.0, 0)
+    >>> weigh_call(call, f, f.judged_words, scope, stretch)[0]  # off topic, own initiative
+    0.5
+    >>> weigh_call(call, f, f.judged_words, scope, stretch._replace(instructed=4))[::3]
+    (2.0, 4)
+    """
+    terms = features.terms
+    edits = stretch.edits
+    if terms.package_hosts and not terms.hosts:
+        return NEUTRAL, [], None, None, edits  # package-manager traffic is tooling
+    goal_words = scope.goal_words
+
+    def topic(ws: set[str]) -> bool:
+        return on_topic(ws, scope.topic_share, goal_words, scope.words, scope.goal_stems)
+
+    def topical(ws: set[str]) -> bool:
+        # the tool's name or argument keys may name the goal's subject: a function-
+        # calling agent's ``get_hotels_prices(hotel_names=[...])`` is about the hotels
+        # its goal asks for, whatever the names in its arguments
+        return topic(ws) or any(w in goal_words for w in features.tool_words)
+
+    def source(ws: set[str]) -> tuple[int, bool] | None:
+        return from_result(ws, scope.results, goal_words, scope.words, scope.goal_stems)
+
+    def known(repo: str) -> bool:
+        return repo_known(
+            repo,
+            repos=scope.repos,
+            reached=scope.reached,
+            task_repo=scope.task_repo,
+            names=scope.names,
+            goal_words=goal_words,
+            words=scope.words,
+        )
+
+    about = topical(words)
+    injected: int | None = None
+    cloned = terms.repos if terms.repos and features.clones else ()
+    weight, labels, judged = clone_weight(cloned, known)
+    own_repo = any(known(r) for r in terms.repos) or names_task_repo(scope.task_repo, terms.urls)
+    followed = followed_weight(
+        terms.urls,
+        words,
+        foreign=stretch.foreign,
+        goal_words=goal_words,
+        pages=scope.pages,
+        stretch_max=stretch.heaviest,
+    )
+    by_hosts, host_labels, hosts_judged = hosts_weight(
+        terms.hosts,
+        words,
+        neutral=lambda h: neutral_host(h, scope.neutral_hosts),
+        own_repo=own_repo,
+        scope_hosts=scope.hosts,
+        scope_words=scope.words,
+        goal_words=goal_words,
+        stretch=stretch.open,
+        stretch_words=stretch.words,
+        stretch_max=stretch.heaviest,
+        followed=followed,
+        contacted=scope.contacted,
+        reached=scope.reached,
+        sends=features.sends,
+        on_topic=about,
+        last_weight=stretch.last_weight,
+        last_blind=stretch.last_blind,
+    )
+    weight, judged = max(weight, by_hosts), judged or hosts_judged
+    labels += host_labels
+    by_paths, path_labels, pending, paths_judged, edits = paths_weight(
+        terms.paths,
+        features.mutation_targets,
+        words,
+        step,
+        net=bool(terms.hosts or terms.repos),
+        workspace=scope.workspace,
+        files=scope.files,
+        reads=scope.reads,
+        reached=scope.reached,
+        goal_words=goal_words,
+        goal_refs=scope.goal_refs,
+        names=scope.names,
+        edits=edits,
+    )
+    weight, judged = max(weight, by_paths), judged or paths_judged
+    labels += path_labels
+    if not (terms.paths or terms.hosts or terms.repos):
+        # prose of the agent's own written into a target is the work product: the call
+        # is judged by what it writes to
+        own = authored_words(features.authored, on_topic=topic, from_result=source)
+        if own is not None:
+            words = own
+            about = topical(words)
+        if len(words) < scope.min_words:
+            return NEUTRAL, [], None, None, edits
+        judged = True
+        if not about:
+            by_words, injected = query_weight(
+                words,
+                source=source(words),
+                stretch_words=stretch.words,
+                stretch_max=stretch.heaviest,
+            )
+            weight = max(weight, by_words)
+    if not judged:
+        return NEUTRAL, [], None, None, edits
+    if weight > 0 and stretch.instructed is not None:
+        # off task right after a result that addressed the agent and overrode its task:
+        # obeying a planted instruction is a goal hijack on its own
+        weight, injected = max(weight, stretch.hijack), stretch.instructed
+    return weight, labels, pending, injected, edits

@@ -88,6 +88,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from detectors.base import Checkpoints, Detector, make_alert
+from detectors.drift_places import MAX_FILES
 from detectors.drift_reasons import (
     answer_reason,
     drift_reason,
@@ -99,29 +100,14 @@ from detectors.drift_reasons import (
 from detectors.drift_scope import (
     DEFAULT_NEUTRAL_HOSTS,
     MAX_WORD_CHARS,
-    file_reached,
-    from_result,
     goal_words,
     inside,
-    names_task_repo,
     neutral_host,
-    on_topic,
     relative,
     remember,
-    repo_known,
     start_anchor,
 )
-from detectors.drift_weigh import (
-    MAX_FILES,
-    NEUTRAL,
-    authored_words,
-    clone_weight,
-    followed_weight,
-    hosts_weight,
-    paths_weight,
-    query_hits,
-    query_weight,
-)
+from detectors.drift_weigh import Scope, Stretch, query_hits, weigh_call
 from detectors.registry import register
 from features.completion import final_answer_tool
 from features.grounding import figures
@@ -319,34 +305,8 @@ class IntentDrift(Detector):
     def _inside(self, path: str) -> bool:
         return inside(path, self._workspace)
 
-    def _file_reached(self, rel: str) -> bool:
-        return file_reached(rel, self._files, self._goal_words, self._names)
-
     def _neutral_host(self, host: str) -> bool:
         return neutral_host(host, self.neutral_hosts)
-
-    def _repo_known(self, repo: str) -> bool:
-        return repo_known(
-            repo,
-            repos=self._repos,
-            reached=self._reached,
-            task_repo=self._task_repo,
-            names=self._names,
-            goal_words=self._goal_words,
-            words=self._words,
-        )
-
-    def _on_topic(self, words: set[str]) -> bool:
-        return on_topic(words, self.topic_share, self._goal_words, self._words, self._goal_stems)
-
-    def _tool_on_topic(self, features: StepFeatures) -> bool:
-        """Whether the tool's name or its argument keys name the goal's subject: a
-        function-calling agent's ``get_hotels_prices(hotel_names=[...])`` is about the
-        hotels its goal asks for, whatever the names in its arguments."""
-        return any(w in self._goal_words for w in features.tool_words)
-
-    def _from_result(self, words: set[str]) -> tuple[int, bool] | None:
-        return from_result(words, self._results, self._goal_words, self._words, self._goal_stems)
 
     # -- update ----------------------------------------------------------------------
 
@@ -530,93 +490,42 @@ class IntentDrift(Detector):
     def _weigh(
         self, step: Step, features: StepFeatures, words: set[str]
     ) -> tuple[float, list[str], dict[str, Any] | None, int | None]:
-        """Drift weight of a call (:data:`NEUTRAL`, 0 on task, else off task:
-        :mod:`detectors.drift_weigh`), the out-of-scope things it names, the earlier read
-        it continues, and the seq of the tool result its terms came from."""
-        terms = features.terms
-        if terms.package_hosts and not terms.hosts:
-            return NEUTRAL, [], None, None  # package-manager traffic is tooling
-        on_topic = self._on_topic(words) or self._tool_on_topic(features)
-        injected: int | None = None
-        cloned = terms.repos if terms.repos and features.clones else ()
-        weight, labels, judged = clone_weight(cloned, self._repo_known)
-        sends = features.sends
-        own_repo = any(self._repo_known(r) for r in terms.repos) or names_task_repo(
-            self._task_repo, terms.urls
+        """:func:`detectors.drift_weigh.weigh_call` against this session's scope and
+        stretch (it extends the reads and the files within reach as it walks)."""
+        scope = Scope(
+            self._workspace,
+            self._task_repo,
+            self._names,
+            self._goal_words,
+            self._goal_stems,
+            self._goal_refs,
+            self._words,
+            self._files,
+            self._hosts,
+            self._contacted,
+            self._repos,
+            self._reached,
+            self._reads,
+            self._results,
+            self._pages,
+            self.neutral_hosts,
+            self.topic_share,
+            self.min_words,
         )
-        followed = followed_weight(
-            terms.urls,
-            words,
-            foreign=self._ep_foreign,
-            goal_words=self._goal_words,
-            pages=self._pages,
-            stretch_max=self._ep_max,
+        stretch = Stretch(
+            bool(self._episode),
+            self._ep_words,
+            self._ep_max,
+            self._ep_foreign,
+            self._last_weight,
+            self._last_blind,
+            self._instructed,
+            self.alarm_weight,
+            self._edits,
         )
-        by_hosts, host_labels, hosts_judged = hosts_weight(
-            terms.hosts,
-            words,
-            neutral=self._neutral_host,
-            own_repo=own_repo,
-            scope_hosts=self._hosts,
-            scope_words=self._words,
-            goal_words=self._goal_words,
-            stretch=bool(self._episode),
-            stretch_words=self._ep_words,
-            stretch_max=self._ep_max,
-            followed=followed,
-            contacted=self._contacted,
-            reached=self._reached,
-            sends=sends,
-            on_topic=on_topic,
-            last_weight=self._last_weight,
-            last_blind=self._last_blind,
+        weight, labels, pending, injected, self._edits = weigh_call(
+            step, features, words, scope, stretch
         )
-        weight, judged = max(weight, by_hosts), judged or hosts_judged
-        labels += host_labels
-        walk = paths_weight(
-            terms.paths,
-            features.mutation_targets,
-            words,
-            step,
-            net=bool(terms.hosts or terms.repos),
-            workspace=self._workspace,
-            files=self._files,
-            reads=self._reads,
-            reached=self._reached,
-            goal_words=self._goal_words,
-            goal_refs=self._goal_refs,
-            names=self._names,
-            edits=self._edits,
-        )
-        by_paths, path_labels, pending, paths_judged, self._edits = walk
-        weight, judged = max(weight, by_paths), judged or paths_judged
-        labels += path_labels
-        if not (terms.paths or terms.hosts or terms.repos):
-            # prose of the agent's own written into a target is the work product: the
-            # call is judged by what it writes to
-            own = authored_words(
-                features.authored, on_topic=self._on_topic, from_result=self._from_result
-            )
-            if own is not None:
-                words = own
-                on_topic = self._on_topic(words) or self._tool_on_topic(features)
-            if len(words) < self.min_words:
-                return NEUTRAL, [], None, None
-            judged = True
-            if not on_topic:
-                by_words, injected = query_weight(
-                    words,
-                    source=self._from_result(words),
-                    stretch_words=self._ep_words,
-                    stretch_max=self._ep_max,
-                )
-                weight = max(weight, by_words)
-        if not judged:
-            return NEUTRAL, [], None, None
-        if weight > 0 and self._instructed is not None:
-            # off task right after a result that addressed the agent and overrode its
-            # task: obeying a planted instruction is a goal hijack on its own
-            weight, injected = max(weight, self.alarm_weight), self._instructed
         return weight, labels, pending, injected
 
     def _learn(self, terms: StepTerms, words: set[str]) -> None:

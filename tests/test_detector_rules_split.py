@@ -1,5 +1,5 @@
 """Unit tests of the rule modules split out of intent_drift and egress_gaming in their
-second pass: detectors.drift_weigh, the anchors of detectors.drift_scope,
+second pass: detectors.drift_weigh and drift_places, the anchors of detectors.drift_scope,
 drift_reasons.stretch_severity, detectors.egress_sends and egress_git.clone_kind; and
 the one tokenize pass of a step's terms."""
 
@@ -10,14 +10,14 @@ from typing import Any
 
 import pytest
 
+from detectors.drift_places import edit_about_task, hosts_weight, paths_weight
 from detectors.drift_reasons import stretch_severity
 from detectors.drift_scope import goal_words, start_anchor
 from detectors.drift_weigh import (
+    authored_words,
     clone_weight,
-    edit_about_task,
     followed_weight,
-    hosts_weight,
-    paths_weight,
+    query_hits,
     query_weight,
 )
 from detectors.egress_git import clone_kind
@@ -369,3 +369,22 @@ def test_step_terms_words_follow_the_argument_strings_in_turn() -> None:
     )
     words = step_terms(call).words
     assert words.index("forecast") < words.index("weather")
+
+
+def test_authored_prose_is_judged_by_where_it_goes_unless_a_result_holds_it() -> None:
+    authored = ("tulips bulbs spring garden", "notes.md")
+    assert authored_words(authored, on_topic=lambda w: False, from_result=lambda w: None) == {
+        "note"
+    }
+    assert authored_words(authored, on_topic=lambda w: True, from_result=lambda w: None) is None
+    assert (
+        authored_words(authored, on_topic=lambda w: False, from_result=lambda w: (3, False)) is None
+    )
+    assert authored_words(None, on_topic=lambda w: False, from_result=lambda w: None) is None
+
+
+def test_query_hits_only_of_an_on_task_query_listing_two_links() -> None:
+    assert query_hits(True, 0.0, False, ["a.org/X"], ["b.py"]) == "a.org/x b.py"
+    assert query_hits(True, 0.0, False, ["a.org/X"], []) == ""
+    assert query_hits(False, 0.0, False, ["a.org/X"], ["b.py"]) == ""
+    assert query_hits(True, 0.0, True, ["a.org/X"], ["b.py"]) == ""  # it addressed the agent
