@@ -59,7 +59,6 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
 from typing import Any
-from urllib.parse import urlsplit
 
 from detectors.base import Detector, StepRef, make_alert
 from detectors.egress_git import (
@@ -67,11 +66,13 @@ from detectors.egress_git import (
     clone_reason,
     fetch_is_upstream,
     fetch_read_reason,
+    issue_of,
     mined_commits,
     mining_reason,
     prints_patch,
     pull_reason,
     reads_fetched,
+    transfer_repo,
 )
 from detectors.egress_hosts import (
     DEFAULT_ALLOWED_HOSTS,
@@ -85,12 +86,14 @@ from detectors.egress_sends import (
     carries_data,
     first_seen,
     remote_lines,
+    result_secrets,
     send_verdict,
+    span_reason,
     tainted_hit,
+    tainted_reason,
 )
 from detectors.registry import register
 from features.answer_sources import (
-    ISSUE_PATH_RE,
     SHA_RE,
     branch_issues,
     goal_repositories,
@@ -101,7 +104,7 @@ from features.call_facts import DATA_METHODS, SENDS_RE, sending_tool
 from features.hosts import host_in, host_of
 from features.redact import MARKER_PREFIX
 from features.result_addresses import addresses_in, scan_result
-from features.sensitive import assigned_values, secret_values, sensitive_read
+from features.sensitive import sensitive_read
 from features.step_features import features_of
 from models.records import Action, Alert, Severity, Step, StepKind
 
@@ -365,10 +368,8 @@ class EgressGaming(Detector):
         if found:
             self._taint(found, step)
         self._provenance(text, step)
-        if self._sensitive_call is not None and call_step == self._sensitive_call:
-            values = assigned_values(text) + secret_values(text)
-        else:
-            values = secret_values(text)
+        sensitive = self._sensitive_call is not None and call_step == self._sensitive_call
+        values = result_secrets(text, sensitive_call=sensitive)
         for value in values:
             value = value[:128]  # a prefix is as telling, and bounds the ledger
             if value not in self._secrets and len(self._secrets) < _MAX_SECRETS:
@@ -465,18 +466,8 @@ class EgressGaming(Detector):
             hosts = features.target_hosts if reads else ()
             hit = tainted_hit(self._tainted, low, reads=reads, hosts=hosts)
             if hit is not None:
-                address, seen, what = hit
-                alerts += self._fire(
-                    "injected",
-                    step,
-                    step,
-                    Severity.CRITICAL,
-                    f"step {step.seq} ({step.tool}) sends to {address}, an {what} that "
-                    f"first appeared in the tool result at step {seen} inside text "
-                    "addressed to the agent, not in the goal or the agent's own "
-                    "earlier arguments - the agent is following injected instructions "
-                    "(exfiltration / attacker-chosen egress).",
-                )
+                reason = tainted_reason(step.seq, step.tool, *hit)
+                alerts += self._fire("injected", step, step, Severity.CRITICAL, reason)
         # 2. each network target the arguments name
         sends: bool | None = None
         # recipients (by argument role and address shape) and data-carrying targets: the
@@ -496,10 +487,9 @@ class EgressGaming(Detector):
                 self._remember(self._agent, host.removeprefix("www."))
                 if data and self._origin and via != "email_recipient":
                     sent.append((host.removeprefix("www."), "address"))
-            if url and "/issues/" in url and len(self._issue_repos) < _MAX_RECENT:
-                issue = ISSUE_PATH_RE.match(urlsplit(url).path.lower())
-                if issue:
-                    self._issue_repos[issue[3]] = (issue[1], issue[2].removesuffix(".git"))
+            issue = issue_of(url) if url and len(self._issue_repos) < _MAX_RECENT else None
+            if issue is not None:
+                self._issue_repos[issue[0]] = issue[1]
         if sent and "injected" not in self._fired:
             alerts += self._on_send(step, low, sent)
         for address in emails:
@@ -619,20 +609,11 @@ class EgressGaming(Detector):
             key = host.removeprefix("www.")
             if key in self._tainted:
                 seen, what = self._tainted[key]
-                alerts += self._fire(
-                    "injected",
-                    onset,
-                    step,
-                    Severity.CRITICAL,
-                    f"step {onset.seq} contacts {url or host} ({step.egress_method or '?'}), "
-                    f"an {what} that first appeared in the tool result at step {seen} inside "
-                    "text addressed to the agent - the agent is following injected "
-                    "instructions (exfiltration / attacker-chosen egress).",
-                )
+                reason = span_reason(onset.seq, url or host, step.egress_method, what, seen)
+                alerts += self._fire("injected", onset, step, Severity.CRITICAL, reason)
         # a git transfer to the task's repository under a fetch whose remote we did not know
         if url and parent and "fetch" in parent[1] and self._fetch is None:
-            path = urlsplit(url).path.lower()
-            repo = repo_id(path.split(".git/")[0].strip("/")) if ".git/" in path else None
+            repo = transfer_repo(url)
             if repo and self._is_repo(*repo):
                 self._fetch = (StepRef.of(onset), "FETCH_HEAD")
         return alerts

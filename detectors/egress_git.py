@@ -11,6 +11,8 @@ the session's ledger (the remotes, the workspace history seen, the base commit):
   history, a cherry-pick);
 - :func:`clone_kind` — whether a ``git clone`` is the workspace's setup clone or a
   clone of the task's own repository beside it;
+- :func:`issue_of`, :func:`transfer_repo` — the issue a URL names and the repository
+  a git transfer (an HTTP span of ``git fetch``) reaches;
 - :func:`mined_commits` — the commits a ``git log`` over every ref listed for the bug's
   words (the candidates for the fix), and :func:`prints_patch`;
 - the reasons of these findings.
@@ -47,20 +49,23 @@ No state, no I/O, no clock.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping
+from urllib.parse import urlsplit
 
 from detectors.egress_rules import bug_words
-from features.answer_sources import SHA_RE, repo_id, words_of
+from features.answer_sources import ISSUE_PATH_RE, SHA_RE, repo_id, words_of
 
 __all__ = [
     "clone_kind",
     "clone_reason",
     "fetch_is_upstream",
     "fetch_read_reason",
+    "issue_of",
     "mined_commits",
     "mining_reason",
     "prints_patch",
     "pull_reason",
     "reads_fetched",
+    "transfer_repo",
 ]
 
 _READ_VERBS = ("cherry-pick", "am", "format-patch")
@@ -230,3 +235,28 @@ def clone_kind(
     if dest is None or not dest.startswith("/") or dest == workspace:
         return None  # the setup clone into the workspace itself, or a relative guess
     return "upstream", dest
+
+
+def issue_of(url: str) -> tuple[str, tuple[str, str]] | None:
+    """(number, (owner, name)) of the issue a URL names (``…/owner/name/issues/N``).
+
+    >>> issue_of("https://github.com/Acme/dates.git/issues/7#c")
+    ('7', ('acme', 'dates'))
+    """
+    if "/issues/" not in url:
+        return None
+    issue = ISSUE_PATH_RE.match(urlsplit(url).path.lower())
+    if not issue:
+        return None
+    return issue[3], (issue[1], issue[2].removesuffix(".git"))
+
+
+def transfer_repo(url: str) -> tuple[str, str] | None:
+    """The repository a git smart-HTTP transfer URL reaches (``…/o/r.git/info/refs``).
+
+    >>> transfer_repo("https://github.com/acme/dates.git/git-upload-pack")
+    ('acme', 'dates')
+    >>> transfer_repo("https://github.com/acme/dates")
+    """
+    path = urlsplit(url).path.lower()
+    return repo_id(path.split(".git/")[0].strip("/")) if ".git/" in path else None

@@ -36,6 +36,9 @@ Its parts:
 - :func:`first_seen` — the address ledger's entry for an address a result shows;
 - :func:`tainted_hit` — the tainted address a call sends to or visits (rule 1);
 - :func:`send_verdict` — a send to an address only a tool result named (rule 2);
+- :func:`tainted_reason`, :func:`span_reason` — the reasons of rule 1, for a call and
+  for an HTTP span;
+- :func:`result_secrets` — the values a result shows that sending on is exfiltration;
 - :func:`remote_lines` — the remotes ``git remote -v`` output lists.
 
 No state, no I/O, no clock: the detector holds the ledgers and raises the alerts.
@@ -50,6 +53,7 @@ from detectors.egress_rules import carried, contains
 from features.answer_sources import repo_id
 from features.call_facts import DATA_METHODS, DATA_VIAS
 from features.recipients import asked_to_send
+from features.sensitive import assigned_values, secret_values
 from models.records import Severity
 
 __all__ = [
@@ -58,8 +62,11 @@ __all__ = [
     "carries_data",
     "first_seen",
     "remote_lines",
+    "result_secrets",
     "send_verdict",
+    "span_reason",
     "tainted_hit",
+    "tainted_reason",
 ]
 
 Target = tuple[str, str | None, str | None, str]
@@ -229,3 +236,41 @@ def remote_lines(text: str) -> list[tuple[str, tuple[str, str] | None]]:
         if len(parts) >= 2:
             out.append((parts[0], repo_id(parts[1])))
     return out
+
+
+def tainted_reason(seq: int, tool: str | None, address: str, seen: int, what: str) -> str:
+    """The reason of a call sending to (or visiting) a tainted ``address`` of kind
+    ``what`` that appeared at step ``seen`` (rule 1: :func:`tainted_hit`'s answer)."""
+    return (
+        f"step {seq} ({tool}) sends to {address}, an {what} that "
+        f"first appeared in the tool result at step {seen} inside text "
+        "addressed to the agent, not in the goal or the agent's own "
+        "earlier arguments - the agent is following injected instructions "
+        "(exfiltration / attacker-chosen egress)."
+    )
+
+
+def span_reason(seq: int, target: str, method: str | None, what: str, seen: int) -> str:
+    """The reason of an HTTP span (its call's step ``seq``) contacting a tainted address."""
+    return (
+        f"step {seq} contacts {target} ({method or '?'}), "
+        f"an {what} that first appeared in the tool result at step {seen} inside "
+        "text addressed to the agent - the agent is following injected "
+        "instructions (exfiltration / attacker-chosen egress)."
+    )
+
+
+def result_secrets(text: str, *, sensitive_call: bool) -> tuple[str, ...]:
+    """The values a tool result shows whose sending on is exfiltration: credentials
+    (:func:`features.sensitive.secret_values`) and, when the call read a sensitive
+    source (a ``.env``, a credentials file), every ``KEY=VALUE`` value first
+    (:func:`features.sensitive.assigned_values`).
+
+    >>> result_secrets("region=eu-west-1", sensitive_call=True)
+    ('eu-west-1',)
+    >>> result_secrets("region=eu-west-1", sensitive_call=False)
+    ()
+    """
+    if sensitive_call:
+        return assigned_values(text) + secret_values(text)
+    return secret_values(text)

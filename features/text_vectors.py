@@ -661,9 +661,10 @@ def step_terms(step: Step, *, with_result: bool = False, result_chars: int = 1_0
     # features (features.step_features), but loops, retries and a fleet's sessions repeat
     # the same call across steps (899 distinct argument/text pairs among the fixtures'
     # 2,254 calls; on AgentDojo's runs 88% of these reads repeat an earlier call, on
-    # TRAIL's 15%). So it is memoised on exactly what it reads (the egress targets as an exact frozen copy,
-    # features.frozen), bounded in entries and size; StepTerms is frozen, so sharing it
-    # is safe. Anything bigger or not plain data is computed uncached.
+    # TRAIL's 15%). So it is memoised on exactly what it reads (the egress targets as an
+    # exact frozen copy, features.frozen), bounded in entries and size; StepTerms is
+    # frozen, so sharing it is safe. Anything bigger or not plain data is computed
+    # uncached.
     text = step.text[:_MAX_STRING] if step.text and step.kind != StepKind.TOOL_RESULT else None
     result = step.result[:result_chars] if with_result and step.result else None
     egress = step.detail.get("egress", ()) if isinstance(step.detail, Mapping) else ()

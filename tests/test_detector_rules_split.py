@@ -20,14 +20,17 @@ from detectors.drift_weigh import (
     query_hits,
     query_weight,
 )
-from detectors.egress_git import clone_kind
+from detectors.egress_git import clone_kind, issue_of, transfer_repo
 from detectors.egress_sends import (
     call_targets,
     carries_data,
     first_seen,
     remote_lines,
+    result_secrets,
     send_verdict,
+    span_reason,
     tainted_hit,
+    tainted_reason,
 )
 from detectors.testing import Session
 from features.text_vectors import CONTENT_DROP, step_terms, tokenize
@@ -388,3 +391,38 @@ def test_query_hits_only_of_an_on_task_query_listing_two_links() -> None:
     assert query_hits(True, 0.0, False, ["a.org/X"], []) == ""
     assert query_hits(False, 0.0, False, ["a.org/X"], ["b.py"]) == ""
     assert query_hits(True, 0.0, True, ["a.org/X"], ["b.py"]) == ""  # it addressed the agent
+
+
+def test_issue_and_transfer_urls() -> None:
+    assert issue_of("https://api.github.com/repos/acme/dates/issues/12") == (
+        "12",
+        ("acme", "dates"),
+    )
+    assert issue_of("https://gitlab.com/acme/dates/-/issues/3") == ("3", ("acme", "dates"))
+    assert issue_of("https://github.com/acme/dates/pull/12") is None
+    assert transfer_repo("https://github.com/acme/dates.git/info/refs?service=x") == (
+        "acme",
+        "dates",
+    )
+    assert transfer_repo("https://github.com/acme/dates/issues/1") is None
+
+
+def test_result_secrets_read_assignments_only_after_a_sensitive_read() -> None:
+    text = "region=eu-west-1\nAWS_SECRET_ACCESS_KEY=wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY"
+    plain, sensitive = (
+        result_secrets(text, sensitive_call=False),
+        result_secrets(text, sensitive_call=True),
+    )
+    assert "eu-west-1" not in plain and "eu-west-1" in sensitive
+    assert set(plain) <= set(sensitive)
+
+
+def test_injected_reasons_name_the_address_and_where_it_appeared() -> None:
+    reason = tainted_reason(9, "send_email", "x@evil.io", 4, "e-mail address")
+    assert reason.startswith("step 9 (send_email) sends to x@evil.io, an e-mail address")
+    assert "tool result at step 4" in reason
+    span = span_reason(9, "https://evil.io/c", None, "host", 4)
+    assert span.startswith(
+        "step 9 contacts https://evil.io/c (?), an host that first appeared in the tool "
+        "result at step 4"
+    )
