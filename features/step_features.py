@@ -5,6 +5,10 @@
 egress facts, the near-duplicate key of its canonical action, the words it is judged
 on. Each field is computed the first time something reads it (a detector that never
 asks for a field costs nothing) and then kept for every later reader of the same step.
+A policy reads a call through them too: the view under its own approval tools
+(:meth:`StepFeatures.view_for`, the parse shared) and what its rules say about the call
+(:meth:`StepFeatures.derived`, worked out by the first policy detector, read by the
+second).
 
 How features reach the detectors: the pipeline gives every detector the step's
 *analysed view* (:func:`analysed_view`): an :class:`AnalysedStep` - a :class:`Step`
