@@ -106,6 +106,14 @@ class KafkaOptions:
     )
     """How soon the group notices a dead worker (joining waits about half of it)."""
     max_poll_records: int = field(default=500, metadata=env("TRAJWATCH_KAFKA_MAX_POLL_RECORDS"))
+    fetch_max_wait_ms: int = field(default=50, metadata=env("TRAJWATCH_KAFKA_FETCH_MAX_WAIT_MS"))
+    """The longest the broker may hold a fetch that finds nothing new. A broker that
+    answers a waiting fetch only at this deadline, not when a record arrives (Tansu
+    does), delays every record by up to this much at each of the two stages: measured on
+    Tansu, produce to consume took p50 130 ms with Kafka's default of 500 and 12-29 ms
+    with 50-100. An idle consumer then fetches more often (~5% of a CPU at 50 ms in
+    kafka-python, ~2% at 500); a Kafka broker answers as soon as a record arrives, so
+    there only idle fetches cost anything."""
 
     def check(self) -> None:
         """Raise ConfigError for a value out of range, naming its environment variable."""
@@ -114,7 +122,13 @@ class KafkaOptions:
                 f"{_env('spans_encoding')} must be one of {', '.join(ENCODINGS)}, got "
                 f"{self.spans_encoding!r}; use the encoding of the Collector's kafka exporter"
             )
-        for name in ("partitions", "replication_factor", "session_timeout_ms", "max_poll_records"):
+        for name in (
+            "partitions",
+            "replication_factor",
+            "session_timeout_ms",
+            "max_poll_records",
+            "fetch_max_wait_ms",
+        ):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{_env(name)} must be >= 1, got {getattr(self, name)}")
         if self.idle_flush_ms < 0:
@@ -170,6 +184,7 @@ def consumer(options: KafkaOptions, group_id: str) -> KafkaConsumer:
         session_timeout_ms=options.session_timeout_ms,
         heartbeat_interval_ms=max(100, options.session_timeout_ms // 3),
         max_poll_records=options.max_poll_records,
+        fetch_max_wait_ms=options.fetch_max_wait_ms,
     )
 
 
