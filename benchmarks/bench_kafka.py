@@ -696,6 +696,10 @@ def main() -> None:
         help="the latency phase's load (default: half the 1-worker rate)",
     )
     args = parser.parse_args()
+    # The store watcher and the producer share this process's interpreter lock: with
+    # CPython's 5 ms switch interval, a watcher back from its query waited up to 5 ms
+    # more for the lock, counted as the alert's latency (the worker sets the same).
+    sys.setswitchinterval(0.001)
     messages = [m for run in runs() for m in run]
     spans = sum(len(_spans(v)) for _, v in messages)
     print(f"input: {len(messages)} messages, {spans} spans (fixtures/recorded)")

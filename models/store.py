@@ -173,9 +173,15 @@ class Store:
         self.url = url
 
     @classmethod
-    def open(cls, url: str, *, migrate: bool = True) -> Store:
+    def open(cls, url: str, *, migrate: bool = True, pre_ping: bool = True) -> Store:
         """Connect to ``url`` (``sqlite:///path.db`` or ``postgresql+psycopg://...``) and,
         when ``migrate``, upgrade the schema to the newest migration.
+
+        On PostgreSQL, ``pre_ping`` checks a pooled connection before each use (a round
+        trip), so that one the server dropped is replaced instead of failing the next
+        transaction. A caller that retries a failed transaction anyway (the Kafka
+        worker's stages: the failure drops the pool's connections and the retry connects
+        afresh) saves that round trip with ``pre_ping=False``.
 
         SQLite connections use WAL (readers never block the writer), enforce foreign keys,
         wait up to :data:`SQLITE_BUSY_TIMEOUT_MS` for a lock, and let SQLAlchemy emit
@@ -198,7 +204,7 @@ class Store:
                 engine = create_engine(url, json_serializer=_json_dumps)
                 _configure_sqlite(engine)
             else:
-                engine = create_engine(url, json_serializer=_json_dumps, pool_pre_ping=True)
+                engine = create_engine(url, json_serializer=_json_dumps, pool_pre_ping=pre_ping)
             with engine.connect():  # the pool keeps it for the migration below
                 pass
         except (ArgumentError, ImportError, DBAPIError) as exc:

@@ -161,7 +161,9 @@ def run_worker(
         signal.signal(signal.SIGINT, _stop)
     detect = stage in ("all", "detect")
     lock = _sqlite_lock(settings.db_url) if detect else None
-    store = Store.open(settings.db_url)
+    # no pre-ping: a round trip of every transaction; a stage whose transaction fails on
+    # a dropped connection resumes from the store's offsets on a fresh one
+    store = Store.open(settings.db_url, pre_ping=False)
     stats = WorkerStats()
     switch_interval = sys.getswitchinterval()
     sys.setswitchinterval(SWITCH_INTERVAL_S)
