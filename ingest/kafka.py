@@ -110,11 +110,11 @@ class KafkaOptions:
     fetch_max_wait_ms: int = field(default=50, metadata=env("TRAJWATCH_KAFKA_FETCH_MAX_WAIT_MS"))
     """The longest the broker may hold a fetch that finds nothing new. A broker that
     answers a waiting fetch only at this deadline, not when a record arrives (Tansu
-    does), delays every record by up to this much at each of the two stages: measured on
-    Tansu, produce to consume took p50 130 ms with Kafka's default of 500 and 12-29 ms
-    with 50-100. An idle consumer then fetches more often (~5% of a CPU at 50 ms in
-    kafka-python, ~2% at 500); a Kafka broker answers as soon as a record arrives, so
-    there only idle fetches cost anything."""
+    does), delays every record by up to this much at each of the two stages: on Tansu,
+    produce to consume took p50 124 ms at Kafka's default of 500, 28 at 100, 12 at 50
+    (benchmarks/bench_kafka_fetch.py). An idle consumer then fetches more often (~4% of
+    a CPU at 50 ms in kafka-python, ~1% at 500); a Kafka broker answers as soon as a
+    record arrives, so there only idle fetches cost anything."""
 
     def check(self) -> None:
         """Raise ConfigError for a value out of range, naming its environment variable."""

@@ -56,8 +56,9 @@ SWITCH_INTERVAL_S = 0.001
 (CPython's default: 5 ms). The worker's threads — the two stages, kafka-python's
 network and heartbeat threads — each wait for a round trip (a store statement, a fetch,
 a producer acknowledgement) and then for the lock, which a busy stage gives up only at
-this interval: at 5 ms, a transaction of ten statements beside a busy ingest stage
-waited up to 50 ms for the lock alone (benchmarks/bench_kafka.py)."""
+this interval: at 5 ms, each of a transaction's ten statements beside a busy ingest
+stage may wait up to 5 ms more for the lock (benchmarks/bench_kafka.py measures the
+parts of produce-to-alert)."""
 
 
 @dataclass(slots=True)
