@@ -768,15 +768,15 @@ class StoreUnit:
         old = [(key, start, end) for key, (start, end) in moves.items() if start is not None]
         moved = 0
         if new:
-            statement = self._insert(_offsets).on_conflict_do_nothing(
+            insert = self._insert(_offsets).on_conflict_do_nothing(
                 index_elements=["source", "partition"]
             )
             moved += self._insert_many(
-                statement,
+                insert,
                 [{"source": s, "partition": p, "position": end} for (s, p), end in new],
             )
         if old:
-            statement = (
+            update = (
                 _offsets.update()
                 .where(
                     _offsets.c.source == bindparam("b_source"),
@@ -786,7 +786,7 @@ class StoreUnit:
                 .values(position=bindparam("b_end"))
             )
             moved += self._insert_many(
-                statement,
+                update,
                 [
                     {"b_source": s, "b_partition": p, "b_start": start, "b_end": end}
                     for (s, p), start, end in old

@@ -381,7 +381,7 @@ def test_upsert_sessions_writes_each_and_returns_the_unstorable_unwritten(store:
     )
     assert store.session_cursor(SESSION) == cursor
     with store.engine.connect() as connection:
-        versions = dict(
+        versions: dict[str, int] = dict(
             connection.execute(text("SELECT session_id, updated_seq FROM sessions")).all()
         )
     assert versions == {SESSION: 1, OTHER: 2}
