@@ -30,6 +30,7 @@ stages). Rows printed:
 
     .venv/bin/python benchmarks/bench_kafka.py           # ~4 minutes
     .venv/bin/python benchmarks/bench_kafka.py --only latency --spans-per-s 250
+    .venv/bin/python benchmarks/bench_kafka.py --only latency --spans-per-s 250 --idle-flush-ms 100
 """
 
 from __future__ import annotations
@@ -691,11 +692,23 @@ def main() -> None:
         "--only", choices=("throughput", "latency", "burst"), help="one phase of the three"
     )
     parser.add_argument(
+        "--idle-flush-ms",
+        type=int,
+        default=int(ENV["TRAJWATCH_KAFKA_IDLE_FLUSH_MS"]),
+        help="the workers' idle_flush_ms: how long an input partition is silent before "
+        "what it holds for ordering is released (a configured wait; default %(default)s)",
+    )
+    parser.add_argument(
         "--spans-per-s",
         type=float,
         help="the latency phase's load (default: half the 1-worker rate)",
     )
     args = parser.parse_args()
+    ENV["TRAJWATCH_KAFKA_IDLE_FLUSH_MS"] = str(args.idle_flush_ms)
+    # The store watcher and the producer share this process's interpreter lock: with
+    # CPython's 5 ms switch interval, a watcher back from its query waited up to 5 ms
+    # more for the lock, counted as the alert's latency (the worker sets the same).
+    sys.setswitchinterval(0.001)
     messages = [m for run in runs() for m in run]
     spans = sum(len(_spans(v)) for _, v in messages)
     print(f"input: {len(messages)} messages, {spans} spans (fixtures/recorded)")

@@ -15,12 +15,13 @@ so the work is split the Kafka Streams way:
    released for it, in order, whatever fails (:func:`producer`). It commits an input partition's
    offset only once every draft read below it has been produced and acknowledged: the
    earliest offset it still holds a draft of (:meth:`Pipeline.held_from`), with the
-   partition's newest event time in the commit's metadata. After a crash or a rebalance
-   the partition's owner re-reads from there with that watermark, which rebuilds the
-   ordering state exactly: what follows is released in the order an uninterrupted
-   process would have released it, and what it produces twice the next stage drops by
-   step id. (The trace index — a trace's session, an egress's enclosing tool call — is
-   rebuilt only from what is re-read.)
+   partition's newest event time in the commit's metadata (sent once the
+   acknowledgements are in, and not waited for: a lost commit only means more
+   re-reading). After a crash or a rebalance the partition's owner re-reads from
+   there with that watermark, which rebuilds the ordering state exactly: what follows
+   is released in the order an uninterrupted process would have released it, and what
+   it produces twice the next stage drops by step id. (The trace index — a trace's
+   session, an egress's enclosing tool call — is rebuilt only from what is re-read.)
 2. :class:`SequencingStage` (group ``<group>.sessions``) consumes the repartition topic,
    so every session has one owner: it sequences, judges and stores, the session cursors
    and detector states, the alerts, the sinks' rows (the actions' outbox) and the
@@ -106,6 +107,14 @@ class KafkaOptions:
     )
     """How soon the group notices a dead worker (joining waits about half of it)."""
     max_poll_records: int = field(default=500, metadata=env("TRAJWATCH_KAFKA_MAX_POLL_RECORDS"))
+    fetch_max_wait_ms: int = field(default=50, metadata=env("TRAJWATCH_KAFKA_FETCH_MAX_WAIT_MS"))
+    """The longest the broker may hold a fetch that finds nothing new. A broker that
+    answers a waiting fetch only at this deadline, not when a record arrives (Tansu
+    does), delays every record by up to this much at each of the two stages: on Tansu,
+    produce to consume took p50 124 ms at Kafka's default of 500, 28 at 100, 12 at 50
+    (benchmarks/bench_kafka_fetch.py). An idle consumer then fetches more often (~4% of
+    a CPU at 50 ms in kafka-python, ~1% at 500); a Kafka broker answers as soon as a
+    record arrives, so there only idle fetches cost anything."""
 
     def check(self) -> None:
         """Raise ConfigError for a value out of range, naming its environment variable."""
@@ -114,7 +123,13 @@ class KafkaOptions:
                 f"{_env('spans_encoding')} must be one of {', '.join(ENCODINGS)}, got "
                 f"{self.spans_encoding!r}; use the encoding of the Collector's kafka exporter"
             )
-        for name in ("partitions", "replication_factor", "session_timeout_ms", "max_poll_records"):
+        for name in (
+            "partitions",
+            "replication_factor",
+            "session_timeout_ms",
+            "max_poll_records",
+            "fetch_max_wait_ms",
+        ):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{_env(name)} must be >= 1, got {getattr(self, name)}")
         if self.idle_flush_ms < 0:
@@ -170,6 +185,7 @@ def consumer(options: KafkaOptions, group_id: str) -> KafkaConsumer:
         session_timeout_ms=options.session_timeout_ms,
         heartbeat_interval_ms=max(100, options.session_timeout_ms // 3),
         max_poll_records=options.max_poll_records,
+        fetch_max_wait_ms=options.fetch_max_wait_ms,
     )
 
 
@@ -258,8 +274,9 @@ class _Rebalances(ConsumerRebalanceListener):
 
     kafka-python runs these callbacks on its network thread, where no blocking call
     (commit, committed, a store query) may run. Nothing is lost by waiting: the ordering
-    stage commits after every batch, so at a revocation its committed offsets are
-    already those of everything durable, and the sequencing stage's durable offsets are
+    stage commits after every batch (a commit still in flight, or refused by the
+    rebalance, leaves the offsets a batch behind: that batch is read again and its
+    drafts dropped downstream as duplicates), and the sequencing stage's durable offsets are
     the store's."""
 
     def __init__(self) -> None:
@@ -457,9 +474,11 @@ class OrderingStage:
         )
         self.pipeline.feed_decoded(decoded, partition=partition, position=offset)
 
-    def _send(self) -> None:
+    def _send(self, *, wait: bool = False) -> None:
         """Produce what is released, store and send the dead letters, then commit each
-        input partition behind what it still holds."""
+        input partition behind what it still holds: without ``wait``, the commit is sent
+        and not waited for (a round trip before the next poll saved; see
+        :meth:`_commit_done`)."""
         released = self.pipeline.resolve()
         dead = self.pipeline.take_dead_letters()
         records, oversized = repartition_records(self.options.steps_topic, released)
@@ -494,8 +513,27 @@ class OrderingStage:
                 metadata = json.dumps({"max_ts": mark}) if mark is not None else ""
                 offsets[tp] = OffsetAndMetadata(position, metadata, -1)
         if offsets:
-            self.consumer.commit(offsets, timeout_ms=CALL_TIMEOUT_MS)
+            if wait:
+                self.consumer.commit(offsets, timeout_ms=CALL_TIMEOUT_MS)
+            else:
+                self.consumer.commit_async(offsets, callback=self._commit_done)
             self._committed.update({tp: o.offset for tp, o in offsets.items()})
+
+    def _commit_done(
+        self, offsets: Mapping[TopicPartition, OffsetAndMetadata], result: Any
+    ) -> None:
+        """An offset commit sent by :meth:`_send` finished (kafka-python calls this from
+        the stage's own ``poll``). It was sent after every draft below the offsets was
+        acknowledged, so losing it only leaves the committed offsets behind: a restart
+        re-reads more (each commit is an offset with the watermark it was taken at, so
+        the ordering state is rebuilt exactly from either) and the sequencing stage drops
+        what is produced twice. A failed one is forgotten, so the next batch commits the
+        partition again."""
+        if isinstance(result, Exception):
+            log.debug("ordering stage: offset commit failed, sent again next batch: %s", result)
+            for tp, sent in offsets.items():
+                if self._committed.get(tp) == sent.offset:
+                    del self._committed[tp]
 
     def _produce(self, records: list[_Record]) -> None:
         """Send ``records`` in waves of at most :data:`WAVE_BYTES` (a record larger than
@@ -563,7 +601,7 @@ class OrderingStage:
         What is held is not flushed: the partitions' next owner re-reads it and orders it
         exactly as this process would have (a flush would release it early)."""
         try:
-            self._send()
+            self._send(wait=True)
         finally:
             self.consumer.close(autocommit=False)
             if self._producer is not None:

@@ -471,17 +471,23 @@ class Pipeline:
             new_alerts, refused_alerts = unit.add_alerts_or_reject(alerts)
             for alert, reason in refused_alerts:
                 self._reject(alert, reason)
-            for session_id in touched:
-                session = self._sessions[session_id]
-                checkpoint = checkpoint_all or session.checkpoint_wanted(every)
-                try:
-                    unit.upsert_session(session.info, session.cursor(checkpoint=checkpoint))
-                except Unstorable as error:
-                    # Keep the cursor (the steps stored need it); the facts go to a
-                    # dead letter, and the session learns them again from a later step.
-                    self._reject(session.info, error.reason)
-                    session.info = SessionInfo(session_id=session_id)
-                    unit.upsert_session(session.info, session.cursor(checkpoint=checkpoint))
+            checkpoints = {
+                s: checkpoint_all or self._sessions[s].checkpoint_wanted(every) for s in touched
+            }
+            refused_infos = unit.upsert_sessions(
+                [
+                    (self._sessions[s].info, self._sessions[s].cursor(checkpoint=checkpoint))
+                    for s, checkpoint in checkpoints.items()
+                ]
+            )
+            for info, error in refused_infos:
+                # Keep the cursor (the steps stored need it); the facts go to a
+                # dead letter, and the session learns them again from a later step.
+                self._reject(info, error.reason)
+                session = self._sessions[info.session_id]
+                session.info = SessionInfo(session_id=info.session_id)
+                cursor = session.cursor(checkpoint=checkpoints[info.session_id])
+                unit.upsert_session(session.info, cursor)
             dead, self._dead = self._dead, []
             if dead:
                 unit.add_dead_letters(dead)
@@ -490,8 +496,8 @@ class Pipeline:
             if refused:
                 left_out = {step.step_id for step, _ in refused}
                 steps = [step for step in steps if step.step_id not in left_out]
-            for (source, partition), (start, end) in moves.items():
-                unit.move_offset(source, partition, start, end)
+            if moves:
+                unit.move_offsets(moves)
             committed = Committed(steps=steps, alerts=new_alerts, dead_letters=dead)
             for sink in self.sinks:
                 sink.in_transaction(unit, committed)

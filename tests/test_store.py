@@ -27,7 +27,8 @@ from models.records import (
     alert_id,
     delivery_id,
 )
-from models.store import SessionCursor, Store
+from models.storable import Unstorable
+from models.store import OffsetMovedError, SessionCursor, Store
 from models.tables import Base, StepRow
 
 SESSION = "sess_01J9ZK3V7QX4M2C8E5T6W1Y0BN"
@@ -352,6 +353,59 @@ def test_upsert_session_keeps_claimed_done_false_and_clears_state(store: Store) 
 def test_upsert_session_refuses_mismatched_ids(store: Store) -> None:
     with store.unit() as unit, pytest.raises(ValueError, match="cursor is for"):
         unit.upsert_session(SessionInfo(session_id=SESSION), SessionCursor(session_id=OTHER))
+
+
+def test_upsert_sessions_writes_each_and_returns_the_unstorable_unwritten(store: Store) -> None:
+    with store.unit() as unit:
+        unit.upsert_session(
+            SessionInfo(session_id=OTHER, goal="old goal"), SessionCursor(session_id=OTHER)
+        )
+    cursor = SessionCursor(session_id=SESSION, next_seq=4, last_ts=T0, state=b"s")
+    too_late = SessionInfo(session_id="sess_far", started_ts=2**70)  # no BIGINT holds it
+    with store.unit() as unit:
+        refused = unit.upsert_sessions(
+            [
+                (SessionInfo(session_id=SESSION, agent="codex", started_ts=T0), cursor),
+                (too_late, SessionCursor(session_id="sess_far", next_seq=1)),
+                (SessionInfo(session_id=OTHER, agent="gemini"), SessionCursor(session_id=OTHER)),
+            ]
+        )
+    assert [(info, type(error)) for info, error in refused] == [(too_late, Unstorable)]
+    assert "started_ts" in str(refused[0][1])
+    assert store.sessions() == sorted(
+        [
+            SessionInfo(session_id=OTHER, goal="old goal", agent="gemini"),
+            SessionInfo(session_id=SESSION, agent="codex", started_ts=T0),
+        ],
+        key=lambda info: info.session_id,
+    )
+    assert store.session_cursor(SESSION) == cursor
+    with store.engine.connect() as connection:
+        versions: dict[str, int] = dict(
+            connection.execute(text("SELECT session_id, updated_seq FROM sessions")).all()
+        )
+    assert versions == {SESSION: 1, OTHER: 2}
+
+
+def test_move_offsets_is_a_compare_and_set_of_every_partition(store: Store) -> None:
+    source = "kafka:trajwatch_steps"
+    with store.unit() as unit:
+        unit.move_offsets({(source, "0"): (None, 10), (source, "1"): (None, 4)})
+    with store.unit() as unit:
+        unit.move_offsets(
+            {(source, "0"): (10, 25), (source, "1"): (4, 5), (source, "2"): (None, 1)}
+        )
+    assert [store.get_offset(source, p) for p in "012"] == [25, 5, 1]
+    # another worker moved partition 1 on: nothing of the batch is stored
+    for moves in (
+        {(source, "0"): (25, 30), (source, "1"): (4, 9)},
+        {(source, "0"): (25, 30), (source, "2"): (None, 3)},
+    ):
+        with pytest.raises(OffsetMovedError, match="no longer there"), store.unit() as unit:
+            unit.add_steps([tool_call(0)])
+            unit.move_offsets(moves)
+        assert [store.get_offset(source, p) for p in "012"] == [25, 5, 1]
+        assert store.count("steps") == 0
 
 
 def test_session_cursors_loads_the_known_ones_in_one_call(store: Store) -> None:

@@ -18,6 +18,7 @@ import fcntl
 import logging
 import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -50,6 +51,14 @@ log = logging.getLogger("trajwatch.worker")
 STAGES = ("all", "ingest", "detect")
 MAX_BACKOFF_S = 5.0
 POLL_MS = 100
+SWITCH_INTERVAL_S = 0.001
+"""How long a thread that has the interpreter lock keeps it while another waits
+(CPython's default: 5 ms). The worker's threads — the two stages, kafka-python's
+network and heartbeat threads — each wait for a round trip (a store statement, a fetch,
+a producer acknowledgement) and then for the lock, which a busy stage gives up only at
+this interval: at 5 ms, each of a transaction's ten statements beside a busy ingest
+stage may wait up to 5 ms more for the lock (benchmarks/bench_kafka.py measures the
+parts of produce-to-alert)."""
 
 
 @dataclass(slots=True)
@@ -153,8 +162,12 @@ def run_worker(
         signal.signal(signal.SIGINT, _stop)
     detect = stage in ("all", "detect")
     lock = _sqlite_lock(settings.db_url) if detect else None
-    store = Store.open(settings.db_url)
+    # no pre-ping: a round trip of every transaction; a stage whose transaction fails on
+    # a dropped connection resumes from the store's offsets on a fresh one
+    store = Store.open(settings.db_url, pre_ping=False)
     stats = WorkerStats()
+    switch_interval = sys.getswitchinterval()
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
     try:
         ensure_topics(options)
 
@@ -209,6 +222,7 @@ def run_worker(
                 sequencing.close()
                 stats.alerts = sequencing.alerts
     finally:
+        sys.setswitchinterval(switch_interval)
         store.close()
         if lock is not None:
             lock.close()
