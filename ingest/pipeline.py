@@ -35,6 +35,7 @@ from typing import Any
 
 from detectors.base import Detector
 from detectors.registry import DetectorSet
+from detectors.score_series import ScoreChunk, ScoreRecorder, encode_chunk
 from features.compaction import CompactionInference
 from features.ordering import Reorderer
 from features.redact import redact_dead_letter, redact_step
@@ -75,11 +76,15 @@ class _Session:
     last_ts: int
     compaction: CompactionInference
     detectors: list[Detector]
+    scores: ScoreRecorder
+    """The detectors' scores since the checkpoint (from :attr:`upto`)."""
     features: TrajectoryFeatures = field(default_factory=TrajectoryFeatures)
     analysis: bytes | None = None
     """The analysis checkpoint the store holds (:func:`~ingest.session_state.dump_analysis`;
     None: fresh detectors and features), reflecting the steps below :attr:`upto`."""
     upto: int = 0
+    chunk: ScoreChunk | None = None
+    """The scores the last checkpoint covered, until the commit stores them with it."""
     checkpoint_due: bool = False
     """The next commit writes a checkpoint whatever the steps since the last: the session
     ended, the store refused a step the detectors saw, or its stored analysis is of an
@@ -98,6 +103,7 @@ class _Session:
         they are now; its analysis as of the last checkpoint, or (``checkpoint``) as of now."""
         if checkpoint and (self.upto < self.next_seq or self.checkpoint_due):
             self.analysis = dump_analysis(features=self.features, detectors=self.detectors)
+            self.chunk = self.scores.take(upto=self.next_seq)
             self.upto = self.next_seq
             self.checkpoint_due = False
         return SessionCursor(
@@ -113,6 +119,11 @@ class _Session:
                 upto=self.upto,
             ),
         )
+
+    def take_chunk(self) -> ScoreChunk | None:
+        """The scores the last checkpoint covered, if not yet stored; handed over once."""
+        chunk, self.chunk = self.chunk, None
+        return chunk
 
     def checkpoint_wanted(self, every: int) -> bool:
         """Whether this commit should write the analysis: ``every`` steps placed since
@@ -488,6 +499,13 @@ class Pipeline:
                 session.info = SessionInfo(session_id=info.session_id)
                 cursor = session.cursor(checkpoint=checkpoints[info.session_id])
                 unit.upsert_session(session.info, cursor)
+            chunks = [
+                (session_id, chunk)
+                for session_id in checkpoints
+                if (chunk := self._sessions[session_id].take_chunk()) is not None
+            ]
+            if chunks:  # the scores the checkpoints cover, after their sessions' rows
+                unit.add_score_chunks([(s, c.start, c.end, encode_chunk(c)) for s, c in chunks])
             dead, self._dead = self._dead, []
             if dead:
                 unit.add_dead_letters(dead)
@@ -595,11 +613,15 @@ class Pipeline:
                 # detectors read a bounded head of each field, and the step's features,
                 # worked out once for all of them
                 view = analysed_view(final, features)
-                for detector in session.detectors:
+                scores = session.scores
+                for index, detector in enumerate(session.detectors):
                     try:
                         alerts.extend(detector.update(view))
+                        scores.scored(index, detector)
                     except Exception as error:  # a detector bug must not cost the batch
                         self._detector_failed(detector, final, error)
+                        scores.failed(index)
+                scores.step_done()
         return steps, alerts, list(touched)
 
     def _key_turns(
@@ -772,7 +794,8 @@ class Pipeline:
             model_session=cursor.model_session,
             last_ts=cursor.last_ts,
             compaction=compaction,
-            detectors=self.detectors.for_session(),
+            detectors=(detectors := self.detectors.for_session()),
+            scores=ScoreRecorder(detectors, start=cursor.next_seq),
             upto=cursor.next_seq,
         )
         state = load_state(cursor.state) if cursor.state is not None else None
@@ -789,9 +812,13 @@ class Pipeline:
             session.checkpoint_due = True
             return session
         session.upto, session.analysis = state.upto, state.analysis
+        session.scores = ScoreRecorder(session.detectors, start=state.upto)
         if state.upto < cursor.next_seq:
             roll_forward(
-                stored_steps(state.upto, cursor.next_seq), session.features, session.detectors
+                stored_steps(state.upto, cursor.next_seq),
+                session.features,
+                session.detectors,
+                session.scores,
             )
         return session
 

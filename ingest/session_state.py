@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from detectors.base import Detector
+from detectors.score_series import ScoreRecorder
 from features.compaction import CompactionInference
 from features.text import analysed_step
 from features.trajectory import TrajectoryFeatures
@@ -124,21 +125,31 @@ def load_state(data: bytes) -> SessionState | None:
 
 
 def roll_forward(
-    steps: Iterable[Step], features: TrajectoryFeatures, detectors: Sequence[Detector]
+    steps: Iterable[Step],
+    features: TrajectoryFeatures,
+    detectors: Sequence[Detector],
+    scores: ScoreRecorder | None = None,
 ) -> int:
     """Feed stored ``steps`` (in seq order, those past the checkpoint) to a restored
     session's ``features`` and ``detectors`` as the pipeline fed them when it placed them
     (:meth:`ingest.pipeline.Pipeline._place` and ``_release``); their alerts were stored
     with them and are dropped here, as is a detector's error (dead-lettered the first
-    time). Returns the number of steps fed."""
+    time). ``scores`` (recording ``detectors``, from the checkpoint) gets what they
+    report after each step, as it did the first time. Returns the number of steps fed."""
     fed = 0
     for step in steps:
         view = analysed_step(step)
         features.observe(view)
-        for detector in detectors:
+        for index, detector in enumerate(detectors):
             try:
                 detector.update(view)
+                if scores is not None:
+                    scores.scored(index, detector)
             except Exception:  # dead-lettered when the step was first judged
+                if scores is not None:
+                    scores.failed(index)
                 continue
+        if scores is not None:
+            scores.step_done()
         fed += 1
     return fed

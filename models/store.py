@@ -80,6 +80,7 @@ from models.tables import (
     DeadLetterRow,
     DeliveryRow,
     InputOffsetRow,
+    ScoreChunkRow,
     SessionRow,
     StepRow,
 )
@@ -99,6 +100,7 @@ _alerts: Table = AlertRow.__table__  # type: ignore[assignment]
 _deliveries: Table = DeliveryRow.__table__  # type: ignore[assignment]
 _dead_letters: Table = DeadLetterRow.__table__  # type: ignore[assignment]
 _offsets: Table = InputOffsetRow.__table__  # type: ignore[assignment]
+_score_chunks: Table = ScoreChunkRow.__table__  # type: ignore[assignment]
 
 _COUNTABLE: dict[str, Table] = {
     t.name: t for t in (_sessions, _steps, _alerts, _dead_letters, _deliveries, _offsets)
@@ -326,6 +328,17 @@ class Store:
         """(session, seq, checkpoint id, workspace commit) of the sessions' checkpoints."""
         with self._read() as connection:
             return _outbox.checkpoints(connection, session_ids)
+
+    def score_chunks(self, session_id: str) -> list[tuple[int, int, bytes]]:
+        """``(start_seq, end_seq, data)`` of every score chunk stored for ``session_id``
+        (:meth:`StoreUnit.add_score_chunks`), by ``start_seq``."""
+        query = (
+            select(_score_chunks.c.start_seq, _score_chunks.c.end_seq, _score_chunks.c.data)
+            .where(_score_chunks.c.session_id == session_id)
+            .order_by(_score_chunks.c.start_seq)
+        )
+        with self._read() as connection:
+            return [(int(a), int(b), bytes(c)) for a, b, c in connection.execute(query)]
 
     def outbox(self) -> _outbox.Outbox:
         """The webhook outbox on this store's engine (the dispatcher, the CLI)."""
@@ -714,6 +727,27 @@ class StoreUnit:
         rows = _select_in(self._connection, query, _sessions.c.session_id, session_ids)
         return {row["session_id"]: SessionCursor(**row) for row in rows}
 
+    def add_score_chunks(self, chunks: Sequence[tuple[str, int, int, bytes]]) -> None:
+        """Store detectors' scores: per ``(session_id, start, end, data)``, those of the
+        session's steps ``start`` to ``end - 1`` (``data``, opaque here;
+        :mod:`detectors.score_series`), written with the checkpoint at ``end`` (after
+        :meth:`upsert_sessions`: the row's session must exist). A chunk already stored
+        from ``start`` is replaced: the last checkpoint written wins, as the cursor does."""
+        statement = _UPSERT_SCORE_CHUNK.get(self._dialect)
+        if statement is None:  # built once per dialect, values bound at execution
+            insert = self._insert(_score_chunks)
+            statement = _UPSERT_SCORE_CHUNK[self._dialect] = insert.on_conflict_do_update(
+                index_elements=["session_id", "start_seq"],
+                set_={"end_seq": insert.excluded.end_seq, "data": insert.excluded.data},
+            )
+        self._connection.execute(
+            statement,
+            [
+                {"session_id": s, "start_seq": start, "end_seq": end, "data": data}
+                for s, start, end, data in chunks
+            ],
+        )
+
     def set_offset(self, source: str, partition: str, position: int) -> None:
         """Record that ``(source, partition)`` is consumed up to ``position``. Overwrites:
         the caller decides whether a position may move back (a deliberate re-read)."""
@@ -845,6 +879,7 @@ class StoreUnit:
 
 _RAW_STEPS_INSERT: dict[str, tuple[str, bool]] = {}
 _UPSERT_SESSION: dict[tuple[str, tuple[str, ...]], Executable] = {}
+_UPSERT_SCORE_CHUNK: dict[str, Executable] = {}
 _get_step_values = operator.attrgetter(*_STEP_FIELDS)
 _KIND_INDEX = _STEP_FIELDS.index("kind")
 _DETAIL_INDEX = _STEP_FIELDS.index("detail")

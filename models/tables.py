@@ -239,3 +239,21 @@ class InputOffsetRow(Base):
     source: Mapped[str] = mapped_column(NAME, primary_key=True)
     partition: Mapped[str] = mapped_column(SHORT, primary_key=True)
     position: Mapped[int] = mapped_column(BigInteger)
+
+
+class ScoreChunkRow(Base):
+    """Each detector's score after every step of a session from ``start_seq`` to
+    ``end_seq - 1``, as the pipeline computed them: written with the analysis checkpoint
+    at ``end_seq``, in its transaction (:mod:`detectors.score_series` encodes ``data``,
+    opaque to the store). One row per session per checkpoint, not per step; the explorer
+    draws the scores from these instead of replaying the steps. A session stored before
+    the table existed has none (the explorer then replays)."""
+
+    __tablename__ = "score_chunks"
+
+    session_id: Mapped[str] = mapped_column(
+        SESSION_ID, ForeignKey("sessions.session_id"), primary_key=True
+    )
+    start_seq: Mapped[int] = mapped_column(Integer, primary_key=True)
+    end_seq: Mapped[int] = mapped_column(Integer)
+    data: Mapped[bytes] = mapped_column(LargeBinary)

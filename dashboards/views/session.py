@@ -16,12 +16,14 @@ from dashboards.bundle import bundle_zip, folder_name
 from dashboards.context import Context
 from dashboards.session_view import (
     DetectorReplay,
+    StoredSeries,
     alert_marks,
     evidence_table,
     graph_layout,
     replay_detectors,
     score_lines,
     steps_table,
+    stored_series,
     subgoals,
     threshold_lines,
 )
@@ -44,6 +46,23 @@ def _replayed(
 ) -> DetectorReplay:
     """Cached by session and its last stored step: a live session's new steps replay again."""
     return replay_detectors(_steps, _ctx.detectors)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def _stored(
+    url: str,
+    session_id: str,
+    last_step: str,
+    count: int,
+    config: str,
+    _steps: Sequence[Step],
+    _ctx: Context,
+) -> StoredSeries | None:
+    """The scores the pipeline stored (None: replay), cached as :func:`_replayed`."""
+    chunks = [data for _, _, data in _ctx.store.score_chunks(session_id)]
+    cursor = _ctx.store.session_cursor(session_id)
+    state = cursor.state if cursor is not None else None
+    return stored_series(chunks, _steps, _ctx.detectors, state)
 
 
 def render(ctx: Context) -> None:
@@ -135,30 +154,36 @@ def _show(ctx: Context, session_id: str) -> bool:
     if egress is not None:
         st.altair_chart(egress, width="stretch")
 
-    replayed = _replayed(
-        ctx.settings.db_url,
-        session_id,
-        steps[-1].step_id,
-        len(steps),
-        str(ctx.config_path),
-        steps,
-        ctx,
-    )
-    lines = score_lines(replayed)
+    key = (ctx.settings.db_url, session_id, steps[-1].step_id, len(steps), str(ctx.config_path))
+    series: DetectorReplay | StoredSeries | None = _stored(*key, steps, ctx)
+    if series is None:
+        series = _replayed(*key, steps, ctx)
+        how = (
+            "replayed now through the configured detectors (the pipeline's own code: this "
+            "session was stored without its scores, or with another detector set)"
+        )
+    elif series.rolled:
+        how = (
+            "as the pipeline computed it when it judged the step (stored with its "
+            f"checkpoints; the last {series.rolled} steps, past the last checkpoint, "
+            "rolled forward from it now)"
+        )
+    else:
+        how = "as the pipeline computed it when it judged the step (stored with its checkpoints)"
+    lines = score_lines(series)
     st.altair_chart(
-        charts.scores(lines, threshold_lines(replayed), alert_marks(lines, alerts)),
+        charts.scores(lines, threshold_lines(series), alert_marks(lines, alerts)),
         width="stretch",
     )
     st.caption(
-        "Each detector's score after every step, replayed now through the configured "
-        "detectors (the pipeline's own code); dashed: the thresholds where its alerts "
-        "fire, by severity; points: the stored alerts, where they were raised."
+        f"Each detector's score after every step, {how}; dashed: the thresholds where "
+        "its alerts fire, by severity; points: the stored alerts, where they were raised."
     )
     if st.toggle(
         "Check the config: do the detectors replayed over these steps raise the stored alerts?",
         key="d_replay",
     ):
-        _replay_note(alerts, replayed)
+        _replay_note(alerts, _replayed(*key, steps, ctx))
 
     _details(session_id, steps, table, alerts, focus)
     _subgoals(steps)
