@@ -24,11 +24,14 @@ way (``update`` changes the state, read-only properties report it):
   sufficient: a detector reports a finding once (per loop, per model session, per
   category), so its score may stay above a line it already fired at. Lines may depend on
   what the detector has seen (``intent_drift`` asks more while a session's goal is
-  unknown): read them after the ``update``, like the score.
+  unknown): read them after the ``update``, like the score. A detector whose lines
+  depend on its parameters only says so (``thresholds_fixed = True``): the pipeline,
+  which records every score as it goes, then reads its lines once per checkpoint, not
+  after every step (the contract test checks the claim).
 
 Each detector's docstring says what its score measures. The explorer (``trajwatch ui``)
-replays a session's stored steps through the configured detectors and draws each one's
-score over the steps with its thresholds.
+draws each one's score over a session's steps with its thresholds: those the pipeline
+recorded (:mod:`detectors.score_series`), or a replay of the stored steps.
 
 >>> from detectors.budget_overrun import BudgetOverrun
 >>> from detectors.testing import Session
@@ -64,6 +67,10 @@ class Detector(ABC):
     ``_reset`` and ``update``; bad parameters raise ``ValueError`` in ``__init__``."""
 
     name: ClassVar[str]
+
+    thresholds_fixed: ClassVar[bool] = False
+    """True when :attr:`thresholds` depends on the parameters only, never on what the
+    detector has seen (module docstring)."""
 
     _score: float = 0.0
     """What :attr:`score` reports; subclasses build it in ``_reset`` and keep it in

@@ -105,6 +105,7 @@ class BudgetOverrun(Detector):
     """
 
     name: ClassVar[str] = "budget_overrun"
+    thresholds_fixed = True
 
     def __init__(
         self,

@@ -309,6 +309,7 @@ class ComplianceDecay(PolicyDetector):
     """
 
     name = "compliance_decay"
+    thresholds_fixed = True
 
     def _reset(self) -> None:
         super()._reset()

@@ -144,6 +144,7 @@ class DuplicateSideEffect(Detector):
     """
 
     name = "duplicate_side_effect"
+    thresholds_fixed = True
 
     def __init__(self, *, window: int = 64, critical_replays: int = 3) -> None:
         if not isinstance(window, int) or window < 1:

@@ -154,6 +154,7 @@ class EgressGaming(Detector):
     """
 
     name = "egress_gaming"
+    thresholds_fixed = True
 
     def __init__(
         self,

@@ -66,6 +66,7 @@ class PolicyViolation(PolicyDetector):
     ``report_budget = False``."""
 
     name = "policy_violation"
+    thresholds_fixed = True
 
     def __init__(
         self,

@@ -103,6 +103,7 @@ class PrematureCompletion(Detector):
     """
 
     name = "premature_completion"
+    thresholds_fixed = True
 
     def __init__(self, *, min_edits: int = 1) -> None:
         self.min_edits = min_edits

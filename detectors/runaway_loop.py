@@ -211,6 +211,7 @@ class RunawayLoop(Detector):
     """
 
     name: ClassVar[str] = "runaway_loop"
+    thresholds_fixed = True
 
     def __init__(
         self,

@@ -613,15 +613,14 @@ class Pipeline:
                 # detectors read a bounded head of each field, and the step's features,
                 # worked out once for all of them
                 view = analysed_view(final, features)
-                scores = session.scores
-                for index, detector in enumerate(session.detectors):
+                failed: list[Detector] | None = None
+                for detector in session.detectors:
                     try:
                         alerts.extend(detector.update(view))
-                        scores.scored(index, detector)
                     except Exception as error:  # a detector bug must not cost the batch
                         self._detector_failed(detector, final, error)
-                        scores.failed(index)
-                scores.step_done()
+                        failed = [*(failed or ()), detector]
+                session.scores.record(failed)
         return steps, alerts, list(touched)
 
     def _key_turns(

@@ -140,16 +140,13 @@ def roll_forward(
     for step in steps:
         view = analysed_step(step)
         features.observe(view)
-        for index, detector in enumerate(detectors):
+        failed: list[Detector] | None = None
+        for detector in detectors:
             try:
                 detector.update(view)
-                if scores is not None:
-                    scores.scored(index, detector)
             except Exception:  # dead-lettered when the step was first judged
-                if scores is not None:
-                    scores.failed(index)
-                continue
+                failed = [*(failed or ()), detector]
         if scores is not None:
-            scores.step_done()
+            scores.record(failed)
         fed += 1
     return fed

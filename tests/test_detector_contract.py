@@ -96,6 +96,8 @@ def scored(detector: Detector, steps: Iterable[Step]) -> list[tuple[Alert, float
         assert isinstance(lines, Mapping) and lines, f"{detector.name} names no thresholds"
         assert set(lines) <= {"warn", "critical"}, lines
         assert all(math.isfinite(v) and v > 0 for v in lines.values()), lines
+        if detector.thresholds_fixed:  # the pipeline reads them once a checkpoint
+            assert lines == detector.clone().thresholds, (detector.name, step.seq, lines)
         for alert in alerts:
             assert str(alert.severity) in lines, (detector.name, alert.severity, lines)
             raised.append((alert, score, lines[str(alert.severity)]))

@@ -163,31 +163,39 @@ def test_a_session_without_stored_scores_or_with_a_hole_is_replayed(tmp_path: Pa
 
 
 def test_a_chunk_round_trips_and_marks_a_failing_detector() -> None:
-    class Flaky:
-        name = "flaky"
-
-    s = Session("c")
     from detectors.budget_overrun import BudgetOverrun
+    from detectors.intent_drift import IntentDrift
 
-    budget = BudgetOverrun()
-    recorder = ScoreRecorder([budget, Flaky()], start=10)  # type: ignore[list-item]
+    class Broken(BudgetOverrun):
+        """Reports a score that raises: a failure, as an update that raises."""
+
+        name = "broken"
+
+        @property
+        def score(self) -> float:
+            raise RuntimeError("a bug")
+
+    s = Session("c", goal="Fix the DST bug in parse_date")
+    budget, drift, broken = BudgetOverrun(), IntentDrift(), Broken()
+    recorder = ScoreRecorder([budget, drift, broken], start=10)
     for step in [s.start(), *s.tool("ls", {})]:
-        budget.update(step)
-        recorder.scored(0, budget)
-        recorder.failed(1)
-        recorder.step_done()
+        for detector in (budget, drift):
+            detector.update(step)
+        recorder.record(failed=[drift] if step.kind == "tool_result" else None)
     assert recorder.take(upto=12) is None  # three steps recorded, not two: a hole
-    recorder = ScoreRecorder([budget, Flaky()], start=13)  # type: ignore[list-item]
-    recorder.scored(0, budget)
-    recorder.failed(1)
-    recorder.step_done()
+    assert recorder.start == 12 and recorder.count == 0
+    recorder.record()
+    recorder.record(failed=[budget])
     chunk = recorder.take(upto=14)
     assert chunk is not None
     back = decode_chunk(encode_chunk(chunk))
-    assert back is not None and (back.start, back.end) == (13, 14)
-    assert list(back.scores["budget_overrun"]) == list(chunk.scores["budget_overrun"])
-    assert math.isnan(back.scores["flaky"][0]) and back.lines["flaky"] == []
-    assert back.lines["budget_overrun"] == [(13, {"warn": 0.8, "critical": 1.0})]
+    assert back is not None and (back.start, back.end) == (12, 14)
+    assert back.scores["budget_overrun"][0] == budget.score
+    assert math.isnan(back.scores["budget_overrun"][1])
+    assert all(math.isnan(v) for v in back.scores["broken"]) and back.lines["broken"] == []
+    # fixed lines read once a chunk; intent_drift's (they vary) at every step that differs
+    assert back.lines["budget_overrun"] == [(12, {"warn": 0.8, "critical": 1.0})]
+    assert back.lines["intent_drift"] == [(12, dict(drift.thresholds))]
 
 
 def test_the_session_page_draws_the_stored_scores_and_replays_without_them(
