@@ -17,6 +17,7 @@ from dashboards.context import Context
 from dashboards.session_view import (
     DetectorReplay,
     StoredSeries,
+    Subgoals,
     alert_marks,
     evidence_table,
     graph_layout,
@@ -63,6 +64,15 @@ def _stored(
     cursor = _ctx.store.session_cursor(session_id)
     state = cursor.state if cursor is not None else None
     return stored_series(chunks, _steps, _ctx.detectors, state)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def _subgoals_of(
+    url: str, session_id: str, last_step: str, count: int, _steps: Sequence[Step]
+) -> Subgoals:
+    """Cached as :func:`_replayed`: the page's widgets rerun it, a live session's new
+    steps rebuild it."""
+    return subgoals(_steps)
 
 
 def render(ctx: Context) -> None:
@@ -186,7 +196,7 @@ def _show(ctx: Context, session_id: str) -> bool:
         _replay_note(alerts, _replayed(*key, steps, ctx))
 
     _details(session_id, steps, table, alerts, focus)
-    _subgoals(steps)
+    _subgoals(_subgoals_of(*key[:4], steps))
     return live
 
 
@@ -281,9 +291,8 @@ def _details(
     st.json(step_to_json(step), expanded=True)
 
 
-def _subgoals(steps: Sequence[Step]) -> None:
+def _subgoals(found: Subgoals) -> None:
     st.subheader("Sub-goals and action clusters")
-    found = subgoals(steps)
     if found.nodes.is_empty():
         st.caption("No tool calls: no action clusters.")
         return
