@@ -5,11 +5,12 @@ registry, a compaction every 1,000 steps, checkpoints, and a retry loop near the
 the detectors catch) is stored through the pipeline with the project's detectors. The
 session page (``dashboards/app.py?session=…``) is then rendered ``--runs`` times by
 Streamlit's AppTest — the whole script run on the server: the store opened and read, the
-polars tables, every chart's spec and data, and the replay of the stored steps through
-the configured detectors that gives each detector's score over the steps. Each render
-starts cold (Streamlit's caches cleared: the store is opened again, the detectors replayed
-again) unless ``--warm``; the median is what the target is about. ``--replay`` also
-switches on the page's config check (the replay's alerts compared with the stored). The
+polars tables, every chart's spec and data, and each detector's score over the steps (the
+scores the pipeline stored with its checkpoints, read back). Each render starts cold
+(Streamlit's caches cleared: the store is opened and read again) unless ``--warm``; the
+median is what the target is about. ``--replay`` also switches on the page's config
+check (the stored steps replayed through the configured detectors, their alerts compared
+with the stored). The
 browser's drawing is not included. The CPU time of a render is printed beside the wall
 time: on a loaded machine (load above the core count) the wall time is mostly waiting.
 Run: ``PYTHONPATH=. python benchmarks/bench_explorer.py``.
