@@ -322,7 +322,7 @@ def _score_rows(chunks: Sequence[ScoreChunk], final: int) -> pl.DataFrame:
     return (
         every.filter(before.is_null() | (pl.col("score") != before) | (pl.col("seq") == final))
         .select(pl.col("detector"), pl.col("seq"), pl.col("score"))
-        .cast(dict(SCORE_SCHEMA))
+        .cast(SCORE_SCHEMA)
     )
 
 

@@ -57,7 +57,7 @@ class ScoreChunk:
 
     start: int
     end: int
-    scores: dict[str, array]  # type: ignore[type-arg]
+    scores: dict[str, array[float]]
     """Detector name → its score after each step (``array('d')``, ``end - start`` long;
     NaN where it raised)."""
     lines: dict[str, list[tuple[int, dict[str, float]]]]
@@ -156,7 +156,7 @@ def _score_or_nan(get: attrgetter[float], detector: Detector) -> float:
         return _NAN
 
 
-def _little(values: array) -> array:  # type: ignore[type-arg]
+def _little(values: array[float]) -> array[float]:
     """``values`` in little-endian order (the stored one), whatever the machine's."""
     if sys.byteorder == "little":
         return values

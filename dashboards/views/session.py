@@ -165,20 +165,23 @@ def _show(ctx: Context, session_id: str) -> bool:
         st.altair_chart(egress, width="stretch")
 
     key = (ctx.settings.db_url, session_id, steps[-1].step_id, len(steps), str(ctx.config_path))
-    series: DetectorReplay | StoredSeries | None = _stored(*key, steps, ctx)
-    if series is None:
+    stored = _stored(*key, steps, ctx)
+    series: DetectorReplay | StoredSeries
+    if stored is None:
         series = _replayed(*key, steps, ctx)
         how = (
             "replayed now through the configured detectors (the pipeline's own code: this "
             "session was stored without its scores, or with another detector set)"
         )
-    elif series.rolled:
+    elif stored.rolled:
+        series = stored
         how = (
             "as the pipeline computed it when it judged the step (stored with its "
-            f"checkpoints; the last {series.rolled} steps, past the last checkpoint, "
+            f"checkpoints; the last {stored.rolled} steps, past the last checkpoint, "
             "rolled forward from it now)"
         )
     else:
+        series = stored
         how = "as the pipeline computed it when it judged the step (stored with its checkpoints)"
     lines = score_lines(series)
     st.altair_chart(
