@@ -21,9 +21,9 @@ detectors are ~320 KB raw, a few KB compressed (scores repeat).
 >>> s = Session("series", budget={"tool_calls": 4})
 >>> detectors = [BudgetOverrun()]
 >>> recorder = ScoreRecorder(detectors, start=0)
+>>> alerts = []
 >>> for step in [s.start(), *s.tool("bash", {"command": "make"})]:
-...     _ = detectors[0].update(step)
-...     recorder.record()
+...     recorder.judge(step, alerts, failed=print)
 >>> chunk = decode_chunk(encode_chunk(recorder.take(upto=3)))
 >>> chunk.start, chunk.end, list(chunk.scores["budget_overrun"])
 (0, 3, [0.0, 0.25, 0.25])
@@ -38,11 +38,12 @@ import math
 import sys
 import zlib
 from array import array
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
 
 from detectors.base import Detector
+from models.records import Alert, Step
 
 FORMAT = 1
 """Bumped when the layout of :func:`encode_chunk` changes; a chunk of another format
@@ -68,11 +69,12 @@ class ScoreChunk:
 class ScoreRecorder:
     """What a session's detectors report after every step, since the last checkpoint.
 
-    The caller feeds a step to every detector, then calls :meth:`record` with those that
-    raised; :meth:`take` hands over the chunk and starts the next one. :meth:`record` is
-    on the pipeline's hot path (~2 µs a step for eight detectors): one row of scores read
-    by C-level getters, and the lines read only of the detectors whose lines may change
-    (the others', :attr:`~detectors.base.Detector.thresholds_fixed`, once a chunk)."""
+    :meth:`judge` feeds a step to every detector and records what each reports;
+    :meth:`take` hands over the chunk and starts the next one. :meth:`judge` is the
+    pipeline's hot path: each score is read by a C-level getter right after its update
+    (the object is still in cache), and the lines only of the detectors whose lines may
+    change (the others', :attr:`~detectors.base.Detector.thresholds_fixed`, once a
+    chunk)."""
 
     __slots__ = ("_detectors", "_getters", "_lines", "_scores", "_varying", "count", "start")
 
@@ -96,32 +98,47 @@ class ScoreRecorder:
         """Row-major: a row of every detector's score per step."""
         self._lines: list[list[tuple[int, dict[str, float]]]] = [[] for _ in self._detectors]
 
-    def record(self, failed: Sequence[Detector] | None = None) -> None:
-        """Every detector has been fed the next step; ``failed``: those that raised (no
-        score: NaN). A detector whose ``score`` or ``thresholds`` raises counts as one."""
-        try:
-            row = [get(detector) for get, detector in self._getters]
-        except Exception:  # as replay_detectors: a failure of the detector
-            row = [_score_or_nan(get, detector) for get, detector in self._getters]
-        if failed is not None:
-            row = [
-                _NAN if detector in failed else score
-                for detector, score in zip(self._detectors, row, strict=True)
-            ]
+    def judge(
+        self,
+        step: Step,
+        alerts: list[Alert],
+        failed: Callable[[Detector, Exception], object],
+    ) -> None:
+        """Feed ``step`` to every detector in order, as the pipeline judges a step: their
+        alerts extend ``alerts``; a detector that raises is handed to ``failed`` and
+        skipped. Then record what each reports: its score read right after its update
+        (NaN if it raised, or if reading it does), its lines if they may change."""
+        append = self._scores.append
+        for get, detector in self._getters:
+            try:
+                alerts.extend(detector.update(step))
+            except Exception as error:  # a detector bug must not cost the batch
+                failed(detector, error)
+                append(_NAN)
+                continue
+            try:
+                append(get(detector))
+            except Exception:  # as replay_detectors: a failure of the detector
+                append(_NAN)
+        if self._varying:
+            self._read_lines()
+        self.count += 1
+
+    def _read_lines(self) -> None:
+        """The lines of the detectors whose lines may change, after the step just scored."""
         seq = self.start + self.count
+        row = len(self._scores) - len(self._detectors)
         for index in self._varying:
-            if row[index] != row[index]:  # NaN: it failed
+            if self._scores[row + index] != self._scores[row + index]:  # NaN: it failed
                 continue
             try:
                 marks = self._detectors[index].thresholds
             except Exception:
-                row[index] = _NAN
+                self._scores[row + index] = _NAN
                 continue
             lines = self._lines[index]
             if not lines or marks != lines[-1][1]:
                 lines.append((seq, dict(marks)))
-        self._scores.extend(row)
-        self.count += 1
 
     def take(self, *, upto: int) -> ScoreChunk | None:
         """The chunk of the steps from :attr:`start` to ``upto`` (the checkpoint's), and
@@ -147,13 +164,6 @@ class ScoreRecorder:
         self.start, self.count = upto, 0
         self._reset()
         return chunk
-
-
-def _score_or_nan(get: attrgetter[float], detector: Detector) -> float:
-    try:
-        return float(get(detector))
-    except Exception:
-        return _NAN
 
 
 def _little(values: array[float]) -> array[float]:

@@ -31,6 +31,7 @@ import hashlib
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 from detectors.base import Detector
@@ -319,7 +320,7 @@ class Pipeline:
             )
         )
 
-    def _detector_failed(self, detector: Detector, step: Step, error: Exception) -> None:
+    def _detector_failed(self, step: Step, detector: Detector, error: Exception) -> None:
         """A detector raised on ``step``: the step is stored all the same, and a dead
         letter keeps the step and the error so the bug can be reproduced."""
         self._add_dead_letter(
@@ -613,14 +614,9 @@ class Pipeline:
                 # detectors read a bounded head of each field, and the step's features,
                 # worked out once for all of them
                 view = analysed_view(final, features)
-                failed: list[Detector] | None = None
-                for detector in session.detectors:
-                    try:
-                        alerts.extend(detector.update(view))
-                    except Exception as error:  # a detector bug must not cost the batch
-                        self._detector_failed(detector, final, error)
-                        failed = [*(failed or ()), detector]
-                session.scores.record(failed)
+                # every detector in order, its score recorded; a detector's bug is a
+                # dead letter, not the batch's end
+                session.scores.judge(view, alerts, partial(self._detector_failed, final))
         return steps, alerts, list(touched)
 
     def _key_turns(

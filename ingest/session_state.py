@@ -134,19 +134,24 @@ def roll_forward(
     session's ``features`` and ``detectors`` as the pipeline fed them when it placed them
     (:meth:`ingest.pipeline.Pipeline._place` and ``_release``); their alerts were stored
     with them and are dropped here, as is a detector's error (dead-lettered the first
-    time). ``scores`` (recording ``detectors``, from the checkpoint) gets what they
-    report after each step, as it did the first time. Returns the number of steps fed."""
+    time). With ``scores`` (recording ``detectors``, from the checkpoint) they are fed
+    through it, so it records what they report after each step, as the first time.
+    Returns the number of steps fed."""
     fed = 0
     for step in steps:
         view = analysed_step(step)
         features.observe(view)
-        failed: list[Detector] | None = None
-        for detector in detectors:
-            try:
-                detector.update(view)
-            except Exception:  # dead-lettered when the step was first judged
-                failed = [*(failed or ()), detector]
         if scores is not None:
-            scores.record(failed)
+            scores.judge(view, [], _ignored)
+        else:
+            for detector in detectors:
+                try:
+                    detector.update(view)
+                except Exception:  # dead-lettered when the step was first judged
+                    continue
         fed += 1
     return fed
+
+
+def _ignored(detector: Detector, error: Exception) -> None:
+    """A detector's error on a step rolled forward: dead-lettered the first time."""

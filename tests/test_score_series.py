@@ -22,6 +22,7 @@ from dashboards.session_view import (
     stored_series,
     threshold_lines,
 )
+from detectors.base import Detector
 from detectors.registry import DetectorSet
 from detectors.score_series import ScoreRecorder, decode_chunk, encode_chunk
 from detectors.testing import Session
@@ -29,7 +30,7 @@ from ingest.draft import Draft
 from ingest.options import PipelineOptions
 from ingest.otlp_proto import Decoded
 from ingest.pipeline import Pipeline
-from models.records import Step
+from models.records import Alert, Step
 from models.store import Store
 from tests.explorer_seed import CONFIG, Seeded, copy, detectors
 
@@ -175,23 +176,37 @@ def test_a_chunk_round_trips_and_marks_a_failing_detector() -> None:
         def score(self) -> float:
             raise RuntimeError("a bug")
 
+    class Flaky(IntentDrift):
+        """Raises on every tool result."""
+
+        def update(self, step: Step) -> list[Alert]:
+            if step.kind == "tool_result":
+                raise RuntimeError("a bug")
+            return super().update(step)
+
     s = Session("c", goal="Fix the DST bug in parse_date")
-    budget, drift, broken = BudgetOverrun(), IntentDrift(), Broken()
+    budget, drift, broken = BudgetOverrun(), Flaky(), Broken()
     recorder = ScoreRecorder([budget, drift, broken], start=10)
-    for step in [s.start(), *s.tool("ls", {})]:
-        for detector in (budget, drift):
-            detector.update(step)
-        recorder.record(failed=[drift] if step.kind == "tool_result" else None)
+    failures: list[tuple[str, str]] = []
+
+    def failed(detector: Detector, error: Exception) -> None:
+        failures.append((detector.name, str(error)))
+
+    steps = [s.start(), *s.tool("ls", {}), *s.tool("ls", {"path": "src"})]
+    for step in steps[:3]:
+        recorder.judge(step, [], failed)
+    assert failures == [("intent_drift", "a bug")]  # update raised; a score that raises is not
     assert recorder.take(upto=12) is None  # three steps recorded, not two: a hole
     assert recorder.start == 12 and recorder.count == 0
-    recorder.record()
-    recorder.record(failed=[budget])
+    for step in steps[3:]:
+        recorder.judge(step, [], failed)
     chunk = recorder.take(upto=14)
     assert chunk is not None
     back = decode_chunk(encode_chunk(chunk))
     assert back is not None and (back.start, back.end) == (12, 14)
-    assert back.scores["budget_overrun"][0] == budget.score
-    assert math.isnan(back.scores["budget_overrun"][1])
+    assert list(back.scores["budget_overrun"]) == [budget.score, budget.score]
+    assert not math.isnan(back.scores["intent_drift"][0])
+    assert math.isnan(back.scores["intent_drift"][1])  # its update raised on the result
     assert all(math.isnan(v) for v in back.scores["broken"]) and back.lines["broken"] == []
     # fixed lines read once a chunk; intent_drift's (they vary) at every step that differs
     assert back.lines["budget_overrun"] == [(12, {"warn": 0.8, "critical": 1.0})]
