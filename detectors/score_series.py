@@ -3,8 +3,8 @@
 The explorer draws every detector's :attr:`~detectors.base.Detector.score` over a
 session's steps, with its :attr:`~detectors.base.Detector.thresholds`. Those are the
 detectors' state, so without a record of them the only way to draw them is to replay the
-stored steps through fresh detectors (~0.1 ms a step: half a second for a 5,000-step
-session, at every look). The pipeline has them at hand when it judges a step, so it
+stored steps through fresh detectors (0.16–0.65 s for a 5,000-step session, depending on
+the machine, at every look). The pipeline has them at hand when it judges a step, so it
 records them (:class:`ScoreRecorder`, a float append per detector per step) and stores
 them with each analysis checkpoint, in the same transaction, as one chunk per session per
 checkpoint (:func:`encode_chunk`): the scores of the steps since the previous checkpoint.
@@ -14,7 +14,7 @@ where it raised: the pipeline dead-letters that and the step has no score) and i
 thresholds only where they change (once at the chunk's first scored step, then at each
 step that reads differently; most detectors' lines never change, and say so:
 :attr:`~detectors.base.Detector.thresholds_fixed`). 5,000 steps of eight
-detectors are ~320 KB raw, a few KB compressed (scores repeat).
+detectors are 320 KB raw, ~2 KB compressed (bench_explorer's session: scores repeat).
 
 >>> from detectors.budget_overrun import BudgetOverrun
 >>> from detectors.testing import Session
