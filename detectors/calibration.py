@@ -10,8 +10,9 @@ probability (``critical`` at or above ``bands.critical``, ``warn`` at or above
 ``bands.warn``, else ``info``), and an alert that is no longer critical recommends
 ``notify``: calibration never makes an action stronger, and a kill or rollback needs a
 calibrated critical. The id is the alert's id at its new severity, so live and replay
-agree. Everything else — state, clones, the detector's own parameters — is the wrapped
-detector's.
+agree. Its ``score`` and ``thresholds`` are the wrapped detector's, calibrated (the bands,
+where given), so the explorer draws what the alerts say. Everything else — state, clones,
+the detector's own parameters — is the wrapped detector's.
 
 >>> from detectors.runaway_loop import RunawayLoop
 >>> from detectors.testing import Session
@@ -29,6 +30,7 @@ detector's.
 from __future__ import annotations
 
 import bisect
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -135,6 +137,21 @@ class Calibrated(Detector):
     def update(self, step: Step) -> list[Alert]:
         return [recalibrate(a, self.calibration, self.bands) for a in self.inner.update(step)]
 
+    @property
+    def score(self) -> float:
+        """The wrapped detector's score, calibrated: the map is non-decreasing, so an
+        alert's calibrated score stays at most the score of the step that raised it."""
+        return self.calibration.probability(self.inner.score)
+
+    @property
+    def thresholds(self) -> Mapping[str, float]:
+        """With bands, the bands (they set the severity); else the wrapped detector's
+        lines, calibrated (a raw score at its line maps at or above the line's image)."""
+        if self.bands is not None:
+            return {"warn": self.bands.warn, "critical": self.bands.critical}
+        lines = self.inner.thresholds
+        return {sev: self.calibration.probability(line) for sev, line in lines.items()}
+
     def clone(self) -> Calibrated:
         return type(self)(inner=self.inner.clone(), calibration=self.calibration, bands=self.bands)
 
@@ -150,6 +167,11 @@ def calibrated(
 ) -> Detector:
     """``detector`` with calibrated alerts, under its own name (so its stored state, its
     alerts and the action rules that name it stay its own)."""
-    kind = type(f"Calibrated_{detector.name}", (Calibrated,), {"name": detector.name})
+    fixed = bands is not None or type(detector).thresholds_fixed
+    kind = type(
+        f"Calibrated_{detector.name}",
+        (Calibrated,),
+        {"name": detector.name, "thresholds_fixed": fixed},
+    )
     wrapped: Detector = kind(inner=detector, calibration=calibration, bands=bands)
     return wrapped

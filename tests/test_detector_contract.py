@@ -370,3 +370,18 @@ def test_state_grows_at_most_linearly_with_field_length(detector: Detector) -> N
         sizes.append(len(pickle.dumps(live.state_dict())))
     small, big = sizes
     assert big <= 4.5 * max(small, 2_048), f"{detector.name}: {small} -> {big} bytes of state"
+
+
+@pytest.mark.parametrize("banded", [False, True])
+def test_a_calibrated_detector_reports_its_calibrated_score_at_its_lines(banded: bool) -> None:
+    """A calibrated detector (the tuning notebook's config) keeps the contract in the
+    calibrated scale: the explorer draws its score, not a flat zero."""
+    from detectors.calibration import Bands, Calibration, calibrated
+
+    fitted = Calibration(scores=(0.0, 0.1, 1.0), probabilities=(0.0, 0.6, 0.95))
+    bands = Bands(warn=0.5, critical=0.9) if banded else None
+    detector = calibrated(REGISTRY["runaway_loop"](), fitted, bands)
+    raised = [r for seed in (3, 9, 11) for r in scored(detector.clone(), long_session(400, seed))]
+    assert raised, "the streams raise runaway_loop alerts"
+    assert_raised_at_their_lines(raised)
+    assert all(score <= 0.95 for _, score, _ in raised)  # the calibrated scale, not the raw
