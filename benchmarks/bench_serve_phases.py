@@ -135,11 +135,8 @@ def main() -> None:
             )
             for n, tree in enumerate(trees):
                 port = bench._free_port()
-                spec = {
-                    "db_url": f"sqlite:///{sub}/serve{n}.db",
-                    "inbound_dir": f"{sub}/inbound{n}",
-                    "port": port,
-                }
+                url = f"sqlite:///{sub}/serve{n}.db"
+                spec = {"db_url": url, "inbound_dir": f"{sub}/inbound{n}", "port": port}
                 proc = subprocess.Popen(
                     [sys.executable, __file__, "--child", json.dumps(spec)],
                     stdout=subprocess.PIPE,
@@ -149,10 +146,13 @@ def main() -> None:
                 cpu0, wall0 = bench._cpu_seconds(proc.pid), time.monotonic()
                 bench._send_all(port, traces)
                 bench._settle(port)
-                wall, cpu = time.monotonic() - wall0, bench._cpu_seconds(proc.pid) - cpu0
+                cpu1, wall = bench._cpu_seconds(proc.pid), time.monotonic() - wall0
+                if cpu0 is None or cpu1 is None:
+                    raise SystemExit("needs /proc/<pid>/stat (Linux) for the child's CPU")
+                cpu = cpu1 - cpu0
                 proc.send_signal(signal.SIGTERM)
                 out = json.loads(proc.communicate()[0])
-                with Store.open(spec["db_url"]) as store:
+                with Store.open(url) as store:
                     ids = sorted(a.alert_id for a in store.alerts(replayed["sessions"]))
                 ratios[tree].append((replayed["seconds"] / wall, replayed["cpu_s"] / cpu))
                 print(
