@@ -104,3 +104,24 @@ def test_stages_cover_every_detector_and_the_report_prints(report: dict[str, Any
     text = format_report(report, "trajwatch bench --quick")
     assert f"{report['throughput']['serve_spans_per_s']:,} spans/s" in text
     assert "| detector `runaway_loop` |" in text
+
+
+def test_the_attributed_replay_names_the_rest(report: dict[str, Any]) -> None:
+    attributed = report["stages_us_per_step"]["attributed"]
+    stages = attributed["stages"]
+    for name in (
+        "decode (protobuf → span records)",
+        "redaction",
+        "sequencing (seq, compaction, step copies)",
+        "store writes (steps)",
+        "checkpoints (detector state pickled)",
+        "replay loop (read, frame, merge files)",
+    ):
+        assert stages[name] > 0, name
+    assert {f"detector `{name}`" for name in report["detectors"]} <= set(stages)
+    # the stages and the timers' own cost are the whole replay with timers
+    assert sum(stages.values()) + attributed["timers"] == pytest.approx(
+        attributed["total"], rel=0.01
+    )
+    assert attributed["timers"] >= 0
+    assert "| sequencing (seq, compaction, step copies) |" in format_report(report, "x")

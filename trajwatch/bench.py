@@ -31,7 +31,9 @@ same detector set (the config's), on SQLite:
    the feature pass, each detector, and the store's writes, each timed on its own over
    the phase-1 data (so the normal path carries no timer), beside replay's whole CPU µs
    per step; and the raw ``ExportTraceServiceRequest.FromString`` rate, with each rate
-   as a ratio to it.
+   as a ratio to it. Then the phase-1 replay once more with a CPU clock around each
+   named stage (:mod:`trajwatch.bench_attribution`): what "the rest" is, by name
+   (sequencing, the storable check, checkpoints, ordering, the files' reading, …).
 """
 
 from __future__ import annotations
@@ -173,6 +175,8 @@ def run_bench(
         memory = _memory(sizes, tmp, config_path)
         progress("stages")
         stages = _stages(traces, replayed, tmp, detectors)
+        progress("stages: the replay once more, attributed")
+        stages["attributed"] = _attributed(replayed, tmp, detectors)
     raw = stages.pop("from_string_spans_per_s")
     for key in ("state_bytes_end_of_run_max", "state_bytes_end_of_run_by_detector"):
         memory[key] = stages.pop(key)
@@ -285,6 +289,7 @@ def _replay(traces: list[list[bytes]], tmp: Path, detectors: Any) -> dict[str, A
         "steps": summary.steps,
         "alert_ids": sorted(a.alert_id for a in summary.alerts),
         "url": url,
+        "folder": folder,
         "sessions": summary.sessions,
     }
 
@@ -792,6 +797,25 @@ def _stages(
     }
 
 
+def _attributed(replayed: dict[str, Any], tmp: Path, detectors: Any) -> dict[str, Any]:
+    """Phase 1's replay once more with every stage timed
+    (:mod:`trajwatch.bench_attribution`): own CPU µs per stored step, largest first,
+    the timers' own cost apart."""
+    from models.store import Store
+    from trajwatch.bench_attribution import attributed_replay
+
+    url = f"sqlite:///{tmp / 'attributed.db'}"
+    Store.open(url).close()
+    done = attributed_replay(replayed["folder"], url, detectors)
+    per = 1e6 / done["steps"]
+    ordered = sorted(done["seconds"].items(), key=lambda kv: -kv[1])
+    return {
+        "stages": {name: round(s * per, 2) for name, s in ordered},
+        "timers": round(done["timers_s"] * per, 2),
+        "total": round(done["total_s"] * per, 2),
+    }
+
+
 # -- the report ------------------------------------------------------------------------------
 
 
@@ -874,6 +898,7 @@ def format_report(report: dict[str, Any], command: str) -> str:
         ("the rest (ordering, sequencing, dedup, session state)", st["rest"]),
         ("**replay, all of it (CPU)**", st["replay_total"]),
     ]
+    attributed = st["attributed"]
     lines = [
         f"machine: {m['cpu']}, {m['cores']} cores, Python {m['python']}, "
         f"load {m['load_1m']} at the start; command: `{command}`",
@@ -888,6 +913,12 @@ def format_report(report: dict[str, Any], command: str) -> str:
         "| stage (each timed on its own, CPU) | µs per step |",
         "|---|---:|",
         *(f"| {name} | {us:.1f} |" for name, us in stages),
+        "",
+        "| the replay once more, each stage's own CPU (timers' cost taken off) | µs per step |",
+        "|---|---:|",
+        *(f"| {name} | {us:.1f} |" for name, us in attributed["stages"].items()),
+        f"| the timers themselves | {attributed['timers']:.1f} |",
+        f"| **replay with timers, all of it (CPU)** | {attributed['total']:.1f} |",
         "",
         "targets: "
         + "; ".join(
