@@ -139,6 +139,40 @@ def is_data_error(error: BaseException) -> bool:
 _json_dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 
+def _encoder_of_checked(encoder: json.JSONEncoder) -> Callable[[Any], str]:
+    """``encoder.encode`` for a dict already made storable (:func:`clean_json`: no cycle,
+    at most ``MAX_JSON_DEPTH`` deep), the same text for ~40% of the cost: ``encode``
+    builds its C encoder anew on each call, this one is built once, without the cycle
+    check (a cycle would recurse until ``RecursionError`` rather than raise
+    ``ValueError``; a checked value has none)."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # pragma: no cover - CPython has the C encoder
+        return encoder.encode
+    from json.encoder import encode_basestring, encode_basestring_ascii
+
+    iterencode = make(
+        None,  # no cycle check: see above
+        encoder.default,
+        encode_basestring_ascii if encoder.ensure_ascii else encode_basestring,
+        encoder.indent,
+        encoder.key_separator,
+        encoder.item_separator,
+        encoder.sort_keys,
+        encoder.skipkeys,
+        encoder.allow_nan,
+    )
+    join = "".join
+
+    def encode(value: Any) -> str:
+        return join(iterencode(value, 0))
+
+    return encode
+
+
+_detail_json = _encoder_of_checked(json.JSONEncoder(separators=(",", ":"), ensure_ascii=False))
+"""A step's ``detail`` as the engine's serializer (``_json_dumps``) writes it."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SessionCursor:
     """Where the pipeline is in a session: enough to resume it after a restart.
@@ -889,7 +923,8 @@ def _step_values(step: Step) -> tuple[Any, ...]:
     """A step's column values in ``_STEP_FIELDS`` order, as the driver takes them."""
     values = list(_get_step_values(step))
     values[_KIND_INDEX] = str(step.kind)
-    values[_DETAIL_INDEX] = _json_dumps(dict(step.detail))
+    detail = step.detail
+    values[_DETAIL_INDEX] = _detail_json(detail if type(detail) is dict else dict(detail))
     return tuple(values)
 
 
