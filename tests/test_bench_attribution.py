@@ -1,13 +1,17 @@
-"""The stage clock of ``trajwatch bench``'s attribution: each stage is charged its own
-time (a stage entered from another stops the other's clock), generator functions are
-charged as they are iterated, and the wrappers come off after the replay."""
+"""The stage sampler of ``trajwatch bench``'s attribution: CPU is charged to the stage
+on top of the stack (a stage entered from another takes the ticks while it runs),
+generator functions are charged as they are iterated, a long C call's CPU still reaches
+its stage, and the marks come off after the replay."""
 
 from __future__ import annotations
 
+import hashlib
 import time
 
+import pytest
+
 import ingest.pipeline
-from trajwatch.bench_attribution import LOOP, StageClock, _installed, _targets
+from trajwatch.bench_attribution import LOOP, StageSampler, _installed, _targets
 
 
 def _spin(seconds: float) -> None:
@@ -16,44 +20,52 @@ def _spin(seconds: float) -> None:
         pass
 
 
-def test_a_stage_is_charged_its_own_time_not_its_inner_stages() -> None:
-    clock = StageClock()
-    inner = clock.timed("inner", lambda: _spin(0.05))
+def test_a_stage_is_charged_its_own_cpu_not_its_inner_stages() -> None:
+    sampler = StageSampler()
+    inner = sampler.marked("inner", lambda: _spin(0.2))
 
     def outer() -> None:
-        _spin(0.02)
+        _spin(0.1)
         inner()
 
-    clock.timed("outer", outer)()
-    clock.leave()
-    assert 0.045 <= clock.seconds["inner"] < 0.08
-    assert 0.015 <= clock.seconds["outer"] < 0.045
-    assert clock.calls == {"outer": 1, "inner": 1}
-    assert clock.entered_from == {LOOP: 1, "outer": 1}
+    with sampler.sampling():
+        sampler.marked("outer", outer)()
+    assert sampler.seconds["inner"] == pytest.approx(0.2, abs=0.03)
+    assert sampler.seconds["outer"] == pytest.approx(0.1, abs=0.03)
+    assert sampler.stack == [LOOP]
 
 
 def test_a_generator_function_is_charged_as_it_is_iterated() -> None:
-    clock = StageClock()
+    sampler = StageSampler()
 
     def items():  # type: ignore[no-untyped-def]
         for k in range(3):
-            _spin(0.01)
+            _spin(0.05)
             yield k
+            _spin(0.05)  # between items: the consumer's stage
 
-    assert list(clock.timed("gen", items)()) == [0, 1, 2]
-    clock.leave()
-    assert clock.seconds["gen"] >= 0.028
-    assert clock.calls["gen"] == 4  # three items and the end
+    with sampler.sampling():
+        assert list(sampler.marked("gen", items)()) == [0, 1, 2]
+    assert sampler.seconds["gen"] == pytest.approx(0.3, abs=0.04)
 
 
-def test_the_wrappers_come_off() -> None:
+def test_a_long_c_call_reaches_its_stage() -> None:
+    sampler = StageSampler()
+    data = b"x" * (200 << 20)  # one hashlib call of ~0.2-0.5 s: ticks coalesce meanwhile
+    with sampler.sampling():
+        sampler.marked("hash", lambda: hashlib.sha256(data).digest())()
+    assert sampler.seconds["hash"] > 10 * sampler.seconds.get(LOOP, 0.0)
+    assert sampler.seconds["hash"] > 0.05
+
+
+def test_the_marks_come_off() -> None:
     from trajwatch.config import detector_set, load_config
 
     detectors = detector_set(load_config(None))
     before = ingest.pipeline.redact_step, ingest.pipeline.Pipeline.__dict__["_place"]
     kinds = [type(p) for p in detectors.prototypes]
     own = [("update" in vars(k)) for k in kinds]
-    with _installed(StageClock(), _targets(detectors)):
+    with _installed(StageSampler(), _targets(detectors)):
         assert ingest.pipeline.redact_step is not before[0]
     assert (ingest.pipeline.redact_step, ingest.pipeline.Pipeline.__dict__["_place"]) == before
     assert [("update" in vars(k)) for k in kinds] == own

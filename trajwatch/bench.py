@@ -31,8 +31,8 @@ same detector set (the config's), on SQLite:
    the feature pass, each detector, and the store's writes, each timed on its own over
    the phase-1 data (so the normal path carries no timer), beside replay's whole CPU µs
    per step; and the raw ``ExportTraceServiceRequest.FromString`` rate, with each rate
-   as a ratio to it. Then the phase-1 replay once more with a CPU clock around each
-   named stage (:mod:`trajwatch.bench_attribution`): what "the rest" is, by name
+   as a ratio to it. Then the phase-1 replay once more with each named stage marked and
+   its CPU sampled (:mod:`trajwatch.bench_attribution`): what "the rest" is, by name
    (sequencing, the storable check, checkpoints, ordering, the files' reading, …).
 """
 
@@ -798,9 +798,9 @@ def _stages(
 
 
 def _attributed(replayed: dict[str, Any], tmp: Path, detectors: Any) -> dict[str, Any]:
-    """Phase 1's replay once more with every stage timed
-    (:mod:`trajwatch.bench_attribution`): own CPU µs per stored step, largest first,
-    the timers' own cost apart."""
+    """Phase 1's replay once more with every stage marked
+    (:mod:`trajwatch.bench_attribution`): CPU µs per stored step by stage, largest
+    first, beside the same replay's total unmarked (phase 1's)."""
     from models.store import Store
     from trajwatch.bench_attribution import attributed_replay
 
@@ -811,8 +811,8 @@ def _attributed(replayed: dict[str, Any], tmp: Path, detectors: Any) -> dict[str
     ordered = sorted(done["seconds"].items(), key=lambda kv: -kv[1])
     return {
         "stages": {name: round(s * per, 2) for name, s in ordered},
-        "timers": round(done["timers_s"] * per, 2),
         "total": round(done["total_s"] * per, 2),
+        "unmarked_total": round(replayed["cpu_s"] * per, 2),
     }
 
 
@@ -914,11 +914,11 @@ def format_report(report: dict[str, Any], command: str) -> str:
         "|---|---:|",
         *(f"| {name} | {us:.1f} |" for name, us in stages),
         "",
-        "| the replay once more, each stage's own CPU (timers' cost taken off) | µs per step |",
+        "| the replay once more, by stage (CPU, sampled each ms) | µs per step |",
         "|---|---:|",
         *(f"| {name} | {us:.1f} |" for name, us in attributed["stages"].items()),
-        f"| the timers themselves | {attributed['timers']:.1f} |",
-        f"| **replay with timers, all of it (CPU)** | {attributed['total']:.1f} |",
+        f"| **replay with the stages marked, all of it (CPU)** | {attributed['total']:.1f} |",
+        f"| (the same replay unmarked, phase 1) | {attributed['unmarked_total']:.1f} |",
         "",
         "targets: "
         + "; ".join(

@@ -1,14 +1,18 @@
 """Where a replay's CPU goes, by named stage: ``trajwatch bench``'s attribution.
 
-:func:`attributed_replay` replays recordings once more with a CPU clock around the
-pipeline's parts (decode, normalise, redaction, the storable check, ordering, session
-resolution, sequencing, features, each detector, store lookups and writes, checkpoints,
-the commit), each charged its *own* time (a stage's inner stages are charged to them),
-so the parts add up to the whole replay; what no named part covers (reading and
-framing the files, merging them in delivery order) is ``replay loop``. The wrappers are
-installed on the classes and module names the pipeline looks up for this one replay and
-removed after it, so the normal path carries no timer; their own cost (a few µs a step)
-shows as the difference between this replay's total and the plain one's.
+:func:`attributed_replay` replays recordings once more with the pipeline's parts
+(decode, normalise, redaction, the storable check, ordering, session resolution,
+sequencing, features, each detector, store lookups and writes, checkpoints, the commit)
+marked: each marks its stage on a stack as it runs (a stage's inner stages mark their
+own), and a CPU-time profiling timer (``ITIMER_PROF``, every :data:`INTERVAL_S` of the
+process's CPU) charges the CPU spent since its last tick to the stage on top. The parts
+so add up to the whole replay's CPU; what no named part covers (reading and framing the
+files, merging them in delivery order) is ``replay loop``. A mark is a list append and
+pop, no clock read (a CPU clock read is a system call: timing ~25 calls a step with it
+cost ~35 µs a step, a fifth of the replay); the marks are installed on the classes and
+module names the pipeline looks up for this one replay and removed after it, so the
+normal path carries none. Sampled: a stage's figure is good to about one tick over the
+steps (1 ms over a few thousand steps: well under 1 µs a step).
 
 This complements the stages timed on their own (:func:`trajwatch.bench._stages`): those
 price each part alone on the same data; this one shows what the rest is.
@@ -19,95 +23,81 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import signal
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["StageClock", "attributed_replay"]
+__all__ = ["INTERVAL_S", "StageSampler", "attributed_replay"]
 
 LOOP = "replay loop (read, frame, merge files)"
 """The stage charged for whatever no named stage covers."""
+INTERVAL_S = 0.001
+"""CPU seconds between two ticks of the profiling timer."""
 
 
-class StageClock:
-    """Exclusive CPU seconds per stage: entering a stage stops the clock of the stage
-    it was entered from; leaving it restarts that one."""
+class StageSampler:
+    """CPU seconds per stage: the stages running form a stack (:meth:`marked`), and each
+    tick of the profiling timer charges the CPU since the last tick to the stage on
+    top. A tick delayed by a long C call (a signal is handled between bytecodes) still
+    charges that call's time, to the stage it ran in."""
 
     def __init__(self) -> None:
         self.seconds: dict[str, float] = {}
-        self.calls: dict[str, int] = {}
-        """Per stage, how many times it was entered."""
-        self.entered_from: dict[str, int] = {}
-        """Per stage, how many times another stage was entered from it."""
-        self._stack = [LOOP]
-        self._mark = time.process_time()
+        self.stack = [LOOP]
+        self._last = 0.0
 
-    def enter(self, name: str) -> None:
+    def _tick(self, signum: int, frame: Any) -> None:
         now = time.process_time()
-        top = self._stack[-1]
-        self.seconds[top] = self.seconds.get(top, 0.0) + now - self._mark
-        self.calls[name] = self.calls.get(name, 0) + 1
-        self.entered_from[top] = self.entered_from.get(top, 0) + 1
-        self._stack.append(name)
-        self._mark = now
+        top = self.stack[-1]
+        self.seconds[top] = self.seconds.get(top, 0.0) + now - self._last
+        self._last = now
 
-    def leave(self) -> None:
-        now = time.process_time()
-        top = self._stack.pop()
-        self.seconds[top] = self.seconds.get(top, 0.0) + now - self._mark
-        self._mark = now
+    @contextlib.contextmanager
+    def sampling(self, interval: float = INTERVAL_S) -> Iterator[None]:
+        """Tick every ``interval`` CPU seconds while in the block (main thread only;
+        needs ``signal.setitimer``: Linux, macOS)."""
+        previous = signal.signal(signal.SIGPROF, self._tick)
+        self._last = time.process_time()
+        signal.setitimer(signal.ITIMER_PROF, interval, interval)
+        try:
+            yield
+        finally:
+            signal.setitimer(signal.ITIMER_PROF, 0, 0)
+            self._tick(signal.SIGPROF, None)  # the last stretch
+            signal.signal(signal.SIGPROF, previous)
 
-    def timed(self, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
-        """``fn`` charging its own time to ``name``; a generator function is charged for
-        each item it makes (its work happens as it is iterated)."""
+    def marked(self, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """``fn`` running as stage ``name``; a generator function is the stage while it
+        makes each item (its work happens as it is iterated)."""
+        stack = self.stack
         if inspect.isgeneratorfunction(fn):
 
             @functools.wraps(fn)
             def gen_wrapper(*args: Any, **kwargs: Any) -> Iterator[Any]:
                 items = fn(*args, **kwargs)
                 while True:
-                    self.enter(name)
+                    stack.append(name)
                     try:
                         item = next(items)
                     except StopIteration:
                         return
                     finally:
-                        self.leave()
+                        stack.pop()
                     yield item
 
             return gen_wrapper
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            self.enter(name)
+            stack.append(name)
             try:
                 return fn(*args, **kwargs)
             finally:
-                self.leave()
+                stack.pop()
 
         return wrapper
-
-
-def timer_cost(calls: int = 20_000) -> tuple[float, float]:
-    """CPU seconds one timed call adds to the stage it is made from, and to its own
-    stage, measured on a timed no-op called from a timed stage (the corrections
-    :func:`attributed_replay` applies)."""
-    clock = StageClock()
-    noop = clock.timed("child", lambda: None)
-
-    def parent() -> None:
-        for _ in range(calls):
-            noop()
-
-    bare = time.process_time()
-    for _ in range(calls):
-        (lambda: None)()
-    bare = time.process_time() - bare
-    clock.timed("parent", parent)()
-    clock.leave()
-    to_parent = max(0.0, clock.seconds.get("parent", 0.0) - bare) / calls
-    return to_parent, clock.seconds.get("child", 0.0) / calls
 
 
 def _targets(detectors: Any) -> list[tuple[Any, str, str]]:
@@ -162,7 +152,7 @@ def _targets(detectors: Any) -> list[tuple[Any, str, str]]:
 
 
 @contextlib.contextmanager
-def _installed(clock: StageClock, parts: list[tuple[Any, str, str]]) -> Iterator[None]:
+def _installed(sampler: StageSampler, parts: list[tuple[Any, str, str]]) -> Iterator[None]:
     saved: list[tuple[Any, str, Any, bool]] = []
     done: set[tuple[int, str]] = set()
     try:
@@ -173,9 +163,9 @@ def _installed(clock: StageClock, parts: list[tuple[Any, str, str]]) -> Iterator
             own = attr in vars(owner)  # a class's inherited method: delete, not restore
             original = vars(owner)[attr] if own else getattr(owner, attr)
             if isinstance(original, staticmethod):
-                wrapped: Any = staticmethod(clock.timed(stage, original.__func__))
+                wrapped: Any = staticmethod(sampler.marked(stage, original.__func__))
             else:
-                wrapped = clock.timed(stage, original)
+                wrapped = sampler.marked(stage, original)
             saved.append((owner, attr, original, own))
             setattr(owner, attr, wrapped)
         yield
@@ -189,33 +179,17 @@ def _installed(clock: StageClock, parts: list[tuple[Any, str, str]]) -> Iterator
 
 def attributed_replay(folder: Path, url: str, detectors: Any) -> dict[str, Any]:
     """Replay ``folder`` into the (new, migrated) store at ``url`` with every stage
-    timed: CPU seconds per stage (the timers' own cost, from :func:`timer_cost`, taken
-    off each stage and its callers), the total with timers, and the steps stored."""
+    marked: CPU seconds per stage (they add up to the total; 0 for a stage no tick
+    fell in), the total, and the steps stored."""
     from trajwatch.replay import replay
     from trajwatch.settings import Settings
 
-    clock = StageClock()
+    sampler = StageSampler()
     parts = _targets(detectors)
-    with _installed(clock, parts):
-        clock.seconds.clear()
+    sampler.seconds = dict.fromkeys([LOOP, *(stage for _, _, stage in parts)], 0.0)
+    with _installed(sampler, parts):
         start = time.process_time()
-        clock._mark = start
-        summary = replay([folder], settings=Settings(db_url=url), detectors=detectors)
+        with sampler.sampling():
+            summary = replay([folder], settings=Settings(db_url=url), detectors=detectors)
         total = time.process_time() - start
-        clock.leave()  # the loop's last stretch
-    to_parent, to_child = timer_cost()
-    seconds = {
-        name: max(
-            0.0,
-            spent
-            - clock.calls.get(name, 0) * to_child
-            - clock.entered_from.get(name, 0) * to_parent,
-        )
-        for name, spent in clock.seconds.items()
-    }
-    return {
-        "seconds": seconds,
-        "total_s": total,
-        "timers_s": total - sum(seconds.values()),
-        "steps": summary.steps,
-    }
+    return {"seconds": sampler.seconds, "total_s": total, "steps": summary.steps}
