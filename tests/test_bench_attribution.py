@@ -69,3 +69,49 @@ def test_the_marks_come_off() -> None:
         assert ingest.pipeline.redact_step is not before[0]
     assert (ingest.pipeline.redact_step, ingest.pipeline.Pipeline.__dict__["_place"]) == before
     assert [("update" in vars(k)) for k in kinds] == own
+
+
+def test_the_command_attributes_a_replay_of_the_bench_runs() -> None:
+    """``python -m trajwatch.bench_attribution --runs 2``: every stage named, and the
+    stages add up to the whole (what ``trajwatch bench``'s full run reports)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run(
+        [sys.executable, "-m", "trajwatch.bench_attribution", "--runs", "2"],
+        env={**os.environ, "PYTHONPATH": str(root)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    rows = {}
+    for line in done.stdout.splitlines()[1:]:
+        us, name = line.split(maxsplit=1)
+        rows[name] = float(us)
+    total = rows.pop("all of it")
+    for name in ("decode (protobuf → span records)", "store writes (steps)", LOOP):
+        assert name in rows
+    assert any(name.startswith("detector `runaway_loop`") for name in rows)
+    assert sum(rows.values()) == pytest.approx(total, rel=0.02, abs=0.5)
+
+
+def test_the_report_prints_the_attributed_table() -> None:
+    from trajwatch.bench import _attributed_rows
+
+    rows = _attributed_rows(
+        {
+            "stages": {"sequencing (seq, compaction, step copies)": 8.14},
+            "total": 150.0,
+            "unmarked_total": 148.2,
+        }
+    )
+    assert "| sequencing (seq, compaction, step copies) | 8.1 |" in rows
+    assert rows[-3:] == [
+        "| **replay with the stages marked, all of it (CPU)** | 150.0 |",
+        "| (the same replay unmarked, phase 1) | 148.2 |",
+        "",
+    ]

@@ -88,6 +88,9 @@ class Sizes:
     session_rounds: int
     repeat: int
     """Replay and serve are measured this many times, alternately; medians reported."""
+    attribute: bool = True
+    """Whether phase 1's replay runs once more, attributed by stage (a fresh process:
+    seconds of imports, most of a quick run's time; ``--quick`` leaves it out)."""
 
     @classmethod
     def full(cls) -> Sizes:
@@ -95,7 +98,9 @@ class Sizes:
 
     @classmethod
     def quick(cls) -> Sizes:
-        return cls(traces=4, latency_traces=2, sessions=50, session_rounds=4, repeat=1)
+        return cls(
+            traces=4, latency_traces=2, sessions=50, session_rounds=4, repeat=1, attribute=False
+        )
 
 
 # -- the machine ---------------------------------------------------------------------------
@@ -175,8 +180,10 @@ def run_bench(
         memory = _memory(sizes, tmp, config_path)
         progress("stages")
         stages = _stages(traces, replayed, tmp, detectors)
-        progress("stages: the replay once more, attributed")
-        stages["attributed"] = _attributed(replayed, tmp, detectors)
+        if sizes.attribute:
+            progress("stages: the replay once more, attributed, in a fresh process")
+            child = _start_attributed(replayed, tmp, config_path)
+            stages["attributed"] = _attributed(child, replayed)
     raw = stages.pop("from_string_spans_per_s")
     for key in ("state_bytes_end_of_run_max", "state_bytes_end_of_run_by_detector"):
         memory[key] = stages.pop(key)
@@ -503,8 +510,9 @@ def _wait_healthy(port: int, child: subprocess.Popen[bytes]) -> None:
 
 
 def _child(kind: str, spec: dict[str, Any]) -> subprocess.Popen[bytes]:
-    """This module in a fresh interpreter, running :func:`_serve_child` or
-    :func:`_memory_child` with ``spec``; its report is the JSON on its stdout."""
+    """This module in a fresh interpreter, running :func:`_serve_child`,
+    :func:`_memory_child` or :func:`_attributed_child` with ``spec``; its report is the
+    JSON on its stdout."""
     root = str(Path(__file__).resolve().parents[1])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
     return subprocess.Popen(
@@ -797,16 +805,34 @@ def _stages(
     }
 
 
-def _attributed(replayed: dict[str, Any], tmp: Path, detectors: Any) -> dict[str, Any]:
+def _start_attributed(
+    replayed: dict[str, Any], tmp: Path, config_path: Path | None
+) -> subprocess.Popen[bytes]:
     """Phase 1's replay once more with every stage marked
-    (:mod:`trajwatch.bench_attribution`): CPU µs per stored step by stage, largest
-    first, beside the same replay's total unmarked (phase 1's)."""
+    (:mod:`trajwatch.bench_attribution`), in a fresh process as phase 1's ran in a clean
+    one (in this one, what the earlier phases left, freed memory and garbage, would be
+    charged to whichever stage met it: ~13 µs a step to opening sessions, seen after
+    building the runs here, against ~1 in a clean process and in a profile);
+    :func:`_attributed` waits for its report."""
     from models.store import Store
-    from trajwatch.bench_attribution import attributed_replay
 
     url = f"sqlite:///{tmp / 'attributed.db'}"
     Store.open(url).close()
-    done = attributed_replay(replayed["folder"], url, detectors)
+    spec = {
+        "folder": str(replayed["folder"]),
+        "db_url": url,
+        "config": str(config_path) if config_path else None,
+    }
+    return _child("attributed", spec)
+
+
+def _attributed(child: subprocess.Popen[bytes], replayed: dict[str, Any]) -> dict[str, Any]:
+    """The attributed replay's report: CPU µs per stored step by stage, largest first,
+    beside the same replay's total unmarked (phase 1's)."""
+    out, err = child.communicate(timeout=3600)
+    if child.returncode != 0:
+        raise RuntimeError(f"the attributed replay failed: {err.decode()[-2000:]}")
+    done = json.loads(out)
     per = 1e6 / done["steps"]
     ordered = sorted(done["seconds"].items(), key=lambda kv: -kv[1])
     return {
@@ -814,6 +840,14 @@ def _attributed(replayed: dict[str, Any], tmp: Path, detectors: Any) -> dict[str
         "total": round(done["total_s"] * per, 2),
         "unmarked_total": round(replayed["cpu_s"] * per, 2),
     }
+
+
+def _attributed_child(spec: dict[str, Any]) -> None:
+    from trajwatch.bench_attribution import attributed_replay
+    from trajwatch.config import detector_set, load_config
+
+    detectors = detector_set(load_config(Path(spec["config"]) if spec["config"] else None))
+    print(json.dumps(attributed_replay(Path(spec["folder"]), spec["db_url"], detectors)))
 
 
 # -- the report ------------------------------------------------------------------------------
@@ -898,7 +932,7 @@ def format_report(report: dict[str, Any], command: str) -> str:
         ("the rest (ordering, sequencing, dedup, session state)", st["rest"]),
         ("**replay, all of it (CPU)**", st["replay_total"]),
     ]
-    attributed = st["attributed"]
+    attributed = st.get("attributed")
     lines = [
         f"machine: {m['cpu']}, {m['cores']} cores, Python {m['python']}, "
         f"load {m['load_1m']} at the start; command: `{command}`",
@@ -914,12 +948,7 @@ def format_report(report: dict[str, Any], command: str) -> str:
         "|---|---:|",
         *(f"| {name} | {us:.1f} |" for name, us in stages),
         "",
-        "| the replay once more, by stage (CPU, sampled each ms) | µs per step |",
-        "|---|---:|",
-        *(f"| {name} | {us:.1f} |" for name, us in attributed["stages"].items()),
-        f"| **replay with the stages marked, all of it (CPU)** | {attributed['total']:.1f} |",
-        f"| (the same replay unmarked, phase 1) | {attributed['unmarked_total']:.1f} |",
-        "",
+        *(_attributed_rows(attributed) if attributed else []),
         "targets: "
         + "; ".join(
             f"{name} {'met' if judged['met'] else 'NOT MET'}"
@@ -929,17 +958,31 @@ def format_report(report: dict[str, Any], command: str) -> str:
     return "\n".join(lines)
 
 
+def _attributed_rows(attributed: dict[str, Any]) -> list[str]:
+    return [
+        "| the replay once more, by stage (CPU, sampled each ms) | µs per step |",
+        "|---|---:|",
+        *(f"| {name} | {us:.1f} |" for name, us in attributed["stages"].items()),
+        f"| **replay with the stages marked, all of it (CPU)** | {attributed['total']:.1f} |",
+        f"| (the same replay unmarked, phase 1) | {attributed['unmarked_total']:.1f} |",
+        "",
+    ]
+
+
 def _runs(rates: Sequence[int]) -> str:
     return " / ".join(f"{r:,}" for r in rates)
 
 
 def main(argv: Sequence[str]) -> None:
-    """The children's entry point (``python -m trajwatch.bench serve|memory SPEC``)."""
+    """The children's entry point (``python -m trajwatch.bench serve|memory|attributed
+    SPEC``)."""
     kind, spec = argv[0], json.loads(argv[1])
     if kind == "serve":
         _serve_child(spec)
     elif kind == "memory":
         _memory_child(spec)
+    elif kind == "attributed":
+        _attributed_child(spec)
     else:
         raise SystemExit(f"unknown child {kind!r}")
 

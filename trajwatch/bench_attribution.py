@@ -193,3 +193,52 @@ def attributed_replay(folder: Path, url: str, detectors: Any) -> dict[str, Any]:
             summary = replay([folder], settings=Settings(db_url=url), detectors=detectors)
         total = time.process_time() - start
     return {"seconds": sampler.seconds, "total_s": total, "steps": summary.steps}
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m trajwatch.bench_attribution [--runs N] [--config TOML] [FOLDER]``: the
+    attributed replay of ``FOLDER`` (recordings), printed as µs of CPU a step; without
+    one, ``N`` of the bench's runs (20 spans a request, as ``trajwatch bench`` writes
+    them) are written to a temporary folder and replayed by a fresh process (here, the
+    garbage and freed memory of building them would be charged to the replay's stages)."""
+    import argparse
+    import os
+    import subprocess
+    import sys
+    import tempfile
+
+    from models.store import Store
+    from trajwatch.config import detector_set, load_config
+
+    parser = argparse.ArgumentParser(prog="python -m trajwatch.bench_attribution")
+    parser.add_argument("folder", nargs="?", type=Path)
+    parser.add_argument("--runs", type=int, default=60)
+    parser.add_argument("--config", type=Path)
+    args = parser.parse_args(argv)
+    if args.folder is None:
+        from trajwatch.bench import BATCH
+        from trajwatch.bench_spans import agent_traces, encode_batches, length_delimited
+
+        with tempfile.TemporaryDirectory(prefix="trajwatch-attribution-") as tmp:
+            folder = Path(tmp) / "recorded"
+            folder.mkdir()
+            for i, run in enumerate(agent_traces(args.runs, prefix="bench")):
+                body = length_delimited(encode_batches(run, BATCH))
+                (folder / f"run-{i:05d}.otlp.binpb").write_bytes(body)
+            config = ["--config", str(args.config)] if args.config else []
+            command = [sys.executable, "-m", "trajwatch.bench_attribution", *config, str(folder)]
+            raise SystemExit(subprocess.run(command, check=False).returncode)
+    detectors = detector_set(load_config(args.config))
+    with tempfile.TemporaryDirectory(prefix="trajwatch-attribution-") as tmp:
+        url = f"sqlite:///{Path(tmp) / 'attributed.db'}"
+        Store.open(url).close()
+        done = attributed_replay(args.folder, url, detectors)
+    per = 1e6 / done["steps"]
+    print(f"{done['steps']:,} steps; load {os.getloadavg()[0]:.2f}; µs of CPU a step:")
+    for name, seconds in sorted(done["seconds"].items(), key=lambda kv: -kv[1]):
+        print(f"{seconds * per:8.1f}  {name}")
+    print(f"{done['total_s'] * per:8.1f}  all of it")
+
+
+if __name__ == "__main__":
+    main()
