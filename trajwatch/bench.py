@@ -960,7 +960,7 @@ def format_report(report: dict[str, Any], command: str) -> str:
 
 def _attributed_rows(attributed: dict[str, Any]) -> list[str]:
     return [
-        "| the replay once more, by stage (CPU, sampled each ms) | µs per step |",
+        "| the replay once more, by stage (CPU, sampled at the kernel tick) | µs per step |",
         "|---|---:|",
         *(f"| {name} | {us:.1f} |" for name, us in attributed["stages"].items()),
         f"| **replay with the stages marked, all of it (CPU)** | {attributed['total']:.1f} |",
