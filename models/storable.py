@@ -94,19 +94,20 @@ def clean_json(value: Any, where: str = "value", depth: int = 0) -> Any:
         return clean_text(value)
     if value is None or kind is bool or kind is int:
         return value
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str):
-        return clean_text(value)
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise Unstorable(f"{where}: {value} is not a finite number")
-        return value
+    if kind is not dict and kind is not list:  # anything else: the rules in order
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str):
+            return clean_text(value)
+        if isinstance(value, int):
+            return value
+        if isinstance(value, float):
+            if not math.isfinite(value):
+                raise Unstorable(f"{where}: {value} is not a finite number")
+            return value
     if depth >= MAX_JSON_DEPTH:
         raise Unstorable(f"{where}: nested deeper than {MAX_JSON_DEPTH} levels")
-    if isinstance(value, Mapping):
+    if kind is dict or (kind is not list and isinstance(value, Mapping)):
         out = {}
         same = kind is dict
         for key, item in value.items():
