@@ -13,11 +13,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from detectors.base import Checkpoints, make_alert
 from detectors.drift_calls import CallLog
-from detectors.drift_reasons import stretch_severity
+from detectors.drift_reasons import drift_reason, light_step, stretch_severity
 from detectors.drift_scope import MAX_WORD_CHARS, remember
 from detectors.drift_weigh import Stretch
-from models.records import Severity
+from models.records import Action, Alert, Severity, Step
 
 MAX_EPISODE = 20
 """Steps of a stretch kept for the evidence (an alert shows at most 20)."""
@@ -116,3 +117,39 @@ def judge(stretch: StretchState, *, warn_at: float, critical_at: float) -> Sever
         stretch.warned = True
         stretch.critical = stretch.critical or severity == Severity.CRITICAL
     return severity
+
+
+def stretch_alert(
+    stretch: StretchState,
+    step: Step,
+    severity: Severity,
+    *,
+    detector: str,
+    goal: str,
+    score: float,
+    checkpoints: Checkpoints,
+) -> Alert:
+    """The alert of a stretch that reached ``severity`` on ``step``: onset its first
+    step, evidence its steps; critical rolls back to the last checkpoint before the
+    onset, or kills when there is none."""
+    onset = light_step(stretch.refs[0], step.session_id)
+    evidence = [light_step(r, step.session_id) for r in stretch.refs]
+    checkpoint = checkpoints.before(onset.seq)
+    if severity == Severity.CRITICAL:
+        action = Action.ROLLBACK if checkpoint else Action.KILL
+    else:
+        action, checkpoint = Action.NOTIFY, None
+    reason = drift_reason(
+        onset.seq, stretch.labels, goal, len(stretch.refs), stretch.weight, stretch.injected_from
+    )
+    return make_alert(
+        detector,
+        onset=onset,
+        raised=step,
+        evidence=evidence,
+        score=score,
+        severity=severity,
+        reason=reason,
+        action=action,
+        checkpoint_id=checkpoint,
+    )

@@ -25,11 +25,8 @@ How a call's paths, hosts and words are weighed in detail (the workspace as a
 ``cwd``, goal stems, code cells, hosts and paths a result first named, prose the agent
 wrote itself into a target): :mod:`detectors.drift_weigh`.
 
-**Sub-goals abandoned.** A final answer (a final-answer tool) given before any tool
-returned anything, resting on figures (:mod:`features.grounding`: numbers of three
-digits or more) that neither the task nor any result or error held, the results of its
-own arithmetic aside, warns: the look-ups the task needs were never done, and what
-stands in their place came from nowhere in the session. Never a stop.
+**Sub-goals abandoned.** A final answer given before any tool returned anything, resting
+on figures that nothing in the session held, warns (:mod:`detectors.drift_answer`).
 
 The goal may come late: when a trace's root span carries it, that span ends - and is
 delivered - last. Until a tool result reaches the agent, only its task can have led it,
@@ -90,10 +87,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from detectors import drift_answer, drift_calls, drift_stretch, drift_task
-from detectors.base import Checkpoints, Detector, make_alert
+from detectors.base import Checkpoints, Detector
 from detectors.drift_answer import AnswerState
 from detectors.drift_calls import CallLog
-from detectors.drift_reasons import drift_reason, light_step, step_ref
+from detectors.drift_reasons import step_ref
 from detectors.drift_scope import DEFAULT_NEUTRAL_HOSTS
 from detectors.drift_stretch import StretchState
 from detectors.drift_task import TaskState
@@ -101,7 +98,7 @@ from detectors.drift_weigh import weigh_call
 from detectors.registry import register
 from features.completion import final_answer_tool
 from features.step_features import features_of
-from models.records import Action, Alert, Severity, Step, StepKind
+from models.records import Alert, Step, StepKind
 
 
 @register
@@ -176,7 +173,6 @@ class IntentDrift(Detector):
     # -- state -----------------------------------------------------------------------
 
     def _reset(self) -> None:
-        self._session_id = ""
         self._task = TaskState()
         self._log = CallLog()
         self._stretch = StretchState()
@@ -210,7 +206,6 @@ class IntentDrift(Detector):
         }
 
     def update(self, step: Step) -> list[Alert]:
-        self._session_id = step.session_id
         self._answer_score = 0.0
         kind = step.kind
         if kind == StepKind.TOOL_CALL:
@@ -306,39 +301,20 @@ class IntentDrift(Detector):
             return []
         # With no goal known, the scope is only what the first calls touched: ask more.
         factor = 1.0 if self._task.goal_words else self.unanchored_factor
-        stretch = self._stretch
         severity = drift_stretch.judge(
-            stretch,
+            self._stretch,
             warn_at=self.alarm_weight * factor,
             critical_at=self.critical_weight * factor,
         )
         if severity is None:
             return []
-        onset = light_step(stretch.refs[0], self._session_id)
-        evidence = [light_step(r, self._session_id) for r in stretch.refs]
-        checkpoint = self._checkpoints.before(onset.seq)
-        if severity == Severity.CRITICAL:
-            action = Action.ROLLBACK if checkpoint else Action.KILL
-        else:
-            action, checkpoint = Action.NOTIFY, None
-        reason = drift_reason(
-            onset.seq,
-            stretch.labels,
-            self._task.goal,
-            len(stretch.refs),
-            stretch.weight,
-            stretch.injected_from,
+        alert = drift_stretch.stretch_alert(
+            self._stretch,
+            step,
+            severity,
+            detector=self.name,
+            goal=self._task.goal,
+            score=min(1.0, self._stretch.weight / (2 * self.critical_weight)),
+            checkpoints=self._checkpoints,
         )
-        return [
-            make_alert(
-                self.name,
-                onset=onset,
-                raised=step,
-                evidence=evidence,
-                score=min(1.0, stretch.weight / (2 * self.critical_weight)),
-                severity=severity,
-                reason=reason,
-                action=action,
-                checkpoint_id=checkpoint,
-            )
-        ]
+        return [alert]
