@@ -21,7 +21,7 @@ No state of their own, no I/O, no clock.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Hashable, Iterable, Mapping
 from typing import Any
 
 from features.text_vectors import CONTENT_DROP, directory_of, tokenize
@@ -76,7 +76,7 @@ _TEST_RE = re.compile(
 )
 
 
-def remember(table: dict[str, Any], key: str, value: Any, cap: int) -> None:
+def remember(table: dict[Any, Any], key: Hashable, value: Any, cap: int) -> None:
     """Insert ``key`` (refreshing its recency) into an insertion-ordered bounded table.
 
     >>> t = {"a": None, "b": None}; remember(t, "a", None, 2); remember(t, "c", None, 2); t

@@ -47,9 +47,10 @@ pickled detector objects' state: a detector regrouping its attributes changes it
 state of an earlier version keeps its session facts and drops its analysis: the session
 is rolled forward from its first stored step (:func:`load_state`), which gives the
 analysis a checkpoint of this version would have held - the analysis of a step is a
-pure function of the steps stored. Version 3: ``intent_drift``'s state grouped by
-concern (:mod:`detectors.drift_task` and its siblings); version 2: the analysis a
-checkpoint written now and then; version 1: the analysis written at every commit."""
+pure function of the steps stored. Version 3: ``intent_drift``'s and
+``egress_gaming``'s state grouped by concern (:mod:`detectors.drift_task`,
+:mod:`detectors.egress_task` and their siblings); version 2: the analysis a checkpoint
+written now and then; version 1: the analysis written at every commit."""
 
 
 @dataclass(slots=True)
