@@ -1,5 +1,6 @@
-"""A checkpoint of an earlier state layout (version 2: ``intent_drift``'s state as ~45
-flat attributes, before it was grouped by concern) still resumes its session exactly:
+"""A checkpoint of an earlier state layout (version 2: ``intent_drift``'s and
+``egress_gaming``'s state as ~45 and ~30 flat attributes, before they were grouped by
+concern) still resumes its session exactly:
 :func:`ingest.session_state.load_state` keeps its session facts, drops its analysis,
 and the pipeline rolls the session forward from its first stored step - the same
 later alerts and the same detector state as a session that never stopped."""
@@ -49,7 +50,16 @@ def drifting_steps() -> list[Step]:
 def version_2_state(info: SessionInfo, upto: int, old_drift: dict[str, Any]) -> bytes:
     """The bytes main's ``dump_state`` wrote (layout 2), its analysis holding
     ``intent_drift``'s state in the old flat layout."""
-    analysis = {"features": TrajectoryFeatures(), "detectors": {"intent_drift": old_drift}}
+    # egress_gaming's flat attributes, regrouped like intent_drift's in the same version
+    old_egress: dict[str, Any] = {
+        "_goal": "",
+        "_trusted": "",
+        "_repo": None,
+        "_calls": {},
+        "_fired": [],
+    }
+    detectors = {"intent_drift": old_drift, "egress_gaming": old_egress}
+    analysis = {"features": TrajectoryFeatures(), "detectors": detectors}
     payload = {
         "v": 2,
         "info": info,
