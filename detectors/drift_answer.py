@@ -18,9 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from detectors.base import make_alert
+from detectors.base import make_alert, remember
 from detectors.drift_reasons import answer_reason, light_step, step_ref, unfounded_figures
-from detectors.drift_scope import remember
 from features.completion import final_answer_tool
 from features.grounding import figures
 from models.records import Action, Alert, Severity, Step

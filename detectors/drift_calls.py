@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-from detectors.drift_scope import remember
+from detectors.base import remember
 from detectors.drift_task import TaskState, learn_links
 from detectors.drift_weigh import query_hits
 from features.step_features import StepFeatures

@@ -13,10 +13,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from detectors.base import Checkpoints, make_alert
+from detectors.base import Checkpoints, make_alert, remember
 from detectors.drift_calls import CallLog
 from detectors.drift_reasons import drift_reason, light_step, stretch_severity
-from detectors.drift_scope import MAX_WORD_CHARS, remember
+from detectors.drift_scope import MAX_WORD_CHARS
 from detectors.drift_weigh import Stretch
 from models.records import Action, Alert, Severity, Step
 

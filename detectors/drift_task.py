@@ -20,13 +20,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from detectors.base import remember
 from detectors.drift_places import MAX_FILES
 from detectors.drift_scope import (
     goal_words,
     inside,
     neutral_host,
     relative,
-    remember,
     start_anchor,
 )
 from detectors.drift_weigh import Scope

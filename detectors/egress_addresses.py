@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from detectors.drift_scope import remember
+from detectors.base import remember
 from detectors.egress_rules import local
 from detectors.egress_sends import first_seen, result_secrets
 from detectors.egress_task import TaskContext

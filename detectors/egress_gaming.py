@@ -68,8 +68,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from detectors import egress_addresses, egress_calls, egress_history, egress_task
-from detectors.base import Detector, StepRef, make_alert
-from detectors.drift_scope import remember
+from detectors.base import Detector, StepRef, make_alert, remember
 from detectors.egress_addresses import AddressLedger
 from detectors.egress_calls import RecentCalls
 from detectors.egress_git import issue_of

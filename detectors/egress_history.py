@@ -15,8 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from detectors.base import StepRef
-from detectors.drift_scope import remember
+from detectors.base import StepRef, remember
 from detectors.egress_git import (
     clone_kind,
     clone_reason,

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from detectors.drift_scope import remember
+from detectors.base import remember
 from detectors.egress_rules import in_trusted, is_task_repo, short
 from features.answer_sources import goal_repositories, repo_id
 from features.hosts import host_in
