@@ -53,7 +53,7 @@ from __future__ import annotations
 
 import inspect
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any, ClassVar, Self
@@ -241,3 +241,16 @@ class Checkpoints:
             if at < seq:
                 found = checkpoint_id
         return found
+
+
+def remember(table: dict[Any, Any], key: Hashable, value: Any, cap: int) -> None:
+    """Insert ``key`` (refreshing its recency) into an insertion-ordered bounded table: the
+    oldest entries go past ``cap`` (every detector ledger is bounded this way).
+
+    >>> t = {"a": None, "b": None}; remember(t, "a", None, 2); remember(t, "c", None, 2); t
+    {'a': None, 'c': None}
+    """
+    table.pop(key, None)
+    table[key] = value
+    while len(table) > cap:
+        del table[next(iter(table))]

@@ -17,8 +17,9 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 
+from detectors.base import remember
 from detectors.drift_reasons import step_ref
-from detectors.drift_scope import file_reached, inherited, inside, relative, remember
+from detectors.drift_scope import file_reached, inherited, inside, relative
 from features.text_vectors import CONTENT_DROP, directory_of, tokenize
 from models.records import Step
 

@@ -11,7 +11,6 @@ repositories and words on-task work reached, the goal's words, what results name
   repositories that are tooling or the task's own;
 - :func:`known`, :func:`on_topic`, :func:`from_result` — the words of a call against
   the goal, the scope and the recent results (where words new to the task came from);
-- :func:`remember` — the bounded, insertion-ordered tables all of them are kept in;
 - :func:`goal_words`, :func:`start_anchor` — what the scope starts from: the goal's
   words, the start step's workspace and repository; :data:`DEFAULT_NEUTRAL_HOSTS`.
 
@@ -38,7 +37,6 @@ __all__ = [
     "neutral_host",
     "on_topic",
     "relative",
-    "remember",
     "repo_known",
     "start_anchor",
 ]
@@ -74,18 +72,6 @@ is described in: the goal's and an episode's vocabularies skip them."""
 _TEST_RE = re.compile(
     r"(?:^|/)(?:tests?|specs?|__tests__|testdata)/|(?:^|/)test_|_test\.|\.(?:test|spec)\."
 )
-
-
-def remember(table: dict[str, Any], key: str, value: Any, cap: int) -> None:
-    """Insert ``key`` (refreshing its recency) into an insertion-ordered bounded table.
-
-    >>> t = {"a": None, "b": None}; remember(t, "a", None, 2); remember(t, "c", None, 2); t
-    {'a': None, 'c': None}
-    """
-    table.pop(key, None)
-    table[key] = value
-    while len(table) > cap:
-        del table[next(iter(table))]
 
 
 def relative(path: str, workspace: str) -> str:

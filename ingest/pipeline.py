@@ -803,9 +803,6 @@ class Pipeline:
         for detector in session.detectors:
             if detector.name in state.detectors:  # just unpickled: its own
                 detector.load_state_dict(state.detectors[detector.name], owned=True)
-        if state.upto is None:  # an older layout: the analysis of every step
-            session.checkpoint_due = True
-            return session
         session.upto, session.analysis = state.upto, state.analysis
         session.scores = ScoreRecorder(session.detectors, start=state.upto)
         if state.upto < cursor.next_seq:

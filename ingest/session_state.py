@@ -41,10 +41,16 @@ from features.text import analysed_step
 from features.trajectory import TrajectoryFeatures
 from models.records import SessionInfo, Step
 
-VERSION = 2
-"""Bumped when the layout below changes. Version 1 (every commit wrote the analysis)
-reads as an analysis reflecting every step below the cursor; a state of another version
-is ignored (the session then continues with fresh detectors, as before state was kept)."""
+VERSION = 3
+"""Bumped when the layout below or a detector's state layout changes (the analysis is
+pickled detector objects' state: a detector regrouping its attributes changes it). A
+state of an earlier version keeps its session facts and drops its analysis: the session
+is rolled forward from its first stored step (:func:`load_state`), which gives the
+analysis a checkpoint of this version would have held - the analysis of a step is a
+pure function of the steps stored. Version 3: ``intent_drift``'s and
+``egress_gaming``'s state grouped by concern (:mod:`detectors.drift_task`,
+:mod:`detectors.egress_task` and their siblings); version 2: the analysis a checkpoint
+written now and then; version 1: the analysis written at every commit."""
 
 
 @dataclass(slots=True)
@@ -55,9 +61,9 @@ class SessionState:
     turns: dict[str, int]
     detectors: dict[str, dict[str, Any]]
     """Each detector's ``state_dict()``, by detector name."""
-    upto: int | None
-    """The analysis reflects the session's steps below this seq (None: all of them, a
-    version-1 state); the steps from here on are rolled forward."""
+    upto: int
+    """The analysis reflects the session's steps below this seq; the steps from here on
+    are rolled forward (from 0 for a state of an earlier version)."""
     analysis: bytes | None
     """The analysis checkpoint as stored, written again unchanged until the next one."""
 
@@ -97,20 +103,22 @@ def dump_state(
 
 
 def load_state(data: bytes) -> SessionState | None:
-    """What :func:`dump_state` (or version 1) wrote; None for a state of another version."""
+    """What :func:`dump_state` wrote; for a state of an earlier version (1, 2), its
+    session facts with a fresh analysis reflecting no step (``upto`` 0: the caller rolls
+    the session forward from its first stored step); None for anything else."""
     payload = pickle.loads(zlib.decompress(data))  # the project's own store
     if not isinstance(payload, dict):
         return None
-    if payload.get("v") == VERSION:
-        stored: bytes | None = payload["analysis"]
-        analysis: dict[str, Any] = (
-            pickle.loads(zlib.decompress(stored))
-            if stored is not None
-            else {"features": TrajectoryFeatures(), "detectors": {}}
-        )
-        upto: int | None = payload["upto"]
-    elif payload.get("v") == 1:  # the analysis of every step, written at every commit
-        analysis, upto, stored = payload, None, None
+    version = payload.get("v")
+    stored: bytes | None = payload.get("analysis") if version == VERSION else None
+    if version == VERSION and stored is not None:
+        analysis: dict[str, Any] = pickle.loads(zlib.decompress(stored))
+        upto: int = payload["upto"]
+    elif version in (1, 2, VERSION):
+        # no checkpoint yet, or one of another layout: the detectors' pickled state
+        # may not fit the code that loads it, so none of it is used
+        analysis = {"features": TrajectoryFeatures(), "detectors": {}}
+        upto = payload["upto"] if version == VERSION else 0
     else:
         return None
     return SessionState(

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from detectors.base import remember
 from detectors.drift_reasons import drift_reason, unfounded_figures
 from detectors.drift_scope import (
     file_reached,
@@ -16,7 +17,6 @@ from detectors.drift_scope import (
     neutral_host,
     on_topic,
     relative,
-    remember,
     repo_known,
 )
 from detectors.egress_git import fetch_is_upstream, mined_commits, prints_patch, reads_fetched

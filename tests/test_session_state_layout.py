@@ -1,0 +1,135 @@
+"""A checkpoint of an earlier state layout (version 2: ``intent_drift``'s and
+``egress_gaming``'s state as ~45 and ~30 flat attributes, before they were grouped by
+concern) still resumes its session exactly:
+:func:`ingest.session_state.load_state` keeps its session facts, drops its analysis,
+and the pipeline rolls the session forward from its first stored step - the same
+later alerts and the same detector state as a session that never stopped."""
+
+from __future__ import annotations
+
+import pickle
+import zlib
+from pathlib import Path
+from typing import Any
+
+from benchmarks.table_hashes import canonical
+from detectors.testing import Session
+from features.compaction import CompactionInference
+from features.text import analysed_step
+from features.trajectory import TrajectoryFeatures
+from ingest.pipeline import Pipeline
+from ingest.session_state import VERSION, dump_state, load_state
+from models.records import SessionInfo, Step
+from models.store import SessionCursor, Store
+from trajwatch.config import detector_set, load_config
+
+CONFIG = Path(__file__).resolve().parents[1] / "trajwatch.toml"
+
+
+def drifting_steps() -> list[Step]:
+    """A session that leaves its task for a foreign repository (intent_drift's doctest)."""
+    s = Session(
+        "layout",
+        goal="Fix the date parser in src/dates/parse.py and add a test",
+        workspace="/work/dates",
+    )
+    steps = [s.start()]
+    steps += s.tool(
+        "bash",
+        {"command": "rg -n parse src tests"},
+        result="src/dates/parse.py:3\ntests/test_parse.py:9",
+    )
+    for path in ["src/dates/parse.py", "tests/test_parse.py", "src/dates/util.py"]:
+        steps += s.tool("read_file", {"path": path})
+    steps += s.tool("bash", {"command": "git clone https://github.com/other/payments /tmp/pay"})
+    for path in ["/tmp/pay/billing/invoice.go", "/tmp/pay/billing/tax.go", "/tmp/pay/README.md"]:
+        steps += s.tool("read_file", {"path": path})
+    return [analysed_step(step) for step in steps]
+
+
+def version_2_state(info: SessionInfo, upto: int, old_drift: dict[str, Any]) -> bytes:
+    """The bytes main's ``dump_state`` wrote (layout 2), its analysis holding
+    ``intent_drift``'s state in the old flat layout."""
+    # egress_gaming's flat attributes, regrouped like intent_drift's in the same version
+    old_egress: dict[str, Any] = {
+        "_goal": "",
+        "_trusted": "",
+        "_repo": None,
+        "_calls": {},
+        "_fired": [],
+    }
+    detectors = {"intent_drift": old_drift, "egress_gaming": old_egress}
+    analysis = {"features": TrajectoryFeatures(), "detectors": detectors}
+    payload = {
+        "v": 2,
+        "info": info,
+        "compaction": CompactionInference(),
+        "turns": {},
+        "upto": upto,
+        "analysis": zlib.compress(pickle.dumps(analysis), 1),
+    }
+    return zlib.compress(pickle.dumps(payload), 0)
+
+
+def test_an_earlier_layouts_checkpoint_rolls_the_session_forward_from_its_start(
+    tmp_path: Path,
+) -> None:
+    steps = drifting_steps()
+    cut = 6  # the checkpoint reflects the steps below it; the drift comes after
+    detectors = detector_set(load_config(CONFIG))
+    live = detectors.for_session()
+    features = TrajectoryFeatures()
+    later: list[str] = []
+    for step in steps:
+        features.observe(step)
+        alerts = [a for d in live for a in d.update(step)]
+        if step.seq >= cut:
+            later += [a.alert_id for a in alerts]
+    assert later, "the drift must alert after the cut"
+
+    # what main's IntentDrift kept (a few of its flat attributes): names the regrouped
+    # detector no longer has, which it must not be handed
+    old_drift = {
+        "_goal": "Fix the date parser",
+        "_goal_words": {"date", "parser"},
+        "_episode": [],
+        "_ep_weight": 0.0,
+        "_calls": 3,
+        "_informed": True,
+    }
+    info = SessionInfo(session_id="layout")
+    data = version_2_state(info, cut, old_drift)
+    state = load_state(data)
+    assert state is not None and state.upto == 0 and state.detectors == {}
+    assert state.info == info and state.analysis is None
+
+    with Store.open(f"sqlite:///{tmp_path / 'layout.db'}") as store:
+        pipeline = Pipeline(store, detectors=detectors)
+        cursor = SessionCursor(session_id="layout", next_seq=cut, state=data)
+        fed: list[tuple[int, int]] = []
+
+        def stored(start: int, end: int) -> list[Step]:
+            fed.append((start, end))
+            return steps[start:end]
+
+        session = pipeline._restored(cursor, stored)
+        assert fed == [(0, cut)]  # rolled forward from the session's first step
+        resumed = [
+            a.alert_id for step in steps[cut:] for d in session.detectors for a in d.update(step)
+        ]
+        pipeline.close()
+    assert resumed == later
+    assert canonical([d.state_dict() for d in session.detectors]) == canonical(
+        [d.state_dict() for d in live]
+    )
+
+
+def test_a_state_of_this_version_resumes_from_its_checkpoint() -> None:
+    info = SessionInfo(session_id="now")
+    data = dump_state(info=info, compaction=CompactionInference(), turns={}, analysis=None, upto=4)
+    state = load_state(data)
+    assert state is not None and state.upto == 4 and VERSION == 3
+
+
+def test_a_state_of_an_unknown_version_is_ignored() -> None:
+    assert load_state(zlib.compress(pickle.dumps({"v": 99, "info": None}), 0)) is None
