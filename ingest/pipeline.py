@@ -49,7 +49,7 @@ from ingest.errors import DecodeError
 from ingest.options import PipelineOptions
 from ingest.otlp_json import decode_otlp_json
 from ingest.otlp_proto import Decoded, decode_otlp_proto
-from ingest.semconv import SPAN_SOURCE, session_hint, spans_to_drafts
+from ingest.semconv import SPAN_SOURCE, resource_session_hint, session_hint, spans_to_drafts
 from ingest.session_events import decode_event
 from ingest.session_state import dump_analysis, dump_state, load_state, roll_forward
 from ingest.sinks import Committed, Sink
@@ -268,7 +268,11 @@ class Pipeline:
         attribute = self.settings.session_attribute
         for span in spans:
             self._traces.observe_span(
-                span.trace_id, span.span_id, span.parent_span_id, session_hint(span, attribute)
+                span.trace_id,
+                span.span_id,
+                span.parent_span_id,
+                session_hint(span, attribute),
+                resource_session_hint(span, attribute),
             )
         self._add_drafts(
             spans_to_drafts(
@@ -534,7 +538,8 @@ class Pipeline:
         return self.commit(checkpoint_all=True)
 
     def _resolve_session(self, draft: Draft) -> str:
-        # the draft's own session, else its trace's, else the trace; the trace index
+        # the draft's own session, else its trace's (named by a span of it, else by a
+        # span's resource: ingest.trace_index), else the trace; the trace index
         # learns session hints from raw span attributes: repaired here as the draft's own
         # fields were (see models.storable)
         return clean_text(

@@ -345,8 +345,23 @@ def _error_text(span: SpanRecord) -> str | None:
 
 
 def session_hint(span: SpanRecord, session_attribute: str | None) -> str | None:
+    """The session ``span`` names in its own attributes (:data:`SESSION_ATTRIBUTES` in
+    that order, then ``session_attribute``), or None."""
     names = (*SESSION_ATTRIBUTES, session_attribute) if session_attribute else SESSION_ATTRIBUTES
     value = first_str(span.attributes, names)
+    return value or None
+
+
+def resource_session_hint(span: SpanRecord, session_attribute: str | None) -> str | None:
+    """The session ``span``'s resource names (the same attributes), or None.
+
+    Some SDKs set the session once, on the process's resource, and not on each span:
+    Gemini CLI puts ``session.id`` in its resource (``packages/core/src/telemetry/sdk.ts``)
+    and its HTTP instrumentation's client spans carry none. A resource is the whole
+    process, so it is the weakest claim: the pipeline reads it only when no span of the
+    trace names a session (:meth:`ingest.trace_index.TraceIndex.session_of`)."""
+    names = (*SESSION_ATTRIBUTES, session_attribute) if session_attribute else SESSION_ATTRIBUTES
+    value = first_str(span.resource, names)
     return value or None
 
 

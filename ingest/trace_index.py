@@ -19,6 +19,9 @@ MAX_SPANS_PER_TRACE = 20_000
 @dataclass(slots=True)
 class _Trace:
     session: str | None = None
+    resource_session: str | None = None
+    """The session its spans' resource names (``session.id`` among the resource
+    attributes): read only when no span of the trace names one of its own."""
     parents: dict[str, str | None] = field(default_factory=dict)
     tool_calls: dict[str, Draft] = field(default_factory=dict)
 
@@ -39,12 +42,21 @@ class TraceIndex:
         return trace
 
     def observe_span(
-        self, trace_id: str, span_id: str, parent_span_id: str | None, session: str | None
+        self,
+        trace_id: str,
+        span_id: str,
+        parent_span_id: str | None,
+        session: str | None,
+        resource_session: str | None = None,
     ) -> None:
-        """Learn one span's place in its tree and, if it names one, the trace's session."""
+        """Learn one span's place in its tree and, if it names one, the trace's session
+        (``session``: named by the span itself; ``resource_session``: by its resource, the
+        weaker claim, see :meth:`session_of`)."""
         trace = self._get(trace_id)
         if session and trace.session is None:
             trace.session = session
+        if resource_session and trace.resource_session is None:
+            trace.resource_session = resource_session
         if len(trace.parents) < MAX_SPANS_PER_TRACE:
             trace.parents.setdefault(span_id, parent_span_id)
 
@@ -63,10 +75,12 @@ class TraceIndex:
             trace.tool_calls[draft.span_id] = draft
 
     def session_of(self, trace_id: str | None) -> str | None:
+        """The trace's session: the first one a span (or a draft) of it named, else the
+        first one a span's resource named, else None."""
         if not trace_id:
             return None
         trace = self._traces.get(trace_id)
-        return trace.session if trace else None
+        return (trace.session or trace.resource_session) if trace else None
 
     def enclosing_tool_call(self, trace_id: str | None, span_id: str | None) -> Draft | None:
         """The nearest ancestor span that is a tool call, if the index has seen it."""

@@ -46,9 +46,11 @@ T0 = 1_767_000_000_000_000_000
 class Run:
     """One traced run: nested spans on a simulated clock, 1 ms a tick."""
 
-    def __init__(self, service: str = "agent") -> None:
+    def __init__(self, service: str = "agent", resource: dict[str, Any] | None = None) -> None:
         self.exporter = InMemorySpanExporter()
-        provider = TracerProvider(resource=Resource.create({"service.name": service}))
+        provider = TracerProvider(
+            resource=Resource.create({"service.name": service, **(resource or {})})
+        )
         provider.add_span_processor(SimpleSpanProcessor(self.exporter))
         self.tracer = provider.get_tracer("dialect-test")
         self.now = T0

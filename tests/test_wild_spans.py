@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from opentelemetry.trace import Status, StatusCode
+from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from ingest.otlp_json import decode_otlp_json
 from ingest.pipeline import Pipeline
@@ -392,3 +392,55 @@ def test_a_workflow_of_several_agents_keeps_them_sub_agents() -> None:
         (None, True),
     ]
     assert len({d.context for d in drafts if d.step.kind == "model_call"}) == 2
+
+
+# -- a session named only by the resource ------------------------------------------------
+
+GEMINI_SESSION = "3c1f9a2e-7b44-4d0e-a1c5-9e8f2b6d4a10"
+GEMINI_RESOURCE = {"service.version": "v20.19.0", "session.id": GEMINI_SESSION}
+"""Gemini CLI's resource (``packages/core/src/telemetry/sdk.ts``: service name, the Node
+version, ``session.id``); its spans come from ``HttpInstrumentation`` and name no session."""
+
+
+def gemini_request(run: Run, path: str = "/v1internal:streamGenerateContent?alt=sse") -> None:
+    """One API request as the HTTP instrumentation traces it: a root CLIENT span."""
+    host = "cloudcode-pa.googleapis.com"
+    attributes = {
+        "http.url": f"https://{host}{path}",
+        "http.method": "POST",
+        "http.target": path,
+        "http.host": f"{host}:443",
+        "net.peer.name": host,
+        "net.peer.port": 443,
+        "http.flavor": "1.1",
+        "http.status_code": 200,
+    }
+    run.leaf("POST", attributes, SpanKind.CLIENT)
+
+
+def test_requests_named_only_by_their_resource_are_one_session(store: Store) -> None:
+    """Each request is a trace of its own: before the resource was read, each was a
+    one-step session keyed by its trace id."""
+    runs = []
+    for _ in range(3):
+        run = Run("gemini-cli", GEMINI_RESOURCE)
+        gemini_request(run)
+        runs.append(run)
+    feed(store, *runs)
+    steps = store.steps(GEMINI_SESSION)
+    assert [s.kind for s in steps] == ["egress"] * 3
+    assert {s.egress_host for s in steps} == {"cloudcode-pa.googleapis.com"}
+    assert store.count("steps") == 3  # no other session
+
+
+def test_a_span_naming_a_session_outranks_the_resource(store: Store) -> None:
+    """A resource is the whole process: a span of the trace that names a session of its
+    own decides for every span of the trace, its children and later batches included."""
+    run = Run("gemini-cli", GEMINI_RESOURCE)
+    agent = {"gen_ai.operation.name": "invoke_agent", "gen_ai.conversation.id": "conv-7"}
+    with run.span("invoke_agent", agent):
+        run.leaf("chat m", {"gen_ai.operation.name": "chat", "gen_ai.request.model": "m"})
+        gemini_request(run)
+    feed(store, run)
+    assert store.count("steps") == len(store.steps("conv-7")) >= 4
+    assert store.steps(GEMINI_SESSION) == []
