@@ -34,6 +34,12 @@ changes a step). Read here:
   fails the call when non-zero; the output Codex writes for a call it did not run to its
   end, ``aborted`` or ``aborted by user …``, makes the result ``cancelled``); assistant
   ``message`` text is the model call's output;
+- ``token_usage_record`` (newer releases: the history crate's ``RolloutItem::TokenUsageRecord``,
+  one line per completed response, ``TokenUsageRecord`` in ``codex-rs/protocol``): its
+  ``usage`` is the response's own (``input_tokens``/``output_tokens``, counted as
+  ``last_token_usage`` is), its ``attribution.model`` the model, read as a ``token_count``
+  is; a ``token_count`` of the same tokens right after it (no response item between; the
+  two kinds of line may come in either order) counts the same response, not another;
 - ``compacted``: an explicit ``compaction`` with its summary;
 - the first ``user`` input item when it is the project's ``AGENTS.md`` (Codex writes it
   as ``# AGENTS.md instructions for <cwd>`` then ``<INSTRUCTIONS>…``): the start's
@@ -180,6 +186,10 @@ class _ModelCall:
     texts: list[str] = field(default_factory=list)
     counted: bool = False
     end_ts: int = 0
+    counted_by: tuple[str, int | None, int | None] | None = None
+    """The kind of line that counted it (``token_count`` or ``token_usage_record``) and
+    the tokens it gave: the other kind giving the same tokens next counts the same
+    response."""
 
 
 @dataclass(slots=True)
@@ -324,6 +334,8 @@ def _read_line(rollout: _Rollout, location: str, line: Mapping[str, Any]) -> Non
         _event(rollout, payload, common, add)
     elif kind == "response_item":
         _item(rollout, payload, common, add)
+    elif kind == "token_usage_record":
+        _token_usage_record(rollout, payload, common, add)
     elif kind == "compacted":
         summary = payload.get("message")
         step = Step(
@@ -389,24 +401,63 @@ def _token_count(
     if total == rollout.total or not isinstance(last, Mapping):
         return  # the same count written again (a rate-limit refresh): no new call
     rollout.total = total
-    usage: dict[str, Any] = {
-        # input_tokens counts the cached ones; output_tokens the reasoning ones (Codex's
-        # TokenUsage: total_tokens = input_tokens + output_tokens)
-        "tokens_in": positive_int(last.get("input_tokens")) or None,
-        "tokens_out": positive_int(last.get("output_tokens")) or None,
-    }
     window = positive_int(info.get("model_context_window"))
+    _count(rollout, "token_count", last, common, add, window=window)
+
+
+def _token_usage_record(
+    rollout: _Rollout, payload: Mapping[str, Any], common: dict[str, Any], add: Any
+) -> None:
+    """A newer release's usage of one completed response (``TokenUsageRecord``)."""
+    usage = payload.get("usage")
+    if not isinstance(usage, Mapping):
+        return  # no usage to read: the line carries no step
+    attribution = payload.get("attribution")
+    model = attribution.get("model") if isinstance(attribution, Mapping) else None
+    _count(rollout, "token_usage_record", usage, common, add, model=model)
+
+
+def _count(
+    rollout: _Rollout,
+    by: str,
+    usage: Mapping[str, Any],
+    common: dict[str, Any],
+    add: Any,
+    *,
+    window: int | None = None,
+    model: Any = None,
+) -> None:
+    """Give the latest response the tokens of one counting line (``by``), if it has none
+    yet; else those tokens are a call of their own (a request whose response left no item,
+    such as a compaction's) — unless the latest was counted by the other kind of line with
+    the same tokens: the same response, counted twice."""
+    # input_tokens counts the cached ones; output_tokens the reasoning ones (Codex's
+    # TokenUsage: total_tokens = input_tokens + output_tokens)
+    tokens_in = positive_int(usage.get("input_tokens")) or None
+    tokens_out = positive_int(usage.get("output_tokens")) or None
     latest = rollout.calls[-1] if rollout.calls else None
+    if (
+        latest is not None
+        and rollout.open is None
+        and latest.counted_by is not None
+        and latest.counted_by[0] != by
+        and latest.counted_by[1:] == (tokens_in, tokens_out)
+    ):
+        return
     if latest is None or latest.counted:
         latest = _model_call(rollout, common, add)
     step = latest.draft.step
     detail = {**step.detail, "context_window": window} if window else step.detail
-    # a counted call is identified by its token_count line, as it was before model calls
+    fields: dict[str, Any] = {"tokens_in": tokens_in, "tokens_out": tokens_out}
+    if isinstance(model, str) and model:
+        fields["model"] = model
+    # a counted call is identified by its counting line, as it was before model calls
     # came from the response items: replaying an older store again adds no twin
     ref = common["source_ref"]
-    latest.draft.step = step.with_(detail=detail, source_ref=ref, **usage)
+    latest.draft.step = step.with_(detail=detail, source_ref=ref, **fields)
     latest.draft.fallback_id = ref
     latest.counted, latest.end_ts = True, common["ts"]
+    latest.counted_by = (by, tokens_in, tokens_out)
     rollout.open = None  # the count closes its response: a later item begins the next
 
 

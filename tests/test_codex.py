@@ -458,3 +458,49 @@ def test_the_agents_md_codex_sends_first_is_the_starts_system_instructions() -> 
         assert "<INSTRUCTIONS>" in instructions and len(instructions) <= 4096 + 40
         # the prompt stays the goal, not the AGENTS.md
         assert not start.text.startswith("# AGENTS.md")
+
+
+def usage_records(r: Rollout, *, keep_counts: bool) -> list[dict[str, Any]]:
+    """``r``'s lines as a newer Codex writes them: before each ``token_count``, a
+    ``token_usage_record`` line of the same response (``TokenUsageRecord`` of
+    ``codex-rs/protocol``: ``usage`` the response's, ``thread_token_usage`` cumulative,
+    ``attribution`` its model); the counts kept or not."""
+    out: list[dict[str, Any]] = []
+    for n, line in enumerate(r.lines):
+        info = line["payload"].get("info") if line["payload"].get("type") == "token_count" else None
+        if info:
+            record = {
+                "thread_id": SESSION,
+                "turn_id": "t",
+                "session_id": SESSION,
+                "root_turn_id": "t",
+                "response_id": f"resp_{n}",
+                "usage": {**info["last_token_usage"], "cache_write_input_tokens": 0},
+                "turn_token_usage": info["last_token_usage"],
+                "thread_token_usage": info["total_token_usage"],
+                "attribution": {"model": "gpt-5.5-codex", "model_provider": "openai"},
+                "completed_at_ms": 1_772_618_400_000 + n,
+            }
+            out.append(
+                {"timestamp": line["timestamp"], "type": "token_usage_record", "payload": record}
+            )
+            if not keep_counts:
+                continue
+        out.append(line)
+    return out
+
+
+@pytest.mark.parametrize("keep_counts", [False, True])
+def test_token_usage_records_give_the_calls_their_tokens(keep_counts: bool) -> None:
+    """A newer rollout's ``token_usage_record`` lines are read as its ``token_count``s
+    are: alone, they give each response its tokens; beside the counts, they count the same
+    responses again, not new ones."""
+    r = two_turns_with_a_text_only_reply()
+    counted, _ = rollout_drafts(located(r.lines))
+    drafts, rejects = rollout_drafts(located(usage_records(r, keep_counts=keep_counts)))
+    assert rejects == []
+    assert [d.step.kind for d in drafts] == [d.step.kind for d in counted]
+    calls = [d.step for d in drafts if d.step.kind == "model_call"]
+    assert [(c.tokens_in, c.tokens_out) for c in calls] == [(9_000, 30), (9_500, 20)]
+    assert {c.model for c in calls} == {"gpt-5.5-codex"}
+    assert [c.text for c in calls] == ["Shell and apply_patch.", None]
