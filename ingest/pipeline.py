@@ -59,7 +59,7 @@ from models.records import Alert, DeadLetter, SessionInfo, Step, StepKind
 from models.storable import (
     Unstorable,
     check_step_fields,
-    clean_text,
+    clean_id,
     json_payload,
     payload_of,
     storable_step,
@@ -542,7 +542,7 @@ class Pipeline:
         # span's resource: ingest.trace_index), else the trace; the trace index
         # learns session hints from raw span attributes: repaired here as the draft's own
         # fields were (see models.storable)
-        return clean_text(
+        return clean_id(
             draft.session_hint
             or self._traces.session_of(draft.trace_id)
             or draft.trace_id
@@ -907,10 +907,10 @@ def _make_storable(draft: Draft) -> None:
         if value is not None:
             if not isinstance(value, str):
                 raise Unstorable(f"{name}: a {type(value).__name__} where text belongs")
-            setattr(draft, name, clean_text(value))
+            setattr(draft, name, clean_id(value))
 
 
-_DRAFT_TEXT = (
+_DRAFT_TEXT = (  # ids all: repaired as ids are (models.storable.clean_id)
     "fallback_id",
     "natural_key",
     "session_hint",

@@ -9,6 +9,11 @@ derived from :mod:`models.tables` (so a schema change changes them):
 - **Text is repaired, not rejected.** A lone surrogate or a NUL becomes U+FFFD (the
   replacement character, what a UTF-8 decoder puts for bytes it cannot read): the rest of
   the text is kept, and the mark shows where something was. Nothing else is changed.
+- **An id is repaired without merging.** In an id (a session, step, call, span or trace
+  id: :data:`ID_FIELDS`) the mark carries the code point it replaces (``\ud800`` →
+  U+FFFD ``d800``, :func:`clean_id`), so two ids that differ only in their bad
+  characters stay two ids: a session whose id is ``"\ud800"`` and one whose id is
+  ``"\udfff"`` are not merged into one session ``"\ufffd"``.
 - **Numbers are never repaired.** An integer outside the column's range (``BigInteger``:
   int64; ``Integer``: int32), a float that is not finite, a value of the wrong type, or
   text longer than a ``String(n)`` column is :class:`Unstorable`: clamping or truncating
@@ -20,6 +25,8 @@ derived from :mod:`models.tables` (so a schema change changes them):
 
 >>> clean_text("cut \\ud83d here, NUL \\x00 there")
 'cut \\ufffd here, NUL \\ufffd there'
+>>> clean_id("conv-\\ud83d"), clean_id("conv-\\udfff")
+('conv-\\ufffdd83d', 'conv-\\ufffddfff')
 >>> from models.records import Step, StepKind
 >>> storable_step(Step(step_id="s#0", session_id="s", kind=StepKind.MODEL_CALL, ts=0,
 ...                    tokens_in=2**40))
@@ -46,6 +53,8 @@ __all__ = [
     "MAX_JSON_DEPTH",
     "Unstorable",
     "check_step_fields",
+    "ID_FIELDS",
+    "clean_id",
     "clean_json",
     "clean_text",
     "json_payload",
@@ -83,6 +92,24 @@ def clean_text(text: str) -> str:
     if _UNSTORABLE_CHARS.search(text) is None:
         return text
     return _UNSTORABLE_CHARS.sub(REPLACEMENT, text)
+
+
+def clean_id(text: str) -> str:
+    """``text`` (an id) with every lone surrogate and NUL replaced by U+FFFD and the code
+    point's four hex digits; unchanged (the same object) when it has none. Distinct ids stay
+    distinct, but for an id that spells such a mark out itself (U+FFFD then four hex
+    digits), which no producer writes."""
+    if text.isascii():
+        return text.replace("\x00", REPLACEMENT + "0000") if "\x00" in text else text
+    if _UNSTORABLE_CHARS.search(text) is None:
+        return text
+    return _UNSTORABLE_CHARS.sub(lambda m: f"{REPLACEMENT}{ord(m.group()):04x}", text)
+
+
+ID_FIELDS = frozenset(
+    {"step_id", "session_id", "parent_step_id", "onset_step_id", "alert_id", "call_id"}
+)
+"""The columns that hold ids (repaired with :func:`clean_id`, not :func:`clean_text`)."""
 
 
 def clean_json(value: Any, where: str = "value", depth: int = 0) -> Any:
@@ -169,12 +196,15 @@ def _float_check(name: str) -> Callable[[Any], Any]:
 
 
 def _text_check(name: str, length: int | None) -> Callable[[Any], Any]:
+    clean = clean_id if name in ID_FIELDS else clean_text
+
     def check(value: Any) -> Any:
         if not isinstance(value, str):
             raise Unstorable(f"{name}: a {type(value).__name__} where text belongs")
-        if length is not None and len(value) > length:
-            raise Unstorable(f"{name}: {len(value)} characters, the column holds at most {length}")
-        return clean_text(value)
+        fixed = clean(value)
+        if length is not None and len(fixed) > length:
+            raise Unstorable(f"{name}: {len(fixed)} characters, the column holds at most {length}")
+        return fixed
 
     return check
 

@@ -524,5 +524,27 @@ def test_a_session_id_with_nul_from_a_span_attribute_is_repaired(store: Store) -
     pipeline = Pipeline(store)
     pipeline.feed_otlp_proto(request.SerializeToString(), source="t", location="l", partition="p")
     pipeline.close()
-    assert [info.session_id for info in store.sessions()] == ["sess\ufffd\ufffdx"]
-    assert len(store.steps("sess\ufffd\ufffdx")) == 4
+    repaired = "sess\ufffd0000\ufffd0000x"  # an id's mark names what it replaced
+    assert [info.session_id for info in store.sessions()] == [repaired]
+    assert len(store.steps(repaired)) == 4
+
+
+def test_ids_that_differ_only_in_bad_characters_stay_distinct(store: Store) -> None:
+    """The fuzzer's find: every id made of a lone surrogate became U+FFFD, so hostile ids
+    from unrelated inputs piled into one session. Each keeps its own session, and its
+    steps' ids, parents and call ids agree with it."""
+    pipeline = Pipeline(store)
+    for n, session in enumerate(("\ud800", "\udfff", "a\ud83d", "a\x00")):
+        call = _event(0, session_id=session, call_id="c\udc01")
+        result = {**_event(1, session_id=session, call_id="c\udc01"), "type": "tool_result"}
+        for seq, event in enumerate((call, {**result, "ok": True, "output": "done"})):
+            pipeline.feed_event(dump_json(event), source="t", location=f"l{n}:{seq}", partition="p")
+    pipeline.close()
+    ids = sorted(info.session_id for info in store.sessions())
+    assert ids == ["a\ufffd0000", "a\ufffdd83d", "\ufffdd800", "\ufffddfff"]
+    for session_id in ids:
+        call, result = store.steps(session_id)
+        assert call.call_id == result.call_id == "c\ufffddc01"
+        assert result.parent_step_id == call.step_id
+        assert call.step_id.startswith(session_id + "/")
+    assert store.count("dead_letters") == 0
