@@ -42,6 +42,14 @@ Not rules: sentences without a directive ("tests/ contains the tests"), question
 conditionals ("if the build fails, do not push": the condition cannot be represented)
 — the last two are reported as not used, with the reason. Pure: no I/O, no wall clock;
 linear in the text and bounded (:data:`MAX_CHARS` examined).
+
+The patterns derived here are searched, unanchored, in every tool call of the session (up
+to ``features.text.MAX_ANALYSED_CHARS`` of it), so each does a bounded amount of work per
+position: no ``\\S*``/``\\w*``/``.*`` run that can restart at every character of a long
+word or line, and a program and its argument (``mvn … test``, ``git push … --force``,
+``git push … main``) at most 16 words apart. (``\\S*gradlew?\\s+(?:\\S+\\s+)*?test`` cost
+3 s on a 64 KB word; a fuzzed session whose instructions said "run the tests before
+committing" found it.)
 """
 
 from __future__ import annotations
@@ -84,7 +92,7 @@ ACTIONS: tuple[tuple[str, str], ...] = (
     # (verb phrase regex over the clause, command regex of the policy)
     (
         r"force[\s-]?push(?:es|ed|ing)?|push(?:ing)?\s+(?:with\s+)?--force",
-        r"git\s+push\s+(?:.*\s)?(?:-f|--force)",
+        r"git\s+push\s+(?:\S+\s+){0,16}?(?:-f|--force)",
     ),
     (
         r"(?:git\s+)?push(?:es|ed|ing)?(?:\s+(?:to|code|changes|commits|the\s+branch)\b)?",
@@ -108,8 +116,8 @@ ACTIONS: tuple[tuple[str, str], ...] = (
 
 _TESTS = (
     r"(?:pytest|py\.test|tox|nox|unittest|jest|vitest|mocha|go\s+test|cargo\s+(?:test|nextest)"
-    r"|(?:npm|pnpm|yarn|bun)\s+(?:run\s+)?test|make\s+(?:test|check)|mvn\w*\s+(?:\S+\s+)*?test"
-    r"|\S*gradlew?\s+(?:\S+\s+)*?test|rspec|phpunit|dotnet\s+test|mix\s+test|rake\s+test)"
+    r"|(?:npm|pnpm|yarn|bun)\s+(?:run\s+)?test|make\s+(?:test|check)|\bmvn\w*\s+(?:\S+\s+){0,16}?test"
+    r"|gradlew?\s+(?:\S+\s+){0,16}?test|rspec|phpunit|dotnet\s+test|mix\s+test|rake\s+test)"
 )
 _CHECKS: tuple[tuple[str, str], ...] = (
     (
@@ -126,7 +134,7 @@ _CHECKS: tuple[tuple[str, str], ...] = (
     ),
     (
         r"(?:the\s+)?build",
-        r"(?:make|npm\s+run\s+build|cargo\s+build|go\s+build|(?:\S*gradlew?|mvn)\s+\S*\s*build)",
+        r"(?:make|npm\s+run\s+build|cargo\s+build|go\s+build|(?:gradlew?|mvn)\s+\S*\s*build)",
     ),
 )
 """What "run the tests / the linter / the type checks / the build" runs."""
@@ -573,7 +581,7 @@ def _actions(rest: str, *, whole: bool = False) -> list[str]:
                     if target is None:
                         break
                     if target:
-                        command = rf"(?:{command})\s+(?:.*\s)?{re.escape(target)}\b"
+                        command = rf"(?:{command})\s+(?:\S+\s+){{0,16}}?{re.escape(target)}\b"
                 if command not in out:
                     out.append(command)
                 break

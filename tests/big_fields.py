@@ -5,7 +5,8 @@ A shape is what one agent's tool argument or output can be: a hex dump (``xxd -p
 base64 blob, one long word, minified JSON, deeply nested JSON, thousands of URLs, many
 quotes and backslashes, a quoted blob on a command line (``curl -d '...'``: shell
 parsing), long whitespace runs, prose. Each field ends with (or, for JSON, holds as its
-last value) a made-up secret: redaction must see all of the field.
+last value) a made-up secret: redaction must see all of the field. The session's
+instructions state rules, so the policy derived from them checks every field too.
 """
 
 from __future__ import annotations
@@ -25,6 +26,10 @@ from trajwatch.settings import Settings
 SECRET = "ghp_" + "Zq7" * 12
 """Made up; at the very end of every field."""
 T0 = 1_767_000_000.0
+INSTRUCTIONS = (
+    "Run the tests before committing. Make sure the build passes before deploying. "
+    "Never force-push. Never push to main. Ask for approval before any git push."
+)
 
 
 def _blob(n: int) -> bytes:
@@ -71,7 +76,14 @@ def _events(field: str) -> list[str]:
         return json.dumps({"type": kind, "session_id": "s", "seq": seq, "ts": T0 + seq, **fields})
 
     return [
-        ev(0, "session_start", goal="Flash the firmware image and check it boots"),
+        ev(
+            0,
+            "session_start",
+            goal="Flash the firmware image and check it boots",
+            # rules every tool call is then checked against (features.instructions): their
+            # patterns search each field too (one cost 3 s on a 64 KB word)
+            system_instructions=INSTRUCTIONS,
+        ),
         ev(1, "model_call", model="m", tokens_in=10, tokens_out=1, output_text=field),
         ev(2, "tool_call", tool="bash", call_id="c1", arguments=field),
         ev(3, "tool_call", tool="bash", call_id="c2", arguments={"command": "echo " + field}),

@@ -33,8 +33,12 @@ TESTS = re.compile(derive("Run the tests before committing.").rules[0].value["re
             "forbidden_commands",
             r"\bterraform\s+destroy\b",
         ),
-        ("Never force-push.", "forbidden_commands", r"git\s+push\s+(?:.*\s)?(?:-f|--force)"),
-        ("Never push to main.", "forbidden_commands", r"(?:git\s+push)\s+(?:.*\s)?main\b"),
+        (
+            "Never force-push.",
+            "forbidden_commands",
+            r"git\s+push\s+(?:\S+\s+){0,16}?(?:-f|--force)",
+        ),
+        ("Never push to main.", "forbidden_commands", r"(?:git\s+push)\s+(?:\S+\s+){0,16}?main\b"),
         ("Ask for approval before any git push.", "require_approval_for", r"git\s+push"),
         (
             "Always ask the user for permission before deploying.",
@@ -104,7 +108,7 @@ def test_one_sentence_of_clauses_gives_each_rule() -> None:
         "run the tests before committing, stay on the task."
     )
     mapping = derive(text).mapping("p")
-    assert mapping["forbidden_commands"] == [r"git\s+push\s+(?:.*\s)?(?:-f|--force)"]
+    assert mapping["forbidden_commands"] == [r"git\s+push\s+(?:\S+\s+){0,16}?(?:-f|--force)"]
     assert mapping["require_approval_for"] == [r"git\s+push", r"\bdeploy"]
     assert mapping["require_before"][0]["action"] == r"git\s+commit"
 
@@ -210,3 +214,72 @@ def test_cli_names_an_unreadable_instructions_file(
     assert main(["policy", "--from-instructions", str(bad)]) == EXIT_USER
     assert "not UTF-8" in capsys.readouterr().err
     assert main(["policy", "--from-instructions", str(tmp_path / "none.md")]) == EXIT_USER
+
+
+RULES = (
+    "Run the tests before committing. Make sure the build passes before deploying. "
+    "Never force-push. Never push to main. Ask for approval before any git push. "
+    "Never run rm -rf."
+)
+"""Instructions whose rules derive every pattern with a repeated part (a test command and
+its ``test``, ``git push`` and its flag or branch)."""
+
+
+def _hostile(n: int) -> list[str]:
+    """Texts of ``n`` characters that made a backtracking pattern quadratic: one long word,
+    a prefix of a rule repeated, the prefix glued to itself."""
+    return [
+        "x" * n,
+        "mvn " * (n // 4),
+        "mvnmvn" * (n // 6),
+        "gradle " * (n // 7),
+        "./gradlew " * (n // 10),
+        "git push " * (n // 9),
+        "mvn " + "y" * n,
+    ]
+
+
+def _cpu(patterns: list[re.Pattern[str]], texts: list[str]) -> float:
+    import time
+
+    started = time.process_time()
+    for pattern in patterns:
+        for text in texts:
+            pattern.search(text)
+    return time.process_time() - started
+
+
+def test_derived_patterns_are_linear_in_a_call_s_text() -> None:
+    """The derived patterns are searched in up to 64 KiB of every tool call: a 64 KB word
+    cost 3 s against ``\\S*gradlew?\\s+(?:\\S+\\s+)*?test`` (found by the fuzzer in a session
+    whose instructions asked for the tests before a commit). 16 times the text must cost
+    at most ~40 times as much, and well under a second."""
+    from features.text import MAX_ANALYSED_CHARS
+
+    policy = Policy.from_mapping("p", derive(RULES).mapping("p"))
+    patterns = [
+        *policy.forbidden_commands,
+        *(p for rule in policy.require_before for p in (rule.requires, rule.action)),
+        *policy.require_approval_for,
+    ]
+    assert len(patterns) >= 7 and policy._text_screen is not None
+    patterns.append(policy._text_screen)
+    small = min(_cpu(patterns, _hostile(MAX_ANALYSED_CHARS // 16)) for _ in range(2))
+    big = min(_cpu(patterns, _hostile(MAX_ANALYSED_CHARS)) for _ in range(2))
+    assert big < 0.5, f"{big:.2f} s for 64 KiB"
+    assert big <= 40 * max(small, 0.002), f"64 KiB {big:.3f} s vs 4 KiB {small:.3f} s"
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        ("./gradlew --offline test", True),
+        ("mvn -q -B -Dskip=false test", True),
+        ("mvnw clean verify test", True),
+        ("cd app && ../gradlew build test", True),
+        ("mvn " + "x " * 20 + "test", False),  # the program and its test 16 words apart at most
+    ],
+)
+def test_test_commands_are_still_recognised(text: str, found: bool) -> None:
+    (rule,) = derive("Run the tests before committing.").rules
+    assert bool(re.search(rule.value["requires"], text)) is found
