@@ -548,3 +548,58 @@ def test_ids_that_differ_only_in_bad_characters_stay_distinct(store: Store) -> N
         assert result.parent_step_id == call.step_id
         assert call.step_id.startswith(session_id + "/")
     assert store.count("dead_letters") == 0
+
+
+def test_a_batch_costs_the_same_early_and_late_in_a_long_session(tmp_path: Path) -> None:
+    """The fuzzer's slow class looked like a cost growing with the session: every input a
+    fresh pipeline (a restart, an eviction) adding a few steps to one long session. The
+    session is reopened from its checkpoint and rolled forward through the steps stored
+    past it, so a batch late in a session of ~1,200 steps must cost what one early does."""
+    import time
+
+    store = Store.open(f"sqlite:///{tmp_path / 'long.db'}")
+    detectors = detector_set({})
+    start = {
+        "type": "session_start",
+        "session_id": "long",
+        "seq": 0,
+        "ts": 1_767_000_000,
+        "goal": "Keep the service green",
+        "system_instructions": "Run the tests before committing. Never force-push.",
+    }
+    seq = 1
+    costs: list[float] = []
+    try:
+        for batch_index in range(300):
+            events = [start] if batch_index == 0 else []
+            for i in range(2):
+                call = _event(
+                    seq,
+                    session_id="long",
+                    tool="bash",
+                    call_id=f"c{seq}",
+                    arguments={"command": f"pytest -q tests/test_{i}.py"},
+                )
+                result = {
+                    **_event(seq + 1, session_id="long", call_id=f"c{seq}"),
+                    "type": "tool_result",
+                    "ok": True,
+                    "output": f"{seq} passed",
+                }
+                events += [call, result]
+                seq += 2
+            started = time.process_time()
+            pipeline = Pipeline(store, detectors=detectors)
+            for n, event in enumerate(events):
+                pipeline.feed_event(
+                    dump_json(event), source="t", location=f"{seq}:{n}", partition="p"
+                )
+            pipeline.close()
+            costs.append(time.process_time() - started)
+        assert store.count("steps") == seq
+    finally:
+        store.close()
+    early, late = sorted(costs[20:70])[25], sorted(costs[-50:])[25]  # medians
+    assert late <= 2 * early + 0.002, (
+        f"a batch cost {early * 1e3:.1f} ms early, {late * 1e3:.1f} ms late"
+    )
