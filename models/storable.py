@@ -50,10 +50,10 @@ from models.records import Alert, DeadLetter, SessionInfo, Step
 from models.tables import AlertRow, DeadLetterRow, SessionRow, StepRow
 
 __all__ = [
+    "ID_FIELDS",
     "MAX_JSON_DEPTH",
     "Unstorable",
     "check_step_fields",
-    "ID_FIELDS",
     "clean_id",
     "clean_json",
     "clean_text",
