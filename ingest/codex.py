@@ -443,6 +443,9 @@ def _count(
         and latest.counted_by[0] != by
         and latest.counted_by[1:] == (tokens_in, tokens_out)
     ):
+        if window:  # what only a token_count says: the context window
+            step = latest.draft.step
+            latest.draft.step = step.with_(detail={**step.detail, "context_window": window})
         return
     if latest is None or latest.counted:
         latest = _model_call(rollout, common, add)

@@ -504,3 +504,5 @@ def test_token_usage_records_give_the_calls_their_tokens(keep_counts: bool) -> N
     assert [(c.tokens_in, c.tokens_out) for c in calls] == [(9_000, 30), (9_500, 20)]
     assert {c.model for c in calls} == {"gpt-5.5-codex"}
     assert [c.text for c in calls] == ["Shell and apply_patch.", None]
+    windows = [c.detail.get("context_window") for c in calls]
+    assert windows == ([272_000, 272_000] if keep_counts else [None, None])
