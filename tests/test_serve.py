@@ -447,10 +447,7 @@ def test_stopped_mid_stream_then_restarted_loses_and_doubles_nothing(
         sdk = exporter(base, timeout=30)
         for batch in batches[:half]:
             assert sdk.export(batch) == SpanExportResult.SUCCESS
-        # committed within serve's COMMIT_INTERVAL_S of the answers
-        wait_until(
-            lambda: metric(base, "trajwatch_alerts_total") >= 1, 5, "some alerts before the crash"
-        )
+        assert metric(base, "trajwatch_alerts_total") >= 1, "some alerts before the crash"
         # Killed while the next batch is on its way: before it is read, while it is
         # written, or after it is logged but before it is answered (then the exporter's
         # retry delivers it twice).

@@ -11,22 +11,13 @@ else, in order:
    :func:`~ingest.otlp_http.answer_all`) — 200 (with ``partial_success`` for what it
    rejected) or 400 — now that a restart would see them again: the exporter's retry is
    the only redelivery needed;
-4. feeds them to the pipeline, one partition per trace (spans) or session (logs);
+4. feeds them to the pipeline, one partition per trace (spans) or session (logs), and
+   commits: steps, alerts, dead letters and each touched session's cursor in one
+   transaction — with a checkpoint of its detector state every ``checkpoint_steps``
+   steps and at its end (the drain writes the rest);
 5. ends the partitions that have been quiet for ``idle_flush_ms`` (a replay ends a
-   recording's partition at the end of the file);
-6. at most every :data:`COMMIT_INTERVAL_S`, commits what the cycles since the last
-   commit released: steps, alerts, dead letters and each touched session's cursor in
-   one transaction — with a checkpoint of its detector state every
-   ``checkpoint_steps`` steps and at its end (the drain writes the rest) — and retires
-   the log records whose partitions are all ended and committed.
-
-Why commits are spaced in time and not made per group of requests: the log, not the
-commit, is what makes an answer honest, so a commit may wait; and a commit's cost is
-mostly per transaction and per touched session (queries, the cursors' state, SQLite's
-commit), not per step. Committing per group made that cost follow how the requests
-happened to arrive — a quiet machine, answering faster, took smaller groups and
-committed more often than a loaded one — where a replay commits every
-``commit_every`` records.
+   recording's partition at the end of the file) and retires the log records whose
+   partitions are all ended and committed.
 
 Why a log and not a flush per request: the live pipeline holds steps back by the
 lateness watermark, so that a run's root span — sent last, children before parents —
@@ -86,12 +77,7 @@ __all__ = ["LiveIngest", "Service", "serve"]
 log = logging.getLogger("trajwatch.serve")
 
 GROUP_MAX = 64
-"""Most requests appended to the log with one fsync."""
-COMMIT_INTERVAL_S = 0.05
-"""Least time between two pipeline commits while input flows (the drain commits at
-once). What it costs: an alert is stored (and printed, and its actions queued) up to
-this much later, and ``/v1/check`` sees a session as of its last commit; what it saves:
-the per-transaction and per-session work of the commits it merges."""
+"""Most requests committed in one transaction."""
 TICK_S = 0.05
 """How often the pipeline thread looks for quiet partitions when no request comes."""
 RESUME_GRACE_S = 10.0
@@ -105,7 +91,6 @@ in, or after this long."""
 class _Open:
     """A partition the pipeline holds steps of, and the log records that fed it."""
 
-    partition: str
     last: float
     records: set[int] = field(default_factory=set)
 
@@ -137,13 +122,6 @@ class LiveIngest:
         self._partitions_of: dict[int, set[str]] = {}
         """The open partitions each live log record fed (only records that fed one)."""
         self._fed_nothing: list[int] = []
-        self._closed: list[_Open] = []
-        """Partitions ended since the last commit (no longer in ``_open``: a request for
-        one of them opens it again): their log records retire with the commit."""
-        self._since: float | None = None
-        """When the earliest request fed since the last commit was received (None:
-        nothing fed or ended since)."""
-        self._committed_at = 0.0
         self._stopping = threading.Event()
         # daemon: a process that is exiting (a failed start, an embedding that never
         # stopped the service) must not hang on it; what it acknowledged is in the log
@@ -195,15 +173,8 @@ class LiveIngest:
                     if group:
                         self._accept(group, now)
                     closed = self._quiet(now)
-                    self._closed.extend(closed)
                     if group or closed:
-                        received = min((a.received for a in group), default=now)
-                        self._since = received if self._since is None else self._since
-                    if self._since is not None and (
-                        now - self._committed_at >= COMMIT_INTERVAL_S
-                        or self._stopping.is_set()
-                    ):
-                        self._commit_held(now)
+                        self._commit(closed, min((a.received for a in group), default=now))
                 if not group and self._stopping.is_set() and self.inbox.empty():
                     with self.lock:  # a drain: the next start needs no roll-forward
                         self.pipeline.commit(checkpoint_all=True)
@@ -289,7 +260,7 @@ class LiveIngest:
         for partition in parts:
             entry = self._open.get(partition)
             if entry is None:
-                entry = self._open[partition] = _Open(partition, now)
+                entry = self._open[partition] = _Open(now)
             entry.last = now
             entry.records.add(seq)
         if parts:
@@ -297,30 +268,23 @@ class LiveIngest:
         else:  # nothing but dead letters: retired with the commit that stores them
             self._fed_nothing.append(seq)
 
-    def _quiet(self, now: float) -> list[_Open]:
-        """End the partitions quiet for ``idle_flush_ms``; takes them out of ``_open``."""
-        quiet = [p for p, entry in self._open.items() if now - entry.last >= self._idle_s]
-        for partition in quiet:
+    def _quiet(self, now: float) -> list[str]:
+        """End the partitions quiet for ``idle_flush_ms``; returns them."""
+        closed = [p for p, entry in self._open.items() if now - entry.last >= self._idle_s]
+        for partition in closed:
             self.pipeline.end_partition(partition)
-        return [self._open.pop(partition) for partition in quiet]
+        return closed
 
-    def _commit_held(self, now: float) -> None:
-        """Commit what the cycles since the last commit fed and ended."""
-        closed, self._closed = self._closed, []
-        since, self._since = self._since, None
-        self._commit(closed, now if since is None else since)
-        self._committed_at = now
-
-    def _commit(self, closed: list[_Open], since: float) -> None:
+    def _commit(self, closed: list[str], since: float) -> None:
         alerts = self.pipeline.commit()
         # only the records of the partitions just ended can have become retirable: not a
         # walk over every live record per commit (tens of thousands with many open runs)
         done, self._fed_nothing = self._fed_nothing, []
-        for entry in closed:
-            for seq in entry.records:
+        for partition in closed:
+            for seq in self._open.pop(partition).records:
                 parts = self._partitions_of.get(seq)
                 if parts is not None:
-                    parts.discard(entry.partition)
+                    parts.discard(partition)
                     if not parts:
                         done.append(seq)
                         del self._partitions_of[seq]
