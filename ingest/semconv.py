@@ -347,9 +347,7 @@ def _error_text(span: SpanRecord) -> str | None:
 def session_hint(span: SpanRecord, session_attribute: str | None) -> str | None:
     """The session ``span`` names in its own attributes (:data:`SESSION_ATTRIBUTES` in
     that order, then ``session_attribute``), or None."""
-    names = (*SESSION_ATTRIBUTES, session_attribute) if session_attribute else SESSION_ATTRIBUTES
-    value = first_str(span.attributes, names)
-    return value or None
+    return _named_session(span.attributes, session_attribute)
 
 
 def resource_session_hint(span: SpanRecord, session_attribute: str | None) -> str | None:
@@ -360,9 +358,14 @@ def resource_session_hint(span: SpanRecord, session_attribute: str | None) -> st
     and its HTTP instrumentation's client spans carry none. A resource is the whole
     process, so it is the weakest claim: the pipeline reads it only when no span of the
     trace names a session (:meth:`ingest.trace_index.TraceIndex.session_of`)."""
+    return _named_session(span.resource, session_attribute)
+
+
+def _named_session(attributes: Mapping[str, Any], session_attribute: str | None) -> str | None:
+    """The first non-empty text among :data:`SESSION_ATTRIBUTES`, then
+    ``session_attribute``, in ``attributes``; None when none is there."""
     names = (*SESSION_ATTRIBUTES, session_attribute) if session_attribute else SESSION_ATTRIBUTES
-    value = first_str(span.resource, names)
-    return value or None
+    return first_str(attributes, names) or None
 
 
 # -- span → drafts ----------------------------------------------------------------
