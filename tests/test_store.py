@@ -183,11 +183,11 @@ def test_adding_the_same_steps_twice_stores_them_once(store: Store) -> None:
     assert store.count("sessions") == 1  # bare row created for the steps' foreign key
 
 
-def test_existing_step_ids_chunks_large_inputs(store: Store) -> None:
+def test_existing_step_ids_of_a_long_list(store: Store) -> None:
     stored = [tool_call(seq) for seq in range(0, 2400, 2)]
     with store.unit() as unit:
         unit.add_steps(stored)
-    asked = [tool_call(seq).step_id for seq in range(2400)]  # 2400 ids: 5 IN-lists
+    asked = [tool_call(seq).step_id for seq in range(2400)]  # one bound list, not 2400
     with store.unit() as unit:
         assert unit.existing_step_ids(asked) == {step.step_id for step in stored}
         assert unit.existing_step_ids([]) == set()
