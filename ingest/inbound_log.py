@@ -4,7 +4,9 @@ The live pipeline holds steps back for ordering (the lateness watermark) and unt
 trace goes quiet, so a request's spans are not all stored when it is answered. What
 makes the answer honest is this log: a request's body is appended and ``fsync``'d before
 the 200, and a restart feeds every record still *live* back through the pipeline in the
-order they were accepted. A record is retired once everything it fed has been released
+order they were accepted. The fsync runs on its own thread (:class:`LogSyncer`: one for
+all the requests written meanwhile), so the pipeline goes on while the disk syncs; only
+the answers wait for it. A record is retired once everything it fed has been released
 and committed; what a re-fed record repeats is dropped by the store's stable step ids.
 
 On disk: segment files ``<first seq>.wal`` in one folder, each a run of frames
@@ -29,19 +31,23 @@ deleted before the records it names.
 
 from __future__ import annotations
 
+import logging
 import os
 import struct
+import threading
 import zlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-__all__ = ["InboundLog", "InboundRecord"]
+__all__ = ["InboundLog", "InboundRecord", "LogSyncer"]
 
 _HEADER = struct.Struct("<II")
 _KIND = struct.Struct("<H")
 _SEQ = struct.Struct("<Q")
+log = logging.getLogger("trajwatch.inbound_log")
+
 RETIRED = "retired"
 """The kind of a mark frame: the records whose seqs it holds need no replay."""
 SEGMENT_BYTES = 8 << 20
@@ -57,7 +63,10 @@ class InboundRecord:
 
 
 class InboundLog:
-    """Append, fsync, retire; the records still live at open are in :attr:`recovered`."""
+    """Append, fsync, retire; the records still live at open are in :attr:`recovered`.
+
+    One thread writes (:meth:`append`, :meth:`write`, :meth:`retire`); :meth:`sync` may
+    run on another (:class:`LogSyncer`)."""
 
     def __init__(self, directory: Path, *, segment_bytes: int = SEGMENT_BYTES) -> None:
         self.directory = Path(directory)
@@ -81,11 +90,20 @@ class InboundLog:
         self.recovered = [r for r in self.recovered if r.seq not in retired]
         self._active: Path | None = None
         self._file: BinaryIO | None = None
+        self._file_lock = threading.Lock()
+        """Held to swap or close the segment file, and by :meth:`sync` around its fsync."""
         self._size = 0
         self._drop_retired(retired)
 
     def append(self, records: Iterable[tuple[str, bytes]]) -> list[int]:
         """Write ``(kind, body)`` records and make them durable; returns their seqs."""
+        seqs = self.write(records)
+        self.sync()
+        return seqs
+
+    def write(self, records: Iterable[tuple[str, bytes]]) -> list[int]:
+        """Write ``(kind, body)`` records, not yet durable: they are once a :meth:`sync`
+        begun after this returned has returned. Returns their seqs."""
         frames = []
         seqs = []
         file = self._writable()
@@ -101,9 +119,15 @@ class InboundLog:
         data = b"".join(frames)
         file.write(data)
         file.flush()
-        os.fsync(file.fileno())
         self._size += len(data)
         return seqs
+
+    def sync(self) -> None:
+        """Make everything written so far durable (the older segments were synced when
+        the newer one started)."""
+        with self._file_lock:
+            if self._file is not None:
+                os.fsync(self._file.fileno())
 
     def retire(self, seqs: Iterable[int]) -> None:
         """Everything these records fed is committed: they need not be replayed."""
@@ -128,16 +152,20 @@ class InboundLog:
         return len(self._segment_of)
 
     def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
-            self._file = None
+        """Close the segment file; what was written but not synced may be lost."""
+        with self._file_lock:
+            if self._file is not None:
+                self._file.close()
+                self._file = None
 
     def _writable(self) -> BinaryIO:
         if self._file is None or self._size >= self.segment_bytes:
-            if self._file is not None:
-                self._file.close()
-            self._active = self.directory / f"{self._next_seq:020d}.wal"
-            self._file = self._active.open("ab")
+            with self._file_lock:
+                if self._file is not None:  # its records may still await a sync
+                    os.fsync(self._file.fileno())
+                    self._file.close()
+                self._active = self.directory / f"{self._next_seq:020d}.wal"
+                self._file = self._active.open("ab")
             self._size = 0
             self._live[self._active] = set()
             _fsync_dir(self.directory)
@@ -151,6 +179,60 @@ class InboundLog:
                 return
             path.unlink(missing_ok=True)
             del self._live[path]
+
+
+class LogSyncer:
+    """Group commit for an :class:`InboundLog`, off the writer's thread.
+
+    The writer :meth:`~InboundLog.write`s records and hands :meth:`after_sync` what must
+    wait until they are durable (answering the requests); it goes on working while this
+    thread fsyncs: one fsync for everything handed over since the last one, then each
+    callback in the order handed over, with ``True``. If the fsync fails, the callbacks
+    get ``False`` (nothing they wait for is known to be durable) and :attr:`error` holds
+    the error for the writer to stop on; later callbacks get ``False`` without a sync.
+    """
+
+    def __init__(self, log: InboundLog) -> None:
+        self._log = log
+        self._waiting: list[Callable[[bool], None]] = []
+        self._changed = threading.Condition()
+        self._closing = False
+        self.error: OSError | None = None
+        self._thread = threading.Thread(target=self._run, name="trajwatch-log-sync", daemon=True)
+        self._thread.start()
+
+    def after_sync(self, done: Callable[[bool], None]) -> None:
+        """Call ``done(durable)`` on this syncer's thread once everything written to the
+        log before this call is durable (or known not to be)."""
+        with self._changed:
+            self._waiting.append(done)
+            self._changed.notify()
+
+    def close(self) -> None:
+        """Sync and call back everything handed over; then stop the thread."""
+        with self._changed:
+            self._closing = True
+            self._changed.notify()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while True:
+            with self._changed:
+                while not self._waiting and not self._closing:
+                    self._changed.wait()
+                if not self._waiting:
+                    return
+                waiting, self._waiting = self._waiting, []
+            if self.error is None:
+                try:
+                    self._log.sync()
+                except OSError as error:
+                    self.error = error
+            for done in waiting:
+                try:
+                    done(self.error is None)
+                except Exception:  # one callback's bug must not strand the others
+                    log.exception("a callback after the inbound log's sync failed")
 
 
 def _frame(kind: str, body: bytes) -> bytes:

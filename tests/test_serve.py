@@ -524,6 +524,52 @@ def test_inbound_log_keeps_what_was_acknowledged_and_cuts_a_torn_tail(tmp_path: 
     final.close()
 
 
+def test_log_syncer_answers_in_order_after_a_sync_and_refuses_when_the_sync_fails(
+    tmp_path: Path,
+) -> None:
+    """The pipeline writes and goes on; each group's answer waits for an fsync begun after
+    its write (one fsync may cover several groups), across segment changes; a failed
+    fsync answers False and stops the syncer's later answers being True."""
+    from ingest.inbound_log import InboundLog, LogSyncer
+
+    events: list[str] = []
+
+    class Watched(InboundLog):
+        fail = False
+
+        def sync(self) -> None:
+            events.append("sync")
+            if self.fail:
+                raise OSError(5, "Input/output error")
+            super().sync()
+
+    log = Watched(tmp_path, segment_bytes=256)
+    syncer = LogSyncer(log)
+    written: list[int] = []
+    for group in range(30):  # ~1.5 KB: several segments
+        written += log.write([("traces/proto", bytes([group]) * 50)])
+        syncer.after_sync(lambda durable, g=group: events.append(f"answer {g} {durable}"))
+    syncer.close()
+    answers = [e for e in events if e.startswith("answer")]
+    assert answers == [f"answer {g} True" for g in range(30)]
+    assert events[0] == "sync"  # no answer before a sync
+    for k, event in enumerate(events):
+        if event.startswith("answer"):
+            assert "sync" in events[:k]
+    log.close()
+    again = Watched(tmp_path)
+    assert [r.seq for r in again.recovered] == written  # every answered record is there
+    again.fail = True
+    failing = LogSyncer(again)
+    again.write([("traces/proto", b"x")])
+    results: list[bool] = []
+    failing.after_sync(results.append)
+    failing.close()
+    assert results == [False]
+    assert isinstance(failing.error, OSError)
+    again.close()
+
+
 def test_sessions_evicted_and_reopened_resume_their_detector_state(
     runs: list[list[list[Any]]], tmp_path: Path
 ) -> None:

@@ -44,13 +44,14 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TextIO
 
 import uvicorn
 
 from detectors.registry import DetectorSet
-from ingest.inbound_log import InboundLog
+from ingest.inbound_log import InboundLog, LogSyncer
 from ingest.otlp_http import (
     SOURCE,
     Accepted,
@@ -116,6 +117,8 @@ class LiveIngest:
         self.inbox = inbox
         self.metrics = metrics
         self.log = InboundLog(Path(settings.inbound_dir))
+        self._syncer = LogSyncer(self.log)
+        """Answers each group once its records are durable, while the pipeline goes on."""
         self.failed: BaseException | None = None
         self._idle_s = settings.idle_flush_ms / 1000
         self._open: dict[str, _Open] = {}
@@ -140,6 +143,7 @@ class LiveIngest:
         self._stopping.set()
         if self._thread.is_alive():
             self._thread.join()
+        self._syncer.close()
         self.log.close()
 
     def probe(self, session_id: str) -> Probe:
@@ -167,6 +171,8 @@ class LiveIngest:
     def _run(self) -> None:
         try:
             while True:
+                if self._syncer.error is not None:  # what it answers next is refused
+                    raise self._syncer.error
                 group = self._take()
                 now = time.monotonic()
                 with self.lock:
@@ -213,9 +219,10 @@ class LiveIngest:
             if partition in self._open:
                 self._open[partition].last = now
         self._resumed = []
-        seqs = self.log.append((a.kind, a.body) for a in group)
+        seqs = self.log.write((a.kind, a.body) for a in group)
         batches = [self._decode(accepted.kind, accepted.body) for accepted in group]
-        answer_all((a, _answer(batch)) for a, batch in zip(group, batches, strict=True))
+        answers = [(a, _answer(batch)) for a, batch in zip(group, batches, strict=True)]
+        self._syncer.after_sync(partial(_answer_durable, answers))
         for accepted, seq, batch in zip(group, seqs, batches, strict=True):
             if accepted.kind.startswith("traces"):
                 self.metrics.spans.inc(batch.records)
@@ -316,6 +323,15 @@ class AlertPrinter(Sink):
     def after_commit(self, committed: Committed) -> None:
         for alert in committed.alerts:
             print(alert_line(alert), file=self._out, flush=True)
+
+
+def _answer_durable(answers: list[tuple[Accepted, Answer]], durable: bool) -> None:
+    """Send ``answers`` once their requests are in the log; a 503 (the exporter retries)
+    if the log could not make them durable."""
+    if not durable:
+        refused = Answer(status=503, message="the write-ahead log failed")
+        answers = [(accepted, refused) for accepted, _ in answers]
+    answer_all(answers)
 
 
 def _answer(batch: Decoded) -> Answer:
