@@ -34,6 +34,7 @@ from trajwatch import actions
 from trajwatch.actions.backtest import decide
 from trajwatch.actions.endpoints import ActionsConfig
 from trajwatch.actions.policy import Decision
+from trajwatch.gc_tuning import tune_gc
 from trajwatch.settings import Settings
 
 
@@ -92,6 +93,7 @@ def replay(
 ) -> ReplaySummary:
     """Replay ``paths`` into the store at ``settings.db_url``; returns what was seen."""
     actions_config = actions_config or ActionsConfig()
+    tune_gc()
     store = Store.open(settings.db_url)
     sink, dispatcher = None, None
     try:

@@ -70,6 +70,7 @@ from models.store import Store
 from trajwatch.actions import ActionsConfig, Dispatcher
 from trajwatch.actions import start as start_actions
 from trajwatch.check import check
+from trajwatch.gc_tuning import tune_gc
 from trajwatch.listing import alert_line
 from trajwatch.settings import Settings
 
@@ -374,6 +375,7 @@ class Service:
         echo: TextIO | None = None,
     ) -> None:
         self.settings = settings
+        tune_gc()
         self.store = Store.open(settings.db_url)
         sinks: list[Sink] = [AlertPrinter(echo)] if echo is not None else []
         self.dispatcher: Dispatcher | None = None

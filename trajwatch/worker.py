@@ -44,6 +44,7 @@ from ingest.pipeline import Pipeline
 from ingest.sinks import Sink
 from models.open_errors import sqlite_file
 from models.store import OffsetMovedError, Store
+from trajwatch.gc_tuning import tune_gc
 from trajwatch.settings import Settings
 
 log = logging.getLogger("trajwatch.worker")
@@ -152,6 +153,7 @@ def run_worker(
     """Run the worker until ``stop`` is set (or SIGTERM/SIGINT); returns its counts."""
     if stage not in STAGES:
         raise ConfigError(f"--stage must be one of {', '.join(STAGES)}, got {stage!r}")
+    tune_gc()
     stop = stop or threading.Event()
     if install_signals:
 
