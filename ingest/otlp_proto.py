@@ -75,14 +75,22 @@ def decode_otlp_proto(
     except ProtoDecodeError:
         _salvage(memoryview(data), out, source, location, max_attribute_bytes)
         return out
+    # Skip the size check of every span when no value can fail it: a value's size as
+    # measured (spans.value_size) is at most 4 bytes for each byte it takes on the wire
+    # (8 for a number or an empty value, which takes 2 in an array), and every value is
+    # part of ``data``.
+    cap = max_attribute_bytes if len(data) * 4 > max_attribute_bytes else None
     for ri, resource_spans in enumerate(request.resource_spans):
-        _resource_spans(resource_spans, ri, out, source, location, max_attribute_bytes)
+        _resource_spans(resource_spans, ri, out, source, location, cap)
     return out
 
 
 def any_value(value: AnyValue) -> Any:
     """An OTLP AnyValue as a plain Python value (arrays → list, kvlists → dict)."""
-    which = value.WhichOneof("value")
+    return _any_value(value, value.WhichOneof("value"))
+
+
+def _any_value(value: AnyValue, which: str | None) -> Any:
     if which == "string_value":
         return value.string_value
     if which == "int_value":
@@ -102,11 +110,17 @@ def any_value(value: AnyValue) -> Any:
 
 def key_values(items: Any) -> dict[str, Any]:
     """Repeated ``KeyValue`` → dict; a repeated key keeps its last value, as the SDKs do."""
-    return {kv.key: any_value(kv.value) for kv in items}
+    out: dict[str, Any] = {}
+    for kv in items:
+        # Most values are strings: read here, they cost no call to ``any_value`` each.
+        value = kv.value
+        which = value.WhichOneof("value")
+        out[kv.key] = value.string_value if which == "string_value" else _any_value(value, which)
+    return out
 
 
 def _resource_spans(
-    rs: ResourceSpans, ri: int, out: Decoded, source: str, location: str, cap: int
+    rs: ResourceSpans, ri: int, out: Decoded, source: str, location: str, cap: int | None
 ) -> None:
     resource = key_values(rs.resource.attributes)
     for si, scope_spans in enumerate(rs.scope_spans):
@@ -121,7 +135,7 @@ def _scope_spans(
     out: Decoded,
     source: str,
     location: str,
-    cap: int,
+    cap: int | None,
 ) -> None:
     scope = ss.scope.name
     for pi, span in enumerate(ss.spans):
@@ -136,13 +150,16 @@ def _span(
     where: str,
     out: Decoded,
     source: str,
-    cap: int,
+    cap: int | None,
 ) -> None:
+    """Append ``span`` to ``out`` as a record, or as a dead letter; ``cap`` None: no value
+    of it can be over the attribute size cap."""
     reason = _invalid(span)
     attributes: dict[str, Any] = {}
     if reason is None:
         attributes = key_values(span.attributes)
-        reason = oversized_attribute(attributes, cap)
+        if cap is not None:
+            reason = oversized_attribute(attributes, cap)
     if reason is not None:
         out.rejects.append(
             DeadLetter(

@@ -112,6 +112,23 @@ def test_sdk_spans_decode_to_the_same_ids_names_and_attributes() -> None:
         assert ours.scope == "agent-runtime"
 
 
+def test_an_attribute_over_the_cap_is_a_dead_letter_whatever_the_batch_size() -> None:
+    # The decoder skips the size check when the batch is too small to hold a value over
+    # the cap: both sides of that shortcut must reject the same span and keep the rest.
+    _, request = encoded()
+    request.resource_spans[0].scope_spans[0].spans[0].attributes.add(
+        key="big", value={"array_value": {"values": [{"int_value": 1}] * 64}}
+    )
+    data = request.SerializeToString()
+    for cap in (8 * 64 - 1, len(data) * 4 + 1):
+        decoded = decode_otlp_proto(data, source="t", max_attribute_bytes=cap)
+        if cap > len(data) * 4:
+            assert decoded.rejects == [] and len(decoded.spans) == 4
+        else:
+            assert [r.reason.split(" is ")[0] for r in decoded.rejects] == ["attribute 'big'"]
+            assert len(decoded.spans) == 3
+
+
 def test_traces_data_and_export_request_are_the_same_bytes() -> None:
     _, request = encoded()
     as_traces_data = TracesData.FromString(request.SerializeToString())
