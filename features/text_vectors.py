@@ -28,6 +28,7 @@ import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import chain
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -396,28 +397,36 @@ def tokenize(text: str | None, *, drop: frozenset[str] = STOP_WORDS) -> list[str
     """
     if not text:
         return []
+    # fresh strings, as the uncached path makes: a state that keeps words pickles them
+    # one by one, and the same object kept twice would pickle otherwise
+    return list(map(str.lower, chain.from_iterable(_runs_words(text, drop))))
+
+
+def _runs_words(text: str, drop: frozenset[str]) -> list[tuple[str, ...]]:
+    """The words :func:`tokenize` keeps of each alphanumeric run of ``text``, run by run
+    (the kept tuples themselves: shared, so callers copy what they keep)."""
     # Texts differ but their words recur (commands, paths, the task's names): the words
     # of each alphanumeric run are worked out once and kept, per ``drop`` set, in a
-    # bounded table (emptied when full) - the same list, at a fraction of the cost.
+    # bounded table (emptied when full) - the same list, at a fraction of the cost. The
+    # lookups run in C (``map``); only runs not yet known take the Python path.
     known = _RUN_WORDS.get(drop)
     if known is None:
         known = _RUN_WORDS[drop] = {}
         if len(_RUN_WORDS) > _MAX_DROP_SETS:
             _RUN_WORDS.clear()
             _RUN_WORDS[drop] = known
-    words: list[str] = []
-    for run in _ALNUM_RE.findall(text):
-        found = known.get(run)
-        if found is None:
-            found = _run_words(run, drop)
-            if len(run) <= _MAX_KEPT_RUN:
-                if len(known) >= _MAX_KEPT_RUNS:
-                    known.clear()
-                known[run] = found
-        # fresh strings, as the uncached path makes: a state that keeps words pickles
-        # them one by one, and the same object kept twice would pickle otherwise
-        words += map(str.lower, found)
-    return words
+    runs = _ALNUM_RE.findall(text)
+    found = list(map(known.get, runs))
+    if None in found:
+        for i, words in enumerate(found):
+            if words is None:
+                run = runs[i]
+                words = found[i] = _run_words(run, drop)
+                if len(run) <= _MAX_KEPT_RUN:
+                    if len(known) >= _MAX_KEPT_RUNS:
+                        known.clear()
+                    known[run] = words
+    return found
 
 
 def _run_words(run: str, drop: frozenset[str]) -> tuple[str, ...]:
@@ -459,6 +468,7 @@ def _bucket(token: str, n_features: int) -> int:
 
 _BUCKETS: dict[int, dict[str, int]] = {}
 """token → its bucket, per vector size: tokens recur across steps, crc32 is per call."""
+_NO_BUCKETS: dict[str, int] = {}
 
 
 def hash_vector(
@@ -476,8 +486,12 @@ def hash_vector(
     if n_features < 1:
         raise ValueError(f"n_features must be >= 1, got {n_features}")
     vec: SparseVector = {}
+    known = _BUCKETS.get(n_features)
+    bucket_of = known.get if known is not None else _NO_BUCKETS.get
     for token in tokens:
-        b = _bucket(token, n_features)
+        b = bucket_of(token)
+        if b is None:
+            b = _bucket(token, n_features)
         vec[b] = vec.get(b, 0.0) + 1.0
         if char_ngrams > 0:
             padded = f"^{token}$"
@@ -493,7 +507,9 @@ def hash_vector(
 
 def text_vector(text: str | None, *, n_features: int = 4096, char_ngrams: int = 0) -> SparseVector:
     """``hash_vector(tokenize(text))``: the vector of a piece of free text."""
-    return hash_vector(tokenize(text), n_features=n_features, char_ngrams=char_ngrams)
+    # the words hashed as tokenize's table keeps them: the vector keeps none of them
+    words = chain.from_iterable(_runs_words(text, STOP_WORDS)) if text else ()
+    return hash_vector(words, n_features=n_features, char_ngrams=char_ngrams)
 
 
 def norm(vec: Mapping[int, float]) -> float:
