@@ -28,7 +28,8 @@ import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
-from itertools import chain
+from itertools import chain, repeat
+from operator import mul
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -498,11 +499,10 @@ def hash_vector(
             for i in range(max(1, len(padded) - char_ngrams + 1)):
                 g = _bucket("#" + padded[i : i + char_ngrams], n_features)
                 vec[g] = vec.get(g, 0.0) + 0.5
-    norm = sum(v * v for v in vec.values()) ** 0.5
+    norm = _sum_of_squares(vec) ** 0.5
     if norm == 0.0:
         return {}
-    scale = weight / norm
-    return {k: v * scale for k, v in vec.items()}
+    return dict(zip(vec, map(mul, vec.values(), repeat(weight / norm)), strict=True))
 
 
 def text_vector(text: str | None, *, n_features: int = 4096, char_ngrams: int = 0) -> SparseVector:
@@ -514,7 +514,15 @@ def text_vector(text: str | None, *, n_features: int = 4096, char_ngrams: int = 
 
 def norm(vec: Mapping[int, float]) -> float:
     """The L2 norm of a sparse vector."""
-    return float(sum(v * v for v in vec.values()) ** 0.5)
+    return float(_sum_of_squares(vec) ** 0.5)
+
+
+def _sum_of_squares(vec: Mapping[int, float]) -> float:
+    """``sum(v * v for v in vec.values())``, the products made in C (``map``): the same
+    products summed in the same order, so the same float, at a third of the cost (a
+    centroid's norm reads its 128 buckets at every call of a session)."""
+    values = vec.values()
+    return sum(map(mul, values, values))
 
 
 def cosine(
@@ -536,7 +544,8 @@ def cosine(
         return 0.0
     if len(a) > len(b):
         a, b, a_norm, b_norm = b, a, b_norm, a_norm
-    dot = sum(v * b.get(k, 0.0) for k, v in a.items())
+    # sum(v * b.get(k, 0.0) for k, v in a.items()), the products made in C (same order)
+    dot = sum(map(mul, a.values(), map(b.get, a, repeat(0.0))))
     if dot == 0.0:
         return 0.0
     na = norm(a) if a_norm is None else a_norm
