@@ -133,16 +133,17 @@ def result_signature(text: str, values: tuple[str, ...] = ()) -> str:
     False
     """
     head = " ".join(text[:SIGNATURE_CHARS].split())
-    head = mask_echo(head, "\x1f".join(v for v in values if not _is_number(v)))
-    for value in values:
-        if value.isdigit() or _is_number(value):
-            continue
+    words = [v for v in values if not _is_number(v)]
+    head = mask_echo(head, "\x1f".join(words))
+    for value in words:
         v = " ".join(value.split())
         if len(v) >= _MIN_VALUE and v in head:
             head = head.replace(v, "<arg>")
     numbers = frozenset(v for v in values if _is_number(v))
     head = _QUOTED_RE.sub("<arg>", head)
-    return " ".join(_mask_word(w, numbers) for w in head.split(" "))[:_KEPT].lower()
+    # a plain word is kept as it is (most are): tested here, not in a call
+    masked = [w if w.isalpha() else _mask_word(w, numbers) for w in head.split(" ")]
+    return " ".join(masked)[:_KEPT].lower()
 
 
 def _mask_word(word: str, numbers: frozenset[str]) -> str:
