@@ -60,6 +60,7 @@ _FILE_RE = re.compile(r"[\w-]+\.[A-Za-z][A-Za-z0-9]{0,4}")
 _UUID_RE = re.compile(r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}")
 _TS_RE = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T _][\d:.,]*Z?)?|\d{1,2}:\d{2}(?::\d{2})?[.,\d]*Z?")
 _LETTERS_RE = re.compile(r"[^\W\d_]")
+_MASK_RE = re.compile(r"<(?:arg|path|url|id|ts|n)>")
 
 
 def mask_echo(head: str, arguments: str) -> str:
@@ -219,6 +220,7 @@ def _is_number(value: str) -> bool:
     return value.isdigit() or (value.replace(".", "", 1).isdigit() and value.count(".") == 1)
 
 
+@lru_cache(maxsize=1024)  # signatures repeat: the answers a loop gets
 def specific(signature: str) -> bool:
     """Whether a masked signature says enough to call two failures of one tool the same
     failure whatever their arguments: at least ``_MIN_LETTERS`` letters outside the masks
@@ -228,7 +230,7 @@ def specific(signature: str) -> bool:
     >>> specific("exit code 1"), specific("typeerror: forward() got an unexpected keyword")
     (False, True)
     """
-    bare = re.sub(r"<(?:arg|path|url|id|ts|n)>", "", signature)
+    bare = _MASK_RE.sub("", signature)
     return len(_LETTERS_RE.findall(bare)) >= _MIN_LETTERS
 
 
