@@ -25,6 +25,7 @@ from __future__ import annotations
 import posixpath
 import re
 import zlib
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -416,18 +417,20 @@ def _runs_words(text: str, drop: frozenset[str]) -> list[tuple[str, ...]]:
         if len(_RUN_WORDS) > _MAX_DROP_SETS:
             _RUN_WORDS.clear()
             _RUN_WORDS[drop] = known
-    runs = _ALNUM_RE.findall(text)
+    runs: list[str] = _ALNUM_RE.findall(text)
     found = list(map(known.get, runs))
-    if None in found:
-        for i, words in enumerate(found):
-            if words is None:
-                run = runs[i]
-                words = found[i] = _run_words(run, drop)
-                if len(run) <= _MAX_KEPT_RUN:
-                    if len(known) >= _MAX_KEPT_RUNS:
-                        known.clear()
-                    known[run] = words
-    return found
+    if None not in found:
+        return found  # type: ignore[return-value]  # no None in it
+    out: list[tuple[str, ...]] = []
+    for run, words in zip(runs, found, strict=True):
+        if words is None:
+            words = _run_words(run, drop)
+            if len(run) <= _MAX_KEPT_RUN:
+                if len(known) >= _MAX_KEPT_RUNS:
+                    known.clear()
+                known[run] = words
+        out.append(words)
+    return out
 
 
 def _run_words(run: str, drop: frozenset[str]) -> tuple[str, ...]:
@@ -469,7 +472,6 @@ def _bucket(token: str, n_features: int) -> int:
 
 _BUCKETS: dict[int, dict[str, int]] = {}
 """token → its bucket, per vector size: tokens recur across steps, crc32 is per call."""
-_NO_BUCKETS: dict[str, int] = {}
 
 
 def hash_vector(
@@ -486,23 +488,41 @@ def hash_vector(
     """
     if n_features < 1:
         raise ValueError(f"n_features must be >= 1, got {n_features}")
+    if char_ngrams <= 0:
+        return _word_vector(tokens, n_features, weight)
     vec: SparseVector = {}
-    known = _BUCKETS.get(n_features)
-    bucket_of = known.get if known is not None else _NO_BUCKETS.get
     for token in tokens:
-        b = bucket_of(token)
-        if b is None:
-            b = _bucket(token, n_features)
+        b = _bucket(token, n_features)
         vec[b] = vec.get(b, 0.0) + 1.0
-        if char_ngrams > 0:
-            padded = f"^{token}$"
-            for i in range(max(1, len(padded) - char_ngrams + 1)):
-                g = _bucket("#" + padded[i : i + char_ngrams], n_features)
-                vec[g] = vec.get(g, 0.0) + 0.5
+        padded = f"^{token}$"
+        for i in range(max(1, len(padded) - char_ngrams + 1)):
+            g = _bucket("#" + padded[i : i + char_ngrams], n_features)
+            vec[g] = vec.get(g, 0.0) + 0.5
     norm = _sum_of_squares(vec) ** 0.5
     if norm == 0.0:
         return {}
     return dict(zip(vec, map(mul, vec.values(), repeat(weight / norm)), strict=True))
+
+
+def _word_vector(tokens: Iterable[str], n_features: int, weight: float) -> SparseVector:
+    """:func:`hash_vector` without n-grams, its loop in C: each token's bucket read from
+    the table (``map``; only tokens not in it take :func:`_bucket`), the buckets counted
+    (``Counter``: in the order each first occurs, as the loop inserted them). Each count
+    is the whole number the loop's sum of 1.0s was, so the same squares, norm and
+    weights."""
+    words = tokens if isinstance(tokens, list) else list(tokens)
+    known = _BUCKETS.get(n_features)
+    found = list(map(known.get, words)) if known is not None else [None] * len(words)
+    buckets: list[int] = (
+        [_bucket(w, n_features) if b is None else b for w, b in zip(words, found, strict=True)]
+        if None in found
+        else found  # type: ignore[assignment]  # no None left in it
+    )
+    counts = Counter(buckets)
+    norm = _sum_of_squares(counts) ** 0.5
+    if norm == 0.0:
+        return {}
+    return dict(zip(counts, map(mul, counts.values(), repeat(weight / norm)), strict=True))
 
 
 def text_vector(text: str | None, *, n_features: int = 4096, char_ngrams: int = 0) -> SparseVector:
@@ -517,7 +537,7 @@ def norm(vec: Mapping[int, float]) -> float:
     return float(_sum_of_squares(vec) ** 0.5)
 
 
-def _sum_of_squares(vec: Mapping[int, float]) -> float:
+def _sum_of_squares(vec: Mapping[int, float] | Counter[int]) -> float:
     """``sum(v * v for v in vec.values())``, the products made in C (``map``): the same
     products summed in the same order, so the same float, at a third of the cost (a
     centroid's norm reads its 128 buckets at every call of a session)."""
