@@ -634,17 +634,21 @@ _MAX_STRING = 4_000
 """Longest argument string read: an edit's body holds code, and its head says enough."""
 
 
-def _strings(value: Any, depth: int = 0) -> Iterator[str]:
+def _strings(value: Any, out: list[str], depth: int = 0) -> list[str]:
+    """``out`` with the strings of ``value`` (each cut to ``_MAX_STRING``) appended, in
+    order, down to depth 6: a list filled in place, not nested generators (a call's
+    arguments are read once a step)."""
     if depth > 6:
-        return
+        return out
     if isinstance(value, str):
-        yield value[:_MAX_STRING]
+        out.append(value[:_MAX_STRING])
     elif isinstance(value, Mapping):
         for v in value.values():
-            yield from _strings(v, depth + 1)
+            _strings(v, out, depth + 1)
     elif isinstance(value, list):
         for v in value:
-            yield from _strings(v, depth + 1)
+            _strings(v, out, depth + 1)
+    return out
 
 
 def repo_of(url: str) -> str | None:
@@ -750,7 +754,7 @@ def _step_terms(
 ) -> StepTerms:
     """:func:`step_terms` of the fields it reads: ``text`` and ``result`` already cut
     (None when not read), ``egress`` the ``detail["egress"]`` targets."""
-    strings: list[str] = list(_strings(arguments_value(arguments)))
+    strings = _strings(arguments_value(arguments), [])
     if text:
         strings.append(text)
     if result:
