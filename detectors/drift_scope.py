@@ -218,7 +218,8 @@ def on_topic(
     """
     if not words:
         return True
-    count = sum(1 for w in words if known(w, goal_words, scope, stems))
+    # :func:`known` inlined: once per word of every judged call
+    count = sum(1 for w in words if w in goal_words or w in scope or w in stems)
     return count > 0 and count >= share * len(words)
 
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from functools import lru_cache
+from itertools import repeat
 
 from features.action_keys import argument_values
 
@@ -59,6 +60,7 @@ _FILE_RE = re.compile(r"[\w-]+\.[A-Za-z][A-Za-z0-9]{0,4}")
 _UUID_RE = re.compile(r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}")
 _TS_RE = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T _][\d:.,]*Z?)?|\d{1,2}:\d{2}(?::\d{2})?[.,\d]*Z?")
 _LETTERS_RE = re.compile(r"[^\W\d_]")
+_MASK_RE = re.compile(r"<(?:arg|path|url|id|ts|n)>")
 
 
 def mask_echo(head: str, arguments: str) -> str:
@@ -79,7 +81,8 @@ def mask_echo(head: str, arguments: str) -> str:
     # an echoed piece of 1.5 × _ECHO - 1 characters or more holds a window starting at
     # a multiple of _ECHO / 2: look there first (a result with no echo, the common case,
     # costs len(head) / 8 searches), and cover the rest only if one is found
-    if not any(head[i : i + _ECHO] in hay for i in range(0, last + 1, _ECHO // 2)):
+    windows = [head[i : i + _ECHO] for i in range(0, last + 1, _ECHO // 2)]
+    if not any(map(hay.__contains__, windows)):
         return head
     # the runs of head found in hay: from each window that matches, grow the run while
     # it is still found (every window inside a found run is found: skip past them)
@@ -133,16 +136,26 @@ def result_signature(text: str, values: tuple[str, ...] = ()) -> str:
     False
     """
     head = " ".join(text[:SIGNATURE_CHARS].split())
-    head = mask_echo(head, "\x1f".join(v for v in values if not _is_number(v)))
-    for value in values:
-        if value.isdigit() or _is_number(value):
-            continue
+    words = [v for v in values if not _is_number(v)]
+    head = mask_echo(head, "\x1f".join(words))
+    for value in words:
         v = " ".join(value.split())
         if len(v) >= _MIN_VALUE and v in head:
             head = head.replace(v, "<arg>")
     numbers = frozenset(v for v in values if _is_number(v))
     head = _QUOTED_RE.sub("<arg>", head)
-    return " ".join(_mask_word(w, numbers) for w in head.split(" "))[:_KEPT].lower()
+    # a plain word is kept as it is (most are), another read from the table when its
+    # mask is known: both tested here, not in a call
+    known = _MASKED.get
+    masked = [w if w.isalpha() else known(w) or _mask_word(w, numbers) for w in head.split(" ")]
+    return " ".join(masked)[:_KEPT].lower()
+
+
+_MASKED: dict[str, str] = {}
+"""Word → its mask (:func:`_mask_word`) where the call's numbers cannot change it, or
+"" where they can (a number). Results repeat their words (paths, ``0.4s``, a status
+line's punctuation) across calls: the tests run once a word. Bounded: emptied when full."""
+_MAX_MASKED = 4_096
 
 
 def _mask_word(word: str, numbers: frozenset[str]) -> str:
@@ -152,6 +165,31 @@ def _mask_word(word: str, numbers: frozenset[str]) -> str:
     by regex over the text: most words are plain and leave at the first test."""
     if word.isalpha() or not word:
         return word
+    masked = _MASKED.get(word)
+    if masked is None:
+        masked = _mask_fixed(word)
+        if len(_MASKED) >= _MAX_MASKED:
+            _MASKED.clear()
+        _MASKED[word] = masked
+    if masked:
+        return masked
+    # a number: masked if the call passed it, a long one in any case
+    core = word.strip(_EDGE)
+    left = word[: word.index(core[0])]
+    right = word[len(left) + len(core) :]
+    if core in numbers:
+        mask = "<n>"
+    elif core.isdigit() and len(core) >= 5:
+        mask = "#"
+    else:
+        return word
+    return f"{left}{mask}{right}"
+
+
+def _mask_fixed(word: str) -> str:
+    """:func:`_mask_word` of a word that is not plain, whatever the call's numbers; ""
+    when they decide it (its core is a number: digits, or digits around a dot, the only
+    values :func:`_is_number` takes for one)."""
     core = word.strip(_EDGE)
     if not core or core.isalpha():
         return word
@@ -162,7 +200,7 @@ def _mask_word(word: str, numbers: frozenset[str]) -> str:
     elif "/" in core or "\\" in core:
         mask = "<path>"
     elif core.isdigit():
-        mask = "<n>" if core in numbers else "#" if len(core) >= 5 else core
+        return ""
     elif _UUID_RE.fullmatch(core):
         mask = "<id>"
     elif _TS_RE.fullmatch(core):
@@ -171,8 +209,8 @@ def _mask_word(word: str, numbers: frozenset[str]) -> str:
         mask = "<path>"
     elif len(core) >= 6 and any(c.isdigit() for c in core) and any(c.isalpha() for c in core):
         mask = "<id>"
-    elif core in numbers:
-        mask = "<n>"
+    elif _is_number(core):
+        return ""
     else:
         return word
     return f"{left}{mask}{right}"
@@ -182,6 +220,7 @@ def _is_number(value: str) -> bool:
     return value.isdigit() or (value.replace(".", "", 1).isdigit() and value.count(".") == 1)
 
 
+@lru_cache(maxsize=1024)  # signatures repeat: the answers a loop gets
 def specific(signature: str) -> bool:
     """Whether a masked signature says enough to call two failures of one tool the same
     failure whatever their arguments: at least ``_MIN_LETTERS`` letters outside the masks
@@ -191,7 +230,7 @@ def specific(signature: str) -> bool:
     >>> specific("exit code 1"), specific("typeerror: forward() got an unexpected keyword")
     (False, True)
     """
-    bare = re.sub(r"<(?:arg|path|url|id|ts|n)>", "", signature)
+    bare = _MASK_RE.sub("", signature)
     return len(_LETTERS_RE.findall(bare)) >= _MIN_LETTERS
 
 
@@ -224,9 +263,10 @@ def is_request(value: str) -> bool:
     tokens = value.split()
     if len(tokens) < _MIN_REQUEST_WORDS:
         return False
-    if any("/" in t or "\\" in t for t in tokens):
+    if "/" in value or "\\" in value:  # in a token: neither is a space
         return False
-    plain = sum(1 for t in tokens if t.strip("\"'?!,.:;()[]$").isalnum())
+    # the tokens plain once their punctuation is stripped, counted in C
+    plain = sum(map(str.isalnum, map(str.strip, tokens, repeat("\"'?!,.:;()[]$"))))
     return 3 * plain >= 2 * len(tokens)
 
 

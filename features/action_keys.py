@@ -49,8 +49,10 @@ _DIGITS_RE = re.compile(r"\d+")
 # ``key=`` of a canonical signature | canonical_action's digest of a long value | a word
 # without digits | a word with digits. The last two split one maximal ``[A-Za-z0-9_]+``
 # run by whether it holds a digit (the possessive ``++`` cannot give letters back to
-# make the lookahead pass), so the loop needs no per-word digit search.
-_TOKEN_RE = re.compile(r"([A-Za-z_][\w.]*)=|…#([0-9a-f]+)|([A-Za-z_]++)(?![0-9])|([A-Za-z0-9_]+)")
+# make the lookahead pass), so the loop needs no per-word digit search. The key's
+# ``[\w.]*+`` is possessive too: what it could give back is never ``=``, so a word that
+# is no key fails at once instead of backtracking through itself.
+_TOKEN_RE = re.compile(r"([A-Za-z_][\w.]*+)=|…#([0-9a-f]+)|([A-Za-z_]++)(?![0-9])|([A-Za-z0-9_]+)")
 # a double-quoted string with backslash escapes, the loop unrolled (same matches, ~3×
 # faster than ``"((?:[^"\\]|\\.)*)"``: a character class repeats in C, an alternation
 # is tried per character)

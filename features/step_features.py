@@ -235,14 +235,14 @@ class StepFeatures:
         """Whether the arguments read like a data-carrying request (POST, upload, ...)."""
         if self._sends is not _UNSET:
             return self._sends
-        return _keep(self, "_sends", bool(SEND_RE.search(self.step.arguments or "")))
+        return _keep(self, "_sends", _sends(self.step.arguments or ""))
 
     @property
     def clones(self) -> bool:
         """Whether the arguments run a clone, fetch, pull or remote of a repository."""
         if self._clones is not _UNSET:
             return self._clones
-        return _keep(self, "_clones", bool(CLONE_RE.search(self.step.arguments or "")))
+        return _keep(self, "_clones", _clones(self.step.arguments or ""))
 
     # -- the canonical action, for repetition ---------------------------------------------
 
@@ -349,6 +349,26 @@ def _keep(features: StepFeatures, name: str, value: _T) -> _T:
     """Set a lazily computed slot of ``features`` (read-only from outside)."""
     object.__setattr__(features, name, value)
     return value
+
+
+_SEND_WORDS = ("post", "put", "patch", "--data", "-d", "-f", "upload", "send")
+"""A piece of every match of ``SEND_RE`` (case-folded: the pattern ignores case)."""
+_CLONE_WORDS = ("clone", "fetch", "pull", "submodule", "remote")
+"""A piece of every match of ``CLONE_RE`` (which heeds case)."""
+
+
+def _sends(arguments: str) -> bool:
+    """``SEND_RE.search(arguments)``, searched only in arguments holding a piece of a
+    match: ~9x cheaper on the common call that holds none (the case-insensitive pattern,
+    six alternatives, is tried at every position). Each character a case-insensitive
+    match holds case-folds to the pattern's own letter, so the folded text holds the piece."""
+    folded = arguments.casefold()
+    return any(w in folded for w in _SEND_WORDS) and bool(SEND_RE.search(arguments))
+
+
+def _clones(arguments: str) -> bool:
+    """``CLONE_RE.search(arguments)``, searched only in arguments holding one of its verbs."""
+    return any(w in arguments for w in _CLONE_WORDS) and bool(CLONE_RE.search(arguments))
 
 
 @lru_cache(maxsize=1024)
