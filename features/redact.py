@@ -852,8 +852,11 @@ _LARGE_MEMO_MAX_CHARS = 4 * 1024 * 1024
 _large_chars = 0
 
 
-def _rules_for(low: str) -> tuple[bool, tuple[_Rule, ...]]:
-    """One scan of ``low`` for the triggers (:func:`_occurrences`): whether one occurs
+def _rules_for(
+    low: str, hits: list[tuple[int, int, int]] | None = None
+) -> tuple[bool, tuple[_Rule, ...]]:
+    """One scan of ``low`` for the triggers (:func:`_short_hits`, given as ``hits`` when
+    done, else :func:`_occurrences`): whether one occurs
     outside the markers already there (else nothing is left to redact:
     :func:`_has_candidate`), and the rules one of whose triggers occurs (inside markers
     too), in rule order.
@@ -864,6 +867,14 @@ def _rules_for(low: str) -> tuple[bool, tuple[_Rule, ...]]:
     say, ``://``: finding the triggers and running one rule beats ~45 ``sub`` calls a
     string.
     """
+    if hits is None:
+        hits = _short_hits(low)
+    if hits is not None:  # the common case, without the generator's overhead
+        if not hits:
+            return False, ()
+        if _MARKER_LOW in low and all(_in_marker(low, start) for _, start, _ in hits):
+            return False, ()
+        return True, _rules_of(frozenset([trigger for trigger, _, _ in hits]))
     found: set[int] = set()
     outside = False
     for trigger, start in _occurrences(low):
@@ -872,13 +883,32 @@ def _rules_for(low: str) -> tuple[bool, tuple[_Rule, ...]]:
             outside = not _in_marker(low, start)
     if not outside:
         return False, ()
-    indexes = sorted({i for trigger in found for i in _RULES_BY_TRIGGER_INDEX[trigger]})
-    return True, tuple(_RULES[i] for i in indexes)
+    return True, _rules_of(frozenset(found))
+
+
+@lru_cache(maxsize=1024)
+def _rules_of(triggers: frozenset[int]) -> tuple[_Rule, ...]:
+    """The rules, in rule order, one of whose triggers holds one of ``triggers`` (indexes
+    in :data:`_SHORTEST_TRIGGERS`); texts share a few such sets (``://``, ``token``)."""
+    indexes = sorted({i for trigger in triggers for i in _RULES_BY_TRIGGER_INDEX[trigger]})
+    return tuple(_RULES[i] for i in indexes)
+
+
+def _short_hits(low: str) -> list[tuple[int, int, int]] | None:
+    """What :func:`_occurrences` finds in ``low`` (as ``(trigger, start, end)``, by start)
+    when ``low`` is one chunk the Rust side takes, in one call; else None."""
+    if len(low) > _SCAN_CHUNK:
+        return None
+    try:
+        return _TRIGGER_SEARCH(low, overlapping=True)
+    except UnicodeEncodeError:
+        return None
 
 
 def _redact_pass(text: str) -> str:
     low = _lower(text)
-    candidate, rules = _rules_for(low)
+    hits = _short_hits(low)
+    candidate, rules = _rules_for(low, hits)
     if not candidate:
         # No rule's trigger occurs outside markers, so no pattern can match (markers
         # are never matched again). Most texts (72% of those the fixtures and corpora
@@ -892,12 +922,13 @@ def _redact_pass(text: str) -> str:
             else:
                 continue
         if rule.anchored:
-            redacted = _sub_at_triggers(rule, text, low)
+            redacted = _sub_at_triggers(rule, text, low, hits)
         else:
             redacted = rule.pattern.sub(rule.replace, text)
         if redacted != text:
             text = redacted
             low = _lower(text)
+            hits = None  # found in the text as it was
     return text
 
 
@@ -914,6 +945,12 @@ def _has_candidate(low: str) -> bool:
     re-redacting a redacted field (the pipeline's gate, the confirming pass of
     :func:`redact`) at one scan, however big the field.
     """
+    hits = _short_hits(low)
+    if hits is not None:  # the common case, without the generator's overhead
+        if not hits:
+            return False
+        if _MARKER_LOW not in low:
+            return True
     past = 0
     for _, start in _occurrences(low):
         if start < past:
@@ -963,7 +1000,9 @@ def _in_marker(low: str, at: int) -> bool:
     return _MARKER_RE.fullmatch(low, opened, closed + 1) is not None
 
 
-def _sub_at_triggers(rule: _Rule, text: str, low: str) -> str:
+def _sub_at_triggers(
+    rule: _Rule, text: str, low: str, hits: list[tuple[int, int, int]] | None = None
+) -> str:
     """``rule.pattern.sub(rule.replace, text)`` for an anchored rule, trying the pattern
     only where a trigger starts.
 
@@ -971,14 +1010,20 @@ def _sub_at_triggers(rule: _Rule, text: str, low: str) -> str:
     of the previous match) where the pattern matches is where ``re.sub`` would find the
     next match, and the match is the same. ``low`` lines up with ``text`` (:func:`_lower`).
     Searching the whole text instead costs ~20 ns a character: the pattern starts with
-    an alternation of 21 words, which defeats the engine's prefix search.
+    an alternation of 21 words, which defeats the engine's prefix search. ``hits``, the
+    triggers :func:`_short_hits` found in ``low``, give the positions when the rule's
+    triggers are among those it looks for (:data:`_ANCHORS`).
     """
+    anchors = _ANCHORS.get(id(rule)) if hits is not None else None
     starts: set[int] = set()
-    for trigger in rule.triggers:
-        at = low.find(trigger)
-        while at >= 0:
-            starts.add(at)
-            at = low.find(trigger, at + 1)
+    if anchors is not None and hits is not None:
+        starts = {start for trigger, start, _ in hits if trigger in anchors}
+    else:
+        for trigger in rule.triggers:
+            at = low.find(trigger)
+            while at >= 0:
+                starts.add(at)
+                at = low.find(trigger, at + 1)
     if not starts:
         return text
     parts: list[str] = []
@@ -1036,6 +1081,13 @@ _RULES_BY_TRIGGER: dict[str, tuple[int, ...]] = {
 """The rules (by index) one of whose triggers holds the shortest trigger: where one of a
 rule's triggers occurs, one of these occurs too."""
 _TRIGGER_INDEX = {trigger: i for i, trigger in enumerate(_SHORTEST_TRIGGERS)}
+_ANCHORS = {
+    id(rule): frozenset(_TRIGGER_INDEX[t] for t in rule.triggers)
+    for rule in _RULES
+    if rule.anchored and all(t in _TRIGGER_INDEX for t in rule.triggers)
+}
+"""For an anchored rule each of whose triggers is one the scan looks for (the ``assignment``
+rule's are): their indexes, so that the scan's hits are where the rule is tried."""
 _LONGEST_TRIGGER = max(map(len, _SHORTEST_TRIGGERS))
 _SCAN_CHUNK = 1 << 16
 _RULES_BY_TRIGGER_INDEX = [_RULES_BY_TRIGGER[trigger] for trigger in _SHORTEST_TRIGGERS]
