@@ -62,6 +62,7 @@ from models.storable import (
     clean_id,
     json_payload,
     payload_of,
+    storable_sequenced,
     storable_step,
 )
 from models.store import SessionCursor, Store, StoreUnit
@@ -466,12 +467,18 @@ class Pipeline:
         that owns every session it holds (not a worker, whose sessions may have moved to
         another since it last committed them).
         """
+        # drafts fed in resolved (another process's ordering stage: the repartition topic)
+        # were not made storable here: their steps get the whole check
+        checked = not self._resolved
         ready, self._resolved = [*self._resolved, *self.resolve()], []
         offsets, self._offsets = self._offsets, {}
         moves, self._moves = self._moves, {}
         with self.store.unit() as unit:
-            steps, alerts, touched = self._release(ready, unit)
-            inserted, refused = unit.add_steps_or_reject(steps)
+            steps, storable, unstorable, alerts, touched = self._release(
+                ready, unit, checked=checked
+            )
+            inserted, refused = unit.add_storable_steps(storable)
+            refused = [*unstorable, *refused]
             for step, reason in refused:
                 self.stats.store_rejected += 1
                 self._reject(step, reason)
@@ -550,8 +557,13 @@ class Pipeline:
         )
 
     def _release(
-        self, ready: list[Resolved], unit: StoreUnit
-    ) -> tuple[list[Step], list[Alert], list[str]]:
+        self, ready: list[Resolved], unit: StoreUnit, *, checked: bool
+    ) -> tuple[list[Step], list[Step], list[tuple[Step, str]], list[Alert], list[str]]:
+        """Sequence and judge the released drafts: the steps placed, the same made
+        storable (what :func:`~models.storable.storable_step` gives: the store takes them
+        unchecked, :meth:`~models.store.StoreUnit.add_storable_steps`), those no column
+        can hold with the reason, the alerts raised, and the sessions touched.
+        ``checked``: every draft's step was made storable by :func:`_make_storable`."""
         resolved = [(item.draft, item.session_id) for item in ready]
         egress_parents = {
             id(item.draft): item.egress_parent for item in ready if item.egress_parent
@@ -579,6 +591,8 @@ class Pipeline:
         stored = unit.existing_step_ids(wanted) if ids else set()
         seen: set[str] = set()
         steps: list[Step] = []
+        storable: list[Step] = []
+        unstorable: list[tuple[Step, str]] = []
         alerts: list[Alert] = []
         touched: dict[str, None] = {}
         _merge_sources(resolved, ids)
@@ -612,9 +626,15 @@ class Pipeline:
             self.stats.sessions.add(session_id)
             if draft.step.kind in _LINKED and parent not in stored and parent not in placed:
                 parent = None
-            for final, features in self._sequence(session, draft, step_id, parent):
+            for final, features, form in self._sequence(
+                session, draft, step_id, parent, checked=checked
+            ):
                 placed.add(final.step_id)
                 steps.append(final)
+                if isinstance(form, str):
+                    unstorable.append((final, form))
+                else:
+                    storable.append(form)
                 self.stats.steps += 1
                 # detectors read a bounded head of each field, and the step's features,
                 # worked out once for all of them
@@ -622,7 +642,7 @@ class Pipeline:
                 # every detector in order, its score recorded; a detector's bug is a
                 # dead letter, not the batch's end
                 session.scores.judge(view, alerts, partial(self._detector_failed, final))
-        return steps, alerts, list(touched)
+        return steps, storable, unstorable, alerts, list(touched)
 
     def _key_turns(
         self,
@@ -694,11 +714,19 @@ class Pipeline:
         return step.parent_step_id
 
     def _sequence(
-        self, session: _Session, draft: Draft, step_id: str, parent: str | None
-    ) -> list[tuple[Step, StepFeatures | None]]:
+        self,
+        session: _Session,
+        draft: Draft,
+        step_id: str,
+        parent: str | None,
+        *,
+        checked: bool,
+    ) -> list[tuple[Step, StepFeatures | None, Step | str]]:
         """Give the draft's step its identity and place; may prepend an inferred
-        compaction. Each placed step comes with the features worked out for it, if any."""
-        out: list[tuple[Step, StepFeatures | None]] = []
+        compaction. Each placed step comes with the features worked out for it, if any,
+        and its storable form or the reason it has none (:func:`_with_stored_form`);
+        ``checked``: the draft's step was made storable (:func:`_make_storable`)."""
+        out: list[tuple[Step, StepFeatures | None, Step | str]] = []
         step = _once_per_session_instructions(session, draft.step)
         session_id = session.info.session_id
         if step.kind == StepKind.COMPACTION:
@@ -708,7 +736,7 @@ class Pipeline:
             if session.compaction.signalled(context, *_compaction_signal(step)):
                 before = session.compaction.last_tokens(context)
                 compaction = _signalled_compaction(step, step_id, session_id, before)
-                out.append(self._place(session, compaction))
+                out.append(_with_stored_form(self._place(session, compaction), storable_step))
             inferred = session.compaction.model_call(context, step.tokens_in)
             if inferred is not None:
                 compaction = Step(
@@ -725,12 +753,12 @@ class Pipeline:
                         "inferred": True,
                     },
                 )
-                out.append(self._place(session, compaction))
-        out.append(
-            self._place(
-                session, step, step_id=step_id, session_id=session_id, parent_step_id=parent
-            )
+                out.append(_with_stored_form(self._place(session, compaction), storable_step))
+        placed = self._place(
+            session, step, step_id=step_id, session_id=session_id, parent_step_id=parent
         )
+        # a checked draft's step is storable but for what placing it changed
+        out.append(_with_stored_form(placed, storable_sequenced if checked else storable_step))
         return out
 
     def _place(
@@ -896,6 +924,19 @@ def _decoder_failed(data: Any, source: str, location: str, error: Exception) -> 
         payload=payload,
         content_type="application/octet-stream" if isinstance(data, bytes) else "application/json",
     )
+
+
+def _with_stored_form(
+    placed: tuple[Step, StepFeatures | None], storable: Callable[[Step], Step]
+) -> tuple[Step, StepFeatures | None, Step | str]:
+    """A placed step and its features, with the step made ``storable`` (a function of
+    :mod:`models.storable`), or the reason it cannot be: stored or dead-lettered at the
+    commit, after the detectors saw it."""
+    step, features = placed
+    try:
+        return step, features, storable(step)
+    except Unstorable as error:
+        return step, features, error.reason
 
 
 def _make_storable(draft: Draft) -> None:

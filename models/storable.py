@@ -52,6 +52,7 @@ from models.tables import AlertRow, DeadLetterRow, SessionRow, StepRow
 __all__ = [
     "ID_FIELDS",
     "MAX_JSON_DEPTH",
+    "SEQUENCED_FIELDS",
     "Unstorable",
     "check_step_fields",
     "clean_id",
@@ -62,6 +63,7 @@ __all__ = [
     "storable_alert",
     "storable_dead_letter",
     "storable_info",
+    "storable_sequenced",
     "storable_step",
 ]
 
@@ -334,6 +336,16 @@ _step_changes = _record_checker(
     StepRow.__table__,  # type: ignore[arg-type]
     tuple(n for n in _fields(Step) if n != "kind"),  # a StepKind: closed by construction
 )
+SEQUENCED_FIELDS = frozenset(
+    {"step_id", "session_id", "seq", "model_session", "parent_step_id", "detail"}
+)
+"""The fields the pipeline gives a step after it made the step storable: its identity,
+its place and what the trajectory features add to its detail (see
+:func:`storable_sequenced`)."""
+_sequenced_changes = _record_checker(
+    StepRow.__table__,  # type: ignore[arg-type]
+    tuple(n for n in _fields(Step) if n in SEQUENCED_FIELDS),  # in the order storable_step checks
+)
 _alert_changes = _record_checker(
     AlertRow.__table__,  # type: ignore[arg-type]
     tuple(n for n in _fields(Alert) if n not in ("severity", "action", "evidence")),
@@ -345,6 +357,15 @@ def storable_step(step: Step) -> Step:
     """``step`` with its text repaired (the same object when nothing needed it); raises
     :class:`Unstorable` naming the first field no column can hold."""
     changes = _step_changes(step)
+    return step.with_(**changes) if changes else step
+
+
+def storable_sequenced(step: Step) -> Step:
+    """:func:`storable_step` of a step built from one it returned by changing only
+    :data:`SEQUENCED_FIELDS`: the same result (the same object, a repaired copy or the
+    same :class:`Unstorable`) for checking only those fields, since the others hold what
+    was checked and repaired already (a repair of repaired text changes nothing)."""
+    changes = _sequenced_changes(step)
     return step.with_(**changes) if changes else step
 
 

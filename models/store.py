@@ -554,16 +554,24 @@ class StoreUnit:
         out. Infrastructure errors (see :func:`is_data_error`) propagate.
         """
         good, rejected = _checked(steps, storable_step)
-        if not good:  # no savepoint: two round trips for nothing
-            return 0, rejected
+        inserted, refused = self.add_storable_steps(good)
+        return inserted, [*rejected, *refused]
+
+    def add_storable_steps(self, steps: Sequence[Step]) -> tuple[int, list[Rejected[Step]]]:
+        """:meth:`add_steps_or_reject` for steps the caller has made storable already
+        (each one as :func:`models.storable.storable_step` returns it: the pipeline checks
+        every step before it is sequenced): only the database can still refuse one."""
+        if not steps:  # no savepoint: two round trips for nothing
+            return 0, []
         try:
             with self._connection.begin_nested():
-                return self.add_steps(good), rejected
+                return self.add_steps(steps), []
         except Exception as error:
             if not is_data_error(error):
                 raise
         inserted = 0
-        for step in good:
+        rejected: list[Rejected[Step]] = []
+        for step in steps:
             try:
                 with self._connection.begin_nested():
                     inserted += self.add_steps([step])
