@@ -73,6 +73,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import operator
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
@@ -1191,17 +1192,33 @@ def redact_step(step: Step) -> Step:
     changed.
     """
     changes: dict[str, Any] = {}
-    for name in _STEP_TEXT_FIELDS:
-        value = getattr(step, name)
+    for name, value in zip(_STEP_TEXT_FIELDS, _step_texts(step), strict=True):
         if isinstance(value, str) and value:
             safe = redact(value)
             if safe != value:
                 changes[name] = safe
-    if step.detail:
-        detail = redact_value(step.detail)
-        if detail != step.detail:
-            changes["detail"] = detail
+    detail = step.detail
+    if detail and not (type(detail) is dict and _flat_and_final(detail)):
+        redacted = redact_value(detail)
+        if redacted != detail:
+            changes["detail"] = redacted
     return step.with_(**changes) if changes else step
+
+
+_step_texts = operator.attrgetter(*_STEP_TEXT_FIELDS)
+
+_SCALARS = frozenset({int, float, bool, type(None)})
+
+
+def _flat_and_final(detail: dict[Any, Any]) -> bool:
+    """Whether ``detail`` holds only numbers, booleans and None (most details: a
+    duration, token counts) under keys :func:`redact` leaves as they are: then
+    :func:`redact_value` returns an equal dict (only the keys are text), so the gate keeps
+    the step's own without building that copy."""
+    for key, value in detail.items():
+        if type(value) not in _SCALARS or (isinstance(key, str) and redact(key) != key):
+            return False
+    return True
 
 
 def redact_dead_letter(letter: DeadLetter) -> DeadLetter:
