@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import operator
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -943,12 +944,12 @@ def _make_storable(draft: Draft) -> None:
     """Repair the draft's text and check its values (:func:`models.storable.storable_step`)
     before it is ordered by its ``ts`` or seen by a detector; raises ``Unstorable``."""
     draft.step = storable_step(draft.step)
-    for name in _DRAFT_TEXT:
-        value = getattr(draft, name)
-        if value is not None:
-            if not isinstance(value, str):
-                raise Unstorable(f"{name}: a {type(value).__name__} where text belongs")
-            setattr(draft, name, clean_id(value))
+    for name, value in zip(_DRAFT_TEXT, _draft_texts(draft), strict=True):
+        if value is None or (type(value) is str and value.isascii() and "\x00" not in value):
+            continue  # the common case: what clean_id returns as it is
+        if not isinstance(value, str):
+            raise Unstorable(f"{name}: a {type(value).__name__} where text belongs")
+        setattr(draft, name, clean_id(value))
 
 
 _DRAFT_TEXT = (  # ids all: repaired as ids are (models.storable.clean_id)
@@ -960,6 +961,7 @@ _DRAFT_TEXT = (  # ids all: repaired as ids are (models.storable.clean_id)
     "parent_span_id",
     "context",
 )
+_draft_texts = operator.attrgetter(*_DRAFT_TEXT)
 
 
 def _check_identity(draft: Draft, session_id: str, step_id: str) -> None:
