@@ -1192,11 +1192,16 @@ def redact_step(step: Step) -> Step:
     changed.
     """
     changes: dict[str, Any] = {}
+    final = _FINAL
     for name, value in zip(_STEP_TEXT_FIELDS, _step_texts(step), strict=True):
-        if isinstance(value, str) and value:
-            safe = redact(value)
-            if safe != value:
-                changes[name] = safe
+        if type(value) is str:
+            if value in final or not value:  # what redact returns first thing
+                continue
+        elif not isinstance(value, str) or not value:
+            continue
+        safe = redact(value)
+        if safe != value:
+            changes[name] = safe
     detail = step.detail
     if detail and not (type(detail) is dict and _flat_and_final(detail)):
         redacted = redact_value(detail)
