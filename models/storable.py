@@ -415,13 +415,20 @@ def check_step_fields(**values: Any) -> None:
     about to give a step, so a step that cannot be stored never takes a seq); raises
     :class:`Unstorable`."""
     for name, value in values.items():
-        _STEP_CHECKS[name](value)
+        plain = type(value) is str and value.isascii() and "\x00" not in value
+        if not (plain and len(value) <= _STEP_ID_LENGTHS[name]):  # else as the check passes it
+            _STEP_CHECKS[name](value)
 
 
 _STEP_CHECKS = {
     name: check
     for name, _, check in _checks(StepRow.__table__, ("step_id", "session_id"))  # type: ignore[arg-type]
 }
+_STEP_ID_LENGTHS: dict[str, int] = {
+    name: StepRow.__table__.c[name].type.length or 0  # type: ignore[attr-defined]
+    for name in _STEP_CHECKS
+}
+"""The id columns' lengths (0: no plain fast path, for a column without one)."""
 
 
 def payload_of(record: Any) -> bytes:
