@@ -55,7 +55,7 @@ def _instrument_shared() -> None:
     for name in ("commit", "_release", "feed_decoded"):
         _wrap(Pipeline, name, f"Pipeline.{name}")
     _wrap(_Session, "cursor", "_Session.cursor")
-    for name in ("add_steps_or_reject", "upsert_session", "existing_step_ids"):
+    for name in ("add_storable_steps", "upsert_session", "existing_step_ids"):
         _wrap(StoreUnit, name, f"StoreUnit.{name}")
 
 

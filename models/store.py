@@ -558,9 +558,10 @@ class StoreUnit:
         return inserted, [*rejected, *refused]
 
     def add_storable_steps(self, steps: Sequence[Step]) -> tuple[int, list[Rejected[Step]]]:
-        """:meth:`add_steps_or_reject` for steps the caller has made storable already
-        (each one as :func:`models.storable.storable_step` returns it: the pipeline checks
-        every step before it is sequenced): only the database can still refuse one."""
+        """:meth:`add_steps_or_reject` for steps the caller has made storable already,
+        each one as :func:`models.storable.storable_step` returns it (the pipeline makes
+        each step storable where it places it): they are not checked again, so only the
+        database can still refuse one."""
         if not steps:  # no savepoint: two round trips for nothing
             return 0, []
         try:

@@ -139,7 +139,7 @@ def _targets(detectors: Any) -> list[tuple[Any, str, str]]:
         (U, "existing_step_ids", "store lookups (existing ids, cursors)"),
         (U, "step_sources", "store lookups (existing ids, cursors)"),
         (U, "session_cursors", "store lookups (existing ids, cursors)"),
-        (U, "add_steps_or_reject", "store writes (steps)"),
+        (U, "add_storable_steps", "store writes (steps)"),
         (U, "add_alerts_or_reject", "store writes (alerts, sessions, offsets)"),
         (U, "add_dead_letters", "store writes (alerts, sessions, offsets)"),
         (U, "upsert_session", "store writes (alerts, sessions, offsets)"),
