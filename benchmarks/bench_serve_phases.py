@@ -4,7 +4,7 @@ Phases 1 and 2 of ``trajwatch bench`` (:mod:`trajwatch.bench`: the same 200 runs
 replay in this process, ``serve`` in a child fed by four keep-alive exporters), with each
 phase's CPU (``time.thread_time``) added up around the methods both paths share
 (``Pipeline.commit``, ``Pipeline.feed_decoded``, the store unit's writes) and those only
-``serve`` has (the log's append, decoding, answering), and the event-loop thread's CPU
+``serve`` has (the log's write, decoding, answering), and the event-loop thread's CPU
 beside the pipeline thread's. ``--trees`` runs the ``serve`` child from each source tree
 in turn, in the same pass as one replay (so a before/after pair shares the machine's
 load); medians of ``--repeat`` passes. The wrappers cost both paths alike (~1 µs a call).
@@ -75,7 +75,7 @@ def child(spec: dict[str, Any]) -> None:
         _wrap(serve.LiveIngest, name, f"LiveIngest.{name}")
     from ingest.inbound_log import InboundLog
 
-    _wrap(InboundLog, "append", "InboundLog.append")
+    _wrap(InboundLog, "write", "InboundLog.write")
     _wrap(serve, "answer_all", "answer_all")
     result: dict[str, Any] = {}
     run = serve.LiveIngest._run
