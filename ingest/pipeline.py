@@ -63,6 +63,7 @@ from models.storable import (
     clean_id,
     json_payload,
     payload_of,
+    plain_text,
     storable_sequenced,
     storable_step,
 )
@@ -945,7 +946,7 @@ def _make_storable(draft: Draft) -> None:
     before it is ordered by its ``ts`` or seen by a detector; raises ``Unstorable``."""
     draft.step = storable_step(draft.step)
     for name, value in zip(_DRAFT_TEXT, _draft_texts(draft), strict=True):
-        if value is None or (type(value) is str and value.isascii() and "\x00" not in value):
+        if value is None or plain_text(value):
             continue  # the common case: what clean_id returns as it is
         if not isinstance(value, str):
             raise Unstorable(f"{name}: a {type(value).__name__} where text belongs")

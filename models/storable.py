@@ -42,7 +42,7 @@ import json
 import math
 import re
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 from sqlalchemy import JSON, BigInteger, Boolean, Float, Integer, LargeBinary, String, Table
 
@@ -60,6 +60,7 @@ __all__ = [
     "clean_text",
     "json_payload",
     "payload_of",
+    "plain_text",
     "storable_alert",
     "storable_dead_letter",
     "storable_info",
@@ -94,6 +95,13 @@ def clean_text(text: str) -> str:
     if _UNSTORABLE_CHARS.search(text) is None:
         return text
     return _UNSTORABLE_CHARS.sub(REPLACEMENT, text)
+
+
+def plain_text(value: object) -> TypeGuard[str]:
+    """Whether ``value`` is text that :func:`clean_text` and :func:`clean_id` return as it
+    is, told without a search: ASCII without NUL (most text and every id a producer
+    writes)."""
+    return type(value) is str and value.isascii() and "\x00" not in value
 
 
 def clean_id(text: str) -> str:
@@ -140,7 +148,7 @@ def clean_json(value: Any, where: str = "value", depth: int = 0) -> Any:
         out = {}
         same = kind is dict
         for key, item in value.items():
-            if type(key) is str and key.isascii() and "\x00" not in key and _plain(item):
+            if plain_text(key) and _plain(item):
                 out[key] = item  # nothing to repair or check: the key and the item as they are
                 continue
             if not isinstance(key, str):
@@ -165,7 +173,7 @@ def _plain(item: Any) -> bool:
     text without NUL, an int, a finite float, a bool, None (most values of a detail)."""
     kind = type(item)
     if kind is str:
-        return item.isascii() and "\x00" not in item
+        return plain_text(item)
     if kind is float:
         return math.isfinite(item)
     return item is None or kind is int or kind is bool
@@ -415,8 +423,7 @@ def check_step_fields(**values: Any) -> None:
     about to give a step, so a step that cannot be stored never takes a seq); raises
     :class:`Unstorable`."""
     for name, value in values.items():
-        plain = type(value) is str and value.isascii() and "\x00" not in value
-        if not (plain and len(value) <= _STEP_ID_LENGTHS[name]):  # else as the check passes it
+        if not (plain_text(value) and len(value) <= _STEP_ID_LENGTHS[name]):  # else as it passes
             _STEP_CHECKS[name](value)
 
 
