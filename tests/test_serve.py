@@ -32,10 +32,11 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 from opentelemetry.sdk.trace.export import SpanExportResult
 
+import trajwatch.serve
 from models.store import Store
 from trajwatch.config import detector_set, load_config
 from trajwatch.replay import replay
-from trajwatch.serve import Service
+from trajwatch.serve import CommitCadence, Service
 from trajwatch.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -212,6 +213,75 @@ def test_sdk_exporter_into_serve_stores_the_replayed_alerts(
     assert metric(running.base, "trajwatch_alerts_total") == len(expected)
     assert metric(running.base, "trajwatch_span_to_alert_seconds_count") == len(expected)
     running.stop()
+
+
+def test_a_saturated_pipeline_batches_commits_and_stores_the_replayed_alerts(
+    runs: list[list[list[Any]]],
+    service: Any,
+    db_url: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # as if the pipeline were always saturated: it feeds requests as they come and commits
+    # only when none came within the linger (or after commit_wait_ms)
+    monkeypatch.setattr(trajwatch.serve, "BATCH_WHEN_BUSY", -1.0)
+    running = service(db_url, commit_wait_ms=60_000)
+    pipeline = running.service.ingest.pipeline
+    commits = 0
+    commit = pipeline.commit
+
+    def counted(**kwargs: Any) -> Any:
+        nonlocal commits
+        commits += 1
+        return commit(**kwargs)
+
+    pipeline.commit = counted
+    shares = [runs[k::3] for k in range(3)]  # three agents' exporters sending at once
+    senders = [
+        threading.Thread(
+            target=lambda share=share: [
+                exporter(running.base).export(batch) for batch in interleaved(share)
+            ]
+        )
+        for share in shares
+    ]
+    for sender in senders:
+        sender.start()
+    for sender in senders:
+        sender.join()
+    wait_until(lambda: settled(running.base), 15, "the traces to go quiet and be stored")
+    requests_sent = sum(len(r) for r in runs)
+    assert commits < requests_sent, "requests that came together should share a commit"
+    assert stored_alert_ids(db_url) == replayed_alert_ids(runs, tmp_path)
+    running.stop()
+
+
+def test_commit_cadence_commits_at_once_with_time_to_spare_and_batches_when_saturated() -> None:
+    cadence = CommitCadence(wait_s=0.2, every=1_000, now=0.0)
+    cadence.waited(0.0, 1.0)  # a second idle
+    cadence.fed(1.0, 20, received=0.99)
+    assert cadence.due(1.01, took=True), "with time to spare, each cycle commits"
+    assert cadence.committed(1.01) == 0.99
+    now = 1.01
+    for _ in range(300):  # three seconds of cycles busy 99% of the time
+        cadence.waited(now + 0.0099, now + 0.01)
+        now += 0.01
+    assert cadence.busy > 0.9
+    assert cadence.timeout(()) == trajwatch.serve.TICK_S
+    cadence.fed(now, 20, received=now - 0.002)
+    assert not cadence.due(now, took=True), "saturated: feed the next request first"
+    assert cadence.timeout(()) == trajwatch.serve.LINGER_S
+    assert cadence.due(now, took=False), "no request came within the linger"
+    assert not cadence.due(now + 0.19, took=True)
+    assert cadence.due(now + 0.2, took=True), "held for commit_wait_ms"
+    cadence.fed(now + 0.01, 980, received=now)
+    assert cadence.due(now + 0.01, took=True), "commit_every records held"
+    assert cadence.committed(now + 0.01) == now - 0.002
+    assert not cadence.held
+    cadence.waited(now + 0.01, now + 2.0)  # the load has gone
+    assert cadence.busy < 0.9
+    cadence.fed(now + 2.0, 20, received=now + 2.0)
+    assert cadence.due(now + 2.0, took=True)
 
 
 def test_protocol_errors_are_answered_per_the_otlp_spec(service: Any) -> None:

@@ -287,8 +287,9 @@ def _replay(traces: list[list[bytes]], tmp: Path, detectors: Any) -> dict[str, A
         (folder / f"run-{i:05d}.otlp.binpb").write_bytes(length_delimited(batches))
     url = f"sqlite:///{tmp / 'replay.db'}"
     Store.open(url).close()  # the migrations of a new file are not the replay's cost
+    settings = Settings.from_env(db_url=url)  # TRAJWATCH_* variables apply to both phases
     wall, cpu = time.perf_counter(), time.process_time()
-    summary = replay([folder], settings=Settings(db_url=url), detectors=detectors)
+    summary = replay([folder], settings=settings, detectors=detectors)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     return {
         "seconds": wall,
@@ -542,7 +543,7 @@ def _serve_child(spec: dict[str, Any]) -> None:
     from trajwatch.serve import Service
     from trajwatch.settings import Settings
 
-    settings = Settings(
+    settings = Settings.from_env(  # the environment's settings, as replay's
         db_url=spec["db_url"], inbound_dir=spec["inbound_dir"], idle_flush_ms=IDLE_FLUSH_MS
     )
     config = load_config(Path(spec["config"]) if spec["config"] else None)
