@@ -28,6 +28,7 @@ from functools import lru_cache
 from typing import Any
 
 from features.canonical import arguments_value
+from features.short_memo import short_text_memo
 
 __all__ = [
     "MEMO_MAX_CHARS",
@@ -166,13 +167,11 @@ def argument_values(value: Any) -> tuple[str, ...]:
     return tuple(unique[:_MAX_VALUES])
 
 
+@short_text_memo(entries=1024, max_chars=MEMO_MAX_CHARS)
 def _argument_facts_of(arguments: str) -> tuple[frozenset[str], tuple[str, ...]]:
     value = arguments_value(arguments)
     names = frozenset(value) if isinstance(value, dict) else frozenset()
     return names, argument_values(value)
-
-
-_memo_argument_facts = lru_cache(maxsize=1024)(_argument_facts_of)
 
 
 def argument_facts(arguments: str | None) -> tuple[frozenset[str], tuple[str, ...]]:
@@ -184,25 +183,19 @@ def argument_facts(arguments: str | None) -> tuple[frozenset[str], tuple[str, ..
     """
     if not arguments:
         return frozenset(), ()
-    if len(arguments) > MEMO_MAX_CHARS:
-        return _argument_facts_of(arguments)
-    return _memo_argument_facts(arguments)
+    return _argument_facts_of(arguments)
 
 
+@short_text_memo(entries=1024, max_chars=MEMO_MAX_CHARS)
 def _numbers_crc(arguments: str) -> int:
     return crc(",".join(sorted(_DIGITS_RE.findall(arguments))))
-
-
-_memo_numbers_crc = lru_cache(maxsize=1024)(_numbers_crc)
 
 
 def numbers_crc(arguments: str | None) -> int:
     """crc of the numbers in a call's raw arguments, sorted (0 when there are none)."""
     if not arguments:
         return 0  # crc32 of the empty string
-    if len(arguments) > MEMO_MAX_CHARS:
-        return _numbers_crc(arguments)
-    return _memo_numbers_crc(arguments)
+    return _numbers_crc(arguments)
 
 
 def text_signature(text: str) -> str:

@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from features.short_memo import short_text_memo
+
 __all__ = ["call_effect"]
 
 # Tool names whose effect lands on someone else: money and messages (critical).
@@ -109,12 +111,23 @@ def _tool_traits(name: str) -> tuple[str | None, bool, bool, bool]:
     )
 
 
-def _call_effect_of(tool: str | None, arguments: str) -> tuple[str | None, bool]:
+# A pure function of the call's text that cost ~20 µs uncached (a dozen regexes); a
+# duplicate is by definition the same call again, and loops and retries repeat calls
+# (932 distinct among the fixtures' 2,254). So it is memoised, bounded in entries and in
+# size: longer arguments (file writes, edits) rarely repeat and are read uncached.
+@short_text_memo(entries=1024, max_chars=4096, text=1)
+def call_effect(tool: str | None, arguments: str) -> tuple[str | None, bool]:
     """(effect class, changes the workspace) of a call, its arguments read once.
 
     The class is ``money``/``send``/``state``/``effect`` for a side-effecting call, else
     None: the name decides when it can, the command or the HTTP method otherwise. A
-    mutation is an edit, a commit, a redirect: after one, a push carries new state."""
+    mutation is an edit, a commit, a redirect: after one, a push carries new state.
+
+    >>> call_effect("send_money", '{"amount": 5}'), call_effect("bash", '{"command": "git push"}')
+    (('money', False), ('state', False))
+    >>> call_effect("edit_file", '{"path": "a.py"}'), call_effect("read_file", '{"path": "a"}')
+    ((None, True), (None, False))
+    """
     by_name, shell, http, mutating = _tool_traits(tool or "")
     low = arguments.lower()
     cls = by_name
@@ -130,25 +143,3 @@ def _call_effect_of(tool: str | None, arguments: str) -> tuple[str | None, bool]
         any(w in low for w in _MUTATION_WORDS) and _MUTATION_CMD_RE.search(low) is not None
     )
     return cls, mutation
-
-
-# A pure function of the call's text that cost ~20 µs uncached (a dozen regexes); a
-# duplicate is by definition the same call again, and loops and retries repeat calls
-# (932 distinct among the fixtures' 2,254). So it is memoised, bounded in entries and in
-# size: longer arguments (file writes, edits) rarely repeat and are read uncached.
-_MEMO_MAX_CHARS = 4096
-_memo_call_effect = lru_cache(maxsize=1024)(_call_effect_of)
-
-
-def call_effect(tool: str | None, arguments: str) -> tuple[str | None, bool]:
-    """(effect class, changes the workspace) of a call: :func:`_call_effect_of`,
-    memoised for arguments up to ``_MEMO_MAX_CHARS``.
-
-    >>> call_effect("send_money", '{"amount": 5}'), call_effect("bash", '{"command": "git push"}')
-    (('money', False), ('state', False))
-    >>> call_effect("edit_file", '{"path": "a.py"}'), call_effect("read_file", '{"path": "a"}')
-    ((None, True), (None, False))
-    """
-    if len(arguments) > _MEMO_MAX_CHARS:
-        return _call_effect_of(tool, arguments)
-    return _memo_call_effect(tool, arguments)

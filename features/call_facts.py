@@ -16,6 +16,7 @@ from functools import lru_cache
 
 from features.answer_sources import benchmark_words, git_commands, seeks_answers
 from features.result_addresses import EMAIL_RE
+from features.short_memo import short_text_memo
 from models.records import Step
 
 __all__ = [
@@ -61,10 +62,6 @@ _READ_TOOL_RE = re.compile(
 )
 _ENV_RE = re.compile(r"environ|printenv|\benv\b")
 _WORKDIR_RE = re.compile(r'"(?:workdir|cwd|working_dir)":"([^"]+)"')
-# Tool calls repeat (polls, retries, loops): their facts are memoised, bounded in
-# entries and in size; arguments longer than this are read uncached.
-_MEMO_MAX_CHARS = 4_096
-
 # (lower-cased arguments, working directory name, git commands (verb, rest), their verbs
 # joined, e-mail addresses, benchmark words, a precursor, a read tool)
 CallFacts = tuple[
@@ -72,7 +69,10 @@ CallFacts = tuple[
 ]
 
 
-def _call_facts_of(tool: str | None, args: str) -> CallFacts:
+# Tool calls repeat (polls, retries, loops): their facts are memoised, bounded in
+# entries and in size; long arguments (writes, edits) are read uncached.
+@short_text_memo(entries=512, max_chars=4096, text=1)
+def call_facts(tool: str | None, args: str) -> CallFacts:
     """What a tool call's name and arguments say, before any state is consulted."""
     low = args.lower()
     workdir = None
@@ -93,16 +93,6 @@ def _call_facts_of(tool: str | None, args: str) -> CallFacts:
         precursor = "env" in low and _ENV_RE.search(low) is not None
     reads = read_tool(tool)
     return low, workdir, git, verbs, emails, words, precursor, reads
-
-
-_memo_call_facts = lru_cache(maxsize=512)(_call_facts_of)
-
-
-def call_facts(tool: str | None, args: str) -> CallFacts:
-    """:func:`_call_facts_of`, memoised for arguments up to ``_MEMO_MAX_CHARS``."""
-    if len(args) > _MEMO_MAX_CHARS:  # long writes and edits rarely repeat
-        return _call_facts_of(tool, args)
-    return _memo_call_facts(tool, args)
 
 
 def target_hosts(step: Step) -> set[str]:

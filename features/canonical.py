@@ -46,10 +46,10 @@ import json
 import math
 import re
 from collections.abc import Mapping
-from functools import lru_cache
 from json.encoder import encode_basestring
 from typing import Any
 
+from features.short_memo import short_text_memo
 from features.text import MAX_ANALYSED_CHARS
 
 __all__ = [
@@ -146,23 +146,13 @@ def normalise_text(text: str) -> str:
     >>> normalise_text("git show 9fceb02d0ae5 at 2024-05-01T10:00:00Z for call_Ab12cd34")
     'git show <hash> at <ts> for <id>'
     """
-    if len(text) <= _MEMO_MAX_CHARS:
-        return _memo_normalise(text)
     return _normalise(text)
 
 
-_MEMO_MAX_CHARS = 256
-"""Texts up to this long are normalised through a bounded memo (4096 entries: a few MB at
-most): paths, short commands and edit snippets recur across calls and runs, and one with
-a digit costs the volatile-part regex ~0.3 µs a character or more (a 61-character
-``curl`` command 25-60 µs on a loaded 2-core machine, a memo hit ~0.3 µs)."""
-
-
-@lru_cache(maxsize=4096)
-def _memo_normalise(text: str) -> str:
-    return _normalise(text)
-
-
+# Paths, short commands and edit snippets recur across calls and runs, and one with a
+# digit costs the volatile-part regex ~0.3 µs a character or more (a 61-character ``curl``
+# command 25-60 µs on a loaded 2-core machine, a memo hit ~0.3 µs).
+@short_text_memo(entries=4096, max_chars=256)
 def _normalise(text: str) -> str:
     text = " ".join(text.split())
     if len(text) > _LONG:

@@ -16,8 +16,9 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Iterable
-from functools import lru_cache
 from urllib.parse import urlsplit
+
+from features.short_memo import short_text_memo
 
 __all__ = ["SCP_LIKE_RE", "clean_host", "host_in", "host_of"]
 
@@ -35,21 +36,11 @@ def clean_host(raw: str, *, single_label: bool = False) -> str | None:
     and a name costs ~16 µs uncached (``ipaddress`` raises twice telling it from an IP
     literal), ~0.2 µs cached.
     """
-    if len(raw) > _MEMO_MAX_CHARS:
-        return _clean_host(raw, single_label)
-    return _memo_clean_host(raw, single_label)
-
-
-_MEMO_MAX_CHARS = 300
-"""Longer text is no host but for surrounding space: it is not worth a memo entry (4096
-entries of at most this many characters: ~1.5 MB at most)."""
-
-
-@lru_cache(maxsize=4096)
-def _memo_clean_host(raw: str, single_label: bool) -> str | None:
     return _clean_host(raw, single_label)
 
 
+# longer text is no host but for surrounding space: not worth a memo entry
+@short_text_memo(entries=4096, max_chars=300)
 def _clean_host(raw: str, single_label: bool) -> str | None:
     host = raw.strip().strip("[]").rstrip(".").lower()
     if not host or len(host) > 253:

@@ -32,9 +32,9 @@ from __future__ import annotations
 
 import json
 import re
-from functools import lru_cache
 
 from features.hosts import host_of
+from features.short_memo import short_text_memo
 
 __all__ = ["asked_to_send", "recipients"]
 
@@ -112,7 +112,6 @@ _READING = re.compile(
     r"^(?:get|read|search|list|find|query|lookup|view|show|check|browse|visit|open|fetch|download)"
 )
 _MAX_VALUES = 64
-_MEMO_MAX_CHARS = 4_096
 
 
 def _shape(value: str) -> tuple[str, str] | None:
@@ -149,7 +148,10 @@ def _leaves(value: object, key: str, out: list[tuple[str, str]], depth: int = 0)
             _leaves(item, key, out, depth + 1)
 
 
-def _recipients_of(tool: str | None, args: str) -> tuple[tuple[str, str], ...]:
+# calls repeat (polls, retries, loops); long arguments (writes, edits) are read uncached
+@short_text_memo(entries=512, max_chars=4096, text=1)
+def recipients(tool: str | None, args: str) -> tuple[tuple[str, str], ...]:
+    """The ``(address, kind)`` pairs a call's arguments send data to, in order, unique."""
     name = (tool or "").lower()
     if _READING.match(name) and not _SENDING.search(name):
         return ()
@@ -178,16 +180,6 @@ def _recipients_of(tool: str | None, args: str) -> tuple[tuple[str, str], ...]:
         if shaped and shaped not in found:
             found.append(shaped)
     return tuple(found)
-
-
-_memo = lru_cache(maxsize=512)(_recipients_of)
-
-
-def recipients(tool: str | None, args: str) -> tuple[tuple[str, str], ...]:
-    """The ``(address, kind)`` pairs a call's arguments send data to, in order, unique."""
-    if len(args) > _MEMO_MAX_CHARS:
-        return _recipients_of(tool, args)
-    return _memo(tool, args)
 
 
 # What a user's words ask to be sent, by the kind of address it goes to. Read on the

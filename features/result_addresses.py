@@ -15,9 +15,9 @@ caller's to apply.
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 
 from features.hosts import host_of
+from features.short_memo import short_text_memo
 
 __all__ = ["EMAIL_RE", "addresses_in", "scan_result"]
 
@@ -197,7 +197,8 @@ def _cues(low: str) -> list[tuple[int, int]]:
 # repeat: polls, retries, loops, and environments that serve the same pages
 # (AgentDojo: 5,110 distinct texts among 13,821 results). The scan depends on the
 # text alone, so it is memoised, bounded in entries and in size: a text longer than
-# ``_MEMO_MAX_CHARS`` is scanned uncached (at most 256 × 16 K characters are held).
+# ``_MEMO_MAX_CHARS`` is scanned uncached (each memo holds at most 4,096 texts of up to
+# 16 K characters).
 # What the detector's state decides (allowed hosts, the goal, the ledgers) is applied
 # to its results afterwards.
 
@@ -207,7 +208,8 @@ _MEMO_MAX_CHARS = 16_384
 _Found = tuple[tuple[str, str, str | None], ...]
 
 
-def _scan_result_text(text: str, cue_window: int) -> tuple[tuple[str, ...], _Found]:
+@short_text_memo(entries=4096, max_chars=_MEMO_MAX_CHARS)
+def scan_result(text: str, cue_window: int) -> tuple[tuple[str, ...], _Found]:
     """Grader URLs a tool result presents, and the addresses inside ``cue_window``
     characters after its injection cues, in the order the ledgers take them."""
     low = text.lower()
@@ -257,20 +259,20 @@ def _window_addresses(window: str) -> list[tuple[str, str, str | None]]:
     return found
 
 
-_memo_scan_result = lru_cache(maxsize=4096)(_scan_result_text)
+@short_text_memo(entries=4096, max_chars=_MEMO_MAX_CHARS)
+def addresses_in(text: str) -> _Found:
+    """``(address, kind, host)`` of every address in ``text``, in order, unique: e-mail
+    addresses, URL and bare hosts (without ``www.``; ``host`` is the host to test
+    against allowed hosts) and IBAN-like accounts, all lower-cased.
 
-
-def scan_result(text: str, cue_window: int) -> tuple[tuple[str, ...], _Found]:
-    if len(text) > _MEMO_MAX_CHARS:
-        return _scan_result_text(text, cue_window)
-    return _memo_scan_result(text, cue_window)
-
-
-def _addresses_of(text: str) -> _Found:
-    """:func:`_window_addresses` over a whole result, tuned for it: the patterns run on
+    :func:`_window_addresses` over a whole result, tuned for it: the patterns run on
     the lower-cased text without IGNORECASE, each only when its mark (``@``, ``://``,
     a dotted top-level domain) is present, deduplicated; a host in a URL's query
-    (``?next=evil.com``) counts as a bare host here."""
+    (``?next=evil.com``) counts as a bare host here.
+
+    >>> [a for a, _, _ in addresses_in("Mail jo@x.org or see https://www.acme.io/a, acme.io")]
+    ['jo@x.org', 'acme.io']
+    """
     low = text.lower()
     items: list[tuple[str, str, str | None]] = []
     mail = "@" in low
@@ -292,19 +294,3 @@ def _addresses_of(text: str) -> _Found:
             seen.add(item[0])
             found.append(item)
     return tuple(found)
-
-
-_memo_addresses = lru_cache(maxsize=4096)(_addresses_of)
-
-
-def addresses_in(text: str) -> _Found:
-    """``(address, kind, host)`` of every address in ``text``, in order, unique: e-mail
-    addresses, URL and bare hosts (without ``www.``; ``host`` is the host to test
-    against allowed hosts) and IBAN-like accounts, all lower-cased.
-
-    >>> [a for a, _, _ in addresses_in("Mail jo@x.org or see https://www.acme.io/a, acme.io")]
-    ['jo@x.org', 'acme.io']
-    """
-    if len(text) > _MEMO_MAX_CHARS:
-        return _addresses_of(text)
-    return _memo_addresses(text)
