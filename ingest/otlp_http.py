@@ -173,6 +173,12 @@ class ReceiverMetrics:
         self.inbound = Gauge(
             "trajwatch_inbound_records", "Write-ahead log records not yet retired", registry=r
         )
+        self.busy = Gauge(
+            "trajwatch_pipeline_busy_ratio",
+            "Share of the pipeline thread's time spent working, not waiting for requests "
+            "(a moving average over ~0.5 s): near 1, the service is saturated",
+            registry=r,
+        )
         self.alert_latency = Histogram(
             "trajwatch_span_to_alert_seconds",
             "From receiving the request that released a step to its alert being stored",

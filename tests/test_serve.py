@@ -212,6 +212,7 @@ def test_sdk_exporter_into_serve_stores_the_replayed_alerts(
     assert metric(running.base, "trajwatch_spans_received_total") == spans
     assert metric(running.base, "trajwatch_alerts_total") == len(expected)
     assert metric(running.base, "trajwatch_span_to_alert_seconds_count") == len(expected)
+    assert 0 < metric(running.base, "trajwatch_pipeline_busy_ratio") < 1
     running.stop()
 
 

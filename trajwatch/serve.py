@@ -263,6 +263,7 @@ class LiveIngest:
                 group = self._take(cadence.timeout(self._closing))
                 now = time.monotonic()
                 cadence.waited(waiting, now)
+                self.metrics.busy.set(cadence.busy)
                 with self.lock:
                     if group:
                         records = self._accept(group, now)
