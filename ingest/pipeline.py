@@ -56,7 +56,7 @@ from ingest.session_state import dump_analysis, dump_state, load_state, roll_for
 from ingest.sinks import Committed, Sink
 from ingest.spans import SpanRecord
 from ingest.trace_index import TraceIndex
-from models.records import Alert, DeadLetter, SessionInfo, Step, StepKind
+from models.records import Alert, DeadLetter, SessionInfo, Step, StepKind, step_replacer
 from models.storable import (
     Unstorable,
     check_step_fields,
@@ -64,7 +64,7 @@ from models.storable import (
     json_payload,
     payload_of,
     plain_text,
-    storable_sequenced,
+    storable_placed,
     storable_step,
 )
 from models.store import SessionCursor, Store, StoreUnit
@@ -738,7 +738,7 @@ class Pipeline:
             if session.compaction.signalled(context, *_compaction_signal(step)):
                 before = session.compaction.last_tokens(context)
                 compaction = _signalled_compaction(step, step_id, session_id, before)
-                out.append(_with_stored_form(self._place(session, compaction), storable_step))
+                out.append(_with_stored_form(self._place(session, compaction)))
             inferred = session.compaction.model_call(context, step.tokens_in)
             if inferred is not None:
                 compaction = Step(
@@ -755,19 +755,24 @@ class Pipeline:
                         "inferred": True,
                     },
                 )
-                out.append(_with_stored_form(self._place(session, compaction), storable_step))
-        placed = self._place(
-            session, step, step_id=step_id, session_id=session_id, parent_step_id=parent
-        )
-        # a checked draft's step is storable but for what placing it changed
-        out.append(_with_stored_form(placed, storable_sequenced if checked else storable_step))
+                out.append(_with_stored_form(self._place(session, compaction)))
+        placed, shared, added = self._place(session, step, (step_id, session_id, parent))
+        # a checked draft's step is storable but for what placing it changed: its
+        # identity, its place and the entries ``added`` to its (checked) detail
+        try:
+            form = storable_placed(placed, added) if checked else storable_step(placed)
+        except Unstorable as error:
+            out.append((placed, shared, error.reason))
+        else:
+            out.append((placed, shared, form))
         return out
 
     def _place(
-        self, session: _Session, step: Step, **identity: Any
-    ) -> tuple[Step, StepFeatures | None]:
-        """``step`` (plus ``identity`` fields) at the session's next position: one copy;
-        with the features of a tool call (the trajectory features read them first)."""
+        self, session: _Session, step: Step, identity: tuple[str, str, str | None] | None = None
+    ) -> tuple[Step, StepFeatures | None, dict[str, Any]]:
+        """``step`` at the session's next position, with ``identity`` (its step id, session
+        id and parent step id) when given: one copy; with the features of a tool call (the
+        trajectory features read them first), and the entries added to its detail."""
         if step.kind == StepKind.COMPACTION:
             session.model_session += 1
         elif step.kind == StepKind.END:  # a run's end: its whole analysis is worth keeping
@@ -782,18 +787,17 @@ class Pipeline:
             features = session.features.observe(step, seq=session.next_seq, features=shared)
         else:
             shared, features = None, {}
-        if features or late:
-            detail = {**detail, **features, **({"late": True} if late else {})}
-        placed = step.with_(
-            seq=session.next_seq,
-            model_session=session.model_session,
-            detail=detail,
-            **identity,
-        )
+        added = {**features, "late": True} if late else features
+        if added:
+            detail = {**detail, **added}
+        if identity is None:
+            placed = _at_place(step, session.next_seq, session.model_session, detail)
+        else:
+            placed = _at_place_as(step, *identity, session.next_seq, session.model_session, detail)
         session.next_seq += 1
         session.last_ts = max(session.last_ts, step.ts)
         session.info = _updated_info(session.info, placed)
-        return placed, shared
+        return placed, shared, added
 
     def _session(
         self, session_id: str, cursors: Mapping[str, SessionCursor], unit: StoreUnit
@@ -928,15 +932,25 @@ def _decoder_failed(data: Any, source: str, location: str, error: Exception) -> 
     )
 
 
+_at_place = step_replacer(("seq", "model_session", "detail"))
+"""A step's copy at its place (:meth:`Pipeline._place`): ``(step, seq, model_session,
+detail)``."""
+_at_place_as = step_replacer(
+    ("step_id", "session_id", "parent_step_id", "seq", "model_session", "detail")
+)
+""":data:`_at_place` with the step's identity: ``(step, step_id, session_id,
+parent_step_id, seq, model_session, detail)``."""
+
+
 def _with_stored_form(
-    placed: tuple[Step, StepFeatures | None], storable: Callable[[Step], Step]
+    placed: tuple[Step, StepFeatures | None, dict[str, Any]],
 ) -> tuple[Step, StepFeatures | None, Step | str]:
-    """A placed step and its features, with the step made ``storable`` (a function of
-    :mod:`models.storable`), or the reason it cannot be: stored or dead-lettered at the
-    commit, after the detectors saw it."""
-    step, features = placed
+    """A placed step (a compaction the pipeline made) and its features, with the step made
+    storable (:func:`~models.storable.storable_step`), or the reason it cannot be: stored
+    or dead-lettered at the commit, after the detectors saw it."""
+    step, features, _ = placed
     try:
-        return step, features, storable(step)
+        return step, features, storable_step(step)
     except Unstorable as error:
         return step, features, error.reason
 

@@ -198,6 +198,27 @@ def step_copier(cls: type[Step]) -> Any:
 _copy_step = step_copier(Step)
 
 
+def step_replacer(names: tuple[str, ...]) -> Any:
+    """A function ``replace(step, *values)``: ``step.with_`` of the fields ``names`` (in
+    that order) set to ``values``, written out one statement a field like
+    :func:`step_copier`: no keyword dict, no check of the names per call (checked here,
+    once). For a copy made for every step (the pipeline places each one)."""
+    unknown = set(names) - _STEP_FIELD_SET
+    if unknown or len(set(names)) != len(names):
+        raise TypeError(f"Step has no field {sorted(unknown)[0]!r}" if unknown else "repeated")
+    arguments = [f"value_{i}" for i in range(len(names))]
+    given = dict(zip(names, arguments, strict=True))
+    lines = [f"def replace(step, {', '.join(arguments)}):", "    twin = new(cls)"]
+    lines += [
+        f"    set_(twin, {name!r}, {given.get(name, f'step.{name}')})"
+        for name in _STEP_FIELD_NAMES
+    ]
+    lines.append("    return twin")
+    namespace: dict[str, Any] = {"new": _new_step, "set_": _set, "cls": Step}
+    exec("\n".join(lines), namespace)  # our own field names only
+    return namespace["replace"]
+
+
 def alert_id(detector: str, session_id: str, onset_step_id: str, severity: str = "") -> str:
     """Deterministic alert id: the same detector, session, onset (and severity) give the
     same id, live or replayed, so storing and delivering an alert twice is a no-op.

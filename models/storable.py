@@ -64,6 +64,7 @@ __all__ = [
     "storable_alert",
     "storable_dead_letter",
     "storable_info",
+    "storable_placed",
     "storable_sequenced",
     "storable_step",
 ]
@@ -375,6 +376,27 @@ def storable_sequenced(step: Step) -> Step:
     was checked and repaired already (a repair of repaired text changes nothing)."""
     changes = _sequenced_changes(step)
     return step.with_(**changes) if changes else step
+
+
+_placed_changes = _record_checker(
+    StepRow.__table__,  # type: ignore[arg-type]
+    tuple(n for n in _fields(Step) if n in SEQUENCED_FIELDS and n != "detail"),
+)
+
+
+def storable_placed(step: Step, added: Mapping[str, Any]) -> Step:
+    """:func:`storable_sequenced` of a step whose ``detail`` is a dict of entries of
+    details :func:`storable_step` returned and the entries ``added`` (what placing the step
+    adds: its trajectory features, a ``late`` mark): the same result, without walking the
+    checked entries again when every added one is a plain value (checked JSON is returned
+    as it is, so only the added entries could change the outcome; ``detail`` is checked
+    last, after the ids and numbers, as :func:`storable_sequenced` checks it)."""
+    if type(step.detail) is dict and all(
+        plain_text(key) and _plain(value) for key, value in added.items()
+    ):
+        changes = _placed_changes(step)
+        return step.with_(**changes) if changes else step
+    return storable_sequenced(step)
 
 
 def storable_alert(alert: Alert) -> Alert:
