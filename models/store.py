@@ -1024,6 +1024,27 @@ def _listed(values: Iterable[str], dialect: str) -> dict[str, Any]:
     return {_LISTED: unique if dialect == "postgresql" else json.dumps(unique)}
 
 
+def _bind_none_directly(dbapi: Any) -> None:
+    """Let Python's ``sqlite3`` bind ``None`` without its adaptation lookup.
+
+    ``sqlite3`` binds exact ``int``, ``float``, ``str`` and ``bytes`` at once; any other
+    value, ``None`` included, is first looked up as an adapter, where the protocol's
+    missing ``__adapt__`` is an ``AttributeError`` formatted and dropped: ~2,100 machine
+    instructions a NULL more, and a stored step has ~14 NULL columns (a third of the
+    steps INSERT's instructions; ``callgrind`` of an ``executemany`` of 28,462 recorded
+    rows: 2,436M → 1,579M).
+    Registered, the adapter is found first, and returns ``None`` (which ``sqlite3``
+    binds as NULL, as before); ``{}.get`` is a C-level callable that does so, with no
+    Python frame. Process-wide, as ``sqlite3``'s adapters are, and the same NULL for
+    every user of the module."""
+    if getattr(dbapi, "__name__", "") in ("sqlite3", "sqlite3.dbapi2"):
+        dbapi.register_adapter(type(None), _NONE_AS_NONE)
+
+
+_NONE_AS_NONE: Callable[[None], None] = {}.get
+"""``None`` → ``None`` (an empty dict's ``get``; nothing ever adds to that dict)."""
+
+
 def _configure_sqlite(engine: Engine) -> None:
     """Per-connection SQLite settings, and SQLAlchemy in charge of BEGIN.
 
@@ -1031,6 +1052,7 @@ def _configure_sqlite(engine: Engine) -> None:
     outside any transaction; the documented SQLAlchemy recipe turns that off and emits
     BEGIN itself (``sqlite_begin="IMMEDIATE"`` execution option for writers).
     """
+    _bind_none_directly(engine.dialect.dbapi)
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: DBAPIConnection, record: ConnectionPoolEntry) -> None:
