@@ -69,6 +69,15 @@ from models.storable import (
 )
 from models.store import SessionCursor, Store, StoreUnit
 
+# The kinds read once: on Python 3.11 each read of ``StepKind.X`` goes through the enum
+# metaclass's ``__getattr__`` hook (~170 ns, a module global ~20 ns), and the per-step
+# path below reads ~15 of them a step.
+_START, _END, _MODEL_CALL = StepKind.START, StepKind.END, StepKind.MODEL_CALL
+_TOOL_CALL, _TOOL_RESULT = StepKind.TOOL_CALL, StepKind.TOOL_RESULT
+_EGRESS, _COMPACTION = StepKind.EGRESS, StepKind.COMPACTION
+_START_OR_END = (_START, _END)
+_START_OR_MODEL_CALL = (_START, _MODEL_CALL)
+
 
 @dataclass(slots=True)
 class _Session:
@@ -397,7 +406,7 @@ class Pipeline:
         for draft in ready:
             session_id = self._resolve_session(draft)
             parent = None
-            if draft.step.kind == StepKind.EGRESS:
+            if draft.step.kind == _EGRESS:
                 call = self._traces.enclosing_tool_call(draft.trace_id, draft.parent_span_id)
                 parent = call.step_id_for(session_id) if call else None
             out.append(Resolved(draft, session_id, parent))
@@ -586,7 +595,7 @@ class Pipeline:
             | {
                 f"{step_id}/{suffix}"
                 for (draft, _), step_id in zip(resolved, ids, strict=True)
-                if draft.step.kind == StepKind.MODEL_CALL
+                if draft.step.kind == _MODEL_CALL
                 for suffix in ("compaction-inferred", "compaction-signalled")
             }
         )
@@ -608,7 +617,7 @@ class Pipeline:
                     + (f"{step_id}/compaction-signalled" in stored)
                 )
                 self.stats.sessions.add(session_id)
-                if step_id in stored and draft.step.kind in (StepKind.START, StepKind.END):
+                if step_id in stored and draft.step.kind in _START_OR_END:
                     # Too late for the detectors, but the session record learns the
                     # facts only this source had (policy, budget, claimed_done).
                     session = self._session(session_id, cursors, unit)
@@ -670,7 +679,7 @@ class Pipeline:
                 for draft, session_id in resolved
                 if draft.trace_id
                 and draft.natural_key in ("start", "end")
-                and draft.step.kind in (StepKind.START, StepKind.END)
+                and draft.step.kind in _START_OR_END
             ),
             key=lambda pair: (pair[0].step.ts, pair[0].arrival),
         )
@@ -699,7 +708,7 @@ class Pipeline:
             if index == 0:
                 continue
             detail = {**draft.step.detail, "turn": index}
-            if draft.step.kind == StepKind.END:
+            if draft.step.kind == _END:
                 detail["turn_end"] = True
             draft.natural_key = f"{natural}/{trace}"
             draft.step = draft.step.with_(detail=detail)
@@ -707,11 +716,11 @@ class Pipeline:
     @staticmethod
     def _parent_of(draft: Draft, session_id: str, egress_parents: Mapping[int, str]) -> str | None:
         step = draft.step
-        if step.kind == StepKind.TOOL_RESULT:
+        if step.kind == _TOOL_RESULT:
             if step.call_id:
                 return f"{session_id}/tool_call/{step.call_id}"
             return draft.fallback_id.removesuffix(":result") + ":call" if draft.span_id else None
-        if step.kind == StepKind.EGRESS:
+        if step.kind == _EGRESS:
             return egress_parents.get(id(draft))
         return step.parent_step_id
 
@@ -731,9 +740,9 @@ class Pipeline:
         out: list[tuple[Step, StepFeatures | None, Step | str]] = []
         step = _once_per_session_instructions(session, draft.step)
         session_id = session.info.session_id
-        if step.kind == StepKind.COMPACTION:
+        if step.kind == _COMPACTION:
             session.compaction.explicit()
-        elif step.kind == StepKind.MODEL_CALL:
+        elif step.kind == _MODEL_CALL:
             context = draft.context or "main"
             if session.compaction.signalled(context, *_compaction_signal(step)):
                 before = session.compaction.last_tokens(context)
@@ -744,7 +753,7 @@ class Pipeline:
                 compaction = Step(
                     step_id=f"{step_id}/compaction-inferred",
                     session_id=session_id,
-                    kind=StepKind.COMPACTION,
+                    kind=_COMPACTION,
                     ts=step.ts,
                     agent=step.agent,
                     source=step.source,
@@ -773,16 +782,16 @@ class Pipeline:
         """``step`` at the session's next position, with ``identity`` (its step id, session
         id and parent step id) when given: one copy; with the features of a tool call (the
         trajectory features read them first), and the entries added to its detail."""
-        if step.kind == StepKind.COMPACTION:
+        if step.kind == _COMPACTION:
             session.model_session += 1
-        elif step.kind == StepKind.END:  # a run's end: its whole analysis is worth keeping
+        elif step.kind == _END:  # a run's end: its whole analysis is worth keeping
             session.checkpoint_due = True
         late = step.ts < session.last_ts
         if late:
             self.stats.late_steps += 1
         detail = step.detail
         # only a tool call has trajectory features (observe gives {} for the rest)
-        if step.kind == StepKind.TOOL_CALL:
+        if step.kind == _TOOL_CALL:
             shared = StepFeatures(analysed_step(step))
             features = session.features.observe(step, seq=session.next_seq, features=shared)
         else:
@@ -899,7 +908,7 @@ class Probe:
         return alerts
 
 
-_LINKED = (StepKind.TOOL_RESULT, StepKind.EGRESS)
+_LINKED = (_TOOL_RESULT, _EGRESS)
 """Kinds whose parent the pipeline derives (a result's call, an egress's tool call)."""
 
 
@@ -983,7 +992,7 @@ def _check_identity(draft: Draft, session_id: str, step_id: str) -> None:
     """The ids the step is about to get fit their columns (a model call's may get an
     inferred compaction, whose id is longer); raises ``Unstorable``."""
     longest = step_id
-    if draft.step.kind == StepKind.MODEL_CALL:
+    if draft.step.kind == _MODEL_CALL:
         longest = f"{step_id}/compaction-inferred"
     check_step_fields(session_id=session_id, step_id=longest)
 
@@ -1043,7 +1052,7 @@ def _updated_info(info: SessionInfo, step: Step) -> SessionInfo:
     """Session facts a step teaches: the goal and policy from the (outermost) start,
     the outcome from the end, the first event time from any step."""
     started = step.ts if info.started_ts is None else min(info.started_ts, step.ts)
-    if step.kind == StepKind.START and not step.detail.get("subagent"):
+    if step.kind == _START and not step.detail.get("subagent"):
         detail = step.detail
         # a later turn's input is a further user message, not the session's goal
         goal = info.goal or (None if detail.get("turn") else step.text) or None
@@ -1057,7 +1066,7 @@ def _updated_info(info: SessionInfo, step: Step) -> SessionInfo:
             budget=info.budget or detail.get("budget") or {},
             started_ts=started,
         )
-    if step.kind == StepKind.END:
+    if step.kind == _END:
         claimed = step.detail.get("claimed_done")
         return replace(
             info,
@@ -1092,7 +1101,7 @@ def _signalled_compaction(
     return Step(
         step_id=f"{step_id}/compaction-signalled",
         session_id=session_id,
-        kind=StepKind.COMPACTION,
+        kind=_COMPACTION,
         ts=call.ts,
         agent=call.agent,
         source=call.source,
@@ -1110,7 +1119,7 @@ def _signalled_compaction(
 def _once_per_session_instructions(session: _Session, step: Step) -> Step:
     """``step`` without the system instructions the session has already stored (see
     :attr:`_Session.instructions`): the first copy stays, and each change."""
-    if step.kind not in (StepKind.START, StepKind.MODEL_CALL):
+    if step.kind not in _START_OR_MODEL_CALL:
         return step
     detail = step.detail if isinstance(step.detail, Mapping) else {}
     text = detail.get("system_instructions")
