@@ -59,7 +59,7 @@ from ingest.trace_index import TraceIndex
 from models.records import Alert, DeadLetter, SessionInfo, Step, StepKind, step_replacer
 from models.storable import (
     Unstorable,
-    check_step_fields,
+    check_step_identity,
     clean_id,
     json_payload,
     payload_of,
@@ -608,15 +608,16 @@ class Pipeline:
         touched: dict[str, None] = {}
         _merge_sources(resolved, ids)
         placed: set[str] = set()
+        stats, failed = self.stats, self._detector_failed
         for (draft, session_id), step_id, parent in zip(resolved, ids, parents, strict=True):
             if step_id in stored or step_id in seen:
-                self.stats.drafts_duplicate += 1
-                self.stats.duplicates += (
+                stats.drafts_duplicate += 1
+                stats.duplicates += (
                     1
                     + (f"{step_id}/compaction-inferred" in stored)
                     + (f"{step_id}/compaction-signalled" in stored)
                 )
-                self.stats.sessions.add(session_id)
+                stats.sessions.add(session_id)
                 if step_id in stored and draft.step.kind in _START_OR_END:
                     # Too late for the detectors, but the session record learns the
                     # facts only this source had (policy, budget, claimed_done).
@@ -628,13 +629,13 @@ class Pipeline:
             try:
                 _check_identity(draft, session_id, step_id)
             except Unstorable as error:
-                self.stats.drafts_unstorable += 1
+                stats.drafts_unstorable += 1
                 self._reject(draft.step.with_(step_id=step_id, session_id=session_id), error.reason)
                 continue
-            self.stats.drafts_stepped += 1
+            stats.drafts_stepped += 1
             session = self._session(session_id, cursors, unit)
             touched[session_id] = None
-            self.stats.sessions.add(session_id)
+            stats.sessions.add(session_id)
             if draft.step.kind in _LINKED and parent not in stored and parent not in placed:
                 parent = None
             for final, features, form in self._sequence(
@@ -642,17 +643,17 @@ class Pipeline:
             ):
                 placed.add(final.step_id)
                 steps.append(final)
-                if isinstance(form, str):
+                if isinstance(form, str):  # the reason it cannot be stored
                     unstorable.append((final, form))
                 else:
                     storable.append(form)
-                self.stats.steps += 1
+                stats.steps += 1
                 # detectors read a bounded head of each field, and the step's features,
                 # worked out once for all of them
                 view = analysed_view(final, features)
                 # every detector in order, its score recorded; a detector's bug is a
                 # dead letter, not the batch's end
-                session.scores.judge(view, alerts, partial(self._detector_failed, final))
+                session.scores.judge(view, alerts, partial(failed, final))
         return steps, storable, unstorable, alerts, list(touched)
 
     def _key_turns(
@@ -991,10 +992,8 @@ _draft_texts = operator.attrgetter(*_DRAFT_TEXT)
 def _check_identity(draft: Draft, session_id: str, step_id: str) -> None:
     """The ids the step is about to get fit their columns (a model call's may get an
     inferred compaction, whose id is longer); raises ``Unstorable``."""
-    longest = step_id
-    if draft.step.kind == _MODEL_CALL:
-        longest = f"{step_id}/compaction-inferred"
-    check_step_fields(session_id=session_id, step_id=longest)
+    suffix = "/compaction-inferred" if draft.step.kind == _MODEL_CALL else ""
+    check_step_identity(session_id, step_id, suffix)
 
 
 def _merge_sources(resolved: list[tuple[Draft, str]], ids: list[str]) -> None:

@@ -210,8 +210,7 @@ def step_replacer(names: tuple[str, ...]) -> Any:
     given = dict(zip(names, arguments, strict=True))
     lines = [f"def replace(step, {', '.join(arguments)}):", "    twin = new(cls)"]
     lines += [
-        f"    set_(twin, {name!r}, {given.get(name, f'step.{name}')})"
-        for name in _STEP_FIELD_NAMES
+        f"    set_(twin, {name!r}, {given.get(name, f'step.{name}')})" for name in _STEP_FIELD_NAMES
     ]
     lines.append("    return twin")
     namespace: dict[str, Any] = {"new": _new_step, "set_": _set, "cls": Step}

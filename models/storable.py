@@ -55,6 +55,7 @@ __all__ = [
     "SEQUENCED_FIELDS",
     "Unstorable",
     "check_step_fields",
+    "check_step_identity",
     "clean_id",
     "clean_json",
     "clean_text",
@@ -449,6 +450,17 @@ def check_step_fields(**values: Any) -> None:
             _STEP_CHECKS[name](value)
 
 
+def check_step_identity(session_id: str, step_id: str, suffix: str = "") -> None:
+    """``check_step_fields(session_id=session_id, step_id=step_id + suffix)`` for the
+    pipeline's every step, without the keywords, and without the longer id built unless
+    it needs the look: ``suffix`` is ASCII text without NUL (the pipeline's own, such as
+    the ``/compaction-inferred`` of a step it may insert)."""
+    if not (plain_text(session_id) and len(session_id) <= _SESSION_ID_LENGTH):
+        _STEP_CHECKS["session_id"](session_id)
+    if not (plain_text(step_id) and len(step_id) + len(suffix) <= _STEP_ID_LENGTH):
+        _STEP_CHECKS["step_id"](step_id + suffix)
+
+
 _STEP_CHECKS = {
     name: check
     for name, _, check in _checks(StepRow.__table__, ("step_id", "session_id"))  # type: ignore[arg-type]
@@ -458,6 +470,8 @@ _STEP_ID_LENGTHS: dict[str, int] = {
     for name in _STEP_CHECKS
 }
 """The id columns' lengths (0: no plain fast path, for a column without one)."""
+_SESSION_ID_LENGTH = _STEP_ID_LENGTHS["session_id"]
+_STEP_ID_LENGTH = _STEP_ID_LENGTHS["step_id"]
 
 
 def payload_of(record: Any) -> bytes:

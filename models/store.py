@@ -1041,8 +1041,10 @@ def _bind_none_directly(dbapi: Any) -> None:
         dbapi.register_adapter(type(None), _NONE_AS_NONE)
 
 
-_NONE_AS_NONE: Callable[[None], None] = {}.get
-"""``None`` → ``None`` (an empty dict's ``get``; nothing ever adds to that dict)."""
+_NOTHING: dict[None, None] = {}
+"""Empty, and never written: :data:`_NONE_AS_NONE` looks in it."""
+_NONE_AS_NONE = _NOTHING.get
+"""``None`` → ``None``, in C (an empty dict's ``get``)."""
 
 
 def _configure_sqlite(engine: Engine) -> None:
