@@ -230,6 +230,36 @@ def _messages(value: Any) -> list[Any]:
     return []
 
 
+_MODEL_MESSAGES = ("gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.system_instructions")
+"""The attributes a model call's readers (:func:`_model_draft`) all decode, each one read
+by at least one of them whatever the span holds: by two or three, the input messages."""
+_AGENT_MESSAGES = ("gen_ai.input.messages", "gen_ai.system_instructions")
+"""The same for an agent's readers (:func:`_agent_drafts`: its goal, its instructions)."""
+_HISTORY_FALLBACK = "input.value"
+"""Where the first user message (:func:`_first_user_text`) and the system messages
+(:func:`_system_text`) are looked for, both, when neither ``gen_ai.input.messages`` nor
+``gen_ai.prompt`` holds any: OpenInference's whole LLM input, tens of KB a call."""
+
+
+def _messages_decoded(attrs: Mapping[str, Any], names: tuple[str, ...]) -> Mapping[str, Any]:
+    """``attrs`` with the JSON text of each of ``names`` decoded once (``json_value``), for
+    the readers of a span's messages, which decode what they read themselves: they read
+    the same values (``json_value`` of a decoded value is that value; of a text it does not
+    decode, that text), and a conversation's history (the input messages, often the
+    largest attribute of a span) is parsed once instead of once for each reader. ``names``
+    are the attributes every call reads (so none is decoded for nothing), and
+    :data:`_HISTORY_FALLBACK`, which the first user message's reader reads when neither
+    attribute before it has a message."""
+    if not attrs.get("gen_ai.input.messages") and not attrs.get("gen_ai.prompt"):
+        names = (*names, _HISTORY_FALLBACK)
+    decoded = {
+        name: parsed
+        for name in names
+        if isinstance(value := attrs.get(name), str) and (parsed := json_value(value)) is not value
+    }
+    return {**attrs, **decoded} if decoded else attrs
+
+
 def _first_user_text(attrs: Mapping[str, Any]) -> str | None:
     """The first user message of a model or agent input: the goal anchor's raw material."""
     for name in ("gen_ai.input.messages", "gen_ai.prompt", "input.value"):
@@ -662,7 +692,7 @@ def _output_finish(attrs: Mapping[str, Any]) -> str | None:
 
 
 def _model_draft(span: SpanRecord, base: dict[str, Any], ref: str, context: str) -> Draft:
-    attrs = span.attributes
+    attrs = _messages_decoded(span.attributes, _MODEL_MESSAGES)
     reasons = json_value(first(attrs, ("gen_ai.response.finish_reasons", "llm.finish_reason")))
     finish = reasons[0] if isinstance(reasons, list) and reasons else reasons
     if finish is None:  # the conventions' OutputMessage carries its own finish_reason
@@ -801,7 +831,7 @@ def _main_agents(batch: Iterable[SpanRecord], by_id: Mapping[str, SpanRecord]) -
 
 
 def _agent_drafts(span: SpanRecord, outermost: bool, base: dict[str, Any], ref: str) -> list[Draft]:
-    attrs = span.attributes
+    attrs = _messages_decoded(span.attributes, _AGENT_MESSAGES)
     goal = _goal_text(attrs)
     detail: dict[str, Any] = {"subagent": not outermost}
     instructions = _system_text(attrs)
