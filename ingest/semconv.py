@@ -250,14 +250,18 @@ def _messages_decoded(attrs: Mapping[str, Any], names: tuple[str, ...]) -> Mappi
     are the attributes every call reads (so none is decoded for nothing), and
     :data:`_HISTORY_FALLBACK`, which the first user message's reader reads when neither
     attribute before it has a message."""
-    if not attrs.get("gen_ai.input.messages") and not attrs.get("gen_ai.prompt"):
-        names = (*names, _HISTORY_FALLBACK)
-    decoded = {
-        name: parsed
-        for name in names
-        if isinstance(value := attrs.get(name), str) and (parsed := json_value(value)) is not value
-    }
-    return {**attrs, **decoded} if decoded else attrs
+    get = attrs.get
+    if not get("gen_ai.input.messages") and not get("gen_ai.prompt"):
+        names += (_HISTORY_FALLBACK,)
+    decoded: dict[str, Any] | None = None
+    for name in names:  # a loop, not a comprehension: most spans have none of them
+        value = get(name)
+        if isinstance(value, str):
+            parsed = json_value(value)
+            if parsed is not value:
+                decoded = decoded or {}
+                decoded[name] = parsed
+    return attrs if decoded is None else {**attrs, **decoded}
 
 
 def _first_user_text(attrs: Mapping[str, Any]) -> str | None:
