@@ -194,7 +194,9 @@ class _ModelCall:
 
 @dataclass(slots=True)
 class _Rollout:
-    session: str
+    session: str | None
+    """The rollout's session id, None when neither its ``session_meta`` nor its file name
+    gives one (its steps then take their session from the pipeline)."""
     drafts: list[Draft] = field(default_factory=list)
     rejects: list[tuple[str, str, Mapping[str, Any]]] = field(default_factory=list)
     model: str | None = None
@@ -275,7 +277,7 @@ def _enveloped(
     return out
 
 
-def _session_id(lines: Sequence[tuple[str, Mapping[str, Any]]], file_name: str) -> Any:
+def _session_id(lines: Sequence[tuple[str, Mapping[str, Any]]], file_name: str) -> str | None:
     for _, line in lines:
         payload = line.get("payload")
         if line.get("type") == "session_meta" and isinstance(payload, Mapping):
