@@ -29,6 +29,7 @@ from collections.abc import Iterator, Mapping
 from features.egress_target import EgressTarget, url_target
 from features.hosts import clean_host, host_of
 from features.shell_egress import command_targets
+from features.short_memo import short_text_memo
 from features.text import MAX_ANALYSED_CHARS, analysed
 
 __all__ = ["egress_targets"]
@@ -124,9 +125,7 @@ class _Collector:
 
     def __init__(self, tool: str) -> None:
         self.tool = tool
-        self.shell_tool = bool(_SHELL_TOOL_RE.search(tool))
-        self.http_tool = bool(_HTTP_TOOL_RE.search(tool)) and not self.shell_tool
-        self.mail_tool = bool(_MAIL_TOOL_RE.search(tool))
+        self.shell_tool, self.http_tool, self.mail_tool = _tool_kinds(tool)
         self.targets: list[EgressTarget] = []
         self.later: list[EgressTarget] = []  # generic URL scan: after specific findings
         self.budget = MAX_ANALYSED_CHARS
@@ -138,18 +137,19 @@ class _Collector:
         if isinstance(value, str):
             self.string(value, key, depth)
         elif isinstance(value, Mapping):
-            items = [(k, v) for k, v in value.items() if isinstance(k, str)]
-            method = next(
-                (v.upper() for k, v in items if k.lower() == "method" and isinstance(v, str)),
-                None,
-            )
+            # each str key lower-cased once, for the three passes below
+            items = [(k.lower(), v) for k, v in value.items() if isinstance(k, str)]
+            method = None
+            for low, v in items:
+                if low == "method" and isinstance(v, str):
+                    method = v.upper()
+                    break
             # url/host keys first: they name the target, other strings merely mention URLs
-            for k, v in items:
-                low = k.lower()
+            for low, v in items:
                 if low in _URL_KEYS or low in _HOST_KEYS:
                     self.keyed(v, low, method)
-            for k, v in items:
-                self.walk(v, k.lower(), depth + 1)
+            for low, v in items:
+                self.walk(v, low, depth + 1)
         elif isinstance(value, (list, tuple)):
             if key in _SHELL_KEYS and value and all(isinstance(v, str) for v in value):
                 command = shlex.join(value)[: self.budget]  # argv form: ["curl", "-s", url]
@@ -216,6 +216,15 @@ class _Collector:
                 seen.add(key)
                 out.append(target)
         return out
+
+
+@short_text_memo(entries=1024, max_chars=256)
+def _tool_kinds(tool: str) -> tuple[bool, bool, bool]:
+    """Whether a tool called ``tool`` is a shell, an HTTP and a mail tool (pure in the
+    name, and a run calls a few tools many times: three regex searches a call saved)."""
+    shell_tool = bool(_SHELL_TOOL_RE.search(tool))
+    http_tool = bool(_HTTP_TOOL_RE.search(tool)) and not shell_tool
+    return shell_tool, http_tool, bool(_MAIL_TOOL_RE.search(tool))
 
 
 def egress_targets(tool: str | None, arguments: object) -> list[EgressTarget]:
