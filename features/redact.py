@@ -1135,7 +1135,12 @@ def redact_value(obj: Any, _depth: int = 0) -> Any:
     """
     if isinstance(obj, str):
         return redact(obj)
-    if _depth == 0 and isinstance(obj, (Mapping, list, tuple)) and not _may_hold_secret(obj):
+    if (
+        _depth == 0
+        and isinstance(obj, (Mapping, list, tuple))
+        and not _small_and_flat(obj)
+        and not _may_hold_secret(obj)
+    ):
         return _copy(obj)
     if _depth > 64:  # pathological nesting: keep what we cannot walk safely out of stores
         return _marker("too_deep")
@@ -1241,6 +1246,31 @@ def redact_dead_letter(letter: DeadLetter) -> DeadLetter:
     if payload is letter.payload and reason == letter.reason and location == letter.location:
         return letter
     return replace(letter, payload=payload, reason=reason, location=location)
+
+
+_FLAT_SMALL_ITEMS = 8
+_FLAT_SMALL_CHARS = 512
+_FLAT_TYPES = frozenset({str, int, float, bool, type(None)})
+
+
+def _small_and_flat(obj: Any) -> bool:
+    """Whether ``obj`` is a dict of at most :data:`_FLAT_SMALL_ITEMS` str keys whose
+    values are scalars or strings of at most :data:`_FLAT_SMALL_CHARS` characters (most
+    tool arguments: a command or a path and a description). Walking such a dict costs
+    about what :func:`_may_hold_secret`'s scan of its JSON costs, and that scan finds a
+    trigger in most (``://``, ``token``, ``ez``), after which the walk runs anyway: so
+    :func:`redact_value` walks it directly. The result is the same either way but for a
+    key that names a secret without holding a trigger (``db_pw``, ``x-pw``: ``pw`` is no
+    trigger), whose string value the walk blanks and the scan's fast path keeps."""
+    if type(obj) is not dict or len(obj) > _FLAT_SMALL_ITEMS:
+        return False
+    for key, value in obj.items():
+        kind = type(value)
+        if type(key) is not str or kind not in _FLAT_TYPES:
+            return False
+        if kind is str and len(value) > _FLAT_SMALL_CHARS:
+            return False
+    return True
 
 
 def _may_hold_secret(obj: Any) -> bool:
