@@ -297,7 +297,7 @@ def canonical_json(arguments: object) -> str:
 
 def _render(value: Any, keep_numbers: bool) -> str:
     if isinstance(value, str):
-        text = " ".join(value.split()) if keep_numbers else normalise_text(value)
+        text = " ".join(value.split()) if keep_numbers else _normalise(value)
         return encode_basestring(text)  # json.dumps(text, ensure_ascii=False), no encoder
     if value is None:
         return "null"

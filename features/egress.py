@@ -204,6 +204,8 @@ class _Collector:
         self.targets.extend(command_targets(command))
 
     def result(self) -> list[EgressTarget]:
+        if not self.later and len(self.targets) < 2:
+            return self.targets  # nothing to drop (most calls: none or one target)
         seen: set[tuple[str, str | None] | tuple[str, None, str]] = set()
         out: list[EgressTarget] = []
         for target in self.targets + self.later:
