@@ -546,7 +546,7 @@ _PROVIDER_TOKENS: tuple[_Rule, ...] = (
 )
 
 
-_SECRET_WORDS = _cased("pass", "pwd", "secret", "token", "key", "auth", "credential")
+_SECRET_WORDS = _cased("pass", "pwd", "pw", "secret", "token", "key", "auth", "credential")
 _PEM_END = r"-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----"
 _RULES: tuple[_Rule, ...] = (
     _Rule(
@@ -751,7 +751,7 @@ _RULES: tuple[_Rule, ...] = (
     ),
     _Rule(
         "assignment",
-        ("pass", "pwd", "secret", "token", "key", "auth", "credential"),
+        ("pass", "pw", "secret", "token", "key", "auth", "credential"),
         re.compile(
             _SECRET_WORDS
             + r"(?![sS](?![a-zA-Z]))(?P<name>[\w.-]*)\\?[\"']?[ \t]*[:=][ \t]*"

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from features.redact import redact, redact_value, secret_name_kind
+from features.redact import _has_candidate, redact, redact_value, secret_name_kind
 
 B62 = "a1B2c3D4e5F6g7H8i9J0kLmNoPqRsTuVwXyZ"  # 36 mixed characters
 AWS_KEY = "AKIA" + "IOSFODNN7EXAMPLE"
@@ -232,6 +232,9 @@ def test_provider_look_alikes_survive(text: str) -> None:
 
 # (text, the secret that must vanish, context that must stay)
 SECRETS: list[tuple[str, str, str]] = [
+    # ``pw`` names a password as ``password`` does (secret_name_kind): in text too
+    (f"export DB_PW={PASSWORD}", PASSWORD, "export DB_PW="),
+    (f"mysql_pw: {PASSWORD}", PASSWORD, "mysql_pw: "),
     (f"aws configure set aws_access_key_id {AWS_KEY}", AWS_KEY, "aws configure set"),
     (f"export AWS_SECRET_ACCESS_KEY={AWS_SECRET}", AWS_SECRET, "export AWS_SECRET_ACCESS_KEY="),
     (f"git push https://{GHP}@github.com/o/r", GHP, "@github.com/o/r"),
@@ -346,6 +349,40 @@ NOT_SECRETS = [
 @pytest.mark.parametrize("text", NOT_SECRETS)
 def test_look_alikes_unchanged(text: str) -> None:
     assert redact(text) == text
+
+
+def test_a_key_naming_a_secret_is_blanked_however_deep_with_nothing_else_to_find() -> None:
+    # no rule's trigger in the whole value but the key's own word: the scan of a
+    # container's JSON for triggers must not let it through
+    nested = {"cfg": {"db_pw": PASSWORD}, "ids": list(range(20))}
+    assert redact_value(nested) == {
+        "cfg": {"db_pw": "[REDACTED:password_assignment]"},
+        "ids": list(range(20)),
+    }
+    assert PASSWORD not in redact(str(nested))
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "db_pw",
+        "X-PW",
+        "userPwd",
+        "PGPASSWORD",
+        "passphrase",
+        "client_secret",
+        "GITHUB_TOKEN",
+        "apiKey",
+        "private_key",
+        "Authorization",
+        "aws_credential",
+        "x_auth",
+    ],
+)
+def test_every_secret_name_holds_a_trigger(name: str) -> None:
+    # what lets a container with no trigger in its JSON skip the walk (_may_hold_secret)
+    assert secret_name_kind(name) is not None
+    assert _has_candidate(name.lower())
 
 
 def test_redact_value_deep_and_by_key() -> None:
