@@ -256,6 +256,17 @@ def run_tree(tree: Path, recordings: Path, db: Path) -> dict[str, float]:
     return result
 
 
+def _short_head(tree: Path) -> str:
+    """The abbreviated commit checked out at ``tree``, or its path if git cannot tell."""
+    done = subprocess.run(
+        ["git", "-C", str(tree), "rev-parse", "--short", "HEAD"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return done.stdout.strip() or str(tree)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--spans", type=int, default=20_000)
@@ -315,7 +326,9 @@ def main() -> int:
         f"median of {args.repeat} runs each"
     )
     rates = {}
-    for name, label in (("baseline", args.baseline), ("current", "this tree")):
+    # the baseline's own commit when a checkout was given (not the --baseline default)
+    base_label = _short_head(base) if args.baseline_tree is not None else args.baseline
+    for name, label in (("baseline", base_label), ("current", "this tree")):
         cpu = statistics.median(r["cpu"] for r in runs[name])
         wall = statistics.median(r["wall"] for r in runs[name])
         rates[name] = spans / cpu
