@@ -17,11 +17,12 @@ else, in order:
 6. commits — steps, alerts, dead letters and each touched session's cursor in one
    transaction, with a checkpoint of its detector state every ``checkpoint_steps`` steps
    and at its end (the drain writes the rest) — and retires the log records whose
-   partitions are all ended and committed. It commits as soon as no request is waiting;
-   while requests keep coming, it goes on feeding for up to ``commit_wait_ms`` or
-   ``commit_every`` records first: a commit's cost is mostly per commit and per session
-   touched, not per step, so under load fewer, larger commits keep up with more input
-   (the answers do not wait for commits: step 3).
+   partitions are all ended and committed. While the pipeline has time to spare it
+   commits every cycle; when it is saturated it goes on feeding the requests that keep
+   coming for up to ``commit_wait_ms`` or ``commit_every`` records first
+   (:class:`CommitCadence`): a commit's cost is mostly per commit and per session
+   touched, not per step, so fewer, larger commits keep up with more input (the answers
+   do not wait for commits: step 3).
 
 Why a log and not a flush per request: the live pipeline holds steps back by the
 lateness watermark, so that a run's root span — sent last, children before parents —
