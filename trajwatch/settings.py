@@ -27,13 +27,13 @@ class Settings(PipelineOptions):
     """The TOML config (detector parameters, policies); ``trajwatch.toml`` in the working
     folder when unset and present."""
     commit_every: int = field(default=5_000, metadata=env("TRAJWATCH_COMMIT_EVERY"))
-    """Replay writes to the store after this many input records; ``serve``, while requests
-    keep coming, after at most this many spans and log records."""
+    """Replay writes to the store after this many input records; a saturated ``serve``
+    after at most this many spans and log records."""
     commit_wait_ms: int = field(default=200, metadata=env("TRAJWATCH_COMMIT_WAIT_MS"))
-    """``serve``: while requests keep coming, how long the pipeline may hold fed input
-    before committing it (and raising its alerts). It commits at once whenever its queue
-    runs empty, so this wait is spent only under sustained load, where one commit for many
-    requests costs less per span than one per request."""
+    """``serve``: how long a saturated pipeline may hold fed input before committing it
+    (and raising its alerts). With time to spare it commits every cycle, so this wait is
+    spent only under sustained full load, where one commit for many requests costs less
+    per span than one per request; ``0`` commits every cycle always."""
     inbound_dir: str = field(default="trajwatch-inbound", metadata=env("TRAJWATCH_INBOUND_DIR"))
     """``serve``'s write-ahead log of accepted requests, replayed at restart."""
     idle_flush_ms: int = field(default=30_000, metadata=env("TRAJWATCH_IDLE_FLUSH_MS"))
