@@ -1259,9 +1259,8 @@ def _small_and_flat(obj: Any) -> bool:
     tool arguments: a command or a path and a description). Walking such a dict costs
     about what :func:`_may_hold_secret`'s scan of its JSON costs, and that scan finds a
     trigger in most (``://``, ``token``, ``ez``), after which the walk runs anyway: so
-    :func:`redact_value` walks it directly. The result is the same either way but for a
-    key that names a secret without holding a trigger (``db_pw``, ``x-pw``: ``pw`` is no
-    trigger), whose string value the walk blanks and the scan's fast path keeps."""
+    :func:`redact_value` walks it directly. The result is the same either way: a key
+    that names a secret holds a trigger (``tests/test_redact.py`` checks it)."""
     if type(obj) is not dict or len(obj) > _FLAT_SMALL_ITEMS:
         return False
     for key, value in obj.items():
