@@ -748,7 +748,7 @@ class Pipeline:
             if session.compaction.signalled(context, *_compaction_signal(step)):
                 before = session.compaction.last_tokens(context)
                 compaction = _signalled_compaction(step, step_id, session_id, before)
-                out.append(_with_stored_form(self._place(session, compaction)))
+                out.append(_with_stored_form(self._place(session, compaction), storable_step))
             inferred = session.compaction.model_call(context, step.tokens_in)
             if inferred is not None:
                 compaction = Step(
@@ -765,16 +765,16 @@ class Pipeline:
                         "inferred": True,
                     },
                 )
-                out.append(_with_stored_form(self._place(session, compaction)))
-        placed, shared, added = self._place(session, step, (step_id, session_id, parent))
+                out.append(_with_stored_form(self._place(session, compaction), storable_step))
+        placed = self._place(session, step, (step_id, session_id, parent))
         # a checked draft's step is storable but for what placing it changed: its
-        # identity, its place and the entries ``added`` to its (checked) detail
-        try:
-            form = storable_placed(placed, added) if checked else storable_step(placed)
-        except Unstorable as error:
-            out.append((placed, shared, error.reason))
-        else:
-            out.append((placed, shared, form))
+        # identity, its place and the entries added to its (checked) detail
+        added = placed[2]
+        out.append(
+            _with_stored_form(
+                placed, (lambda s: storable_placed(s, added)) if checked else storable_step
+            )
+        )
         return out
 
     def _place(
@@ -953,14 +953,14 @@ parent_step_id, seq, model_session, detail)``."""
 
 
 def _with_stored_form(
-    placed: tuple[Step, StepFeatures | None, dict[str, Any]],
+    placed: tuple[Step, StepFeatures | None, dict[str, Any]], storable: Callable[[Step], Step]
 ) -> tuple[Step, StepFeatures | None, Step | str]:
-    """A placed step (a compaction the pipeline made) and its features, with the step made
-    storable (:func:`~models.storable.storable_step`), or the reason it cannot be: stored
-    or dead-lettered at the commit, after the detectors saw it."""
+    """A placed step and its features, with the step made ``storable`` (a function of
+    :mod:`models.storable`), or the reason it cannot be: stored or dead-lettered at the
+    commit, after the detectors saw it."""
     step, features, _ = placed
     try:
-        return step, features, storable_step(step)
+        return step, features, storable(step)
     except Unstorable as error:
         return step, features, error.reason
 
