@@ -7,7 +7,9 @@ phase's CPU (``time.thread_time``) added up around the methods both paths share
 ``serve`` has (the log's write, decoding, answering), and the event-loop thread's CPU
 beside the pipeline thread's. ``--trees`` runs the ``serve`` child from each source tree
 in turn, in the same pass as one replay (so a before/after pair shares the machine's
-load); medians of ``--repeat`` passes. The wrappers cost both paths alike (~1 µs a call).
+load), and ``--cpu`` with each placement of its threads (``TRAJWATCH_CPU``: ``all,auto``
+compares the OS's placement with one CPU); medians of ``--repeat`` passes. The wrappers
+cost both paths alike (~1 µs a call).
 Run: ``PYTHONPATH=. python benchmarks/bench_serve_phases.py --trees /work/main,.``
 """
 
@@ -69,6 +71,7 @@ def child(spec: dict[str, Any]) -> None:
     from trajwatch import serve
     from trajwatch.bench import IDLE_FLUSH_MS
     from trajwatch.config import detector_set, load_config
+    from trajwatch.cpu_placement import place
     from trajwatch.settings import Settings
 
     for name in ("_accept", "_decode", "_feed", "_commit"):
@@ -88,8 +91,12 @@ def child(spec: dict[str, Any]) -> None:
 
     serve.LiveIngest._run = pipeline_thread  # type: ignore[method-assign]
     settings = Settings(
-        db_url=spec["db_url"], inbound_dir=spec["inbound_dir"], idle_flush_ms=IDLE_FLUSH_MS
+        db_url=spec["db_url"],
+        inbound_dir=spec["inbound_dir"],
+        idle_flush_ms=IDLE_FLUSH_MS,
+        cpu=spec["cpu"],
     )
+    place(settings.cpu, single=True)  # as trajwatch serve does
     service = serve.Service(
         settings, detector_set(load_config(None)), host="127.0.0.1", port=spec["port"]
     )
@@ -107,6 +114,9 @@ def main() -> None:
     parser.add_argument("--traces", type=int, default=200)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--trees", default=str(ROOT), help="comma-separated source trees")
+    parser.add_argument(
+        "--cpu", default="auto", help="comma-separated TRAJWATCH_CPU values, each tree with each"
+    )
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
     _instrument_shared()
@@ -115,11 +125,13 @@ def main() -> None:
     from trajwatch.bench_spans import agent_traces, encode_batches
     from trajwatch.config import detector_set, load_config
 
-    trees = [str(Path(t).resolve()) for t in args.trees.split(",")]
+    runs = [
+        (str(Path(t).resolve()), cpu) for t in args.trees.split(",") for cpu in args.cpu.split(",")
+    ]
     detectors = detector_set(load_config(None))
     traces = [encode_batches(t, bench.BATCH) for t in agent_traces(args.traces, prefix="bench")]
     spans = args.traces * len(bench._spans_of(traces[0]))
-    ratios: dict[str, list[tuple[float, float]]] = {t: [] for t in trees}
+    ratios: dict[tuple[str, str], list[tuple[float, float]]] = {run: [] for run in runs}
     with tempfile.TemporaryDirectory() as tmp:
         for k in range(args.repeat):
             sub = Path(tmp) / f"pass{k}"
@@ -133,10 +145,10 @@ def main() -> None:
                 f"{replayed['cpu_s']:.2f} s CPU {_report()}",
                 flush=True,
             )
-            for n, tree in enumerate(trees):
+            for n, (tree, cpu) in enumerate(runs):
                 port = bench._free_port()
                 url = f"sqlite:///{sub}/serve{n}.db"
-                spec = {"db_url": url, "inbound_dir": f"{sub}/inbound{n}", "port": port}
+                spec = {"db_url": url, "inbound_dir": f"{sub}/inbound{n}", "port": port, "cpu": cpu}
                 proc = subprocess.Popen(
                     [sys.executable, __file__, "--child", json.dumps(spec)],
                     stdout=subprocess.PIPE,
@@ -149,22 +161,24 @@ def main() -> None:
                 cpu1, wall = bench._cpu_seconds(proc.pid), time.monotonic() - wall0
                 if cpu0 is None or cpu1 is None:
                     raise SystemExit("needs /proc/<pid>/stat (Linux) for the child's CPU")
-                cpu = cpu1 - cpu0
+                seconds = cpu1 - cpu0
                 proc.send_signal(signal.SIGTERM)
                 out = json.loads(proc.communicate()[0])
                 with Store.open(url) as store:
                     ids = sorted(a.alert_id for a in store.alerts(replayed["sessions"]))
-                ratios[tree].append((replayed["seconds"] / wall, replayed["cpu_s"] / cpu))
+                ratios[tree, cpu].append((replayed["seconds"] / wall, replayed["cpu_s"] / seconds))
                 print(
-                    f"  serve ({tree}): {spans / wall:.0f} spans/s, {cpu:.2f} s CPU "
+                    f"  serve ({tree}, cpu {cpu}): {spans / wall:.0f} spans/s, {seconds:.2f} s CPU "
                     f"(pipeline thread {out['pipeline_cpu']}, event loop {out['loop_cpu']}); "
-                    f"÷ replay {ratios[tree][-1][0]:.3f} wall, {ratios[tree][-1][1]:.3f} CPU; "
+                    f"÷ replay {ratios[tree, cpu][-1][0]:.3f} wall, "
+                    f"{ratios[tree, cpu][-1][1]:.3f} CPU; "
                     f"alert ids equal: {ids == replayed['alert_ids']}\n    {out['phases']}",
                     flush=True,
                 )
-    for tree, pairs in ratios.items():
+    for (tree, cpu), pairs in ratios.items():
         print(
-            f"{tree}: serve ÷ replay, medians: {statistics.median(w for w, _ in pairs):.3f} "
+            f"{tree}, cpu {cpu}: serve ÷ replay, medians: "
+            f"{statistics.median(w for w, _ in pairs):.3f} "
             f"wall, {statistics.median(c for _, c in pairs):.3f} CPU; "
             f"load now {os.getloadavg()[0]:.2f}"
         )

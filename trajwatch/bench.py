@@ -540,12 +540,14 @@ def _serve_child(spec: dict[str, Any]) -> None:
     """``serve`` as ``trajwatch serve`` runs it (no alert printing), until SIGTERM; then
     prints its latencies."""
     from trajwatch.config import detector_set, load_config
+    from trajwatch.cpu_placement import place
     from trajwatch.serve import Service
     from trajwatch.settings import Settings
 
     settings = Settings.from_env(  # the environment's settings, as replay's
         db_url=spec["db_url"], inbound_dir=spec["inbound_dir"], idle_flush_ms=IDLE_FLUSH_MS
     )
+    place(settings.cpu, single=True)
     config = load_config(Path(spec["config"]) if spec["config"] else None)
     service = Service(settings, detector_set(config), host="127.0.0.1", port=spec["port"])
     recorded = _Recorded(service.metrics.alert_latency)

@@ -434,8 +434,10 @@ def _detectors(args: argparse.Namespace, settings: Settings) -> DetectorSet:
 def _worker(args: argparse.Namespace, settings: Settings) -> int:
     import logging
 
+    from trajwatch.cpu_placement import place
     from trajwatch.worker import kafka_options, run_worker
 
+    place(settings.cpu, single=False)  # first: the threads started below inherit it
     logging.basicConfig(level=logging.INFO, format="trajwatch worker: %(message)s")
     logging.getLogger("kafka").setLevel(logging.WARNING)  # the client's chatter
     config = load_config(_config_path(args, settings))

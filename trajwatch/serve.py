@@ -76,6 +76,7 @@ from models.store import Store
 from trajwatch.actions import ActionsConfig, Dispatcher
 from trajwatch.actions import start as start_actions
 from trajwatch.check import check
+from trajwatch.cpu_placement import place
 from trajwatch.gc_tuning import tune_gc
 from trajwatch.listing import alert_line
 from trajwatch.settings import Settings
@@ -539,12 +540,16 @@ def serve(
     actions: ActionsConfig | None = None,
 ) -> int:
     """``trajwatch serve``: run until signalled, printing each new alert to stdout as it
-    is committed; the exit status."""
+    is committed; the exit status. Owns the process: its threads are placed first, as
+    ``settings.cpu`` says (:mod:`trajwatch.cpu_placement`; an embedded :class:`Service`
+    leaves its host's threads alone)."""
+    cpu = place(settings.cpu, single=True)
     service = Service(settings, detectors, host=host, port=port, actions=actions, echo=sys.stdout)
     print(
         f"trajwatch serve: OTLP/HTTP on http://{host}:{port} (/v1/traces, /v1/logs), "
         f"store {settings.db_url}, {service.ingest.recovered} logged requests resumed, "
-        f"actions to {len(actions.endpoints) if actions else 0} webhook endpoints",
+        f"actions to {len(actions.endpoints) if actions else 0} webhook endpoints, "
+        f"{'threads on CPU ' + str(cpu) if cpu is not None else 'threads placed by the OS'}",
         file=sys.stderr,
         flush=True,
     )

@@ -14,6 +14,7 @@ from typing import Any
 
 from ingest.errors import ConfigError
 from ingest.options import PipelineOptions, env
+from trajwatch.cpu_placement import AUTO, check_choice
 
 DEFAULT_DB_URL = "sqlite:///trajwatch.db"
 
@@ -59,6 +60,11 @@ class Settings(PipelineOptions):
     """Send to private, loopback and link-local destinations too (the SSRF guard off)."""
     explorer_url: str | None = field(default=None, metadata=env("TRAJWATCH_EXPLORER_URL"))
     """Base URL of the explorer, for the link in each webhook."""
+    cpu: str = field(default=AUTO, metadata=env("TRAJWATCH_CPU"))
+    """Which CPU the process's threads run on (:mod:`trajwatch.cpu_placement`): ``auto``
+    keeps ``serve``'s on the CPU it started on (its threads take turns on Python's lock:
+    on one CPU the same work costs less) and leaves ``worker`` to the OS (several share a
+    host); ``all`` never pins; a number pins ``serve`` or a ``worker`` to that CPU."""
 
     @classmethod
     def from_env(
@@ -111,6 +117,7 @@ _RULES: tuple[tuple[str, str, Callable[[Any], bool]], ...] = (
         for name in ("commit_every", "idle_flush_ms", "max_body_bytes", "queue_size")
     ),
     ("commit_wait_ms", ">= 0", lambda v: v >= 0),
+    ("cpu", f"{AUTO}, all or a CPU number", check_choice),
 )
 
 
