@@ -43,6 +43,8 @@ def test_the_machine_and_the_sizes_are_reported(report: dict[str, Any]) -> None:
     assert report["machine"]["cores"] >= 1
     assert report["machine"]["cpu"]
     assert report["machine"]["python"].count(".") == 2
+    placement = os.environ.get("TRAJWATCH_CPU") or "auto"  # as the serve child read it
+    assert report["throughput"]["serve_threads_cpu"] == placement
     assert report["sizes"]["traces"] >= 1
     assert len(report["detectors"]) >= 8
 

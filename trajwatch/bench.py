@@ -139,6 +139,7 @@ def run_bench(
             "missing); install the test extra: pip install -e '.[test]'"
         ) from None
     from trajwatch.config import detector_set, load_config
+    from trajwatch.settings import Settings
 
     report: dict[str, Any] = {"machine": machine(), "sizes": _asdict(sizes), "batch": BATCH}
     detectors = detector_set(load_config(config_path))
@@ -216,6 +217,7 @@ def run_bench(
         "serve_over_replay_cpu": round(statistics.median(cpu_ratios), 3) if cpu_ratios else None,
         "serve_alerts_equal_replay": all(s["alert_ids"] == r["alert_ids"] for r, s in pairs),
         "serve_steps": served["steps"],
+        "serve_threads_cpu": Settings.from_env().cpu,  # what the serve child placed by
         "idle_flush_ms": IDLE_FLUSH_MS,
         "from_string_spans_per_s": round(raw),
         "replay_over_from_string": round(replay_rate / raw, 5),
@@ -880,7 +882,8 @@ def format_report(report: dict[str, Any], command: str) -> str:
         (
             "`serve`: OTLP/HTTP POSTs, first → all committed",
             f"{t['serve_spans_per_s']:,} spans/s ({t['serve_cpu_s']} s CPU; acknowledged in "
-            f"{t['serve_acknowledged_s']} s; {t['serve_retries_503']} × 503)",
+            f"{t['serve_acknowledged_s']} s; {t['serve_retries_503']} × 503; threads: "
+            f"TRAJWATCH_CPU={t['serve_threads_cpu']})",
             f"{t['serve_over_from_string']:.4f}",
         ),
         (

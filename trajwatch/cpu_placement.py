@@ -7,9 +7,10 @@ interpreter's hot state (reference counts of shared objects, the type and method
 the allocator's pools) from one CPU's cache to the other's, and wakes a sleeping thread
 on another CPU (an inter-processor interrupt: a VM exit on a virtual machine). Because
 of the lock, a second CPU adds almost nothing to the Python work, so on one CPU the same
-requests cost less: ``benchmarks/bench_serve_phases.py --pin`` measured serve's CPU
-seconds for the benchmark's 20,000 spans fall from 4.8-5.6 to 4.2-4.5 on this project's
-2-core benchmark machine, and the event loop's from ~0.40 s to ~0.29 s.
+requests cost less. ``benchmarks/bench_serve_phases.py --cpu all,auto`` (the benchmark's
+20,000 spans, three passes, a 2-core machine): serve's CPU seconds 4.6-5.0 with the OS's
+placement, 3.9-4.4 on one CPU (its event loop's 0.32-0.39 and 0.23-0.27), and serve ÷
+replay by wall time 0.73-0.86 and 0.83-0.95.
 
 The other CPUs stay free for everything else on the host (the agents, their exporters,
 the database server). What runs outside the lock (SQLite's and zlib's C code, fsync)
