@@ -349,13 +349,7 @@ def _toml_key(key: str) -> str:
 
 
 _ESCAPES = {
-    "\\": "\\\\",
-    '"': '\\"',
-    "\b": "\\b",
-    "\t": "\\t",
-    "\n": "\\n",
-    "\f": "\\f",
-    "\r": "\\r",
+    "\\": "\\\\", '"': '\\"', "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"
 }
 
 
@@ -365,14 +359,10 @@ def _toml(value: Any) -> str:
     if isinstance(value, int | float):
         return repr(value)
     if isinstance(value, str):
-        return (
-            '"'
-            + "".join(
-                _ESCAPES.get(c) or (f"\\u{ord(c):04x}" if ord(c) < 0x20 or ord(c) == 0x7F else c)
-                for c in value
-            )
-            + '"'
-        )
+        return '"' + "".join(
+            _ESCAPES.get(c) or (f"\\u{ord(c):04x}" if ord(c) < 0x20 or ord(c) == 0x7F else c)
+            for c in value
+        ) + '"'
     if isinstance(value, list | tuple | frozenset | set):
         items = sorted(value) if isinstance(value, frozenset | set) else list(value)
         return "[" + ", ".join(_toml(v) for v in items) + "]"
@@ -453,9 +443,8 @@ def _rule(raw: Any, index: int, origin: str) -> Rule:
         raise ConfigError(f"{where} must be a table")
     unknown = set(raw) - {"detector", "severity", "agents", "action"}
     if unknown:
-        raise ConfigError(
-            f"{where}: unknown key {sorted(unknown)[0]!r}; use detector, severity, agents, action"
-        )
+        raise ConfigError(f"{where}: unknown key {sorted(unknown)[0]!r}; use detector, "
+                          "severity, agents, action")
     action = raw.get("action")
     if action not in _ACTIONS:
         raise ConfigError(f"{where}: action must be one of {', '.join(_ACTIONS)}, got {action!r}")
@@ -475,9 +464,8 @@ def _rule(raw: Any, index: int, origin: str) -> Rule:
     ):
         raise ConfigError(f'{where}: agents must be a list of names, e.g. ["codewright"]')
     return Rule(
-        action=None
-        if action == "none"
-        else (RECOMMENDED if action == RECOMMENDED else Action(action)),
+        action=None if action == "none" else (RECOMMENDED if action == RECOMMENDED
+                                              else Action(action)),
         detector=None if detector in (None, "*") else detector,
         severity=None if severity is None else Severity(severity),
         agents=None if agents is None else frozenset(agents),
@@ -494,9 +482,8 @@ def _table(table: Mapping[str, Any], key: str, origin: str) -> dict[str, Any]:
 def _list(table: Mapping[str, Any], key: str, origin: str) -> list[Any]:
     value = table.get(key, [])
     if not isinstance(value, list):
-        raise ConfigError(
-            f"{origin}: actions.{key} must be an array of tables; write [[actions.{key}]]"
-        )
+        raise ConfigError(f"{origin}: actions.{key} must be an array of tables; "
+                          f"write [[actions.{key}]]")
     return value
 
 

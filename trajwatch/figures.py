@@ -55,31 +55,16 @@ def sweep_figure(
         kills.plot(part[x], part["false_kill_rate"], marker="o", label=label)
         kills.plot(part[x], part["false_alarm_rate"], marker=".", linestyle=":", color="grey")
     if picked is not None:
-        pr.scatter(
-            [picked["recall"]],
-            [picked["precision"]],
-            s=220,
-            facecolors="none",
-            edgecolors="black",
-            label="picked",
-        )
+        pr.scatter([picked["recall"]], [picked["precision"]], s=220, facecolors="none",
+                   edgecolors="black", label="picked")
         delay.axvline(picked[x], color="black", linewidth=0.8)
         kills.axvline(picked[x], color="black", linewidth=0.8)
-    pr.set(
-        xlabel="recall",
-        ylabel="precision",
-        xlim=(-0.05, 1.05),
-        ylim=(-0.05, 1.05),
-        title="precision / recall per parameter set",
-    )
-    delay.set(
-        xlabel=x,
-        ylabel="steps from onset to first alert",
-        title="detection delay (median; p90 dotted)",
-    )
-    kills.set(
-        xlabel=x, ylabel="share of healthy sessions", title="false kills (false alarms dotted)"
-    )
+    pr.set(xlabel="recall", ylabel="precision", xlim=(-0.05, 1.05), ylim=(-0.05, 1.05),
+           title="precision / recall per parameter set")
+    delay.set(xlabel=x, ylabel="steps from onset to first alert",
+              title="detection delay (median; p90 dotted)")
+    kills.set(xlabel=x, ylabel="share of healthy sessions",
+              title="false kills (false alarms dotted)")
     for axes in (pr, delay, kills):
         if series or picked is not None:
             axes.legend(fontsize="small")
@@ -94,13 +79,8 @@ def pr_curve_figure(curve: pl.DataFrame, average_precision: float, *, title: str
     figure = Figure(figsize=(4.5, 3.8))
     axes = figure.subplots()
     axes.step(curve["recall"], curve["precision"], where="post")
-    axes.set(
-        xlabel="recall",
-        ylabel="precision",
-        xlim=(-0.05, 1.05),
-        ylim=(-0.05, 1.05),
-        title=title or f"precision-recall over alert scores (AP {average_precision:.2f})",
-    )
+    axes.set(xlabel="recall", ylabel="precision", xlim=(-0.05, 1.05), ylim=(-0.05, 1.05),
+             title=title or f"precision-recall over alert scores (AP {average_precision:.2f})")
     axes.grid(alpha=0.3)
     return figure
 
@@ -113,22 +93,11 @@ def calibration_figure(points: pl.DataFrame, *, title: str = "") -> Figure:
     ordered = points.sort("score")
     axes.plot(ordered["score"], ordered["probability"], marker="o", label="calibrated")
     sizes = 10 + 20 * np.sqrt(ordered["alerts"].to_numpy())
-    axes.scatter(
-        ordered["score"],
-        ordered["observed"],
-        s=sizes,
-        color="grey",
-        alpha=0.6,
-        label="observed (size: alerts)",
-    )
+    axes.scatter(ordered["score"], ordered["observed"], s=sizes, color="grey", alpha=0.6,
+                 label="observed (size: alerts)")
     axes.plot([0, 1], [0, 1], linestyle=":", color="grey")
-    axes.set(
-        xlabel="raw score",
-        ylabel="P(labelled failure)",
-        xlim=(-0.05, 1.05),
-        ylim=(-0.05, 1.05),
-        title=title or "score calibration",
-    )
+    axes.set(xlabel="raw score", ylabel="P(labelled failure)", xlim=(-0.05, 1.05),
+             ylim=(-0.05, 1.05), title=title or "score calibration")
     axes.legend(fontsize="small")
     axes.grid(alpha=0.3)
     return figure
@@ -144,19 +113,10 @@ def burn_figure(burn: pl.DataFrame, alerts: Sequence[Alert], *, title: str = "")
         colour = _SEVERITY_COLOURS.get(str(alert.severity), "black")
         axes.axvline(alert.onset_seq, color=colour, linestyle=":", linewidth=1)
         axes.axvline(alert.raised_seq, color=colour, linewidth=1.2)
-        axes.annotate(
-            f"{alert.detector} ({alert.severity})",
-            (alert.raised_seq, 0),
-            rotation=90,
-            fontsize="x-small",
-            va="bottom",
-            ha="right",
-        )
-    axes.set(
-        xlabel="step (seq)",
-        ylabel="tokens so far",
-        title=title or "token burn (alert onset dotted, raised solid)",
-    )
+        axes.annotate(f"{alert.detector} ({alert.severity})", (alert.raised_seq, 0),
+                      rotation=90, fontsize="x-small", va="bottom", ha="right")
+    axes.set(xlabel="step (seq)", ylabel="tokens so far",
+             title=title or "token burn (alert onset dotted, raised solid)")
     axes.grid(alpha=0.3)
     return figure
 

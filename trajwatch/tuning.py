@@ -263,7 +263,9 @@ class Rule:
             )
         ranked = allowed.with_columns(
             pl.col("median_delay").fill_null(float("inf")).alias("_delay")
-        ).sort(["recall", "_delay", "precision", "point"], descending=[True, False, True, False])
+        ).sort(
+            ["recall", "_delay", "precision", "point"], descending=[True, False, True, False]
+        )
         return ranked.drop("_delay").row(0, named=True)
 
 
@@ -360,12 +362,8 @@ def alert_scores(
         for alerts in raised.values()
         for a in alerts
     ]
-    schema = {
-        "session_id": pl.String,
-        "severity": pl.String,
-        "score": pl.Float64,
-        "positive": pl.Boolean,
-    }
+    schema = {"session_id": pl.String, "severity": pl.String, "score": pl.Float64,
+              "positive": pl.Boolean}
     return pl.DataFrame(rows, schema=schema)
 
 
