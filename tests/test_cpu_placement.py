@@ -8,16 +8,16 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 import requests
 
 from ingest.errors import ConfigError
+from tests.test_serve import wait_until
+from tests.webhook_receiver import free_port
 from trajwatch.cpu_placement import place
 from trajwatch.settings import Settings
 
@@ -121,17 +121,13 @@ def test_trajwatch_serve_places_all_its_threads(tmp_path: Path, choice: str) -> 
         stderr=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
     )
+
+    def healthy() -> bool:
+        assert child.poll() is None, "serve exited at start"
+        return requests.get(f"http://127.0.0.1:{port}/healthz", timeout=1).ok
+
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if requests.get(f"http://127.0.0.1:{port}/healthz", timeout=1).ok:
-                    break
-            except requests.ConnectionError:
-                pass
-            assert child.poll() is None, "serve exited at start"
-            assert time.monotonic() < deadline, "serve did not start"
-            time.sleep(0.1)
+        wait_until(healthy, 30, "serve to start")
         threads = {
             int(tid): frozenset(os.sched_getaffinity(int(tid)))
             for tid in os.listdir(f"/proc/{child.pid}/task")
@@ -149,9 +145,3 @@ def test_trajwatch_serve_places_all_its_threads(tmp_path: Path, choice: str) -> 
     else:
         assert set(threads.values()) == {frozenset(os.sched_getaffinity(0))}
         assert started.endswith("threads placed by the OS")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
