@@ -37,7 +37,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # run from a checkout
 
-from ingest.sinks import Committed  # noqa: E402
+from ingest.pipeline.sinks import Committed  # noqa: E402
 from models.records import Action, Alert, SessionInfo, Severity  # noqa: E402
 from models.store import SessionCursor, Store  # noqa: E402
 from tests.webhook_receiver import SECRET, Answer, Received, Receiver  # noqa: E402
@@ -128,7 +128,7 @@ def phase_faults(
         "TRAJWATCH_WEBHOOK_SECRET": SECRET,
         "TRAJWATCH_WEBHOOK_ALLOW_PRIVATE": "1",
     }
-    command = [sys.executable, "-m", "trajwatch.cli", "dispatch", "--db", db_url]
+    command = [sys.executable, "-m", "trajwatch.cli.main", "dispatch", "--db", db_url]
 
     def spawn() -> subprocess.Popen[bytes]:
         return subprocess.Popen(

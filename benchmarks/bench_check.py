@@ -23,13 +23,12 @@ sys.path.insert(0, str(ROOT))
 import requests  # noqa: E402
 
 from detectors.testing import Session  # noqa: E402
-from ingest.draft import Draft  # noqa: E402
-from ingest.otlp_proto import Decoded  # noqa: E402
-from ingest.pipeline import Pipeline  # noqa: E402
+from ingest.decoded import Decoded, Draft  # noqa: E402
+from ingest.pipeline.engine import Pipeline  # noqa: E402
 from models.store import Store  # noqa: E402
 from tests.webhook_receiver import free_port  # noqa: E402
 from trajwatch.config import detector_set, load_config  # noqa: E402
-from trajwatch.serve import Service  # noqa: E402
+from trajwatch.service.serve import Service  # noqa: E402
 from trajwatch.settings import Settings  # noqa: E402
 
 

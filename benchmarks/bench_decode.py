@@ -1,7 +1,7 @@
 """Throughput of decode → normalise → store for OTLP protobuf, beside the raw parse.
 
 Builds realistic agent batches with the real OpenTelemetry SDK and OTLP encoder
-(:mod:`trajwatch.bench_spans`: model calls, tool calls with ~200-byte arguments, HTTP
+(:mod:`trajwatch.bench.spans`: model calls, tool calls with ~200-byte arguments, HTTP
 children, 100 spans a run; 200 spans a batch), then
 times, each as the median of ``--repeat`` runs over the same bytes:
 
@@ -33,11 +33,11 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
 )
 
-from ingest.otlp_proto import decode_otlp_proto
-from ingest.pipeline import Pipeline
-from ingest.semconv import spans_to_drafts
+from ingest.formats.otlp_proto import decode_otlp_proto
+from ingest.pipeline.engine import Pipeline
+from ingest.semconv.spans import spans_to_drafts
 from models.store import Store
-from trajwatch.bench_spans import agent_traces, encode_batches
+from trajwatch.bench.spans import agent_traces, encode_batches
 from trajwatch.settings import Settings
 
 BATCH = 200

@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from detectors.registry import DetectorSet  # noqa: E402
 from models.store import Store  # noqa: E402
 from trajwatch.config import detector_set, load_config  # noqa: E402
-from trajwatch.replay import replay  # noqa: E402
+from trajwatch.service.replay import replay  # noqa: E402
 from trajwatch.settings import Settings  # noqa: E402
 
 

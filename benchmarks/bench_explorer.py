@@ -34,9 +34,8 @@ import streamlit as st  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from detectors.testing import Session  # noqa: E402
-from ingest.draft import Draft  # noqa: E402
-from ingest.otlp_proto import Decoded  # noqa: E402
-from ingest.pipeline import Pipeline  # noqa: E402
+from ingest.decoded import Decoded, Draft  # noqa: E402
+from ingest.pipeline.engine import Pipeline  # noqa: E402
 from models.records import Step  # noqa: E402
 from models.store import Store  # noqa: E402
 from trajwatch.config import detector_set, load_config  # noqa: E402

@@ -5,7 +5,7 @@ checkout of a baseline commit), in this process with that tree first on ``sys.pa
 
 1. ``tokenize``: ``trajwatch replay`` of every file in ``fixtures/recorded`` (the tree's
    own ``trajwatch.toml``, all detectors, a fresh SQLite file) under cProfile; prints
-   the calls of ``features.text_vectors.tokenize`` per stored tool call and its callers.
+   the calls of ``features.calls.vectors.tokenize`` per stored tool call and its callers.
    ``--no-memo`` bypasses the memos of step terms and action vectors (every call worked
    out as if no earlier step had the same text: what a stream with no repeats costs).
 2. ``detectors``: the stored steps fed to fresh detectors on fresh analysed views (their
@@ -41,13 +41,13 @@ def main() -> int:
     sys.path.insert(0, str(tree))
     os.chdir(tree)
 
-    import features.step_features as step_features
-    import features.text_vectors as text_vectors
-    from features.step_features import analysed_view
+    import features.calls.step_features as step_features
+    import features.calls.vectors as text_vectors
+    from features.calls.step_features import analysed_view
     from models.records import StepKind
     from models.store import Store
     from trajwatch.config import detector_set, load_config
-    from trajwatch.replay import replay
+    from trajwatch.service.replay import replay
     from trajwatch.settings import Settings
 
     if not Path(text_vectors.__file__).resolve().is_relative_to(tree):

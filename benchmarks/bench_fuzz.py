@@ -8,7 +8,7 @@ file (up to 60 lines of a transcript, read back as a file of that name), one or 
 of them mutated — byte mutations (flip, insert, delete, truncate, splice with another seed)
 or, for JSON, a value anywhere in the document replaced by a hostile one (a lone surrogate,
 NaN, Infinity, -0.0, 2**63, -(2**64), NUL, a huge string, a nested list, a wrong type).
-Every input goes through a fresh :class:`~ingest.pipeline.Pipeline` on one SQLite store
+Every input goes through a fresh :class:`~ingest.pipeline.engine.Pipeline` on one SQLite store
 and is committed. Any exception out of ``feed_*``/``close`` is a crash: its type is
 counted and the input saved to ``--crashes`` as JSON (records base64-encoded), with the
 traceback beside it; replay one with ``--reproduce FILE``.
@@ -49,9 +49,9 @@ sys.path.insert(0, str(ROOT))  # run from a checkout
 
 from sqlalchemy import text  # noqa: E402
 
-from ingest.files import ReadStats, read_json_bytes, read_recordings  # noqa: E402
-from ingest.formats import FORMATS, feed_record  # noqa: E402
-from ingest.pipeline import Pipeline  # noqa: E402
+from ingest.formats.table import FORMATS, feed_record  # noqa: E402
+from ingest.pipeline.engine import Pipeline  # noqa: E402
+from ingest.sources.files import ReadStats, read_json_bytes, read_recordings  # noqa: E402
 from models.store import Store  # noqa: E402
 from trajwatch.config import detector_set  # noqa: E402
 

@@ -62,8 +62,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (  # noqa: 
 from sqlalchemy import create_engine, text  # noqa: E402
 from sqlalchemy.engine import make_url  # noqa: E402
 
-from ingest.files import read_file  # noqa: E402
-from ingest.kafka import KafkaOptions, ensure_topics, split_by_trace  # noqa: E402
+from ingest.sources.files import read_file  # noqa: E402
+from ingest.sources.kafka import KafkaOptions, ensure_topics, split_by_trace  # noqa: E402
 from models.store import Store  # noqa: E402
 from tests.conftest import KafkaBroker  # noqa: E402
 

@@ -12,7 +12,7 @@ offset can trail what it has handed out) and compared with what was acknowledged
 - holes (offsets handed out and never written: a kill between the two).
 
 Run once with the producer idempotent (kafka-python's default) and once not, which is
-why ``trajwatch worker``'s producer is not idempotent (``ingest/kafka.py``, ``producer``).
+why ``trajwatch worker``'s producer is not idempotent (``ingest/sources/kafka.py``, ``producer``).
 
     .venv/bin/python benchmarks/bench_kafka_acks.py            # ~3 minutes
 """

@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.bench_explorer import CONFIG, session_steps  # noqa: E402
 from detectors.base import Detector  # noqa: E402
 from detectors.score_series import ScoreRecorder  # noqa: E402
-from features.step_features import analysed_view  # noqa: E402
+from features.calls.step_features import analysed_view  # noqa: E402
 from models.records import Alert  # noqa: E402
 from trajwatch.config import detector_set, load_config  # noqa: E402
 

@@ -1,6 +1,6 @@
 """Where ``serve``'s CPU goes beside ``replay``'s, phase by phase, on trajwatch bench's spans.
 
-Phases 1 and 2 of ``trajwatch bench`` (:mod:`trajwatch.bench`: the same 200 runs, the
+Phases 1 and 2 of ``trajwatch bench`` (:mod:`trajwatch.bench.run`: the same 200 runs, the
 replay in this process, ``serve`` in a child fed by four keep-alive exporters), with each
 phase's CPU (``time.thread_time``) added up around the methods both paths share
 (``Pipeline.commit``, ``Pipeline.feed_decoded``, the store unit's writes) and those only
@@ -51,7 +51,7 @@ def _wrap(owner: Any, name: str, label: str) -> None:
 
 
 def _instrument_shared() -> None:
-    from ingest.pipeline import Pipeline, _Session
+    from ingest.pipeline.engine import Pipeline, _Session
     from models.store import StoreUnit
 
     for name in ("commit", "_release", "feed_decoded"):
@@ -68,15 +68,15 @@ def _report() -> dict[str, list[float]]:
 def child(spec: dict[str, Any]) -> None:
     """``serve`` as the bench runs it, instrumented; prints its phases when stopped."""
     _instrument_shared()
-    from trajwatch import serve
-    from trajwatch.bench import IDLE_FLUSH_MS
+    from trajwatch.bench.run import IDLE_FLUSH_MS
     from trajwatch.config import detector_set, load_config
-    from trajwatch.cpu_placement import place
+    from trajwatch.service import serve
+    from trajwatch.service.cpu_placement import place
     from trajwatch.settings import Settings
 
     for name in ("_accept", "_decode", "_feed", "_commit"):
         _wrap(serve.LiveIngest, name, f"LiveIngest.{name}")
-    from ingest.inbound_log import InboundLog
+    from ingest.sources.inbound_log import InboundLog
 
     _wrap(InboundLog, "write", "InboundLog.write")
     _wrap(serve, "answer_all", "answer_all")
@@ -121,8 +121,8 @@ def main() -> None:
     sys.path.insert(0, str(ROOT))
     _instrument_shared()
     from models.store import Store
-    from trajwatch import bench
-    from trajwatch.bench_spans import agent_traces, encode_batches
+    from trajwatch.bench import run as bench
+    from trajwatch.bench.spans import agent_traces, encode_batches
     from trajwatch.config import detector_set, load_config
 
     runs = [

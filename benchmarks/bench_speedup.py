@@ -11,7 +11,7 @@ tree's own ``trajwatch.toml``) into a fresh SQLite file, each run in its own pro
 with the same interpreter, alternating baseline and current. It prints, per tree, the
 median over ``--repeat`` runs of spans per second of CPU and µs of CPU per span (process
 CPU time of the replay call, imports excluded), the ratio, and the machine; and it
-checks that both trees stored the same tables (``benchmarks/table_hashes.py``).
+checks that both trees stored the same tables (``trajwatch/bench/hashes.py``).
 
 Run: ``.venv/bin/python benchmarks/bench_speedup.py [--spans 20000] [--repeat 3]
 [--baseline ca4810b]``
@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
 from table_hashes import HASH_SEED, table_hashes
 
-from trajwatch.bench_spans import encode_batches, length_delimited
+from trajwatch.bench.spans import encode_batches, length_delimited
 
 BASELINE = "ca4810b"
 """main when issue 12 was taken up."""
@@ -228,8 +228,8 @@ def write_recordings(traces: list[list[ReadableSpan]], folder: Path) -> int:
 
 _CHILD = """
 import json, sys, time
-from trajwatch import cli
-import trajwatch.replay, ingest.pipeline, detectors.registry
+from trajwatch.cli.main import main as cli
+import trajwatch.service.replay, ingest.pipeline.engine, detectors.registry
 cpu, wall = time.process_time(), time.perf_counter()
 rc = cli.main(["replay", "--json", "--db", sys.argv[1], sys.argv[2]])
 cpu, wall = time.process_time() - cpu, time.perf_counter() - wall

@@ -2,7 +2,7 @@
 measured on labelled recordings.
 
 For every tool call with content (words, paths, hosts) the similarity to the task is
-the larger cosine of its hashed term vector (``features.text_vectors``) to the goal's
+the larger cosine of its hashed term vector (``features.calls.vectors``) to the goal's
 and to the centroid of the session's first ``--early`` calls (the early trajectory).
 The stream is standardised with the mean and deviation of those first calls, and a
 change detector from river (Page-Hinkley, downward; ADWIN) watches it. A session counts
@@ -27,7 +27,7 @@ from river.drift import ADWIN, PageHinkley
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from features.text_vectors import (
+from features.calls.vectors import (
     CONTENT_DROP,
     SparseVector,
     add_into,
@@ -40,7 +40,7 @@ from features.text_vectors import (
 from models.records import Step, StepKind
 from models.store import Store
 from trajwatch.config import detector_set, load_config
-from trajwatch.replay import replay
+from trajwatch.service.replay import replay
 from trajwatch.settings import Settings
 
 SETTINGS = [

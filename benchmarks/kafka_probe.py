@@ -37,9 +37,9 @@ sys.path.insert(0, str(ROOT))  # run from a checkout
 
 from kafka import KafkaConsumer, KafkaProducer  # noqa: E402
 
-import trajwatch.worker as worker  # noqa: E402
-from ingest.kafka import OrderingStage, SequencingStage  # noqa: E402
-from ingest.pipeline import Pipeline  # noqa: E402
+import trajwatch.service.worker as worker  # noqa: E402
+from ingest.pipeline.engine import Pipeline  # noqa: E402
+from ingest.sources.kafka import OrderingStage, SequencingStage  # noqa: E402
 
 STAGE_THREADS = {"OrderingStage": "ingest", "SequencingStage": "detect"}
 """The worker's stage threads (named after their stage's class) and what we call them."""
@@ -153,6 +153,6 @@ def install(path: str) -> None:
 
 if __name__ == "__main__":
     install(sys.argv[1])
-    from trajwatch.cli import main
+    from trajwatch.cli.main import main
 
     raise SystemExit(main(sys.argv[2:]))

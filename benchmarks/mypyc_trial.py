@@ -14,7 +14,7 @@ sources in ``--out`` (``build_ext --inplace``); this checkout is not touched.
 Then time it against a pure-Python checkout and check its tables::
 
     python benchmarks/bench_speedup.py --baseline-tree BASE   # run from --out
-    python benchmarks/table_hashes.py --tree OUT --compare base.json ...
+    python trajwatch/bench/hashes.py --tree OUT --compare base.json ...
 
 Run: ``.venv/bin/python benchmarks/mypyc_trial.py --out /tmp/mypyc-tree`` (mypy, which
 ships mypyc, and a C compiler; ~2-3 min on 2 cores).
@@ -35,35 +35,35 @@ PACKAGES = ("features", "detectors", "ingest")
 SKIP = {
     # mypyc 2.4 fails on them (internal AssertionError: a closure in a method of a
     # non-native class)
-    "detectors/egress_gaming.py": "mypyc internal error",
-    "features/clusters.py": "mypyc internal error",
-    "features/policy.py": "mypyc internal error",
-    "features/subgoals.py": "mypyc internal error",
-    "ingest/pipeline.py": "mypyc internal error",
-    "ingest/json_stream.py": "surrogate code points in string literals",
-    "ingest/otlp_json.py": "surrogate code points in string literals",
-    "ingest/otlp_http.py": "async generators are not implemented",
+    "detectors/egress_gaming/detector.py": "mypyc internal error",
+    "features/session/clusters.py": "mypyc internal error",
+    "features/policy/check.py": "mypyc internal error",
+    "features/session/subgoals.py": "mypyc internal error",
+    "ingest/pipeline/engine.py": "mypyc internal error",
+    "ingest/sources/json_stream.py": "surrogate code points in string literals",
+    "ingest/formats/otlp_json.py": "surrogate code points in string literals",
+    "ingest/sources/otlp_http.py": "async generators are not implemented",
     "detectors/testing.py": "text signature: non-default argument follows default",
     "detectors/duplicate_side_effect.py": "reads a dataclass's __slots__",
     # compiled, they break at run time
-    "ingest/claude_code.py": "segfaults at import",
-    "ingest/runtime_logs.py": "segfaults at import",
+    "ingest/formats/claude_code.py": "segfaults at import",
+    "ingest/formats/runtime_logs.py": "segfaults at import",
     # their classes are subclassed by uncompiled code, and a compiled method checks
     # type(self) is its class exactly: Settings(PipelineOptions) raised TypeError
     "detectors/base.py": "subclassed by uncompiled detectors",
-    "ingest/options.py": "subclassed by trajwatch.settings.Settings",
-    "ingest/sinks.py": "subclassed by trajwatch.serve.AlertPrinter",
+    "ingest/pipeline/options.py": "subclassed by trajwatch.settings.Settings",
+    "ingest/pipeline/sinks.py": "subclassed by trajwatch.service.serve.AlertPrinter",
     # Detector.clone/get_params read inspect.signature(__init__): none for compiled code
     "detectors/budget_overrun.py": "inspect.signature(__init__)",
     "detectors/calibration.py": "inspect.signature(__init__)",
-    "detectors/compliance_decay.py": "inspect.signature(__init__)",
-    "detectors/intent_drift.py": "inspect.signature(__init__)",
-    "detectors/policy_violation.py": "inspect.signature(__init__)",
+    "detectors/compliance/decay.py": "inspect.signature(__init__)",
+    "detectors/intent_drift/detector.py": "inspect.signature(__init__)",
+    "detectors/compliance/violation.py": "inspect.signature(__init__)",
     "detectors/premature_completion.py": "inspect.signature(__init__)",
-    "detectors/runaway_loop.py": "inspect.signature(__init__)",
+    "detectors/runaway_loop/detector.py": "inspect.signature(__init__)",
     # lazy attributes hold a sentinel object() under a StepTerms/... annotation: a
     # compiled read checks the type and raises TypeError
-    "features/step_features.py": "sentinel in typed attributes",
+    "features/calls/step_features.py": "sentinel in typed attributes",
 }
 """Modules left as Python, with why (``models/`` stays Python too: ``AnalysedStep``
 subclasses ``Step`` and a compiled ``Step`` rejects it the same exact-type way)."""

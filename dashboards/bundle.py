@@ -2,7 +2,7 @@
 folder that ``trajwatch replay`` reads back (unzip, then ``trajwatch replay FOLDER``).
 
 - ``session.jsonl``: the session's stored steps, one per line, each whole and with its
-  stored id (:mod:`ingest.step_lines`, the ``step`` entry of the format table) — the store
+  stored id (:mod:`ingest.formats.step_lines`, the ``step`` entry of the format table) — the store
   keeps steps, not the spans and events they were made of, so this is what replays;
   replayed with the same detector config, it raises the stored alerts, with the same ids;
 - ``trace.json``: an OTLP/JSON document holding no spans (the spans behind each step are
@@ -23,8 +23,8 @@ import re
 import zipfile
 from collections.abc import Sequence
 
-from ingest.files import TOOL_CALLS_COLUMNS
-from ingest.step_lines import step_line
+from ingest.formats.step_lines import step_line
+from ingest.sources.files import TOOL_CALLS_COLUMNS
 from models.records import Alert, Step
 
 TOOL_CALLS_HEADER = (*TOOL_CALLS_COLUMNS, "error", "output_bytes")

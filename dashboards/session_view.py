@@ -6,10 +6,10 @@
   (the detector contract, :mod:`detectors.base`) as the pipeline computed them when it
   judged the steps: stored with its analysis checkpoints (:mod:`detectors.score_series`),
   and for a live session's steps past its last checkpoint, rolled forward from that
-  checkpoint now (:func:`ingest.session_state.roll_forward`, the pipeline's own restore);
+  checkpoint now (:func:`ingest.pipeline.session_state.roll_forward`, the pipeline's own restore);
 - :func:`replay_detectors`: the stored steps fed, in order, through fresh clones of the
   configured detectors — the same objects and the same per-step view
-  (:func:`features.text.analysed_step`) the pipeline uses, no second implementation —
+  (:func:`features.text.clip.analysed_step`) the pipeline uses, no second implementation —
   recording the same scores and the alerts raised, which the page compares with the
   stored ones (same ids: today's config raises what the store holds). The page draws a
   replay's scores only for a session without stored scores (stored before they were);
@@ -17,7 +17,7 @@
   value changes (drawn as steps, so nothing is lost), and :func:`alert_marks`, where on
   them each stored alert was raised;
 - :func:`subgoals`: the sub-goal graph and action clusters, rebuilt by the pipeline's own
-  :class:`features.trajectory.TrajectoryFeatures` over the session's tool calls.
+  :class:`features.session.trajectory.TrajectoryFeatures` over the session's tool calls.
 
 Both ways give the same rows for the same config (a test checks it on the fixture
 incidents); the stored ones cost a read instead of ~0.1 ms a step.
@@ -33,14 +33,14 @@ import networkx as nx
 import numpy as np
 import polars as pl
 
-from detectors.egress_hosts import DEFAULT_ALLOWED_HOSTS, DEFAULT_SINK_HOSTS
+from detectors.egress_gaming.hosts import DEFAULT_ALLOWED_HOSTS, DEFAULT_SINK_HOSTS
 from detectors.registry import DetectorSet
 from detectors.score_series import ScoreChunk, ScoreRecorder, decode_chunk
-from features.hosts import host_in
-from features.step_features import analysed_view
-from features.text import analysed_step
-from features.trajectory import TrajectoryFeatures
-from ingest.session_state import load_state, roll_forward
+from features.calls.step_features import analysed_view
+from features.session.trajectory import TrajectoryFeatures
+from features.text.clip import analysed_step
+from features.text.hosts import host_in
+from ingest.pipeline.session_state import load_state, roll_forward
 from models.records import Alert, Step, StepKind
 
 PREVIEW_CHARS = 160
@@ -200,7 +200,7 @@ LINE_SCHEMA = pl.Schema(
 
 def replay_detectors(steps: Sequence[Step], detectors: DetectorSet) -> DetectorReplay:
     """Feed ``steps`` (one session, seq order) through fresh clones of ``detectors``, as the
-    pipeline feeds them (:func:`features.step_features.analysed_view`, a failing detector
+    pipeline feeds them (:func:`features.calls.step_features.analysed_view`, a failing detector
     skipped), recording each one's score and thresholds where they change."""
     session = detectors.for_session()
     raised: list[Alert] = []

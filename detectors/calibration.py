@@ -1,5 +1,5 @@
 """Calibrated alert scores: a detector's raw score as a probability that the finding is
-real, fitted on labelled runs (``trajwatch/tuning.py``: isotonic or Platt, scikit-learn)
+real, fitted on labelled runs (``trajwatch/analysis/tuning.py``: isotonic or Platt, scikit-learn)
 and read from the config's ``[calibration]`` table, so a score (and, with severity bands,
 a severity) means the same whatever detector raised it.
 
@@ -14,7 +14,7 @@ agree. Its ``score`` and ``thresholds`` are the wrapped detector's, calibrated (
 where given), so the explorer draws what the alerts say. Everything else — state, clones,
 the detector's own parameters — is the wrapped detector's.
 
->>> from detectors.runaway_loop import RunawayLoop
+>>> from detectors.runaway_loop.detector import RunawayLoop
 >>> from detectors.testing import Session
 >>> half = Calibration(scores=(0.0, 1.0), probabilities=(0.0, 0.5))
 >>> detector = calibrated(RunawayLoop(), half, Bands(warn=0.2, critical=0.9))

@@ -79,7 +79,7 @@ from dataclasses import dataclass, replace
 
 from detectors.base import MAX_EVIDENCE, Detector, StepRef, make_alert
 from detectors.registry import register
-from features.step_features import features_of
+from features.calls.step_features import features_of
 from models.records import Action, Alert, Severity, Step, StepKind
 
 __all__ = ["DuplicateSideEffect"]

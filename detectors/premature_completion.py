@@ -3,7 +3,7 @@
 At an END that claims completion it fires when
 
 - the last check failed: a test/lint/type-check/build run (recognised generically by
-  command words, :func:`features.tool_view.is_check_command`, or a tool named like
+  command words, :func:`features.calls.tool_view.is_check_command`, or a tool named like
   ``run_tests``/``lint``/``build``) whose result was an error, with no passing check
   after it; or
 - nothing verified the last edit: a source file was edited after the last check (or
@@ -18,7 +18,7 @@ backed. The ``score`` is 0 while the work is verified, ``EXPOSED`` (0.5) while a
 would be unbacked, and 1.0 at an END that claims completion over it (``thresholds``:
 ``warn`` at 1.0).
 
-What claims completion (:mod:`features.completion`): the runtime's record
+What claims completion (:mod:`features.session.completion`): the runtime's record
 (``detail["claimed_done"]`` true; false is no claim), a final-answer tool called in the
 turn (``final_answer``, ``attempt_completion``, ``submit``, ``finish``), or the agent's
 last message before the end saying the work is done. A span's OK status is no claim: it
@@ -54,9 +54,9 @@ from functools import lru_cache
 
 from detectors.base import Detector, make_alert
 from detectors.registry import register
-from features.completion import claims_done, final_answer_tool
-from features.step_features import features_of
-from features.tool_view import ToolView, is_scratch
+from features.calls.step_features import features_of
+from features.calls.tool_view import ToolView, is_scratch
+from features.session.completion import claims_done, final_answer_tool
 from models.records import Action, Alert, Severity, Step, StepKind
 
 # enum members bound once: a module global is cheaper than a class attribute lookup

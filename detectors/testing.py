@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from features.actions import tool_call_fields
+from features.calls.actions import tool_call_fields
 from models.records import Step, StepKind
 
 SECOND = 1_000_000_000
@@ -178,7 +178,7 @@ class Session:
         parent: Step | None = None,
         status: int = 200,
     ) -> Step:
-        from features.hosts import host_of
+        from features.text.hosts import host_of
 
         return self._step(
             StepKind.EGRESS,

@@ -1,6 +1,21 @@
-"""The root of trajwatch's exceptions, in the lowest layer so that every package (the
-store, the detector registry) can raise them. The whole tree, with the classes the other
-layers add, is drawn in :mod:`ingest.errors`."""
+"""trajwatch's exceptions, the whole tree. One root, so callers can catch everything of ours::
+
+    TrajwatchError
+    ├── UserError      the user gave something wrong: one line "what; what to do", exit 2
+    │   ├── ConfigError     a setting, flag or config file (TOML, detector parameters)
+    │   ├── InputError      a source path or labels file cannot be read at all (one bad
+    │   │                   record is not: it becomes a dead letter)
+    │   └── StoreOpenError  the store URL cannot be opened (raised by Store.open, which
+    │                       translates SQLAlchemy and driver errors)
+    └── DecodeError    one record cannot be decoded; the pipeline dead-letters it and goes on
+
+Bad *records* never raise out of the pipeline: they become dead letters with the
+reason. Only infrastructure failures (database, broker) stop the loop; they are not
+``UserError``: the command line still prints one line, and exits 1.
+
+The tree lives in the lowest layer so that every package (the store, the detector
+registry, the decoders, the command line) raises the same family.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +30,14 @@ class UserError(TrajwatchError):
     it without a traceback and exits 2."""
 
 
+class ConfigError(UserError):
+    """A setting, config file or command-line value is wrong."""
+
+
+class InputError(UserError):
+    """A source cannot be read at all (missing path, unknown format, bad labels file)."""
+
+
 class StoreOpenError(UserError):
     """The store URL cannot be opened: malformed, unknown database or driver, server
     unreachable, login refused, SQLite folder missing. ``url`` is the URL as shown to the
@@ -23,3 +46,12 @@ class StoreOpenError(UserError):
     def __init__(self, message: str, *, url: str) -> None:
         super().__init__(message)
         self.url = url
+
+
+class DecodeError(TrajwatchError):
+    """One record cannot be decoded. ``reason`` is what a person reads in the dead-letter table."""
+
+    def __init__(self, reason: str, *, location: str = "") -> None:
+        super().__init__(f"{location}: {reason}" if location else reason)
+        self.reason = reason
+        self.location = location

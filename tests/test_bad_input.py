@@ -9,13 +9,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from ingest.claude_code import transcript_drafts
-from ingest.codex import rollout_drafts
-from ingest.errors import DecodeError
-from ingest.otlp_json import decode_otlp_json, to_otlp_json
-from ingest.otlp_proto import decode_otlp_proto
-from ingest.session_events import decode_event
-from ingest.trail import decode_trail
+from ingest.formats.claude_code import transcript_drafts
+from ingest.formats.codex import rollout_drafts
+from ingest.formats.otlp_json import decode_otlp_json, to_otlp_json
+from ingest.formats.otlp_proto import decode_otlp_proto
+from ingest.formats.session_events import decode_event
+from ingest.formats.trail import decode_trail
+from models.errors import DecodeError
 
 T0 = 1_767_000_000_000_000_000
 
@@ -223,7 +223,7 @@ event_like = st.fixed_dictionaries(
 @settings(max_examples=400, deadline=None)
 @given(event_like)
 def test_fast_and_reference_validators_agree(event: dict[str, object]) -> None:
-    from ingest.session_events import _fast_validator, _validator
+    from ingest.formats.session_events import _fast_validator, _validator
 
     try:
         _fast_validator()(event)

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from trajwatch.bench import format_report
+from trajwatch.bench.run import format_report
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -24,7 +24,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     cwd = tmp_path_factory.mktemp("bench")  # no trajwatch.toml there: the defaults
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(cwd)}
     done = subprocess.run(
-        [sys.executable, "-m", "trajwatch.cli", "bench", "--quick", "--json"],
+        [sys.executable, "-m", "trajwatch.cli.main", "bench", "--quick", "--json"],
         cwd=cwd,
         env=env,
         capture_output=True,

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-import ingest.pipeline
-from trajwatch.bench_attribution import LOOP, StageSampler, _installed, _targets
+import ingest.pipeline.engine
+from trajwatch.bench.attribution import LOOP, StageSampler, _installed, _targets
 
 
 def _spin(seconds: float) -> None:
@@ -64,24 +64,25 @@ def test_the_marks_come_off() -> None:
     from trajwatch.config import detector_set, load_config
 
     detectors = detector_set(load_config(None))
-    before = ingest.pipeline.redact_step, ingest.pipeline.Pipeline.__dict__["_place"]
+    before = ingest.pipeline.engine.redact_step, ingest.pipeline.engine.Pipeline.__dict__["_place"]
     kinds = [type(p) for p in detectors.prototypes]
     own = [("update" in vars(k)) for k in kinds]
     with _installed(StageSampler(), _targets(detectors)):
-        assert ingest.pipeline.redact_step is not before[0]
-    assert (ingest.pipeline.redact_step, ingest.pipeline.Pipeline.__dict__["_place"]) == before
+        assert ingest.pipeline.engine.redact_step is not before[0]
+    engine = ingest.pipeline.engine
+    assert (engine.redact_step, engine.Pipeline.__dict__["_place"]) == before
     assert [("update" in vars(k)) for k in kinds] == own
 
 
 def test_the_command_attributes_a_replay_of_recordings(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """``python -m trajwatch.bench_attribution FOLDER`` on two of the bench's runs: every
+    """``python -m trajwatch.bench.attribution FOLDER`` on two of the bench's runs: every
     stage named, and the stages add up to the whole (what ``trajwatch bench``'s full run
     reports)."""
-    from trajwatch.bench import BATCH
-    from trajwatch.bench_attribution import main
-    from trajwatch.bench_spans import agent_traces, encode_batches, length_delimited
+    from trajwatch.bench.attribution import main
+    from trajwatch.bench.run import BATCH
+    from trajwatch.bench.spans import agent_traces, encode_batches, length_delimited
 
     for i, run in enumerate(agent_traces(2, prefix="bench")):
         (tmp_path / f"run-{i}.otlp.binpb").write_bytes(length_delimited(encode_batches(run, BATCH)))
@@ -100,7 +101,7 @@ def test_the_command_attributes_a_replay_of_recordings(
 
 
 def test_the_report_prints_the_attributed_table() -> None:
-    from trajwatch.bench import _attributed_rows
+    from trajwatch.bench.run import _attributed_rows
 
     rows = _attributed_rows(
         {

@@ -2,7 +2,7 @@
 
 Per shape, the pipeline (decode → steps → every detector → store commit) runs on a
 32 KiB and on a 1 MiB field; 1 MiB must cost at most ~40× what 32 KiB costs (32× the
-input: linear, with the analyses bounded by ``features.text.MAX_ANALYSED_CHARS``) and
+input: linear, with the analyses bounded by ``features.text.clip.MAX_ANALYSED_CHARS``) and
 under a second of CPU time. A quadratic regex, such as the one that made a 40 KB hex string cost
 11 s, fails the ratio long before the wall clock. Absolute figures per shape:
 ``benchmarks/bench_big_fields.py``.
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from features.text import MAX_ANALYSED_CHARS
+from features.text.clip import MAX_ANALYSED_CHARS
 from tests.big_fields import SECRET, SHAPES, run_once
 
 SMALL = 32 * 1024
@@ -53,8 +53,8 @@ def test_a_quoted_blob_on_a_command_line_is_split_in_bounded_time() -> None:
     reads the first ``MAX_SHELL_CHARS`` only, whatever the length."""
     import time
 
-    from features.egress import egress_targets
-    from features.shell_words import tokenize
+    from features.egress.targets import egress_targets
+    from features.text.shell_words import tokenize
 
     for n in (16_384, 1024 * 1024):
         command = "curl -d '" + "x" * n + "' https://api.example.com/v1/upload"

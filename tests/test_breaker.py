@@ -21,7 +21,7 @@ from standardwebhooks import Webhook
 
 from tests.webhook_receiver import SECRET, free_port
 from trajwatch.actions import signing
-from trajwatch.breaker import Breakers, Effect, create_app
+from trajwatch.breaker.server import Breakers, Effect, create_app
 
 ROOT = Path(__file__).resolve().parents[1]
 # The published vector (standard-webhooks spec, "Verifying webhooks": test vector).
@@ -133,8 +133,9 @@ def test_kill_opens_the_breaker_hook_denies_then_allows_after_close(breaker: Run
     assert "ledger-mirror.net" in denied["permissionDecisionReason"]
     assert "permissionDecision" not in hook(breaker.base, "other")  # per session
     assert breaker.breakers.state("agent", "codewright")[0] == "open"
+    command = ("breaker", "close", "s1", "--url", breaker.base)
     closed = subprocess.run(
-        [sys.executable, "-m", "trajwatch.cli", "breaker", "close", "s1", "--url", breaker.base],
+        [sys.executable, "-m", "trajwatch.cli.main", *command],
         capture_output=True,
         text=True,
         timeout=30,
@@ -150,7 +151,7 @@ def test_kill_opens_the_breaker_hook_denies_then_allows_after_close(breaker: Run
 
 def close_cli(base: str, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "trajwatch.cli", "breaker", "close", *args, "--url", base],
+        [sys.executable, "-m", "trajwatch.cli.main", "breaker", "close", *args, "--url", base],
         capture_output=True,
         text=True,
         timeout=30,

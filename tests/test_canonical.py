@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from features.canonical import canonical_action, canonical_json
+from features.calls.canonical import canonical_action, canonical_json
 
 
 @pytest.mark.parametrize(

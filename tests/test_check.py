@@ -19,16 +19,15 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from opentelemetry.sdk.trace.export import SpanExportResult
 
 from detectors.testing import Session
-from features.redact import redact
-from ingest.draft import Draft
-from ingest.otlp_proto import Decoded
-from ingest.pipeline import Pipeline
+from features.redact.engine import redact
+from ingest.decoded import Decoded, Draft
+from ingest.pipeline.engine import Pipeline
 from models.store import Store
 from tests.test_breaker import Running as BreakerRunning
 from tests.test_serve import interleaved, replayed_alert_ids, runs, settled, wait_until
 from tests.webhook_receiver import SECRET, Receiver, free_port
 from trajwatch.config import actions_config, detector_set, load_config
-from trajwatch.serve import Service
+from trajwatch.service.serve import Service
 from trajwatch.settings import Settings
 
 __all__ = ["runs"]  # the fixture, imported from test_serve

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from ingest.claude_code import is_claude_code_line, transcript_drafts
+from ingest.formats.claude_code import is_claude_code_line, transcript_drafts
 from models.store import Store
-from trajwatch.cli import main
+from trajwatch.cli.main import main
 
 SESSION = "4d5611e5-241a-462a-8d15-5122611a9569"
 CWD = "/home/dev/projects/dates"

@@ -1,7 +1,8 @@
 """The command line as a new user meets it: each mistake is one line and exit code 2,
 ``--debug`` adds the traceback, and what could not be read is shown with its reason.
 
-Most cases run in-process through ``trajwatch.cli.main``; a few run ``python -m trajwatch.cli``
+Most cases run in-process through ``trajwatch.cli.main.main``; a few run
+``python -m trajwatch.cli.main``
 as a real subprocess, so what is asserted is what a terminal shows."""
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from ingest.errors import ConfigError, InputError, StoreOpenError, TrajwatchError, UserError
-from trajwatch.cli import main
+from models.errors import ConfigError, InputError, StoreOpenError, TrajwatchError, UserError
+from trajwatch.cli.main import main
 from trajwatch.config import load_config
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -392,7 +393,7 @@ def cli(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("TRAJWATCH_DB_URL", None)
     return subprocess.run(
-        [sys.executable, "-m", "trajwatch.cli", *argv],
+        [sys.executable, "-m", "trajwatch.cli.main", *argv],
         capture_output=True,
         text=True,
         cwd=cwd,

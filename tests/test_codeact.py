@@ -1,5 +1,5 @@
-"""Code actions: CodeAct agents' code read into tool calls (features/codeact.py) and
-smolagents' step spans mapped to them, counted once (ingest/codeact.py)."""
+"""Code actions: CodeAct agents' code read into tool calls (features/calls/codeact.py) and
+smolagents' step spans mapped to them, counted once (ingest/semconv/codeact.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.trace import Status, StatusCode
 
-from features.codeact import (
+from features.calls.codeact import (
     MAX_CODE_CHARS,
     Failure,
     code_actions,
@@ -26,14 +26,14 @@ from features.codeact import (
     prompt_tools,
     restates_code,
 )
-from ingest.draft import Draft
-from ingest.pipeline import Pipeline
-from ingest.semconv import spans_to_drafts
-from ingest.trail import decode_trail
+from ingest.decoded import Draft
+from ingest.formats.trail import decode_trail
+from ingest.pipeline.engine import Pipeline
+from ingest.semconv.spans import spans_to_drafts
 from models.records import StepKind
 from models.store import Store
 from tests.test_dialects import Run
-from trajwatch.replay import replay
+from trajwatch.service.replay import replay
 from trajwatch.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from ingest.codex import is_codex_line, rollout_drafts
+from ingest.formats.codex import is_codex_line, rollout_drafts
 from models.store import Store
-from trajwatch.cli import main
+from trajwatch.cli.main import main
 
 SESSION = "0199a5b2-7c1e-7f30-9a4d-2b6f1c8e9d01"
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
@@ -447,7 +447,7 @@ def test_the_codemie_rollout_is_read_whole(
 @pytest.mark.skipif(not CODEMIE.exists(), reason="needs ../shared/corpus beside the repo")
 def test_the_agents_md_codex_sends_first_is_the_starts_system_instructions() -> None:
     """Both real rollouts open with the project's AGENTS.md as a user input item: it is
-    where the session's rules are written (features.instructions reads it)."""
+    where the session's rules are written (features.policy.instructions reads it)."""
     for path in sorted(CODEMIE.glob("*.jsonl.xz")):
         lines = raw_lines(path)
         drafts, rejects = rollout_drafts(located(lines))

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from detectors.compliance_decay import ComplianceDecay
-from detectors.policy_violation import PolicyViolation
+from detectors.compliance.decay import ComplianceDecay
+from detectors.compliance.violation import PolicyViolation
 from detectors.testing import Session
 from models.records import Action, Alert, Severity, Step
 

@@ -1,11 +1,11 @@
-"""The compliance ledger (features/compliance_ledger.py): its Fisher exact test."""
+"""The compliance ledger (features/policy/ledger.py): its Fisher exact test."""
 
 from __future__ import annotations
 
 import pytest
 from scipy.stats import fisher_exact
 
-from features.compliance_ledger import _fisher_greater
+from features.policy.ledger import _fisher_greater
 
 
 @pytest.mark.parametrize(

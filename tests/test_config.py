@@ -10,7 +10,7 @@ import pytest
 
 from detectors.base import Detector
 from detectors.registry import REGISTRY, register
-from ingest.errors import ConfigError
+from models.errors import ConfigError
 from models.records import Alert, Step
 from trajwatch.config import detector_set, load_config, load_policies
 

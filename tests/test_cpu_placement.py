@@ -1,4 +1,4 @@
-"""Where ``serve``'s and a worker's threads run (:mod:`trajwatch.cpu_placement`).
+"""Where ``serve``'s and a worker's threads run (:mod:`trajwatch.service.cpu_placement`).
 
 Pinning changes the process it runs in, so every case that pins runs in a child process:
 a small script for :func:`place` itself, and ``trajwatch serve`` for the whole command.
@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 import requests
 
-from ingest.errors import ConfigError
+from models.errors import ConfigError
 from tests.test_serve import wait_until
 from tests.webhook_receiver import free_port
-from trajwatch.cpu_placement import place
+from trajwatch.service.cpu_placement import place
 from trajwatch.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,7 +30,7 @@ needs_two_cpus = pytest.mark.skipif(
 
 PLACE_IN_A_CHILD = """
 import json, os, sys, threading
-from trajwatch.cpu_placement import place
+from trajwatch.service.cpu_placement import place
 
 before = threading.Event()
 earlier = threading.Thread(target=before.wait, daemon=True)  # started before: pinned too
@@ -115,7 +115,7 @@ def test_trajwatch_serve_places_all_its_threads(tmp_path: Path, choice: str) -> 
     }
     db = f"sqlite:///{tmp_path}/tw.db"
     child = subprocess.Popen(
-        [sys.executable, "-m", "trajwatch.cli", "serve", "--db", db, "--port", str(port)],
+        [sys.executable, "-m", "trajwatch.cli.main", "serve", "--db", db, "--port", str(port)],
         env=env,
         cwd=tmp_path,
         stderr=subprocess.PIPE,

@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from detectors.compliance_decay import ComplianceDecay
-from detectors.policy_violation import PolicyViolation
+from detectors.compliance.decay import ComplianceDecay
+from detectors.compliance.violation import PolicyViolation
 from detectors.registry import DetectorSet
 from detectors.testing import Session
-from ingest.otlp_logs import decode_otlp_logs_proto
-from ingest.pipeline import Pipeline
+from ingest.formats.otlp_logs import decode_otlp_logs_proto
+from ingest.pipeline.engine import Pipeline
 from models.records import Action, Severity, Step, StepKind
 from models.store import Store
 from tests.test_otlp_logs import CLAUDE_SCOPE, claude, sdk_batch

@@ -18,7 +18,7 @@ import pytest
 from detectors.base import Detector
 from detectors.registry import REGISTRY, DetectorSet, load_builtin
 from detectors.testing import Session
-from features.text import analysed_step
+from features.text.clip import analysed_step
 from models.records import Alert, Step
 from models.store import Store
 from trajwatch.config import detector_set, load_config
@@ -283,7 +283,7 @@ CORPUS_RUNS = {
 def replayed(paths: list[Path], tmp: Path) -> tuple[DetectorSet, dict[str, list[Step]], list]:
     """The runs replayed through the pipeline with the repository's config: the detector
     set, each session's stored steps, the stored alerts."""
-    from trajwatch.replay import replay
+    from trajwatch.service.replay import replay
     from trajwatch.settings import Settings
 
     detectors = detector_set(load_config(ROOT / "trajwatch.toml"))
@@ -330,7 +330,7 @@ def test_real_agents_runs_raise_every_alert_where_the_score_reaches_its_line(
 
 def hostile_session(scale: int, seed: int = 0) -> list[Step]:
     """What the fuzzer sends, as the pipeline hands it to a detector (each field cut to
-    ``features.text.MAX_ANALYSED_CHARS``): long words (a hex dump, one letter repeated,
+    ``features.text.clip.MAX_ANALYSED_CHARS``): long words (a hex dump, one letter repeated,
     random letters) ``scale`` times 250 or 1,000 characters long, in the goal, the user's
     later messages, arguments, results and model text, each different."""
     rng = random.Random(seed)

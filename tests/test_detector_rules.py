@@ -1,5 +1,5 @@
 """Unit tests of the pure rule modules intent_drift and egress_gaming are made of:
-detectors.drift_scope, detectors.drift_reasons and detectors.egress_rules."""
+detectors.intent_drift.scope, detectors.intent_drift.reasons and detectors.egress_gaming.rules."""
 
 from __future__ import annotations
 
@@ -8,8 +8,28 @@ from typing import Any
 import pytest
 
 from detectors.base import remember
-from detectors.drift_reasons import drift_reason, unfounded_figures
-from detectors.drift_scope import (
+from detectors.egress_gaming.git import (
+    fetch_is_upstream,
+    mined_commits,
+    prints_patch,
+    reads_fetched,
+)
+from detectors.egress_gaming.hosts import (
+    DEFAULT_ANSWER_KEY_PREFIXES,
+    DEFAULT_BENCHMARK_NAMES,
+    DEFAULT_SINK_HOSTS,
+)
+from detectors.egress_gaming.rules import (
+    bug_words,
+    carried,
+    classify,
+    contains,
+    in_trusted,
+    is_task_repo,
+    local,
+)
+from detectors.intent_drift.reasons import drift_reason, unfounded_figures
+from detectors.intent_drift.scope import (
     file_reached,
     from_result,
     inherited,
@@ -18,21 +38,6 @@ from detectors.drift_scope import (
     on_topic,
     relative,
     repo_known,
-)
-from detectors.egress_git import fetch_is_upstream, mined_commits, prints_patch, reads_fetched
-from detectors.egress_hosts import (
-    DEFAULT_ANSWER_KEY_PREFIXES,
-    DEFAULT_BENCHMARK_NAMES,
-    DEFAULT_SINK_HOSTS,
-)
-from detectors.egress_rules import (
-    bug_words,
-    carried,
-    classify,
-    contains,
-    in_trusted,
-    is_task_repo,
-    local,
 )
 from models.records import Severity
 

@@ -1,6 +1,7 @@
 """Unit tests of the rule modules split out of intent_drift and egress_gaming in their
-second pass: detectors.drift_weigh and drift_places, the anchors of detectors.drift_scope,
-drift_reasons.stretch_severity, detectors.egress_sends and egress_git.clone_kind; and
+second pass: detectors.intent_drift.weigh and drift_places, the anchors of
+detectors.intent_drift.scope,
+drift_reasons.stretch_severity, detectors.egress_gaming.sends and egress_git.clone_kind; and
 the one tokenize pass of a step's terms."""
 
 from __future__ import annotations
@@ -10,18 +11,8 @@ from typing import Any
 
 import pytest
 
-from detectors.drift_places import edit_about_task, hosts_weight, paths_weight
-from detectors.drift_reasons import stretch_severity
-from detectors.drift_scope import goal_words, start_anchor
-from detectors.drift_weigh import (
-    authored_words,
-    clone_weight,
-    followed_weight,
-    query_hits,
-    query_weight,
-)
-from detectors.egress_git import clone_kind, issue_of, transfer_repo
-from detectors.egress_sends import (
+from detectors.egress_gaming.git import clone_kind, issue_of, transfer_repo
+from detectors.egress_gaming.sends import (
     call_targets,
     carries_data,
     first_seen,
@@ -32,8 +23,18 @@ from detectors.egress_sends import (
     tainted_hit,
     tainted_reason,
 )
+from detectors.intent_drift.places import edit_about_task, hosts_weight, paths_weight
+from detectors.intent_drift.reasons import stretch_severity
+from detectors.intent_drift.scope import goal_words, start_anchor
+from detectors.intent_drift.weigh import (
+    authored_words,
+    clone_weight,
+    followed_weight,
+    query_hits,
+    query_weight,
+)
 from detectors.testing import Session
-from features.text_vectors import CONTENT_DROP, step_terms, tokenize
+from features.calls.vectors import CONTENT_DROP, step_terms, tokenize
 from models.records import Severity
 
 # -- drift weights -----------------------------------------------------------------------

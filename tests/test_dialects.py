@@ -2,7 +2,7 @@
 (through Logfire) become the same steps as GenAI-convention spans.
 
 Each run is made with the real OpenTelemetry SDK, with the attributes as each library
-writes them (names from the libraries' sources, listed in ``ingest/dialects.py``), then
+writes them (names from the libraries' sources, listed in ``ingest/semconv/dialects.py``), then
 encoded by the OTLP exporter's encoder and decoded by ours, as the service receives it.
 """
 
@@ -27,16 +27,15 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 
-from ingest.dialects import to_genai
-from ingest.draft import Draft
-from ingest.otlp_json import to_otlp_json
-from ingest.otlp_proto import decode_otlp_proto
-from ingest.semconv import spans_to_drafts
-from ingest.spans import SpanRecord
+from ingest.decoded import Draft, SpanRecord
+from ingest.formats.otlp_json import to_otlp_json
+from ingest.formats.otlp_proto import decode_otlp_proto
+from ingest.semconv.dialects import to_genai
+from ingest.semconv.spans import spans_to_drafts
 from models.store import Store
-from trajwatch.cli import main
+from trajwatch.cli.main import main
 from trajwatch.config import detector_set, load_config
-from trajwatch.replay import replay
+from trajwatch.service.replay import replay
 from trajwatch.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -521,7 +520,7 @@ def test_the_same_runs_spelled_by_openllmetry_or_the_ai_sdk_give_the_same_steps_
 ) -> None:
     # The generator traces each run with the GenAI conventions and can respell its spans
     # as OpenLLMetry (LangGraph/LangChain) or the Vercel AI SDK would have traced it:
-    # read through ingest.dialects, the steps and the alerts must not change.
+    # read through ingest.semconv.dialects, the steps and the alerts must not change.
     steps, alerts = _spans_only_replay(tmp_path, "genai")
     assert len(steps) == 31 and alerts  # one run a scenario; loops, drift, gaming fire
     for dialect in ("openllmetry", "vercel_ai"):

@@ -1,5 +1,5 @@
 """Unit tests of intent_drift's state pieces, each with the functions that keep it:
-detectors.drift_task (the scope), drift_calls (recent calls and results), drift_stretch
+detectors.intent_drift.task (the scope), drift_calls (recent calls and results), drift_stretch
 (the current stretch) and drift_answer (the answer's provenance). Each function is fed
 the state piece and one step's features, and its effect on that piece is checked."""
 
@@ -7,16 +7,19 @@ from __future__ import annotations
 
 import pickle
 
-from detectors import drift_answer, drift_calls, drift_stretch, drift_task
 from detectors.base import Checkpoints
-from detectors.drift_answer import AnswerState
-from detectors.drift_calls import RECENT_RESULTS, CallLog
-from detectors.drift_stretch import MAX_EPISODE, StretchState
-from detectors.drift_task import MAX_GOAL_STEMS, MAX_WORDS, TaskState
+from detectors.intent_drift import answer as drift_answer
+from detectors.intent_drift import calls as drift_calls
+from detectors.intent_drift import stretch as drift_stretch
+from detectors.intent_drift import task as drift_task
+from detectors.intent_drift.answer import AnswerState
+from detectors.intent_drift.calls import RECENT_RESULTS, CallLog
+from detectors.intent_drift.stretch import MAX_EPISODE, StretchState
+from detectors.intent_drift.task import MAX_GOAL_STEMS, MAX_WORDS, TaskState
 from detectors.state_copy import deepcopy
 from detectors.testing import Session
-from features.step_features import features_of
-from features.text_vectors import step_terms
+from features.calls.step_features import features_of
+from features.calls.vectors import step_terms
 from models.records import Action, Severity
 
 # -- the task's scope --------------------------------------------------------------------

@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from features.egress import egress_targets
-from features.egress_target import EgressTarget
-from features.hosts import host_of
+from features.egress.target import EgressTarget
+from features.egress.targets import egress_targets
+from features.text.hosts import host_of
 
 
 def found(tool: str | None, arguments: object) -> list[tuple[str, str | None, str | None, str]]:
@@ -299,7 +299,7 @@ def test_host_of_never_raises(text: str, bare: bool) -> None:
 def test_fast_tokenizer_agrees_with_shlex_on_quote_free_commands(command: str) -> None:
     import shlex
 
-    from features.shell_words import tokenize
+    from features.text.shell_words import tokenize
 
     lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|()<>\n")
     lexer.whitespace = " \t\r"

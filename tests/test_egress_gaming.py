@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from detectors.egress_gaming import EgressGaming
+from detectors.egress_gaming.detector import EgressGaming
 from detectors.testing import Session
 from models.records import Action, Alert, Severity, Step
 

@@ -3,17 +3,17 @@ and nowhere in the trusted context (goal, instructions, user messages, allow-lis
 flagged whatever the injection's wording; the task's repository is learned from the
 trajectory; mining every ref's history for the bug's words is gaming.
 
-The injections here are worded so that no cue phrase of :mod:`features.result_addresses`
+The injections here are worded so that no cue phrase of :mod:`features.egress.result_addresses`
 matches (each test checks that first): what is exercised is provenance, not phrasing."""
 
 from __future__ import annotations
 
 import pytest
 
-from detectors.egress_gaming import EgressGaming
+from detectors.egress_gaming.detector import EgressGaming
 from detectors.testing import Session
-from features.redact import redact
-from features.result_addresses import scan_result
+from features.egress.result_addresses import scan_result
+from features.redact.engine import redact
 from models.records import Action, Alert, Severity, Step
 
 GOAL = "Fix the DST bug in parse_date (src/dates.py) and add a regression test."
@@ -353,7 +353,7 @@ def _random_texts(n: int) -> list[str]:
 
 @pytest.mark.parametrize("text", TRICKY + _random_texts(400))
 def test_fast_address_scanners_match_the_patterns(text: str) -> None:
-    from features import result_addresses as ra
+    from features.egress import result_addresses as ra
 
     low = text.lower()
     assert ra._emails(low) == ra._EMAIL_LOW.findall(low)

@@ -1,5 +1,5 @@
 """Unit tests of egress_gaming's state pieces, each with the functions that keep it:
-detectors.egress_task (the task and the trusted context), egress_addresses (where
+detectors.egress_gaming.task (the task and the trusted context), egress_addresses (where
 addresses came from), egress_history (git remotes and history: its rules return a
 finding) and egress_calls (recent calls, precursors). Each function is fed its state
 piece and one step's facts, and its effect on that piece is checked."""
@@ -9,11 +9,14 @@ from __future__ import annotations
 import dataclasses
 import pickle
 
-from detectors import egress_addresses, egress_calls, egress_history, egress_task
-from detectors.egress_addresses import MAX_SECRETS, AddressLedger
-from detectors.egress_calls import MAX_PRECURSORS, MAX_RECENT, RecentCalls
-from detectors.egress_history import GitState
-from detectors.egress_task import MAX_TRUSTED, TaskContext
+from detectors.egress_gaming import addresses as egress_addresses
+from detectors.egress_gaming import calls as egress_calls
+from detectors.egress_gaming import history as egress_history
+from detectors.egress_gaming import task as egress_task
+from detectors.egress_gaming.addresses import MAX_SECRETS, AddressLedger
+from detectors.egress_gaming.calls import MAX_PRECURSORS, MAX_RECENT, RecentCalls
+from detectors.egress_gaming.history import GitState
+from detectors.egress_gaming.task import MAX_TRUSTED, TaskContext
 from detectors.state_copy import deepcopy
 from detectors.testing import Session
 from models.records import Severity

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from detectors.testing import Session
-from trajwatch.cli import main
-from trajwatch.evaluate import baseline_gemini, baseline_openlit
+from trajwatch.analysis.evaluate import baseline_gemini, baseline_openlit
+from trajwatch.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT.parent / "shared" / "corpus"
@@ -91,10 +91,10 @@ def test_agentdojo_records_replay_with_tool_calls_and_results(
 def test_false_kills_count_healthy_sessions_stopped_by_any_detector(tmp_path: Path) -> None:
     """kill/rollback on a healthy session is a false kill; a warning there is not, nor is
     a kill on a session labelled with a failure."""
-    from detectors.runaway_loop import RunawayLoop
+    from detectors.runaway_loop.detector import RunawayLoop
     from models.records import Action
     from models.store import Store
-    from trajwatch.evaluate import Label, false_kills
+    from trajwatch.analysis.evaluate import Label, false_kills
 
     def loop(session_id: str, repeats: int) -> list:
         s = Session(session_id)

@@ -21,7 +21,7 @@ from models.errors import UserError
 from models.records import Action, Severity
 from models.store import Store
 from tests.explorer_seed import CONFIG, RECORDED, RUNS, Seeded, copy, recording
-from trajwatch.cli import main
+from trajwatch.cli.main import main
 
 APP = str(Path(__file__).resolve().parents[1] / "dashboards" / "app.py")
 
@@ -231,7 +231,7 @@ def test_a_live_sessions_view_refreshes_itself_until_it_ends(
     monkeypatch: pytest.MonkeyPatch, explorer_store: Seeded, tmp_path: Path
 ) -> None:
     from tests.explorer_seed import LIVE_RUN, detectors
-    from trajwatch.replay import replay
+    from trajwatch.service.replay import replay
     from trajwatch.settings import Settings
 
     url = copy(explorer_store, tmp_path)
@@ -316,7 +316,7 @@ def test_debug_bundle_replays_to_the_same_alerts(
 
 def test_score_lines_are_the_detectors_scores_step_by_step(explorer_store: Seeded) -> None:
     from dashboards.session_view import replay_detectors, score_at, score_lines, threshold_lines
-    from features.text import analysed_step
+    from features.text.clip import analysed_step
     from tests.explorer_seed import detectors
 
     detector_set = detectors()
@@ -488,7 +488,7 @@ def test_a_newer_schema_gives_one_clear_message(
 @pytest.mark.postgres
 def test_the_pages_read_postgresql(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     from tests.explorer_seed import detectors
-    from trajwatch.replay import replay
+    from trajwatch.service.replay import replay
     from trajwatch.settings import Settings
 
     url = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
@@ -542,7 +542,7 @@ def test_an_uploaded_bundle_zip_or_files_replay(explorer_store: Seeded, tmp_path
 
     from dashboards.views.replay import _inputs
     from tests.explorer_seed import detectors
-    from trajwatch.replay import replay
+    from trajwatch.service.replay import replay
     from trajwatch.settings import Settings
 
     def upload(name: str, data: bytes) -> UploadedFile:

@@ -33,7 +33,7 @@ def _serve(url: str, port: int, log: Path) -> subprocess.Popen[bytes]:
             [
                 sys.executable,
                 "-m",
-                "trajwatch.cli",
+                "trajwatch.cli.main",
                 "ui",
                 "--db",
                 url,
@@ -136,7 +136,7 @@ def test_a_live_sessions_page_refreshes_itself_in_chromium(
     from playwright.sync_api import sync_playwright
 
     from tests.explorer_seed import LIVE_RUN, detectors
-    from trajwatch.replay import replay
+    from trajwatch.service.replay import replay
     from trajwatch.settings import Settings
 
     url = copy(explorer_store, tmp_path)

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import random
 
-from features.canonical import _VOLATILE_RE, _replace, _volatile_sub
-from features.text_vectors import _PATH_RE, _URL_RE, _path_matches
+from features.calls.canonical import _VOLATILE_RE, _replace, _volatile_sub
+from features.calls.vectors import _PATH_RE, _URL_RE, _path_matches
 
 _ALPHABET = "ab/._-@~:+ (\t\n\u00a0\u2003x9Z0\\[]\"'éTmpe,d"
 _WORDS = [
@@ -62,7 +62,7 @@ def test_volatile_sub_is_the_pattern_s() -> None:
 
 
 def test_sensitive_file_prefilter_never_skips_a_match() -> None:
-    from features.sensitive import _FILE_LITERALS, _FILE_RE
+    from features.egress.sensitive import _FILE_LITERALS, _FILE_RE
 
     pieces = [
         "~/.aws/credentials",

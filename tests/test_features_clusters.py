@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from detectors.testing import Session
-from features.clusters import ActionClusters
-from features.subgoals import SubgoalGraph
-from features.text_vectors import _LINK_BLANKS, cosine, step_terms, text_vector, tokenize
+from features.calls.vectors import _LINK_BLANKS, cosine, step_terms, text_vector, tokenize
+from features.session.clusters import ActionClusters
+from features.session.subgoals import SubgoalGraph
 
 
 def test_tokenize_splits_identifiers() -> None:
@@ -32,7 +32,7 @@ def test_tokenize_splits_identifiers() -> None:
 
 def test_vectors_are_the_same_in_another_process() -> None:
     code = (
-        "from features.text_vectors import text_vector; "
+        "from features.calls.vectors import text_vector; "
         "print(sorted(text_vector('date parser').items()))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

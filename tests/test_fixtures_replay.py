@@ -14,7 +14,7 @@ import pytest
 
 from models.records import StepKind
 from models.store import Store
-from trajwatch.replay import replay
+from trajwatch.service.replay import replay
 from trajwatch.settings import Settings
 
 RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "recorded"

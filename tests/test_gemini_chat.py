@@ -18,12 +18,12 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ingest.errors import DecodeError
-from ingest.formats import classify
-from ingest.gemini_chat import chat_drafts
+from ingest.formats.gemini_chat import chat_drafts
+from ingest.formats.table import classify
+from models.errors import DecodeError
 from models.store import Store
 from tests.test_bad_input import json_values
-from trajwatch.replay import replay
+from trajwatch.service.replay import replay
 from trajwatch.settings import Settings
 
 SESSION = "3b9d7c1e-2f4a-4b6c-8d0e-1f2a3b4c5d6e"

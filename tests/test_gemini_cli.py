@@ -21,11 +21,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 
-from ingest.otlp_logs import decode_js_sdk_records, decode_otlp_logs_proto
+from ingest.formats.otlp_logs import decode_js_sdk_records, decode_otlp_logs_proto
 from models.store import Store
 from tests.test_bad_input import json_values
 from tests.test_otlp_logs import sdk_batch
-from trajwatch.replay import replay
+from trajwatch.service.replay import replay
 from trajwatch.settings import Settings
 
 SESSION = "8f3e2a1c-5b4d-4e6f-9a7b-1c2d3e4f5a6b"

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchmarks.table_hashes import canonical, decoded_state
+from trajwatch.bench.hashes import canonical, decoded_state
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "fixtures" / "recorded"
@@ -24,7 +24,7 @@ FIXTURES = ROOT / "fixtures" / "recorded"
 
 def replayed(db: Path, seed: str) -> dict[str, Any]:
     done = subprocess.run(
-        [sys.executable, "-m", "trajwatch.cli", "replay", str(FIXTURES), "--db", f"sqlite:///{db}"],
+        [sys.executable, "-m", "trajwatch.cli.main", "replay", str(FIXTURES), "--db", f"sqlite:///{db}"],
         cwd=ROOT,
         env={**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(ROOT)},
         capture_output=True,

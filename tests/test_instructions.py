@@ -1,4 +1,4 @@
-"""Rules from the instructions: sentences → policy rules (features.instructions), the
+"""Rules from the instructions: sentences → policy rules (features.policy.instructions), the
 TOML shown to a person (`trajwatch policy --from-instructions`), and what must not
 become a rule."""
 
@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from features.instructions import MAX_CHARS, derive, derived_policy_id, to_toml
-from features.policy import Policy
-from trajwatch.cli import EXIT_USER, main
+from features.policy.check import Policy
+from features.policy.instructions import MAX_CHARS, derive, derived_policy_id, to_toml
+from trajwatch.cli.main import EXIT_USER, main
 
 TESTS = re.compile(derive("Run the tests before committing.").rules[0].value["requires"])
 
@@ -254,7 +254,7 @@ def test_derived_patterns_are_linear_in_a_call_s_text() -> None:
     cost 3 s against ``\\S*gradlew?\\s+(?:\\S+\\s+)*?test`` (found by the fuzzer in a session
     whose instructions asked for the tests before a commit). 16 times the text must cost
     at most ~40 times as much, and well under a second."""
-    from features.text import MAX_ANALYSED_CHARS
+    from features.text.clip import MAX_ANALYSED_CHARS
 
     policy = Policy.from_mapping("p", derive(RULES).mapping("p"))
     patterns = [

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from detectors.intent_drift import IntentDrift
+from detectors.intent_drift.detector import IntentDrift
 from detectors.testing import Session
 from models.records import Action, Alert, Severity, Step
 

@@ -27,15 +27,15 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
-from ingest.files import read_file
-from ingest.kafka import KafkaOptions, decode_message, ensure_topics, split_by_trace
-from ingest.pipeline import Pipeline
+from ingest.pipeline.engine import Pipeline
+from ingest.sources.files import read_file
+from ingest.sources.kafka import KafkaOptions, decode_message, ensure_topics, split_by_trace
 from models.records import Step
 from models.store import Store
 from tests.conftest import KafkaBroker
 from trajwatch.config import detector_set, load_config
+from trajwatch.service.worker import _sqlite_lock
 from trajwatch.settings import Settings
-from trajwatch.worker import _sqlite_lock
 
 pytestmark = [pytest.mark.kafka, pytest.mark.postgres]
 
@@ -127,7 +127,7 @@ class Workers:
             [
                 sys.executable,
                 "-m",
-                "trajwatch.cli",
+                "trajwatch.cli.main",
                 "worker",
                 "--bootstrap-servers",
                 self.options.bootstrap_servers,
@@ -435,7 +435,7 @@ def test_a_second_worker_on_one_sqlite_file_is_refused_in_one_line(tmp_path: Pat
             [
                 sys.executable,
                 "-m",
-                "trajwatch.cli",
+                "trajwatch.cli.main",
                 "worker",
                 "--db",
                 db,

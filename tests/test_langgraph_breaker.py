@@ -25,14 +25,14 @@ import pytest
 import requests
 
 from detectors.testing import Session
-from ingest.errors import ConfigError
-from ingest.sinks import Committed
+from ingest.pipeline.sinks import Committed
+from models.errors import ConfigError
 from models.records import Action, Alert, SessionInfo, Severity
 from models.store import SessionCursor, Store
 from tests.test_breaker import Running, kill, send
 from tests.webhook_receiver import SECRET, free_port
 from trajwatch import actions
-from trajwatch.actions.langgraph import LangGraphCanceller
+from trajwatch.breaker.langgraph import LangGraphCanceller
 from trajwatch.config import actions_config
 from trajwatch.settings import Settings
 
@@ -130,7 +130,7 @@ def breaker_url(tmp_path_factory: pytest.TempPathFactory, langgraph_url: str) ->
     root = tmp_path_factory.mktemp("breaker")
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    argv = [sys.executable, "-m", "trajwatch.cli", "breaker", "--port", str(port),
+    argv = [sys.executable, "-m", "trajwatch.cli.main", "breaker", "--port", str(port),
             "--state", str(root / "breaker.db"), "--langgraph-url", langgraph_url]  # fmt: skip
     env = {**os.environ, "TRAJWATCH_BREAKER_SECRET": SECRET, "PYTHONPATH": str(ROOT)}
     with serving(argv, cwd=root, env=env, ready=f"{url}/v1/breakers"):

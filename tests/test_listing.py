@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from ingest.errors import ConfigError
-from trajwatch.cli import main
-from trajwatch.times import parse_since
+from models.errors import ConfigError
+from trajwatch.cli.main import main
+from trajwatch.cli.times import parse_since
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = [

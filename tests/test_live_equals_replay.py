@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from ingest.files import read_recordings
-from ingest.formats import feed_record
-from ingest.pipeline import Pipeline
+from ingest.formats.table import feed_record
+from ingest.pipeline.engine import Pipeline
+from ingest.sources.files import read_recordings
 from models.store import Store
 from trajwatch.config import detector_set, load_config
-from trajwatch.replay import replay
+from trajwatch.service.replay import replay
 from trajwatch.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pickle
 
-from detectors.loop_cycles import (
+from detectors.runaway_loop.cycles import (
     best_period,
     confirmed,
     current_cycle,
@@ -14,9 +14,15 @@ from detectors.loop_cycles import (
     repeats,
     shows_progress,
 )
-from detectors.loop_records import FailureChain, LoopCall
-from detectors.loop_retries import add_failure, end_chains, reasked, retry_finding, same_answer
-from features.action_keys import action_facts, argument_facts, numbers_crc
+from detectors.runaway_loop.records import FailureChain, LoopCall
+from detectors.runaway_loop.retries import (
+    add_failure,
+    end_chains,
+    reasked,
+    retry_finding,
+    same_answer,
+)
+from features.calls.action_keys import action_facts, argument_facts, numbers_crc
 
 SECOND = 1_000_000_000
 
@@ -208,5 +214,5 @@ def test_a_request_reworded_only_warns() -> None:
 def test_records_pickle_under_the_detectors_module_path() -> None:
     c = call(1, "a()")
     data = pickle.dumps(c)
-    assert b"detectors.runaway_loop" in data and b"_Call" in data
+    assert b"detectors.runaway_loop.detector" in data and b"_Call" in data
     assert pickle.loads(data) == c

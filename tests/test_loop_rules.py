@@ -1,4 +1,4 @@
-"""The loop rules judged by results (detectors/loop_rules.py), and the hard cases they
+"""The loop rules judged by results (detectors/runaway_loop/rules.py), and the hard cases they
 decide in RunawayLoop: the same failure while the arguments change is a loop; a few
 identical re-reads (around a compaction, after an edit) are not; reads answered the
 same are killed only on more evidence than failures or actions."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from detectors.loop_rules import (
+from detectors.runaway_loop.rules import (
     argument_values,
     critical_needed,
     is_request,
@@ -255,7 +255,7 @@ def test_mask_echo_masks_exactly_the_union_of_echoed_windows() -> None:
     some window of 16 that the arguments contain is masked, runs of them as one ``<arg>``."""
     import random
 
-    from detectors.loop_rules import mask_echo
+    from detectors.runaway_loop.rules import mask_echo
 
     def reference(head: str, hay: str) -> str:
         if not any(head[i : i + 16] in hay for i in range(0, len(head) - 15, 8)):
@@ -297,7 +297,7 @@ def test_rereading_a_file_after_editing_it_is_not_a_loop() -> None:
         steps += [s.model(), *s.tool("read_file", {"path": "src/app.py"}, result="x = 3\ny = 2")]
     assert feed(steps) == []
     # ... while the OpenLIT baseline counts four identical reads
-    from trajwatch.evaluate import baseline_openlit
+    from trajwatch.analysis.evaluate import baseline_openlit
 
     assert baseline_openlit(steps) is not None
 

@@ -10,10 +10,10 @@ import itertools
 import fastjsonschema
 import pytest
 
-from features import actions
-from features.frozen import freeze, thaw
-from features.policy_catalog import compile_policies
-from ingest import session_events
+from features.calls import actions
+from features.policy.catalog import compile_policies
+from features.text.frozen import freeze, thaw
+from ingest.formats import session_events
 from models.records import Step, StepKind
 
 VALID = {

@@ -13,10 +13,10 @@ import nbformat
 import pytest
 
 from tests.notebook_run import Kernel
-from trajwatch import tuning
-from trajwatch.cli import main
+from trajwatch.analysis import tuning
+from trajwatch.analysis.evaluate import detect, load_runs
+from trajwatch.cli.main import main
 from trajwatch.config import detector_set, load_config
-from trajwatch.evaluate import detect, load_runs
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))

@@ -13,9 +13,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from ingest.otlp_json import decode_otlp_json, to_otlp_json
-from ingest.otlp_proto import decode_otlp_proto
-from ingest.semconv import spans_to_drafts
+from ingest.formats.otlp_json import decode_otlp_json, to_otlp_json
+from ingest.formats.otlp_proto import decode_otlp_proto
+from ingest.semconv.spans import spans_to_drafts
 
 T0 = 1_767_000_000_000_000_000
 

@@ -18,14 +18,13 @@ from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
 from opentelemetry.sdk.resources import Resource
 
-from ingest.claude_code import transcript_drafts
-from ingest.codex import rollout_drafts
-from ingest.draft import Draft
-from ingest.otlp_logs import decode_otlp_logs_json, decode_otlp_logs_proto
-from ingest.otlp_proto import Decoded
+from ingest.decoded import Decoded, Draft
+from ingest.formats.claude_code import transcript_drafts
+from ingest.formats.codex import rollout_drafts
+from ingest.formats.otlp_logs import decode_otlp_logs_json, decode_otlp_logs_proto
 from models.records import StepKind
 from models.store import Store
-from trajwatch.replay import replay
+from trajwatch.service.replay import replay
 from trajwatch.settings import Settings
 
 CLAUDE_SCOPE = "com.anthropic.claude_code.events"

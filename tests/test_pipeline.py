@@ -8,8 +8,8 @@ from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from ingest.otlp_json import to_otlp_json
-from ingest.pipeline import Pipeline
+from ingest.formats.otlp_json import to_otlp_json
+from ingest.pipeline.engine import Pipeline
 from models.records import StepKind
 from models.store import Store
 from trajwatch.settings import Settings

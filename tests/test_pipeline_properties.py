@@ -46,8 +46,8 @@ from benchmarks.bench_fuzz import (
 )
 from detectors.base import Detector
 from detectors.registry import DetectorSet
-from ingest.pipeline import Pipeline
-from ingest.session_events import decode_event
+from ingest.formats.session_events import decode_event
+from ingest.pipeline.engine import Pipeline
 from models.records import Alert, DeadLetter, Step, StepKind
 from models.storable import Unstorable, clean_text, storable_step
 from models.store import Store

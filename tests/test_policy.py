@@ -1,4 +1,4 @@
-"""Checking steps against a policy (features/policy.py): what each rule catches and lets
+"""Checking steps against a policy (features/policy/check.py): what each rule catches and lets
 through, and that the speed-ups (joined screen, memos) change nothing."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from detectors.testing import Session
-from features.policy import Policy, PolicyState
-from features.policy_format import joined_screen
-from features.step_features import analysed_view, features_of
+from features.calls.step_features import analysed_view, features_of
+from features.policy.check import Policy, PolicyState
+from features.policy.format import joined_screen
 from models.records import Step
 
 POLICIES = Path(__file__).resolve().parents[1] / "fixtures" / "policies"

@@ -1,4 +1,4 @@
-"""The policy file format (features/policy_format.py): the fixture drafts load, and a bad
+"""The policy file format (features/policy/format.py): the fixture drafts load, and a bad
 table fails naming the policy and the key."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from features.policy import Policy
-from features.policy_catalog import compile_policies
+from features.policy.catalog import compile_policies
+from features.policy.check import Policy
 
 POLICIES = Path(__file__).resolve().parents[1] / "fixtures" / "policies"
 

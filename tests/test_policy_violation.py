@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from detectors.policy_violation import PolicyViolation
+from detectors.compliance.violation import PolicyViolation
 from detectors.testing import Session
 from models.records import Action, Alert, Severity, Step
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from models.store import Store
-from trajwatch.replay import replay
+from trajwatch.service.replay import replay
 from trajwatch.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent

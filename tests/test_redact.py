@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from features.redact import _has_candidate, redact, redact_value, secret_name_kind
+from features.redact.engine import _has_candidate, redact, redact_value, secret_name_kind
 
 B62 = "a1B2c3D4e5F6g7H8i9J0kLmNoPqRsTuVwXyZ"  # 36 mixed characters
 AWS_KEY = "AKIA" + "IOSFODNN7EXAMPLE"
@@ -536,7 +536,7 @@ _embedded = st.builds(
 
 def _full_pass(text: str) -> str:
     """A redaction pass without any prefilter: every rule's ``re.sub`` on the whole text."""
-    from features.redact import _RULES
+    from features.redact.engine import _RULES
 
     for rule in _RULES:
         text = rule.pattern.sub(rule.replace, text)
@@ -544,7 +544,7 @@ def _full_pass(text: str) -> str:
 
 
 def _full_redact(text: str) -> str:
-    from features.redact import _MAX_PASSES
+    from features.redact.engine import _MAX_PASSES
 
     for _ in range(_MAX_PASSES):
         redacted = _full_pass(text)
@@ -556,7 +556,7 @@ def _full_redact(text: str) -> str:
 
 @pytest.mark.parametrize("secret", _FORMAT_SECRETS)
 def test_format_secrets_pass_the_prefilter(secret: str) -> None:
-    from features.redact import _CANDIDATE_RE, _lower
+    from features.redact.engine import _CANDIDATE_RE, _lower
 
     assert _CANDIDATE_RE.search(_lower(secret)) is not None
     assert redact(secret) == _full_redact(secret) != secret
@@ -565,7 +565,7 @@ def test_format_secrets_pass_the_prefilter(secret: str) -> None:
 @settings(max_examples=1500, deadline=None)
 @given(st.one_of(_embedded, text_like, st.text(max_size=120)))
 def test_prefilter_never_skips_what_the_full_patterns_catch(text: str) -> None:
-    from features.redact import _CANDIDATE_RE, _RULES, _lower
+    from features.redact.engine import _CANDIDATE_RE, _RULES, _lower
 
     low = _lower(text)
     for rule in _RULES:
@@ -579,7 +579,7 @@ def test_prefilter_never_skips_what_the_full_patterns_catch(text: str) -> None:
 
 
 def test_trigger_anchored_matching_is_re_sub() -> None:
-    from features.redact import _RULES, _lower, _sub_at_triggers
+    from features.redact.engine import _RULES, _lower, _sub_at_triggers
 
     text = (
         "token=a PASSWORD=b password_reset=x key: k1 KEY=k2 auth='z' Secret=s secrets=no "
@@ -596,7 +596,7 @@ def test_a_big_text_redacted_again_is_redacted_again_not_returned_from_memory() 
     """Big texts that come back unchanged are remembered (the gate redacts each field a
     second time); the memory holds only such final texts, never an input that had a
     secret in it, and is bounded in size."""
-    from features import redact as module
+    from features.redact import engine as module
 
     secret = "ghp_" + "Zq7" * 12
     big = "x" * 300_000 + " export GITHUB_TOKEN=" + secret
@@ -614,7 +614,7 @@ def test_the_trigger_scan_finds_what_the_regex_finds() -> None:
     finds when tried at every position, in order (also with non-ASCII text before
     them: indexes are characters, not UTF-8 bytes), and a text with a lone surrogate,
     which the Rust side cannot take, is scanned by the regex."""
-    from features.redact import _CANDIDATE_RE, _SCAN_CHUNK, _SHORTEST_TRIGGERS, _occurrences
+    from features.redact.engine import _CANDIDATE_RE, _SCAN_CHUNK, _SHORTEST_TRIGGERS, _occurrences
 
     def by_regex(low: str) -> list[tuple[int, int]]:
         out, at = [], 0
@@ -644,7 +644,7 @@ def test_a_long_text_is_scanned_once_and_tried_only_by_the_rules_its_triggers_na
     triggers name, not one ``sub`` per rule (~45, 0.13 s a MiB: the quoted ``curl``
     blob cost 0.77 s through the pipeline, mostly this); what it redacts is what every
     rule, pass after pass, redacts."""
-    from features.redact import _RULES, _lower, _rules_for
+    from features.redact.engine import _RULES, _lower, _rules_for
 
     secret = "ghp_" + "Zq7" * 12
     text = "curl -d '" + "x" * (1 << 20) + "' https://h.example/u -H 'x-key: " + secret + "'"

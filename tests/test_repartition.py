@@ -13,16 +13,16 @@ from pathlib import Path
 from google.protobuf import json_format
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from ingest.files import read_file
-from ingest.kafka import (
+from ingest.pipeline.engine import Pipeline, Resolved
+from ingest.sources.files import read_file
+from ingest.sources.kafka import (
     MAX_RECORD_BYTES,
     KafkaOptions,
     decode_message,
     repartition_records,
     split_by_trace,
 )
-from ingest.pipeline import Pipeline, Resolved
-from ingest.repartition import decode_resolved, encode_resolved
+from ingest.sources.repartition import decode_resolved, encode_resolved
 from models.store import Store
 from trajwatch.config import detector_set, load_config
 from trajwatch.settings import Settings

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from ingest.otlp_json import to_otlp_json
+from ingest.formats.otlp_json import to_otlp_json
 from models.store import Store
-from trajwatch.cli import main
+from trajwatch.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT.parent / "shared" / "corpus"
@@ -196,7 +196,7 @@ def test_console_script_prints_a_summary(tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "trajwatch.cli",
+            "trajwatch.cli.main",
             "replay",
             str(tmp_path / "bundle"),
             "--db",

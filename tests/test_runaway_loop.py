@@ -8,7 +8,7 @@ import pickle
 
 import pytest
 
-from detectors.runaway_loop import RunawayLoop, near_key
+from detectors.runaway_loop.detector import RunawayLoop, near_key
 from detectors.testing import Session
 from models.records import Action, Alert, Severity, Step
 

@@ -26,10 +26,9 @@ from detectors.base import Detector
 from detectors.registry import DetectorSet
 from detectors.score_series import ScoreRecorder, decode_chunk, encode_chunk
 from detectors.testing import Session
-from ingest.draft import Draft
-from ingest.options import PipelineOptions
-from ingest.otlp_proto import Decoded
-from ingest.pipeline import Pipeline
+from ingest.decoded import Decoded, Draft
+from ingest.pipeline.engine import Pipeline
+from ingest.pipeline.options import PipelineOptions
 from models.records import Alert, Step
 from models.store import Store
 from tests.explorer_seed import CONFIG, Seeded, copy, detectors
@@ -165,7 +164,7 @@ def test_a_session_without_stored_scores_or_with_a_hole_is_replayed(tmp_path: Pa
 
 def test_a_chunk_round_trips_and_marks_a_failing_detector() -> None:
     from detectors.budget_overrun import BudgetOverrun
-    from detectors.intent_drift import IntentDrift
+    from detectors.intent_drift.detector import IntentDrift
 
     class Broken(BudgetOverrun):
         """Reports a score that raises: a failure, as an update that raises."""

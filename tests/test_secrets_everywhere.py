@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import create_engine, select
 
 from detectors.registry import DetectorSet, load_builtin
-from ingest.pipeline import Pipeline
+from ingest.pipeline.engine import Pipeline
 from models.store import Store
 from models.tables import Base
 from tests.test_redact import (

@@ -32,11 +32,11 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 from opentelemetry.sdk.trace.export import SpanExportResult
 
-import trajwatch.serve
+import trajwatch.service.serve
 from models.store import Store
 from trajwatch.config import detector_set, load_config
-from trajwatch.replay import replay
-from trajwatch.serve import CommitCadence, Service
+from trajwatch.service.replay import replay
+from trajwatch.service.serve import CommitCadence, Service
 from trajwatch.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -225,7 +225,7 @@ def test_a_saturated_pipeline_batches_commits_and_stores_the_replayed_alerts(
 ) -> None:
     # as if the pipeline were always saturated: it feeds requests as they come and commits
     # only when none came within the linger (or after commit_wait_ms)
-    monkeypatch.setattr(trajwatch.serve, "BATCH_WHEN_BUSY", -1.0)
+    monkeypatch.setattr(trajwatch.service.serve, "BATCH_WHEN_BUSY", -1.0)
     running = service(db_url, commit_wait_ms=60_000)
     pipeline = running.service.ingest.pipeline
     commits = 0
@@ -268,10 +268,10 @@ def test_commit_cadence_commits_at_once_with_time_to_spare_and_batches_when_satu
         cadence.waited(now + 0.0099, now + 0.01)
         now += 0.01
     assert cadence.busy > 0.9
-    assert cadence.timeout(()) == trajwatch.serve.TICK_S
+    assert cadence.timeout(()) == trajwatch.service.serve.TICK_S
     cadence.fed(now, 20, received=now - 0.002)
     assert not cadence.due(now, took=True), "saturated: feed the next request first"
-    assert cadence.timeout(()) == trajwatch.serve.LINGER_S
+    assert cadence.timeout(()) == trajwatch.service.serve.LINGER_S
     assert cadence.due(now, took=False), "no request came within the linger"
     assert not cadence.due(now + 0.19, took=True)
     assert cadence.due(now + 0.2, took=True), "held for commit_wait_ms"
@@ -477,7 +477,7 @@ def spawn(tmp: Path, url: str, port: int, idle_ms: int) -> subprocess.Popen[byte
             [
                 sys.executable,
                 "-m",
-                "trajwatch.cli",
+                "trajwatch.cli.main",
                 "serve",
                 "--db",
                 url,
@@ -556,7 +556,7 @@ def test_stopped_mid_stream_then_restarted_loses_and_doubles_nothing(
 
 def sessions_behind_their_checkpoint(url: str) -> list[str]:
     """The stored sessions whose detector-state checkpoint is older than their last step."""
-    from ingest.session_state import load_state
+    from ingest.pipeline.session_state import load_state
 
     behind = []
     with Store.open(url) as store:
@@ -570,7 +570,7 @@ def sessions_behind_their_checkpoint(url: str) -> list[str]:
 
 
 def test_inbound_log_keeps_what_was_acknowledged_and_cuts_a_torn_tail(tmp_path: Path) -> None:
-    from ingest.inbound_log import InboundLog
+    from ingest.sources.inbound_log import InboundLog
 
     log = InboundLog(tmp_path, segment_bytes=64)
     seqs = log.append([("traces/proto", b"a" * 40), ("traces/json", b"{}")])
@@ -601,7 +601,7 @@ def test_log_syncer_answers_in_order_after_a_sync_and_refuses_when_the_sync_fail
     """The pipeline writes and goes on; each group's answer waits for an fsync begun after
     its write (one fsync may cover several groups), across segment changes; a failed
     fsync answers False and stops the syncer's later answers being True."""
-    from ingest.inbound_log import InboundLog, LogSyncer
+    from ingest.sources.inbound_log import InboundLog, LogSyncer
 
     events: list[str] = []
 
@@ -647,7 +647,7 @@ def test_sessions_evicted_and_reopened_resume_their_detector_state(
     """With room for one session in memory, runs delivered interleaved reopen their
     sessions from the store (their saved state) at every turn, and raise a replay's alerts."""
 
-    from ingest.pipeline import Pipeline
+    from ingest.pipeline.engine import Pipeline
 
     url = f"sqlite:///{tmp_path / 'evicting.db'}"
     detectors = detector_set(load_config(CONFIG))
@@ -681,9 +681,9 @@ def test_a_crash_between_checkpoints_rolls_the_sessions_forward(
     forward through the stored steps — and must be what the first pipeline held: the same
     later alerts as a replay, the same state as the live sessions (the pre-execution
     check's probe of a session not in memory reads it the same way)."""
-    from benchmarks.table_hashes import canonical
-    from ingest.pipeline import Pipeline
-    from ingest.session_state import load_state
+    from ingest.pipeline.engine import Pipeline
+    from ingest.pipeline.session_state import load_state
+    from trajwatch.bench.hashes import canonical
 
     url = f"sqlite:///{tmp_path / 'crashed.db'}"
     detectors = detector_set(load_config(CONFIG))

@@ -9,7 +9,7 @@ import fastjsonschema
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ingest.session_events import (
+from ingest.formats.session_events import (
     _fast_validators_by_type,
     _published_validators_by_type,
     schema,

@@ -1,7 +1,7 @@
 """A checkpoint of an earlier state layout (version 2: ``intent_drift``'s and
 ``egress_gaming``'s state as ~45 and ~30 flat attributes, before they were grouped by
 concern) still resumes its session exactly:
-:func:`ingest.session_state.load_state` keeps its session facts, drops its analysis,
+:func:`ingest.pipeline.session_state.load_state` keeps its session facts, drops its analysis,
 and the pipeline rolls the session forward from its first stored step - the same
 later alerts and the same detector state as a session that never stopped."""
 
@@ -12,15 +12,17 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-from benchmarks.table_hashes import canonical
+import pytest
+
 from detectors.testing import Session
-from features.compaction import CompactionInference
-from features.text import analysed_step
-from features.trajectory import TrajectoryFeatures
-from ingest.pipeline import Pipeline
-from ingest.session_state import VERSION, dump_state, load_state
+from features.session.compaction import CompactionInference
+from features.session.trajectory import TrajectoryFeatures
+from features.text.clip import analysed_step
+from ingest.pipeline.engine import Pipeline
+from ingest.pipeline.session_state import VERSION, dump_state, load_state
 from models.records import SessionInfo, Step
 from models.store import SessionCursor, Store
+from trajwatch.bench.hashes import canonical
 from trajwatch.config import detector_set, load_config
 
 CONFIG = Path(__file__).resolve().parents[1] / "trajwatch.toml"
@@ -128,7 +130,27 @@ def test_a_state_of_this_version_resumes_from_its_checkpoint() -> None:
     info = SessionInfo(session_id="now")
     data = dump_state(info=info, compaction=CompactionInference(), turns={}, analysis=None, upto=4)
     state = load_state(data)
-    assert state is not None and state.upto == 4 and VERSION == 3
+    assert state is not None and state.upto == 4 and VERSION == 4
+
+
+def test_a_version_3_state_naming_the_modules_before_the_move_keeps_its_session_facts() -> None:
+    info = SessionInfo(session_id="moved")
+    data = dump_state(
+        info=info, compaction=CompactionInference(), turns={"t": 1}, analysis=None, upto=4
+    )
+    payload = pickle.loads(zlib.decompress(data))
+    payload["v"] = 3
+    # protocol 2 names a class as "module\nname\n" text: the pickle a version-3 service
+    # wrote is this one with the module named as it was before the move
+    raw = pickle.dumps(payload, protocol=2)
+    assert b"features.session.compaction\n" in raw
+    old = raw.replace(b"features.session.compaction\n", b"features.compaction\n")
+    with pytest.raises(ModuleNotFoundError):
+        pickle.loads(old)
+    state = load_state(zlib.compress(old, 0))
+    assert state is not None and state.info == info and state.turns == {"t": 1}
+    assert isinstance(state.compaction, CompactionInference)
+    assert state.upto == 0 and state.detectors == {}  # its analysis is rolled forward
 
 
 def test_a_state_of_an_unknown_version_is_ignored() -> None:

@@ -15,7 +15,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 
-from ingest.pipeline import Pipeline
+from ingest.pipeline.engine import Pipeline
 from models.store import Store
 from trajwatch.settings import Settings
 

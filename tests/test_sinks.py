@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from ingest.files import read_recordings
-from ingest.formats import delivered
-from ingest.pipeline import Pipeline
-from ingest.sinks import Committed, Sink
+from ingest.formats.table import delivered
+from ingest.pipeline.engine import Pipeline
+from ingest.pipeline.sinks import Committed, Sink
+from ingest.sources.files import read_recordings
 from models.store import Store, StoreUnit
 from trajwatch.config import detector_set, load_config
 from trajwatch.settings import Settings

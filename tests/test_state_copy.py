@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import NamedTuple
 
 from detectors.state_copy import deepcopy
-from ingest.files import ReadStats, read_recordings
-from ingest.formats import delivered
-from ingest.pipeline import Pipeline
+from ingest.formats.table import delivered
+from ingest.pipeline.engine import Pipeline
+from ingest.sources.files import ReadStats, read_recordings
 from models.records import Step, StepKind
 from models.store import Store
 from trajwatch.config import detector_set, load_config

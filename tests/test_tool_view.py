@@ -1,4 +1,4 @@
-"""The view of a tool call (features/tool_view.py): checks, argv unwrapping, approval
+"""The view of a tool call (features/calls/tool_view.py): checks, argv unwrapping, approval
 requests, and the shell-write screen."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import re
 import pytest
 
 from detectors.testing import Session
-from features import tool_view as tool_view_module
-from features.tool_view import is_check_command, tool_view
+from features.calls import tool_view as tool_view_module
+from features.calls.tool_view import is_check_command, tool_view
 
 
 @pytest.mark.parametrize(

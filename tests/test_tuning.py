@@ -11,20 +11,20 @@ import polars as pl
 import pytest
 from sklearn.metrics import precision_score, recall_score
 
-from trajwatch import incident, tuning
+from trajwatch.analysis import incident, tuning
+from trajwatch.analysis.evaluate import (
+    StoredRuns,
+    combine,
+    evaluate,
+    evaluate_stored,
+    raise_alerts,
+)
 from trajwatch.config import (
     config_toml,
     detector_set,
     load_config,
     load_policies,
     write_config,
-)
-from trajwatch.evaluate import (
-    StoredRuns,
-    combine,
-    evaluate,
-    evaluate_stored,
-    raise_alerts,
 )
 from trajwatch.settings import Settings
 
@@ -268,7 +268,7 @@ def test_a_zipped_bundle_with_its_exported_alerts(tmp_path: Path) -> None:
 
 
 def test_an_unknown_session_is_one_actionable_line() -> None:
-    from ingest.errors import InputError
+    from models.errors import InputError
 
     detectors = detector_set({})
     with pytest.raises(InputError, match=r"is not in .*; it holds"):
@@ -280,7 +280,7 @@ def test_an_unknown_session_is_one_actionable_line() -> None:
 
 def _replay_alerts(paths: list[Path], config: Path, db: str, capsys: pytest.CaptureFixture[str]
                    ) -> list[dict[str, object]]:
-    from trajwatch.cli import main
+    from trajwatch.cli.main import main
 
     assert main(["replay", *map(str, paths), "--db", db, "--config", str(config), "--json"]) == 0
     return [a for a in json.loads(capsys.readouterr().out)["alerts"]
@@ -318,7 +318,7 @@ def test_replay_reports_calibrated_scores_and_banded_severities(
 
 def test_a_calibrated_detector_keeps_the_detector_contract() -> None:
     from detectors.calibration import Bands, Calibration, calibrated
-    from detectors.runaway_loop import RunawayLoop
+    from detectors.runaway_loop.detector import RunawayLoop
     from detectors.testing import Session
 
     s = Session()
@@ -347,7 +347,7 @@ def test_a_calibrated_detector_keeps_the_detector_contract() -> None:
     ],
 )
 def test_a_wrong_calibration_is_one_config_error(table: dict, message: str) -> None:
-    from ingest.errors import ConfigError
+    from models.errors import ConfigError
 
     with pytest.raises(ConfigError, match=message):
         detector_set({"calibration": table, "_path": "t.toml"})

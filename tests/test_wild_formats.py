@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
-from ingest.claude_code import transcript_drafts
-from ingest.codex import is_codex_line, rollout_drafts
+from ingest.formats.claude_code import transcript_drafts
+from ingest.formats.codex import is_codex_line, rollout_drafts
 from models.store import Store
 from tests.test_dialects import Run, kinds, one
-from trajwatch.replay import replay
+from trajwatch.service.replay import replay
 from trajwatch.settings import Settings
 
 # -- Strands Agents: content in span events ---------------------------------------------

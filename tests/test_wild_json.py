@@ -17,11 +17,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from ingest.files import read_file
-from ingest.otlp_json import decode_otlp_json, to_otlp_json
-from ingest.otlp_proto import decode_otlp_proto
+from ingest.formats.otlp_json import decode_otlp_json, to_otlp_json
+from ingest.formats.otlp_proto import decode_otlp_proto
+from ingest.sources.files import read_file
 from models.store import Store
-from trajwatch.cli import main
+from trajwatch.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[1]
 TEMPO = (

@@ -2,7 +2,7 @@
 turns were lost: Claude Code's own spans, Google ADK's, and one trace per turn.
 
 The spans are made with the real OpenTelemetry SDK (the attribute names as Claude Code and
-ADK write them, see ``ingest/dialects.py``), encoded by the OTLP exporter's encoder and
+ADK write them, see ``ingest/semconv/dialects.py``), encoded by the OTLP exporter's encoder and
 fed to the pipeline on a real store; the ADK recording is a real export.
 """
 
@@ -16,13 +16,13 @@ from typing import Any
 import pytest
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from ingest.otlp_json import decode_otlp_json
-from ingest.pipeline import Pipeline
-from ingest.semconv import spans_to_drafts
+from ingest.formats.otlp_json import decode_otlp_json
+from ingest.pipeline.engine import Pipeline
+from ingest.semconv.spans import spans_to_drafts
 from models.records import Step
 from models.store import Store
 from tests.test_dialects import Run, kinds, one
-from trajwatch.replay import replay
+from trajwatch.service.replay import replay
 from trajwatch.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]

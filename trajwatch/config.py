@@ -60,7 +60,7 @@ from typing import Any
 
 from detectors.calibration import Bands, Calibration, calibrated
 from detectors.registry import REGISTRY, DetectorSet, load_builtin, parameters
-from ingest.errors import ConfigError
+from models.errors import ConfigError
 from models.records import Action, Severity
 from trajwatch.actions.endpoints import ActionsConfig, Endpoint, RetryPolicy
 from trajwatch.actions.policy import RECOMMENDED, ActionPolicy, AgentSettings, Rule

@@ -1,7 +1,7 @@
 """The one settings object. Each field names its environment variable; nothing
 else in trajwatch reads ``os.environ``.
 
-:class:`Settings` is the pipeline's :class:`~ingest.options.PipelineOptions` plus what
+:class:`Settings` is the pipeline's :class:`~ingest.pipeline.options.PipelineOptions` plus what
 only the composition root uses (the store, the config file, replay's commit size).
 """
 
@@ -12,9 +12,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from ingest.errors import ConfigError
-from ingest.options import PipelineOptions, env
-from trajwatch.cpu_placement import AUTO, check_choice
+from ingest.pipeline.options import PipelineOptions, env
+from models.errors import ConfigError
+from trajwatch.service.cpu_placement import AUTO, check_choice
 
 DEFAULT_DB_URL = "sqlite:///trajwatch.db"
 
@@ -61,7 +61,7 @@ class Settings(PipelineOptions):
     explorer_url: str | None = field(default=None, metadata=env("TRAJWATCH_EXPLORER_URL"))
     """Base URL of the explorer, for the link in each webhook."""
     cpu: str = field(default=AUTO, metadata=env("TRAJWATCH_CPU"))
-    """Which CPU the process's threads run on (:mod:`trajwatch.cpu_placement`): ``auto``
+    """Which CPU the process's threads run on (:mod:`trajwatch.service.cpu_placement`): ``auto``
     keeps ``serve``'s on the CPU it started on (its threads take turns on Python's lock:
     on one CPU the same work costs less) and leaves ``worker`` to the OS (several share a
     host); ``all`` never pins; a number pins ``serve`` or a ``worker`` to that CPU."""

@@ -18,7 +18,7 @@ from streamlit.runtime.uploaded_file_manager import UploadedFile
 from dashboards.context import Context
 from dashboards.session_view import compare_alerts
 from models.errors import UserError
-from trajwatch.replay import replay
+from trajwatch.service.replay import replay
 from trajwatch.settings import Settings
 
 LIVE = "the live store"

@@ -23,6 +23,6 @@ def start(
     db_url: str, config: ActionsConfig, **dispatcher_options: object
 ) -> tuple[ActionSink, Dispatcher]:
     """A running dispatcher on the store at ``db_url`` and the sink that wakes it; give
-    the sink to the :class:`~ingest.pipeline.Pipeline`, stop the dispatcher at shutdown."""
+    the sink to the :class:`~ingest.pipeline.engine.Pipeline`, stop the dispatcher at shutdown."""
     dispatcher = Dispatcher(db_url, config, **dispatcher_options).start()  # type: ignore[arg-type]
     return ActionSink(config, dispatcher), dispatcher

@@ -33,7 +33,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import requests
 
-from features.redact import redact
+from features.redact.engine import redact
 from models.records import Delivery
 from models.store import Store
 from trajwatch.actions import signing

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from standardwebhooks import Webhook
 
-from ingest.errors import ConfigError
+from models.errors import ConfigError
 
 
 def signers(secrets: Sequence[str], *, where: str) -> tuple[Webhook, ...]:

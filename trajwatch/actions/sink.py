@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ingest.sinks import Committed, Sink
+from ingest.pipeline.sinks import Committed, Sink
 from models.records import Delivery, delivery_id
 from models.store import StoreUnit
 from trajwatch.actions import payload

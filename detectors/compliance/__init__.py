@@ -1,0 +1,1 @@
+"""Compliance: decay after a context compaction, and violations with none in play."""

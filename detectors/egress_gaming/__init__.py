@@ -1,0 +1,1 @@
+"""Egress-based specification gaming and exfiltration: the detector and its rules."""

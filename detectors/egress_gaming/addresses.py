@@ -1,0 +1,117 @@
+"""Where each address came from, as :mod:`detectors.egress_gaming.detector` keeps it: one state
+object and the functions that fill it from tool results and calls.
+
+:class:`AddressLedger` holds the addresses tainted by an injection cue near them (with
+the result's seq and the cue's kind), where every other address first appeared (a tool
+result, or nowhere that counts: the trusted context, an allowed or local host), the
+addresses the agent named itself, the URLs results presented as graders, the secret
+values read (never put in a reason) and the first sensitive read. Each table is capped
+(``cap`` per address set, four times that for first appearances, 64 secrets).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from detectors.base import remember
+from detectors.egress_gaming.rules import local
+from detectors.egress_gaming.sends import first_seen, result_secrets
+from detectors.egress_gaming.task import TaskContext
+from features.egress.result_addresses import addresses_in
+from features.egress.sensitive import sensitive_read
+from features.redact.engine import MARKER_PREFIX
+from models.records import Step
+
+MAX_SECRETS = 64
+SECRET_CHARS = 128
+"""A secret's prefix kept: as telling as the value, and it bounds the ledger."""
+_MARKER = MARKER_PREFIX.lower()  # a credential the redactor replaced
+
+
+@dataclass(slots=True)
+class AddressLedger:
+    """The addresses and sensitive data a session has seen, and where from."""
+
+    tainted: dict[str, tuple[int, str]] = field(default_factory=dict)  # -> (seq, kind)
+    # every address first seen in a tool result (not trusted, not the agent's own)
+    origin: dict[str, tuple[int, str] | None] = field(default_factory=dict)
+    agent: dict[str, None] = field(default_factory=dict)  # named by the agent (LRU)
+    graders: dict[str, None] = field(default_factory=dict)  # URLs shown as graders
+    secrets: dict[str, int] = field(default_factory=dict)  # values read -> seq
+    sensitive_call: str | None = None  # a call reading a sensitive source
+    sensitive_seen: tuple[int, str] | None = None  # first sensitive read: seq, what
+
+
+def taint(
+    ledger: AddressLedger,
+    found: Iterable[tuple[str, str, str | None]],
+    seq: int,
+    ctx: TaskContext,
+    allowed_hosts: Iterable[str],
+    *,
+    cap: int,
+) -> None:
+    """Taint the addresses :func:`features.egress.result_addresses.scan_result` found near
+    cues in the result ``seq``, in their order: not the agent's own, not already
+    tainted, not in the trusted context, not allowed hosts."""
+    for address, kind, host in found:
+        if host is not None and ctx.allowed(host, allowed_hosts):
+            continue
+        if address in ledger.agent or address in ledger.tainted or ctx.trusts(address):
+            continue
+        remember(ledger.tainted, address, (seq, kind), cap)
+
+
+def provenance(
+    ledger: AddressLedger,
+    text: str,
+    seq: int,
+    ctx: TaskContext,
+    allowed_hosts: Iterable[str],
+    *,
+    cap: int,
+) -> None:
+    """Note where each address of the result ``seq`` first appeared: this result,
+    unless the trusted context or the agent itself named it first (or it is an allowed
+    or local host: noted as seen, no candidate; each is judged once, where it first
+    appears). At most ``cap`` addresses are kept, the oldest dropped."""
+    origin = ledger.origin
+    for address, kind, host in addresses_in(text):
+        if address in origin or address in ledger.agent:
+            continue
+        origin[address] = first_seen(
+            address,
+            kind,
+            host,
+            seq,
+            allowed=lambda h: ctx.allowed(h, allowed_hosts),
+            local=local,
+            trusted=ctx.trusts,
+        )
+        if len(origin) > cap:
+            del origin[next(iter(origin))]
+
+
+def note_secrets(ledger: AddressLedger, text: str, seq: int, *, sensitive_call: bool) -> None:
+    """The secret values a result ``text`` holds (all its KEY=VALUE lines when its call
+    read a sensitive source), and the first sensitive read: values, or a credential the
+    redactor recognised."""
+    values = result_secrets(text, sensitive_call=sensitive_call)
+    for value in values:
+        value = value[:SECRET_CHARS]
+        if value not in ledger.secrets and len(ledger.secrets) < MAX_SECRETS:
+            ledger.secrets[value] = seq
+    if ledger.sensitive_seen is None and (values or _MARKER in text):
+        # a credential the redactor recognised, or personal data under its key name
+        ledger.sensitive_seen = (seq, "credentials or personal data")
+
+
+def note_call(ledger: AddressLedger, step: Step, low: str) -> None:
+    """A call (``low``: its lower-cased arguments) that reads a sensitive source: its
+    result's KEY=VALUE lines are secrets, and it is the first sensitive read."""
+    source = sensitive_read(low)
+    if source:
+        ledger.sensitive_call = step.step_id
+        if ledger.sensitive_seen is None:
+            ledger.sensitive_seen = (step.seq, source)

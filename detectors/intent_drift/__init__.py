@@ -1,0 +1,1 @@
+"""Intent drift: the detector, its state objects and its rules."""

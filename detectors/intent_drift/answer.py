@@ -1,0 +1,91 @@
+"""The answer's provenance, as :mod:`detectors.intent_drift.detector` keeps it: one state object
+and the rule that judges a final answer against it.
+
+**Sub-goals abandoned.** A final answer given before any tool returned anything, resting
+on figures (:mod:`features.calls.grounding`: numbers of three digits or more) that neither the
+task nor any result or error held, the results of its own arithmetic aside: the look-ups
+the task needs were never done, and what stands in their place came from nowhere in the
+session (recalled, made up, or computed from made-up inputs). A warning, never a stop:
+the session is ending, and a person judges the answer.
+
+:class:`AnswerState` holds whether any tool returned something, the figures the session
+observed (the goal, failures' texts; capped) and the last model output before the answer
+(its last :data:`REASONING_CHARS` characters, and its step as the alert's onset).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from detectors.base import make_alert, remember
+from detectors.intent_drift.reasons import answer_reason, light_step, step_ref, unfounded_figures
+from features.calls.grounding import figures
+from features.session.completion import final_answer_tool
+from models.records import Action, Alert, Severity, Step
+
+MAX_FIGURES = 2_048
+"""Figures observed (goal, errors) kept for the answer's provenance."""
+REASONING_CHARS = 8_000
+"""Characters of the model output before an answer read."""
+
+
+@dataclass(slots=True)
+class AnswerState:
+    """What a final answer is judged against."""
+
+    grounded: bool = False  # whether any tool returned something
+    observed: dict[str, None] = field(default_factory=dict)  # figures that came in
+    reasoning: str = ""
+    reasoning_ref: dict[str, Any] | None = None
+    answered: bool = False  # the rule fires once
+
+
+def observe(answer: AnswerState, text: str | None) -> None:
+    """Remember the figures of a text that came into the session (not the agent's)."""
+    for f in figures(text):
+        remember(answer.observed, f, None, MAX_FIGURES)
+
+
+def note_result(answer: AnswerState, step: Step) -> None:
+    """A tool result: one that returned something grounds every later answer; until
+    then an error's or an empty result's figures are observed."""
+    if step.status == "ok" and step.result and not final_answer_tool(step.tool):
+        answer.grounded = True
+    elif not answer.grounded:
+        observe(answer, step.error or step.result)
+
+
+def note_output(answer: AnswerState, step: Step) -> None:
+    """A model output before anything grounded the session: the reasoning an answer
+    may rest on."""
+    if step.text and not answer.grounded:
+        answer.reasoning = step.text[-REASONING_CHARS:]
+        answer.reasoning_ref = step_ref(step)
+
+
+def judge_answer(
+    answer: AnswerState, step: Step, *, detector: str, goal: str
+) -> tuple[Alert, float] | None:
+    """The alert (and its score) of a final-answer call ``step`` resting on figures
+    from nowhere, or None; once per session."""
+    if answer.grounded or answer.answered:
+        return None
+    missing = unfounded_figures(answer.reasoning, step.arguments, answer.observed)
+    if not missing:
+        return None
+    answer.answered = True
+    score = min(1.0, 0.4 + 0.05 * len(missing))
+    ref = answer.reasoning_ref
+    onset = light_step(ref, step.session_id) if ref else step
+    alert = make_alert(
+        detector,
+        onset=onset,
+        raised=step,
+        evidence=[step],
+        score=score,
+        severity=Severity.WARN,
+        reason=answer_reason(step.tool, goal, missing),
+        action=Action.NOTIFY,
+    )
+    return alert, score

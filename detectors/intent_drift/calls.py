@@ -1,0 +1,105 @@
+"""What :mod:`detectors.intent_drift.detector` remembers of the recent calls and results: one
+state object and the functions that keep it.
+
+:class:`CallLog` holds the count of calls, whether a tool result has reached the agent
+yet, the weight each recent call got (results inherit it: a host or path first named by
+the result of an off-task call is off task too), the recent actions (a repeat is judged
+as the first one was), the last few results' text (where a query's words came from), a
+recent result that addressed the agent, and the last judged call. Every table is capped.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+from detectors.base import remember
+from detectors.intent_drift.task import TaskState, learn_links
+from detectors.intent_drift.weigh import query_hits
+from features.calls.step_features import StepFeatures
+from models.records import Step
+
+RECENT_RESULTS = 4
+"""Results kept for their text, and calls for which a result addressing the agent
+still counts as what led it."""
+_RECENT_ACTIONS = 8
+_RECENT_CALLS = 16
+
+
+@dataclass(slots=True)
+class CallLog:
+    """The recent calls and results of a session, as the drift rules need them."""
+
+    calls: int = 0
+    informed: bool = False  # whether a tool result has reached the agent yet
+    # recent calls (step id and call id) → (weight, whether the call was a query)
+    call_weight: dict[str, tuple[float, bool]] = field(default_factory=dict)
+    recent: dict[str, tuple[float, bool]] = field(default_factory=dict)  # action → same
+    # recent results: (text, seq, weight of their call, the links it lists when it is
+    # an on-task query's list of hits, else "")
+    results: deque[tuple[str, int, float, str]] = field(
+        default_factory=lambda: deque(maxlen=RECENT_RESULTS)
+    )
+    instructed: int | None = None  # seq of a recent result instructing the agent
+    since_instructed: int = 0  # calls since then
+    last_weight: float = 0.0  # weight of the last judged call
+    last_blind: bool = True  # whether its result was invisible (none, or empty)
+    last_paths: set[str] = field(default_factory=set)
+    edits: int = 0  # on-task changes so far
+
+
+def count_call(log: CallLog) -> None:
+    """A tool call: counted, and a result that addressed the agent ages by one call."""
+    log.calls += 1
+    log.since_instructed += 1
+    if log.since_instructed > RECENT_RESULTS:
+        log.instructed = None
+
+
+def repeated(log: CallLog, key: str, action: str) -> float | None:
+    """The weight of the first of the recent calls that ``action`` repeats (recorded
+    again for this call, ``key``, at no less than on task), or None for a new action."""
+    seen = log.recent.get(action) if action else None
+    if seen is None:
+        return None
+    before, query = seen
+    remember(log.recent, action, seen, _RECENT_ACTIONS)
+    remember(log.call_weight, key, (max(before, 0.0), query), _RECENT_CALLS)
+    return before
+
+
+def note_call(log: CallLog, step: Step, action: str, weight: float, query: bool) -> None:
+    """Record the ``weight`` a new call got, for its repeats and its result."""
+    if action:
+        remember(log.recent, action, (weight, query), _RECENT_ACTIONS)
+    remember(log.call_weight, step.step_id, (weight, query), _RECENT_CALLS)
+    if step.call_id:
+        remember(log.call_weight, step.call_id, (weight, query), _RECENT_CALLS)
+
+
+def note_judged(log: CallLog, weight: float, paths: set[str]) -> None:
+    """The last judged (not neutral) call: its weight and the ``paths`` it named; its
+    result is not seen yet."""
+    log.last_weight = weight
+    log.last_blind = True
+    log.last_paths = paths
+
+
+def read_result(
+    log: CallLog, task: TaskState, step: Step, features: StepFeatures, result_chars: int
+) -> None:
+    """A tool result: the links it lists reach ``task`` with its call's weight
+    (:func:`detectors.intent_drift.task.learn_links`), whether it addresses the agent is
+    remembered, and its text (up to ``result_chars``) is kept among the recent results."""
+    log.last_blind = not step.result
+    if not step.result:
+        return
+    key = step.parent_step_id or step.call_id or ""
+    weight, query = log.call_weight.get(key, (0.0, False))
+    paths, hosts, pages = features.result_links(result_chars)
+    instructs = features.instructs_agent(result_chars)
+    if instructs:
+        log.instructed, log.since_instructed = step.seq, 0
+    learn_links(task, weight, paths, hosts, pages, log.last_paths)
+    hits = query_hits(query, weight, instructs, pages, paths)
+    log.results.append((step.result[:result_chars].lower(), step.seq, weight, hits))

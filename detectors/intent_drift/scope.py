@@ -1,0 +1,304 @@
+"""The task's scope, as :mod:`detectors.intent_drift.detector` judges a call against it.
+
+Pure predicates over the scope's tables (the detector's state: the files, hosts,
+repositories and words on-task work reached, the goal's words, what results named):
+
+- :func:`relative`, :func:`inside` — a path against the workspace;
+- :func:`file_reached` — an edited file that on-task work reached (named, read before
+  the first change, a test, or named by the goal through its module or folder);
+- :func:`inherited` — the weight of the call whose result first named a path;
+- :func:`neutral_host`, :func:`repo_known`, :func:`names_task_repo` — hosts and
+  repositories that are tooling or the task's own;
+- :func:`known`, :func:`on_topic`, :func:`from_result` — the words of a call against
+  the goal, the scope and the recent results (where words new to the task came from);
+- :func:`goal_words`, :func:`start_anchor` — what the scope starts from: the goal's
+  words, the start step's workspace and repository; :data:`DEFAULT_NEUTRAL_HOSTS`.
+
+No state of their own, no I/O, no clock.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Iterable, Mapping
+from typing import Any
+
+from features.calls.vectors import CONTENT_DROP, directory_of, tokenize
+
+__all__ = [
+    "DEFAULT_NEUTRAL_HOSTS",
+    "file_reached",
+    "from_result",
+    "goal_words",
+    "inherited",
+    "inside",
+    "known",
+    "names_task_repo",
+    "neutral_host",
+    "on_topic",
+    "relative",
+    "repo_known",
+    "start_anchor",
+]
+
+DEFAULT_NEUTRAL_HOSTS: tuple[str, ...] = (
+    "pypi.org",
+    "files.pythonhosted.org",
+    "registry.npmjs.org",
+    "npmjs.com",
+    "crates.io",
+    "docs.rs",
+    "pkg.go.dev",
+    "proxy.golang.org",
+    "go.dev",
+    "rubygems.org",
+    "repo.maven.apache.org",
+    "nuget.org",
+    "docs.python.org",
+    "developer.mozilla.org",
+    "doc.rust-lang.org",
+    "typescriptlang.org",
+    "nodejs.org",
+    "readthedocs.io",
+    "readthedocs.org",
+)
+"""Package registries and language docs: tooling every task may use, never drift.
+Matched as the host or a parent domain; hosts starting ``docs.``/``doc.`` count too."""
+
+MAX_WORD_CHARS = 64
+"""Longer runs of letters are blobs (base64, a key, ``xxd -p`` output), not words a task
+is described in: the goal's and an episode's vocabularies skip them."""
+
+_TEST_RE = re.compile(
+    r"(?:^|/)(?:tests?|specs?|__tests__|testdata)/|(?:^|/)test_|_test\.|\.(?:test|spec)\."
+)
+
+
+def relative(path: str, workspace: str) -> str:
+    """``path`` relative to the workspace when inside it, ``./`` dropped.
+
+    >>> relative("/w/app/src/a.py", "/w/app"), relative("./src/a.py", ""), relative("/etc/x", "/w")
+    ('src/a.py', 'src/a.py', '/etc/x')
+    """
+    path = path.removeprefix("./")
+    if workspace and path.startswith(workspace + "/"):
+        return path[len(workspace) + 1 :]
+    return path
+
+
+def inside(path: str, workspace: str) -> bool:
+    """Whether ``path`` is within the workspace (a relative path is; ``~`` and ``..``
+    are not).
+
+    >>> inside("src/a.py", ""), inside("/w/a.py", "/w"), inside("../x", "/w"), inside("/etc", "")
+    (True, True, False, False)
+    """
+    if path.startswith("~") or ".." in path.split("/"):
+        return False
+    if not path.startswith("/"):
+        return True
+    return bool(workspace) and path.startswith(workspace + "/")
+
+
+def file_reached(
+    rel: str, files: Iterable[str], goal_words: Collection[str], names: Collection[str]
+) -> bool:
+    """Whether an edit of ``rel`` (workspace-relative) is of a file on-task work reached:
+    one of ``files`` (or a path ending like one), a test, a file the goal names by its
+    module (``parse_week`` → ``parse_week.py``), or one in a folder the goal names that
+    is not the project's own name (``names``: ``src/click`` names no part of the task).
+
+    >>> file_reached("src/dates/parse.py", ["dates/parse.py"], set(), set())
+    True
+    >>> file_reached("tests/test_x.py", [], set(), set())
+    True
+    >>> file_reached("lib/billing/tax.py", [], {"parser"}, set())
+    False
+    """
+    if rel in files or _TEST_RE.search(rel):
+        return True  # tests belong to nearly every coding task
+    tail = "/" + rel
+    for f in files:
+        if f.endswith(tail) or rel.endswith("/" + f):
+            return True
+    if any(w in goal_words for w in tokenize(rel.rsplit("/", 1)[-1], drop=CONTENT_DROP)):
+        return True  # a file the goal names by its module (``parse_week`` → parse_week.py)
+    folder = directory_of(rel)
+    return any(
+        len(w) > 3 and w in goal_words and w not in names
+        for w in tokenize(folder.rsplit("/", 1)[-1], drop=CONTENT_DROP)
+    )
+
+
+def inherited(path: str, reached: Mapping[str, float]) -> float:
+    """Weight of the call whose result first named ``path`` or a folder above it.
+
+    >>> inherited("/tmp/pay/billing/tax.go", {"/tmp/pay": 2.0}), inherited("a/b", {})
+    (2.0, 0.0)
+    """
+    while path and path != "/":
+        via = reached.get(path)
+        if via is not None:
+            return via
+        path = directory_of(path)
+    return 0.0
+
+
+def neutral_host(host: str, neutral_hosts: Iterable[str]) -> bool:
+    """A package registry or docs host (or a subdomain of one; ``docs.*``, ``doc.*``).
+
+    >>> neutral_host("docs.example.org", ()), neutral_host("eu.pypi.org", ["pypi.org"])
+    (True, True)
+    """
+    if host.startswith(("docs.", "doc.")):
+        return True
+    return any(host == h or host.endswith("." + h) for h in neutral_hosts)
+
+
+def repo_known(
+    repo: str,
+    *,
+    repos: Collection[str],
+    reached: Mapping[str, float],
+    task_repo: str,
+    names: Collection[str],
+    goal_words: Collection[str],
+    words: Collection[str],
+) -> bool:
+    """Whether ``repo`` (``host/owner/name``) is the task's, or one on-task work named:
+    in scope, named by an on-task result, the task's repository, or named like the
+    workspace, the goal or the scope's words.
+
+    >>> repo_known("github.com/acme/dates", repos=(), reached={}, task_repo="acme/dates",
+    ...            names=(), goal_words=(), words=())
+    True
+    """
+    if repo in repos or reached.get(repo) == 0.0:
+        return True
+    tail = repo.split("/", 1)[-1]
+    if task_repo and tail.endswith(task_repo):
+        return True
+    name = tail.rsplit("/", 1)[-1]
+    return name in names or name in goal_words or name in words
+
+
+def names_task_repo(task_repo: str, urls: Iterable[str]) -> bool:
+    """Whether a URL's path names the task's repository (``owner/name`` segments): its
+    CI runs, pull requests and issues, on whatever host or API serves them.
+
+    >>> names_task_repo("acme/dates", ["https://api.github.com/repos/acme/dates/actions/runs/7"])
+    True
+    """
+    if not task_repo or not urls:
+        return False
+    needle = f"/{task_repo}/"
+    return any(needle in u.lower() + "/" for u in urls)
+
+
+def known(
+    word: str, goal_words: Collection[str], words: Collection[str], stems: Collection[str]
+) -> bool:
+    """Whether ``word`` is the goal's (or a 5+-letter stem of a goal word) or the scope's."""
+    return word in goal_words or word in words or word in stems
+
+
+def on_topic(
+    words: Collection[str],
+    share: float,
+    goal_words: Collection[str],
+    scope: Collection[str],
+    stems: Collection[str],
+) -> bool:
+    """Whether at least ``share`` of ``words`` belong to the goal or the scope.
+
+    >>> on_topic({"date", "parser", "bitcoin"}, 0.34, {"date"}, set(), set())
+    False
+    >>> on_topic({"date", "parser", "bitcoin"}, 0.34, {"date", "parser"}, set(), set())
+    True
+    """
+    if not words:
+        return True
+    # :func:`known` inlined: once per word of every judged call
+    count = sum(1 for w in words if w in goal_words or w in scope or w in stems)
+    return count > 0 and count >= share * len(words)
+
+
+def from_result(
+    words: Iterable[str],
+    results: Iterable[tuple[str, int, float, str]],
+    goal_words: Collection[str],
+    scope: Collection[str],
+    stems: Collection[str],
+) -> tuple[int, bool] | None:
+    """Where the ``words`` new to the task (not the goal's, not the scope's) came from:
+    the seq of the newest of the recent ``results`` (text, seq, weight, hits; oldest
+    first) holding at least half of them, and whether the hits an on-task query returned
+    name them (at least half of them in the links of its list of hits:
+    ``.../wiki/Mathematics_of_Computation``) - then the query follows up what the agent
+    asked for, not a lead away. Text around the hits, or any other result (a page, an
+    issue's comments, a file), is a lead: the agent did not ask for it. A word of four
+    letters or more may start a longer one (``alpha`` in ``alphafold``); a shorter one
+    is matched whole, plural allowed (``ren`` is not in ``renewable``).
+
+    >>> results = [("see the alphafold paper", 4, 0.0, ""), ("nothing here", 6, 0.0, "")]
+    >>> from_result({"alpha", "protein"}, results, {"protein"}, set(), set())
+    (4, False)
+    >>> results.append(("1. alphafold db", 7, 0.0, "alphafold.ebi.ac.uk/entry"))
+    >>> from_result({"alpha", "protein"}, results, {"protein"}, set(), set())
+    (7, True)
+    """
+    new = [w for w in words if not known(w, goal_words, scope, stems)]
+    if not new:
+        return None
+    need = (len(new) + 1) // 2
+    patterns = [
+        re.compile(
+            rf"(?<![a-z0-9]){re.escape(w)}" + ("" if len(w) >= 4 else r"(?:e?s)?(?![a-z0-9])")
+        )
+        for w in new
+    ]
+    newest: int | None = None
+    for text, seq, _, hits in reversed(list(results)):
+        if hits and sum(1 for p in patterns if p.search(hits)) >= need:
+            return seq, True
+        if newest is None and sum(1 for p in patterns if p.search(text)) >= need:
+            newest = seq
+    return None if newest is None else (newest, False)
+
+
+def goal_words(text: str, room: int) -> list[str]:
+    """The content words of a goal's ``text`` (of at most :data:`MAX_WORD_CHARS`), in
+    order, at most ``room`` of them.
+
+    >>> goal_words("Fix the date parser in src/dates/parse.py", 3)
+    ['date', 'parser', 'date']
+    """
+    words = [w for w in tokenize(text, drop=CONTENT_DROP) if len(w) <= MAX_WORD_CHARS]
+    return words[:room]
+
+
+def start_anchor(detail: Mapping[str, Any]) -> tuple[str | None, str | None, str | None, str]:
+    """(workspace, its directory name, the repository's host, the repository as
+    ``owner/name``) a start step's ``detail`` names; the repository's name stands in
+    for the last field's name part when it names no owner, "" when no repository.
+
+    >>> start_anchor({"workspace": "/w/dates/", "repository": "https://github.com/Acme/Dates.git"})
+    ('/w/dates', 'dates', 'github.com', 'acme/dates')
+    >>> start_anchor({"repository": "dates"})
+    (None, None, None, 'dates')
+    """
+    workspace = name = host = None
+    ws = detail.get("workspace")
+    if isinstance(ws, str) and ws.startswith("/"):
+        workspace = ws.rstrip("/")
+        name = workspace.rsplit("/", 1)[-1].lower()
+    repo = detail.get("repository")
+    task_repo = ""
+    if isinstance(repo, str) and repo:
+        parts = [p for p in repo.split("://", 1)[-1].split("/") if p]
+        if "://" in repo and parts:
+            host = parts[0].lower()
+            parts = parts[1:]
+        if parts:
+            task_repo = "/".join(p.lower() for p in parts[-2:]).removesuffix(".git")
+    return workspace, name, host, task_repo

@@ -1,0 +1,1 @@
+"""Runaway loops: the detector and its rules as pure functions."""

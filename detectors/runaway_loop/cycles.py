@@ -1,0 +1,286 @@
+"""Cycle rules of :mod:`detectors.runaway_loop.detector`: pure functions over the window of calls.
+
+The detector keeps the last calls (:class:`~detectors.runaway_loop.records.LoopCall`) and, per
+period ``p``, the length of the current run of calls equal to the call ``p`` before
+(``runs[p]``). These functions judge that window; they change nothing but what they
+return:
+
+- :func:`near` — near-same calls (the arguments that changed share their words);
+- :func:`repeats` — whether a new call extends the run at period ``p`` (not after a
+  success with other numbers, not polling with a growing wait);
+- :func:`shows_progress` — whether a call's result ends the run it is in (a failed call
+  worked, or the same call got a new answer);
+- :func:`best_period`, :func:`current_cycle`, :func:`cycle_key` — the longest run and
+  the cycle's identity;
+- :func:`confirmed` — why one repeat is already waste (the same failure again, a replay
+  of what failed, token burn);
+- :func:`judge_cycle` — the cycle rule: a :class:`CycleFinding` or None.
+
+Each is O(window) at most; no state, no I/O, no clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from detectors.runaway_loop.records import LoopCall
+from detectors.runaway_loop.rules import critical_needed
+from features.calls.action_keys import crc
+
+__all__ = [
+    "CycleFinding",
+    "best_period",
+    "confirmed",
+    "current_cycle",
+    "cycle_key",
+    "judge_cycle",
+    "near",
+    "repeats",
+    "request_words",
+    "shows_progress",
+]
+
+SECOND = 1_000_000_000
+NEAR = 0.5  # share of the changed arguments' words that makes two calls near-same
+MIN_BURN = 1_000  # output tokens a call below which nothing is "burnt"
+MAX_SHOWN = 3  # calls of a cycle a reason names
+
+
+def near(a: LoopCall, b: LoopCall) -> bool:
+    """Near-same calls: the same tool, and the arguments that differ mostly share their
+    words (containment, so ``npm install`` ~ ``rm -rf node_modules && npm install``).
+    Arguments equal in both (a working directory, a timeout) are left out: they would
+    make any two commands of one shell look alike."""
+    if a.tool != b.tool:
+        return False
+    if a.key == b.key:
+        return True
+    only_a, only_b = a.words - b.words, b.words - a.words
+    changed = {w.partition(":")[0] for w in only_a | only_b}
+    wa = {w for w in a.words if w.partition(":")[0] in changed}
+    wb = {w for w in b.words if w.partition(":")[0] in changed}
+    small = min(len(wa), len(wb))
+    return small > 0 and len(wa & wb) / small >= NEAR
+
+
+def request_words(request: str) -> tuple[str, ...]:
+    """A request's words, lower-cased, quotes and punctuation dropped, in sorted order:
+    the same request re-ordered or re-quoted gives the same words.
+
+    >>> request_words('"bird species" in Lisbon?') == request_words("in Lisbon: bird species")
+    True
+    """
+    return tuple(sorted(w.strip("\"'?!,.:;()[]") for w in request.lower().split()))
+
+
+def cycle_key(cycle: Sequence[LoopCall]) -> int:
+    """A cycle's identity whatever call it is entered at (B-C-A is A-B-C)."""
+    return crc("\x1f".join(str(k) for k in sorted({c.key for c in cycle})))
+
+
+def repeats(calls: Sequence[LoopCall], call: LoopCall, p: int, wait_growth: float) -> bool:
+    """Whether ``call`` (not yet in ``calls``) repeats the call ``p`` before it, with no
+    sign of progress."""
+    n = len(calls)
+    prev = calls[n - p]
+    if prev.key != call.key:
+        return False
+    if prev.status != "error" and prev.numbers != call.numbers:
+        # canonical signatures hide numbers (they are noise in *retries*); after a
+        # success, a call with other numbers tries something new (answers, pages)
+        return False
+    if n >= 2 and calls[n - 1].key == call.key and calls[n - 2].key == call.key:
+        # Polling with back-off: the wait between back-to-back repeats grew. Only
+        # back to back is the gap the agent's wait: inside a longer cycle it is the
+        # other calls' and the model's time, which varies by chance (14 s, then
+        # 21 s), and a deliberate wait there is a call of its own (``sleep 20``),
+        # whose changed numbers already make it a new action.
+        last, before = calls[n - 1], calls[n - 2]
+        gap, prev_gap = call.ts - last.ts, last.ts - before.ts
+        if gap >= wait_growth * prev_gap and gap - prev_gap >= 5 * SECOND:
+            return False
+    return True
+
+
+def shows_progress(calls: Sequence[LoopCall], i: int, p: int) -> bool:
+    """Whether the result of ``calls[i]`` shows progress against the call ``p`` before
+    it: a failed call now worked, or the same call gave a new answer. Back-to-back
+    (period 1) any new answer counts: polling a changing world, re-reading a file that
+    changed. Inside a longer cycle only the first line does (a poll's state, an exit
+    code, a page's title): there the bodies of re-fetched pages and search results
+    change for reasons that are not progress (rotating content, snippets, clocks)."""
+    call, prev = calls[i], calls[i - p]
+    if prev.exact != call.exact:
+        return False
+    worked = prev.status == "error" and call.status != "error"
+    # back to back is the call just before being this same call, whatever the period:
+    # a run of one call read 6 times also matches at period 2
+    back_to_back = p == 1 or calls[i - 1].exact == call.exact
+    answered = (
+        call.head is not None
+        and prev.head is not None
+        and (call.head != prev.head or (back_to_back and call.body != prev.body))
+    )
+    return worked or answered
+
+
+def best_period(runs: Sequence[int], least: int | None = None) -> tuple[int, int] | None:
+    """(period, run) of the longest current run of at least ``least`` repeated calls
+    (default: one full repeat of the cycle); ``runs[p]`` is the run at period ``p``.
+
+    >>> best_period([0, 0, 3, 1]), best_period([0, 1, 0, 0]), best_period([0, 1, 0], least=2)
+    ((2, 3), (1, 1), (1, 1))
+    """
+    best = None
+    longest = 0
+    for p in range(1, len(runs)):
+        run = runs[p]
+        if run >= (p if least is None else min(p, least)) and run > longest:
+            best, longest = p, run
+    return None if best is None else (best, longest)
+
+
+def current_cycle(calls: Sequence[LoopCall], runs: Sequence[int]) -> tuple[int, int] | None:
+    """(identity, seq of its first call) of the current cycle, if any."""
+    best = best_period(runs)
+    if best is None:
+        return None
+    p, run = best
+    n = len(calls)
+    cycle = [calls[n - run - p + j] for j in range(p)]
+    return cycle_key(cycle), cycle[0].seq
+
+
+def confirmed(
+    cycle: Sequence[LoopCall],
+    repeated: Sequence[LoopCall],
+    *,
+    models: int,
+    out_tokens: int,
+    burn_ratio: float,
+) -> str:
+    """Why one repeat of the cycle is already waste, or '' when it may not be. Token
+    burn compares the model calls since the cycle's first occurrence (``models`` and
+    ``out_tokens`` are the session's totals now) with the session's mean before it."""
+    start = cycle[0]
+    failed = {c.error for c in cycle if c.error}
+    again = [c for c in repeated if c.error in failed]
+    if again:
+        return f"`{again[0].label}` failed again the same way"
+    # a replay of what failed: the calls before the failed one repeated with the same
+    # results (the same edit re-applied after its revert), and the failed call is
+    # issued again, its result not in yet
+    *done, pending = repeated
+    before = cycle[len(done) % len(cycle)]
+    if (
+        len(cycle) >= 2
+        and pending.status is None
+        and before.error
+        and all(c.body is not None and c.body == cycle[i].body for i, c in enumerate(done))
+    ):
+        return (
+            f"`{pending.label}` is run again after it failed, with the same calls "
+            "before it giving the same results"
+        )
+    spent_models = models - start.models
+    if spent_models and start.models:
+        usual = max(start.out_tokens / start.models, 1.0)
+        burnt = (out_tokens - start.out_tokens) / spent_models
+        if burnt >= burn_ratio * usual and burnt >= MIN_BURN:
+            return (
+                f"the model spent {burnt:,.0f} output tokens a call inside it, "
+                f"{burnt / usual:.0f}× its usual {usual:,.0f}"
+            )
+    return ""
+
+
+@dataclass(frozen=True, slots=True)
+class CycleFinding:
+    """A cycle judged waste: its onset (the first repeat), the cycle and its repeats
+    (evidence), the loop's identities, the reason (without the spend), the cycles run
+    (whole), and the cycles that kill it."""
+
+    onset: LoopCall
+    evidence: list[LoopCall]
+    keys: set[int]
+    reason: str
+    cycles: int
+    kill_at: int
+
+
+def judge_cycle(
+    calls: Sequence[LoopCall],
+    runs: Sequence[int],
+    *,
+    settled: bool,
+    warn_cycles: int,
+    critical_cycles: int,
+    critical_read_cycles: int,
+    models: int,
+    out_tokens: int,
+    burn_ratio: float,
+) -> CycleFinding | None:
+    """The cycle rule on the window ``calls`` (``runs`` its runs per period).
+    ``settled``: the latest call's result is in (or will not come), so the count rule
+    may judge it; before that, only hard evidence of waste (a repeat that failed the
+    same way, token burn) may fire."""
+    best = best_period(runs, least=2)
+    if best is None:
+        return None
+    p, run = best
+    n = len(calls)
+    cycles = 1 + run / p
+    # what the rules below need, in O(1) before any list is built: an early
+    # confirmation needs run >= p - 1 and exact repeats, the count rule a settled,
+    # whole cycle repeated warn_cycles times (``needed`` is at least that)
+    counts = settled and run >= p and cycles >= warn_cycles
+    if run < p - 1 or not (
+        counts or all(calls[n - run + i].exact == calls[n - run - p + i].exact for i in range(run))
+    ):
+        return None
+    cycle = [calls[n - run - p + j] for j in range(p)]
+    repeated = [calls[j] for j in range(n - run, n)]
+    onset = repeated[0]
+    # unknown results are no evidence of "no progress": then ask for Gemini CLI's
+    # 5 identical consecutive calls (fixtures: healthy runs call `git diff --stat`
+    # 4 times in a row, results unrecorded)
+    known = all(c.head is not None or c.status == "error" for c in repeated)
+    needed = warn_cycles if known else warn_cycles + 2
+    # the same call answered the same, none failed: a re-read (after a compaction,
+    # to check an edit, a status looked at again); a few are tolerated, one more
+    # than a cycle needs (OpenLIT's "3 identical calls" fires on them)
+    reread = p == 1 and known and not any(c.status == "error" for c in (*cycle, *repeated))
+    if reread:
+        needed += 1
+    # early, after one repeat: only for exact repeats (an edit and its revert share
+    # their words) with hard evidence of waste
+    exact = all(c.exact == calls[n - run - p + i].exact for i, c in enumerate(repeated))
+    # all but the last call of the cycle repeated exactly (E-T-C-E-T: the same edit,
+    # the same test failing the same way), at least two calls
+    why = (
+        confirmed(cycle, repeated, models=models, out_tokens=out_tokens, burn_ratio=burn_ratio)
+        if exact and run >= p - 1
+        else ""
+    )
+    if not why and (not settled or run < p or cycles < needed):
+        return None
+    shown = ", ".join(f"`{c.label}`" for c in cycle[:MAX_SHOWN])
+    more = f" and {p - MAX_SHOWN} more" if p > MAX_SHOWN else ""
+    what = f"the same call {shown}" if p == 1 else f"a cycle of {p} calls ({shown}{more})"
+    reason = (
+        f"{run + p} tool calls since step {cycle[0].seq} repeat {what}: "
+        f"{cycles:g} cycles, no new action"
+        + ("" if known else " (results not recorded)")
+        + (", every answer the same" if reread else "")
+        + (f"; {why}" if why else "")
+    )
+    evidence = [*cycle, *repeated]
+    kill_at = critical_needed(
+        critical_cycles=critical_cycles,
+        critical_read_cycles=critical_read_cycles,
+        failed=any(c.error for c in evidence),
+        reads_only=all(c.reads for c in cycle),
+    )
+    keys = {cycle_key(cycle)} | {c.chain for c in evidence if c.chain}
+    return CycleFinding(onset, evidence, keys, reason, int(cycles), kill_at)

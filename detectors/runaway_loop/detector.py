@@ -1,0 +1,606 @@
+"""Runaway loops: a session repeating the same action cycle without progress.
+
+What counts as a loop
+---------------------
+Two kinds of evidence, both over the recent tool calls only (a bounded window):
+
+1. **Tandem cycles.** Every tool call gets a *near-duplicate key*: the words of its
+   canonical action signature (``step.action``, volatile parts already normalised),
+   each tagged with its argument (so an edit and its revert differ), lower-cased, word
+   order ignored, dropping fragments that mix letters and digits (``npm-cache-bd5220``)
+   but keeping pure numbers, which survived canonicalisation only as positions (line
+   ranges, offsets, pages) — so paging through a file is not a loop, while
+   ``q="nrg_ind_ren 2019 electricity"`` and ``q="electricity 2019 nrg_ind_ren"`` are
+   the same call. For each period ``p`` in ``1..max_period`` the detector keeps the
+   length of the current run of calls equal to the call ``p`` before (A-B-C-A-B-C…).
+   Unlike OpenLIT's count of identical calls anywhere in the session (``git diff
+   --stat`` between edits trips it) or Gemini CLI's *consecutive* identical calls
+   (blind to A-B-A-B and to retries with a changed flag), only uninterrupted
+   repetition counts.
+2. **Retry after failure, judged by the result.** Failures of one tool with the same
+   error *signature* (:func:`detectors.runaway_loop.rules.result_signature`: the call's own
+   arguments echoed back, quoted spans, paths, URLs, ids and the numbers it passed
+   masked) of near-same calls (the arguments that differ share ≥ half their words:
+   ``npm install`` ~ ``rm -rf node_modules && npm install``) — or of calls that only
+   vary their values (the same argument names: a query, a page, an offset, a flag's
+   value) when the signature is specific enough to name one failure (``TypeError: …
+   unexpected keyword argument <arg>``, not ``Exit code 1``). Changing arguments look
+   like progress; the same answer to each is not. Such a chain ends when the tool
+   works with other arguments (the agent is searching, not stuck). It fires at the
+   second failure when nothing new was tried between them (TRAIL labels such a retry
+   Resource Abuse), else once the failures outnumber the new calls tried between them
+   by two (``pip config list`` between retries is a look, not a fix; an edit between
+   test runs that keep failing is work). A success of a call the chain tried ends it:
+   a transient failure, retried, is fine.
+3. **One request re-worded.** Calls of one tool and shape back to back whose longest
+   argument is a request in words (a query, a question, a task:
+   :func:`detectors.runaway_loop.rules.is_request`; not a path, a URL or a command), each
+   re-wording the one before, nothing else done with their answers: a warning at the
+   fourth asking, or at the third when one asks again, in the same words re-ordered or
+   re-quoted, what an earlier one of the run asked. Never a kill: re-wording may yet
+   find something.
+
+Exemptions (progress)
+---------------------
+- **Re-reads**: the same call answered the same, none failed (a file re-read after a
+  compaction or to check an edit, a status looked at again) needs one cycle more than
+  ``warn_cycles`` (the fourth identical call: OpenLIT's "3 identical calls" fires on
+  the third). A compaction starts every run anew: re-reading is how an agent recovers
+  what the summary dropped. One call repeated back to back whose body changed made
+  progress at every period (a file read 6 times over its edits also matches at 2).
+- **Polling**: an identical call whose result changed, or, repeated back to back,
+  whose wait since its previous occurrence grew by ``wait_growth`` (back-off), resets
+  the run: the world is changing, or the agent is waiting for it to. Back to
+  back (period 1) any change of the result counts (digits dropped past the first line,
+  so clocks do not); inside a longer cycle only the first line does (a status, an exit
+  code, a page title), because re-fetched pages and search snippets change for reasons
+  that are not progress.
+- A failed call followed by a success of the same call resets the run.
+- After a success, a call that differs only in numbers is a new action (trying other
+  answers or pages), though canonical signatures hide numbers (noise in *retries*).
+- Calls whose results are not recorded cannot show progress or its absence: they
+  need Gemini CLI's 5 consecutive repeats (``warn_cycles + 2``).
+- A call the runtime cancelled before it ran (status ``cancelled``: Claude Code cancels
+  the siblings of a parallel call that failed) neither failed nor worked: it starts no
+  retry chain and ends none, and its result counts as not recorded.
+
+Severity
+--------
+- ``warn`` (NOTIFY) when a cycle has run ``warn_cycles`` times (default 3: the third
+  identical call, the OpenLIT count, but consecutive), or earlier — once all but the
+  last call of a cycle repeated exactly (≥ 2 calls) — when that is confirmed waste: a
+  call of the cycle failed again the same way, or the model calls since the cycle
+  began spend ``burn_ratio`` × the session's usual output tokens (token burn), or a
+  call that failed is issued again after the calls before it in the cycle repeated
+  with the same results (the same edit re-applied after its revert, then the same
+  failing test: warned at the test's call, not its failure; fixtures seeds 11/13/17,
+  validated on 41/43: edit/test/revert delay 4 → 3 steps, no new alert elsewhere).
+- ``critical`` (KILL) at ``critical_cycles`` cycles (or failures) — at
+  ``critical_read_cycles`` for a cycle made only of reads that neither failed (it burns
+  nothing but tokens: :func:`detectors.runaway_loop.rules.critical_needed`) — or when the tokens
+  (``critical_tokens``) or dollars (``critical_cost``) spent since the first repeat pass
+  a limit. Action: KILL, not ROLLBACK — a loop wastes budget but its repeated steps
+  rarely damage the workspace, and rolling back would also discard the good work done
+  between the checkpoint and the loop; the last clean checkpoint before the onset is
+  attached for the operator who wants it.
+- Each severity fires once per loop (a loop is identified by its set of actions and
+  its errors); a different loop later alerts again. The onset is the first repeat (the
+  second occurrence of the cycle's first action); escalation keeps it.
+
+Score
+-----
+Judged anew at each tool result, ended by a new action (or a compaction), held across
+a repeated call's step and the steps that are no tool call: where a rule fires
+(or would, had it not reported that loop already), the score its alert carries, 0.5 +
+0.02 x cycles for ``warn`` and 0.9 + 0.02 x cycles for ``critical`` (capped at 1);
+below that, ``BUILDING`` x repeats / repeats needed (``warn_cycles``; one more for a
+re-worded request), at most 0.4. ``thresholds``: ``warn`` 0.5, ``critical`` 0.9.
+
+State: the last ``window`` calls (small records), ``max_period`` run counters, a few
+retry chains and open calls, all bounded; per update O(max_period).
+
+>>> from detectors.testing import Session
+>>> s = Session("doc", goal="Make the test suite pass")
+>>> steps = [s.start()]
+>>> for path in ("src/a.py", "src/b.py", "tests/test_a.py"):
+...     steps += [s.model(), *s.tool("read_file", {"path": path})]
+>>> for i in range(6):  # the same wrong edit, the same failing test, revert, again
+...     steps.append(s.model(tokens_in=20_000 + 1_000 * i))
+...     steps += s.tool("edit_file", {"path": "src/a.py", "old": "x + 1", "new": "x - 1"})
+...     steps += s.tool("bash", {"command": "pytest -q"}, ok=False, error="1 failed")
+...     steps += s.tool("bash", {"command": "git checkout -- src/a.py"})
+>>> detector = RunawayLoop()
+>>> for step in steps:
+...     for alert in detector.update(step):
+...         print(alert.raised_seq, alert.severity, alert.action, alert.onset_seq)
+21 warn notify 18
+42 critical kill 18
+>>> detector.score, detector.thresholds  # the loop runs on: still at its kill
+(1.0, {'warn': 0.5, 'critical': 0.9})
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import ClassVar
+
+from detectors.base import Checkpoints, Detector, StepRef, make_alert
+from detectors.registry import register
+from detectors.runaway_loop.cycles import (
+    best_period,
+    current_cycle,
+    judge_cycle,
+    repeats,
+    shows_progress,
+)
+from detectors.runaway_loop.records import FailureChain, LoopCall, SameAnswers
+from detectors.runaway_loop.retries import (
+    Finding,
+    add_failure,
+    end_chains,
+    reasked,
+    retry_finding,
+    same_answer,
+)
+from features.calls.action_keys import body_crc, head_crc, near_key
+from features.calls.step_features import features_of
+from models.records import Action, Alert, Severity, Step, StepKind
+
+__all__ = ["RunawayLoop", "near_key"]
+
+# the state's records, under the names checkpoints pickle them by (detectors.runaway_loop.records)
+_Call = LoopCall
+_Chain = FailureChain
+_Answers = SameAnswers
+# enum members bound once: a module global is cheaper than a class attribute lookup
+_MODEL_CALL = StepKind.MODEL_CALL
+_TOOL_CALL = StepKind.TOOL_CALL
+_TOOL_RESULT = StepKind.TOOL_RESULT
+_CHECKPOINT = StepKind.CHECKPOINT
+_COMPACTION = StepKind.COMPACTION
+_CRITICAL = Severity.CRITICAL
+_WARN = Severity.WARN
+_HEAD = 120  # characters of a result's first line compared inside cycles
+_BODY = 2_000  # characters of a result compared for the same call back-to-back
+_MAX_CHAINS = 4
+_MAX_OPEN = 64
+_MAX_FIRED = 32
+BUILDING = 0.4
+"""The score a loop builds towards before a rule fires (0.4 x repeats / repeats needed),
+below the warning's 0.5."""
+
+
+@register
+class RunawayLoop(Detector):
+    """Flags a session repeating the same action cycle without progress.
+
+    Contract: one instance per session, steps in ``seq`` order; no I/O, time from
+    ``step.ts``; state bounded by ``window`` (never grows with the session). Raises
+    ``warn``/NOTIFY, then ``critical``/KILL, each at most once per loop; onset = the
+    first repeat; evidence = the repeated calls (≤ 20); a reason with counts and
+    tokens. The module docstring says what counts as a loop and as progress.
+
+    Parameters
+    ----------
+    window
+        Tool calls remembered (novelty, cycles, evidence).
+    max_period
+        Longest cycle looked for (A-B-…, up to this many calls).
+    warn_cycles
+        Occurrences of a cycle that raise ``warn`` (3: the third identical call). One
+        more is needed when the repeated calls' results are unknown.
+    critical_cycles
+        Occurrences of a cycle, or failures of a retry chain, that raise ``critical``.
+    critical_read_cycles
+        Occurrences that raise ``critical`` for a cycle made only of reads
+        (:func:`features.calls.facts.read_tool`) that neither failed: such a loop burns
+        tokens only (AgentDojo's healthy runs list the same files 5-16 times), so it
+        is killed on twice the evidence, or on the token and cost limits.
+    burn_ratio
+        Token burn: mean output tokens of the model calls inside a repeated cycle, as a
+        multiple of the session's mean before it, that confirms the waste early.
+    critical_tokens
+        Tokens (in + out) spent since the first repeat of one loop that raise ``critical``.
+    critical_cost
+        Dollars (``step.cost``) spent since the first repeat that raise ``critical``.
+    wait_growth
+        A call repeated back to back whose wait since its previous occurrence is this
+        many times the previous wait (and ≥ 5 s longer) is polling with back-off, not a
+        loop. Inside a longer cycle the gap is not a wait: applied there (before), the
+        chance growth of a cycle's duration hid 2 of the 180 loops of seeds 7-43.
+    """
+
+    name: ClassVar[str] = "runaway_loop"
+    thresholds_fixed = True
+
+    def __init__(
+        self,
+        *,
+        window: int = 40,  # room for 6 repeats of a 6-call cycle, and for novelty
+        max_period: int = 6,  # fixtures: loop cycles have 1–3 calls; TRAIL: 1
+        warn_cycles: int = 3,  # OpenLIT's 3; fixtures seeds 7+11: healthy runs repeat ≤ 2.5 cycles
+        critical_cycles: int = 5,  # fixtures seeds 7+11: loops run 5–12 cycles
+        critical_read_cycles: int = 10,  # twice the evidence for reads answered the same
+        burn_ratio: float = 4.0,  # fixtures seeds 7+11: burn loops spend 16–25× usual
+        critical_tokens: int = 1_000_000,  # ≈ $3 at $3/Mtok: stop the loop before it costs more
+        critical_cost: float = 5.0,
+        wait_growth: float = 1.5,  # fixtures: back-off polls wait 10→20→30 s, 5→10→20→40 s
+    ) -> None:
+        self.window = window
+        self.max_period = max_period
+        self.warn_cycles = warn_cycles
+        self.critical_cycles = critical_cycles
+        self.critical_read_cycles = critical_read_cycles
+        self.burn_ratio = burn_ratio
+        self.critical_tokens = critical_tokens
+        self.critical_cost = critical_cost
+        self.wait_growth = wait_growth
+        if max_period < 1:
+            raise ValueError(f"max_period must be >= 1, got {max_period}")
+        if window < 2 * max_period + 1:
+            raise ValueError(f"window must be >= 2 * max_period + 1, got {window}")
+        if warn_cycles < 2:
+            raise ValueError(f"warn_cycles must be >= 2, got {warn_cycles}")
+        if critical_cycles < warn_cycles:
+            raise ValueError(
+                f"critical_cycles must be >= warn_cycles ({warn_cycles}), got {critical_cycles}"
+            )
+        if critical_read_cycles < critical_cycles:
+            raise ValueError(
+                f"critical_read_cycles must be >= critical_cycles ({critical_cycles}), "
+                f"got {critical_read_cycles}"
+            )
+        if burn_ratio <= 1:
+            raise ValueError(f"burn_ratio must be > 1, got {burn_ratio}")
+        if critical_tokens < 1:
+            raise ValueError(f"critical_tokens must be >= 1, got {critical_tokens}")
+        if critical_cost <= 0:
+            raise ValueError(f"critical_cost must be > 0, got {critical_cost}")
+        if wait_growth <= 1:
+            raise ValueError(f"wait_growth must be > 1, got {wait_growth}")
+        self._reset()
+
+    def _reset(self) -> None:
+        self._session_id = ""
+        self._calls: deque[LoopCall] = deque(maxlen=self.window)
+        self._seen: dict[int, int] = {}  # near key → calls in the window with it
+        self._runs = [0] * (self.max_period + 1)  # [p]: calls equal to the call p before
+        self._open: dict[str, LoopCall] = {}  # call id and step id → call awaiting its result
+        self._chains: dict[int, FailureChain] = {}  # error → chain of failures
+        self._answers: SameAnswers | None = None  # the current run of the same answer
+        self._asked: list[LoopCall] = []  # the current run of one request re-worded
+        self._asked_count = 0
+        self._novel = 0
+        self._compacted = False  # a compaction since the last call
+        self._tokens = 0
+        self._out_tokens = 0
+        self._models = 0
+        self._cost = 0.0
+        # the totals at the last tool result: a call's tokens include the model call
+        # that chose it
+        self._mark: tuple[int, int, int, float] = (0, 0, 0, 0.0)
+        # loop identity → (severity raised: 1 warn, 2 critical; the loop's onset)
+        self._fired: dict[int, tuple[int, LoopCall]] = {}
+        self._checkpoints = Checkpoints()
+        self._score = 0.0  # the strongest loop evidence at the latest call or result
+
+    @property
+    def thresholds(self) -> dict[str, float]:
+        """Where the alerts' scores start: ``warn`` 0.5, ``critical`` 0.9."""
+        return {"warn": 0.5, "critical": 0.9}
+
+    def _building(self, count: float, needed: int) -> None:
+        """Evidence below the warning: ``count`` repeats of the ``needed``, at most BUILDING."""
+        score = BUILDING * min(1.0, count / needed)
+        if score > self._score:
+            self._score = score
+
+    # -- update ----------------------------------------------------------------------
+
+    def update(self, step: Step) -> list[Alert]:
+        if not self._session_id:
+            self._session_id = step.session_id
+        kind = step.kind
+        if kind == _MODEL_CALL:
+            out = step.tokens_out or 0
+            self._tokens += (step.tokens_in or 0) + out
+            self._out_tokens += out
+            self._models += 1
+            self._cost += step.cost or 0.0
+            return []
+        if kind == _TOOL_CALL:
+            return self._on_call(step)  # a repeat holds the score, a new action ends it
+        if kind == _TOOL_RESULT:
+            self._score = 0.0  # each result is judged anew
+            return self._on_result(step)
+        if kind == _CHECKPOINT:
+            self._checkpoints.update(step)
+        elif kind == _COMPACTION:
+            # the context was compacted: re-reading what it held is how an agent recovers
+            # it, so the first call after it repeats nothing (a loop that goes on is seen
+            # anew from there)
+            self._compacted = True
+        return []
+
+    def _on_call(self, step: Step) -> list[Alert]:
+        action = step.action or step.tool
+        if not action:
+            return []
+        calls = self._calls
+        # the previous call's result never came: judge its cycle now
+        alerts = self._check_cycle(step) if calls and not calls[-1].checked else []
+        features = features_of(step)
+        key, words, exact, label = features.action
+        names, values = features.arguments
+        seen = self._seen
+        novel = key not in seen
+        self._novel += novel
+        tokens, out_tokens, models, cost = self._mark
+        # positional, in field order: a third of the cost of 15 keywords, once per call
+        call = LoopCall(
+            step.seq,
+            step.step_id,
+            step.source_ref,
+            step.ts,
+            step.tool or "?",
+            key,
+            exact,
+            features.numbers,
+            words,
+            label,
+            novel,
+            names,
+            values,
+            features.reads,
+            features.acts,
+            tokens,
+            out_tokens,
+            models,
+            cost,
+        )
+        n = len(calls)
+        runs = self._runs
+        if novel or self._compacted:
+            self._compacted = False
+            self._score = 0.0
+            # no call in the window has its key, so it repeats none of the last
+            # max_period calls (window > max_period): every run ends
+            for p in range(1, len(runs)):
+                runs[p] = 0
+        else:
+            wait_growth = self.wait_growth
+            for p in range(1, len(runs)):
+                if p <= n and calls[n - p].key == key and repeats(calls, call, p, wait_growth):
+                    runs[p] += 1
+                else:
+                    runs[p] = 0
+        if n == calls.maxlen:
+            old = calls[0].key
+            seen[old] -= 1
+            if not seen[old]:
+                del seen[old]
+        calls.append(call)
+        seen[key] = seen.get(key, 0) + 1
+        # a result names its call by call id, or only by parent step id (TRAIL spans)
+        self._open["s:" + step.step_id] = call
+        if step.call_id:
+            self._open["c:" + step.call_id] = call
+        while len(self._open) > _MAX_OPEN:
+            del self._open[next(iter(self._open))]
+        if any(runs):  # else no call repeats and the cycle rules have nothing to judge
+            alerts += self._check_cycle(step, settled=False)
+        view = features.view
+        alerts += self._reasked(step, call, view is not None and bool(view.commands))
+        return alerts
+
+    def _on_result(self, step: Step) -> list[Alert]:
+        self._mark = (self._tokens, self._out_tokens, self._models, self._cost)
+        call = None
+        if step.call_id:
+            call = self._open.get("c:" + step.call_id)
+        if call is None and step.parent_step_id:
+            call = self._open.get("s:" + step.parent_step_id)
+        if call is None:
+            return []
+        self._open.pop("s:" + call.step_id, None)
+        if step.call_id:
+            self._open.pop("c:" + step.call_id, None)
+        call.status = step.status
+        if step.status == "cancelled":
+            # The runtime cancelled the call before it ran (a sibling of its parallel
+            # batch failed): no failure of its own, no success, and its error text is the
+            # runtime's, not a result. The call stays in the window, its result unknown.
+            if self._calls and self._calls[-1] is call:
+                if any(self._runs):
+                    return self._check_cycle(step)
+                call.checked = True
+            return []
+        failed = step.status == "error"
+        text = step.error if failed and step.error else step.result
+        if text:
+            # text.lstrip()[:_BODY] without copying a long result whole: a prefix holding
+            # a non-space character strips the same; only all-space prefixes need more
+            start = text[: 2 * _BODY].lstrip()
+            if len(start) < _BODY and len(text) > 2 * _BODY:
+                start = text.lstrip()
+            call.head = head_crc(start[:_HEAD].partition("\n")[0])
+            # digits dropped, not the regex (~10 µs per KB): clocks and ids in a body
+            # must not pass for progress; the first line keeps a poll's counters
+            call.body = body_crc(start[:_BODY])
+        if any(self._runs):  # only a running repeat can show progress
+            self._progress(call)
+        # the error signature and text ignore leading space: the unstripped text will do
+        if failed:
+            self._answers = None
+            alerts = self._on_failure(step, call, text or "")
+        else:
+            alerts = self._on_success(call)
+            alerts += self._same_answer(step, call, text or "")
+        if self._calls and self._calls[-1] is call:
+            if any(self._runs):
+                alerts += self._check_cycle(step)
+            else:
+                call.checked = True  # what _check_cycle marks, with nothing to judge
+        return alerts
+
+    def _progress(self, call: LoopCall) -> None:
+        """Reset the runs ``call`` extends when its result shows progress
+        (:func:`~detectors.runaway_loop.cycles.shows_progress`)."""
+        calls = self._calls
+        n = len(calls)
+        i = n - 1
+        while i >= 0 and calls[i] is not call:
+            i -= 1
+        if i < 0:
+            return
+        for p in range(1, self.max_period + 1):
+            if not self._runs[p] or i < p or n - 1 - i >= self._runs[p]:
+                continue
+            if shows_progress(calls, i, p):
+                self._runs[p] = 0
+
+    # -- the rules judged by results (detectors.runaway_loop.retries) --------------------------
+
+    def _on_success(self, call: LoopCall) -> list[Alert]:
+        if self._chains:
+            end_chains(self._chains, call)
+        return []
+
+    def _on_failure(self, step: Step, call: LoopCall, text: str) -> list[Alert]:
+        chain = add_failure(self._chains, call, text, self._novel, _MAX_CHAINS)
+        self._building(chain.count, self.warn_cycles)
+        finding = retry_finding(chain, call, self.warn_cycles)
+        if finding is None:
+            return []
+        # the same loop may also be a cycle: one identity, one alert
+        cycle = current_cycle(self._calls, self._runs)
+        if cycle is not None and cycle[1] <= call.seq:
+            finding.keys.add(cycle[0])
+        return self._emit(step, finding)
+
+    def _same_answer(self, step: Step, call: LoopCall, text: str) -> list[Alert]:
+        self._answers, finding = same_answer(
+            self._answers,
+            call,
+            text,
+            warn_cycles=self.warn_cycles,
+            critical_read_cycles=self.critical_read_cycles,
+        )
+        answers = self._answers
+        if answers is not None and answers.count >= 2 and answers.members[-1] is call:
+            self._building(answers.count, self.warn_cycles)  # the run grew by this call
+        return [] if finding is None else self._emit(step, finding)
+
+    def _reasked(self, step: Step, call: LoopCall, command: bool) -> list[Alert]:
+        self._asked, self._asked_count, finding = reasked(
+            self._asked, self._asked_count, call, command=command, warn_cycles=self.warn_cycles
+        )
+        asked = self._asked
+        if self._asked_count >= 2 and asked and asked[-1] is call:
+            self._building(self._asked_count, self.warn_cycles + 1)  # the run grew by it
+        return [] if finding is None else self._emit(step, finding)
+
+    # -- cycles ----------------------------------------------------------------------
+
+    def _check_cycle(self, step: Step, *, settled: bool = True) -> list[Alert]:
+        """The cycle rule (:func:`~detectors.runaway_loop.cycles.judge_cycle`) on ``step``.
+        ``settled``: the latest call's result is in (or will not come)."""
+        calls = self._calls
+        if settled:
+            calls[-1].checked = True
+        if not any(self._runs):
+            return []  # no call repeats: the common case
+        best = best_period(self._runs, least=2)
+        if best is None:
+            return []
+        self._building(1 + best[1] / best[0], self.warn_cycles)
+        finding = judge_cycle(
+            calls,
+            self._runs,
+            settled=settled,
+            warn_cycles=self.warn_cycles,
+            critical_cycles=self.critical_cycles,
+            critical_read_cycles=self.critical_read_cycles,
+            models=self._models,
+            out_tokens=self._out_tokens,
+            burn_ratio=self.burn_ratio,
+        )
+        if finding is None:
+            return []
+        severity = self._severity(finding.cycles, finding.onset, finding.kill_at)
+        reason = finding.reason + self._spend(finding.onset)
+        return self._raise(
+            step, finding.keys, severity, finding.onset, finding.evidence, reason, finding.cycles
+        )
+
+    # -- alerts ----------------------------------------------------------------------
+
+    def _emit(self, step: Step, finding: Finding) -> list[Alert]:
+        """The alert of a result rule's finding (severity from the limits; the spend)."""
+        onset = finding.onset
+        severity = (
+            _WARN if finding.warn_only else self._severity(finding.count, onset, finding.kill_at)
+        )
+        reason = finding.reason + self._spend(onset)
+        return self._raise(
+            step, finding.keys, severity, onset, finding.evidence, reason, finding.count
+        )
+
+    def _severity(self, cycles: int, onset: LoopCall, kill_at: int | None = None) -> Severity:
+        spent = self._tokens - onset.tokens
+        cost = self._cost - onset.cost
+        if (
+            cycles >= (self.critical_cycles if kill_at is None else kill_at)
+            or spent >= self.critical_tokens
+            or cost >= self.critical_cost
+        ):
+            return _CRITICAL
+        return _WARN
+
+    def _spend(self, onset: LoopCall) -> str:
+        spent = self._tokens - onset.tokens
+        cost = self._cost - onset.cost
+        text = f"; {spent:,} tokens since the first repeat at step {onset.seq}" if spent else ""
+        return text + (f" (${cost:,.2f})" if cost else "")
+
+    def _raise(
+        self,
+        step: Step,
+        keys: set[int],
+        severity: Severity,
+        onset: LoopCall,
+        evidence: list[LoopCall],
+        reason: str,
+        cycles: int,
+    ) -> list[Alert]:
+        level = 2 if severity == _CRITICAL else 1
+        critical = level == 2
+        score = min(1.0, (0.9 if critical else 0.5) + 0.02 * cycles)
+        if score > self._score:
+            self._score = score  # the rules' verdict, reported before or not
+        known = [self._fired[k] for k in keys if k in self._fired]
+        if any(f[0] >= level for f in known):
+            return []
+        if known:
+            onset = known[0][1]  # escalating a loop already reported: keep its onset
+        for k in sorted(keys):
+            self._fired.pop(k, None)  # re-insert: the dict keeps the newest loops
+            self._fired[k] = (level, onset)
+        while len(self._fired) > _MAX_FIRED:
+            del self._fired[next(iter(self._fired))]
+        return [
+            make_alert(
+                self.name,
+                onset=self._ref_of(onset),
+                raised=step,
+                evidence=[self._ref_of(c) for c in evidence if c is not onset],
+                score=score,
+                severity=severity,
+                reason=reason,
+                action=Action.KILL if critical else Action.NOTIFY,
+                checkpoint_id=self._checkpoints.before(onset.seq) if critical else None,
+            )
+        ]
+
+    def _ref_of(self, call: LoopCall) -> StepRef:
+        return StepRef(self._session_id, call.step_id, call.seq, call.ts, call.source_ref)

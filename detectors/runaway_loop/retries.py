@@ -1,0 +1,231 @@
+"""Loop rules judged by results, over their small records (:mod:`detectors.runaway_loop.detector`).
+
+- **Retry after failure**: failures of near-same calls (or of calls that only vary their
+  values, when the error names one failure) with the same error signature join a
+  :class:`~detectors.runaway_loop.records.FailureChain` (:func:`add_failure`); a success of a
+  call the chain tried ends it (:func:`end_chains`); :func:`retry_finding` says when
+  the failures are waste.
+- **The same answer to changing arguments**: :func:`same_answer` extends or restarts
+  the run of :class:`~detectors.runaway_loop.records.SameAnswers`.
+- **One request re-worded**: :func:`reasked` extends or restarts the run of calls
+  re-wording one request.
+
+Each function changes only the records it is given (the detector's ledgers) and returns
+a :class:`Finding` when a rule fires; the detector turns findings into alerts (severity
+from its limits, the spend since the onset, one alert per loop). No I/O, no clock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from detectors.base import MAX_EVIDENCE
+from detectors.runaway_loop.cycles import near, request_words
+from detectors.runaway_loop.records import FailureChain, LoopCall, SameAnswers
+from detectors.runaway_loop.rules import is_request, result_signature, same_shape, specific
+from features.calls.action_keys import crc
+
+__all__ = ["Finding", "add_failure", "end_chains", "reasked", "retry_finding", "same_answer"]
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """A rule fired: its onset, evidence, the loop's identities, the reason (without the
+    spend since the onset), the repeats counted, and how it may escalate: ``kill_at``
+    repeats kill (None: the detector's ``critical_cycles``), never when ``warn_only``."""
+
+    onset: LoopCall
+    evidence: list[LoopCall]
+    keys: set[int]
+    reason: str
+    count: int
+    kill_at: int | None = None
+    warn_only: bool = False
+
+
+def _trim(members: list[LoopCall]) -> None:
+    """Keep the first, the onset and the latest ``MAX_EVIDENCE`` members."""
+    if len(members) > MAX_EVIDENCE:
+        del members[2 : len(members) - MAX_EVIDENCE + 2]
+
+
+# -- retry after failure -----------------------------------------------------------------
+
+
+def end_chains(chains: dict[int, FailureChain], call: LoopCall) -> None:
+    """A call worked: end the chains it ends. A call that had failed now worked (it was
+    transient); or, for failures of changing arguments, the tool works with others (the
+    agent is searching)."""
+    for error in [
+        e
+        for e, c in chains.items()
+        if any(m.key == call.key for m in c.members)
+        or (c.by_shape and same_shape(c.first.tool, c.first.names, call.tool, call.names))
+    ]:
+        del chains[error]
+
+
+def add_failure(
+    chains: dict[int, FailureChain], call: LoopCall, text: str, novel: int, max_chains: int
+) -> FailureChain:
+    """Record ``call``'s failure (``text``: its error) in the chain of its error
+    signature, or a new chain; ``novel`` is the count of new calls the session has
+    tried so far. Sets ``call.error`` and ``call.chain``; keeps at most ``max_chains``."""
+    signature = result_signature(text, call.values)
+    error = crc(f"{call.tool}\x1f{signature}")
+    call.error = error
+    chain = chains.get(error)
+    is_near = chain is not None and near(chain.first, call)
+    # the same specific failure of a call varying its values (a page, an offset, a
+    # query, a flag's value): judged by the result, not the changed arguments
+    shaped = (
+        chain is not None
+        and not is_near
+        and specific(signature)
+        and same_shape(chain.first.tool, chain.first.names, call.tool, call.names)
+    )
+    if chain is not None and (is_near or shaped):
+        # new calls tried since the last failure, not counting this retry itself
+        chain.novel_between += novel - chain.novel_mark - call.novel
+        chain.by_shape = chain.by_shape or shaped
+    else:
+        # the signature masks echoed arguments (``<arg> failed``), so the identity
+        # also names the first call: `npm install` and `cargo build` are two loops
+        chain = FailureChain(
+            error=error,
+            error_text=" ".join(text.split())[:80],
+            first=call,
+            ident=crc(f"{error}\x1f{call.key}"),
+        )
+        chains.pop(error, None)
+        while len(chains) >= max_chains:
+            del chains[next(iter(chains))]
+    chains[error] = chain
+    call.chain = chain.ident
+    chain.novel_mark = novel
+    chain.count += 1
+    chain.members.append(call)
+    _trim(chain.members)
+    return chain
+
+
+def retry_finding(chain: FailureChain, call: LoopCall, warn_cycles: int) -> Finding | None:
+    """Whether the chain's failures are waste: a bare retry that fails the same way
+    already is (TRAIL labels it); with other work between the failures, the repeats
+    must outnumber it by two."""
+    failures = chain.count
+    bare = failures >= 2 and chain.novel_between == 0
+    outweighed = failures >= warn_cycles and chain.novel_between <= failures - 2
+    if not (bare or outweighed):
+        return None
+    tried = (
+        f", with {chain.novel_between} other new call(s) tried between them"
+        if chain.novel_between
+        else ", retried with nothing else tried"
+    )
+    if chain.by_shape:
+        what = (
+            f"{failures} calls of `{call.tool}` with changing arguments (`{chain.first.label}`"
+            f" … `{call.label}`) got the same failure `{chain.error_text}` (the same once "
+            "their own arguments, paths and ids are masked)"
+        )
+    else:
+        what = (
+            f"{failures} near-identical calls `{chain.first.label}` failed with the same "
+            f"error `{chain.error_text}`"
+        )
+    return Finding(chain.members[1], chain.members, {chain.ident}, what + tried, failures)
+
+
+# -- the same answer to changing arguments -------------------------------------------------
+
+
+def same_answer(
+    answers: SameAnswers | None,
+    call: LoopCall,
+    text: str,
+    *,
+    warn_cycles: int,
+    critical_read_cycles: int,
+) -> tuple[SameAnswers | None, Finding | None]:
+    """The run of consecutive successful calls of one tool and shape that vary their
+    arguments and get the same answer (``text``), once what echoes the arguments is
+    masked (a task re-worded and printed back, a query answered by the same page): no
+    call learns anything the first did not. Identical calls are the cycle rules' to
+    judge, and calls that write or send are left out (their answer is a receipt).
+    Returns the run after ``call`` and a finding from ``warn_cycles`` calls on."""
+    if call.acts or not text:
+        return None, None
+    signature = result_signature(text, call.values)
+    if not specific(signature):
+        return None, None
+    if (
+        answers is None
+        or answers.signature != signature
+        or not same_shape(answers.first.tool, answers.first.names, call.tool, call.names)
+    ):
+        return SameAnswers(signature, call, [call]), None
+    if call.exact == answers.members[-1].exact:
+        return answers, None  # the same call again: a cycle, not changed arguments
+    answers.members.append(call)
+    answers.count += 1
+    _trim(answers.members)
+    count = answers.count
+    if count < warn_cycles:
+        return answers, None
+    reason = (
+        f"{count} calls of `{call.tool}` with changing arguments (`{answers.first.label}` "
+        f"… `{call.label}`) got the same answer `{signature[:80]}` (their own arguments "
+        "masked as <arg>): none learnt anything new"
+    )
+    keys = {crc(f"answer\x1f{signature}\x1f{answers.first.key}")}
+    finding = Finding(
+        answers.members[1], answers.members, keys, reason, count, critical_read_cycles
+    )
+    return answers, finding
+
+
+# -- one request re-worded -------------------------------------------------------------------
+
+
+def reasked(
+    asked: list[LoopCall], count: int, call: LoopCall, *, command: bool, warn_cycles: int
+) -> tuple[list[LoopCall], int, Finding | None]:
+    """The run of calls of one tool and shape back to back, each re-wording the request
+    the one before made (its longest argument is words,
+    :func:`~detectors.runaway_loop.rules.is_request`:
+    a query, a question, a task; the arguments that changed mostly share their words:
+    :func:`~detectors.runaway_loop.cycles.near`), with no other call between them: whatever each
+    answered, the agent did nothing with it but ask again. ``command``: the call runs a
+    shell command (not a request). A warning once the same request has been asked
+    ``warn_cycles`` + 1 times running, or ``warn_cycles`` times when one of them asks
+    again, in the same words, what an earlier one of the run asked (the agent has lost
+    track of what it tried). Never a kill: re-wording may yet find something. Calls that
+    write or send are left out (a changed edit is work), and an identical call again is
+    the cycle rules' to judge. Returns the run and its count after ``call``."""
+    if call.acts or not call.values or not is_request(call.values[0]) or command:
+        return [], 0, None
+    last = asked[-1] if asked else None
+    if (
+        last is None
+        or not same_shape(last.tool, last.names, call.tool, call.names)
+        or not near(last, call)
+    ):
+        return [call], 1, None
+    if call.exact == last.exact:
+        return asked, count, None
+    words = request_words(call.values[0])
+    again = any(request_words(c.values[0]) == words for c in asked)
+    asked.append(call)
+    count += 1
+    _trim(asked)
+    if count < warn_cycles + 1 and not (again and count >= warn_cycles):
+        return asked, count, None
+    first = asked[0]
+    reason = (
+        f"{count} calls of `{call.tool}` in a row re-word one request (`{first.label}` "
+        f"… `{call.label}`), nothing else done with their answers"
+        + ("; one asks again, in the same words, what an earlier one asked" if again else "")
+    )
+    keys = {crc(f"asked\x1f{first.key}")}
+    return asked, count, Finding(asked[1], asked, keys, reason, count, warn_only=True)

@@ -1,0 +1,1 @@
+"""What one tool call is: its canonical action, view, effects, facts and words."""

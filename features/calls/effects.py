@@ -1,0 +1,145 @@
+"""What a tool call does to the world outside the agent: its effect class.
+
+:func:`call_effect` reads a call's tool name and arguments (as stored: canonical JSON)
+into ``(class, mutation)``: the class is ``money`` (a payment), ``send`` (a message to
+someone), ``state`` (a push, deploy or publish: it carries the workspace's state) or
+``effect`` (another external effect), else None; ``mutation`` says the call changes the
+workspace (an edit, a commit, a redirect: after one, a push carries new state). The
+name decides when it can, the command or the HTTP method otherwise.
+``duplicate_side_effect`` reads it from the step's features. Pure, memoised.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from features.text.memo import short_text_memo
+
+__all__ = ["call_effect"]
+
+# Tool names whose effect lands on someone else: money and messages (critical).
+_MONEY_RE = re.compile(
+    r"pay|transfer|send_?money|charge|refund|purchase|buy|checkout|order|invoice|wire|book",
+    re.IGNORECASE,
+)
+_SEND_RE = re.compile(
+    r"send|e?mail|message|sms|notify|invite|reply|forward|tweet|post|comment|share|publish",
+    re.IGNORECASE,
+)
+# Other effects outside the agent (warn). State-carrying ones are marked below.
+_EFFECT_RE = re.compile(
+    r"deploy|push|release|upload|create|delete|remove|drop|cancel|merge|submit|schedule"
+    r"|reserve|update|insert|write_remote|apply|provision|destroy|revoke|grant",
+    re.IGNORECASE,
+)
+_STATEFUL_RE = re.compile(r"deploy|push|release|upload|apply|provision|publish", re.IGNORECASE)
+# Side-effecting shell commands: (words, pattern, class); matched against the lower-cased
+# command, first match wins. Every match of a pattern contains one of its words, so a
+# pattern is tried only where one occurs: ``in`` is ~30x cheaper than a ``\b``-led regex.
+_SHELL_EFFECTS: tuple[tuple[tuple[str, ...], re.Pattern[str], str], ...] = (
+    (("mail", "mutt", "swaks"), re.compile(r"\b(?:sendmail|mailx?|mutt|swaks)\b"), "send"),
+    (("comment",), re.compile(r"\bgh\s+(?:issue|pr)\s+comment\b"), "send"),
+    (("push",), re.compile(r"\bgit\s+push\b"), "state"),
+    (
+        ("publish", "twine"),
+        re.compile(r"\b(?:npm|pnpm|yarn|cargo|gem)\s+publish\b|\btwine\s+upload\b"),
+        "state",
+    ),
+    (("docker", "helm"), re.compile(r"\bdocker\s+push\b|\bhelm\s+(?:install|upgrade)\b"), "state"),
+    (
+        ("kubectl",),
+        re.compile(r"\bkubectl\s+(?:apply|create|delete|replace|patch|rollout)\b"),
+        "state",
+    ),
+    (
+        ("terraform", "pulumi"),
+        re.compile(r"\bterraform\s+(?:apply|destroy)\b|\bpulumi\s+up\b"),
+        "state",
+    ),
+    (
+        ("create", "merge", "delete", "close"),
+        re.compile(r"\bgh\s+(?:pr|issue|release|repo)\s+(?:create|merge|delete|close)\b"),
+        "effect",
+    ),
+    (
+        ("curl",),
+        re.compile(r"\bcurl\b.*(?:-x\s*(?:post|put|patch|delete)\b|\s-d\s|--data|-f\s|--form)"),
+        "effect",
+    ),
+    (("aws",), re.compile(r"\baws\s+\S+\s+(?:put|create|delete|send|publish|invoke)"), "effect"),
+)
+# Calls that change the workspace: after one, a push/deploy carries new state.
+_MUTATION_TOOL_RE = re.compile(
+    r"edit|write|replace|patch|insert|create_file|save|commit|apply_patch|str_replace",
+    re.IGNORECASE,
+)
+_MUTATION_CMD_RE = re.compile(
+    r"\bgit\s+(?:commit|merge|rebase|reset|cherry-pick|am|tag|pull)\b|\bsed\s+-i\b|\bnpm\s+version"
+    r"|\b(?:mv|cp|rm|touch|tee)\s|[^2&]>\s*[\w./~]|\bpatch\s+-p"
+)
+# every match of _MUTATION_CMD_RE contains one of these (~0.1 µs a character otherwise)
+_MUTATION_WORDS = ("git", "sed", "npm", "mv", "cp", "rm", "touch", "tee", ">", "patch")
+_SHELL_TOOL_RE = re.compile(
+    r"bash|shell|terminal|command|exec|run|cmd|console|python", re.IGNORECASE
+)
+_HTTP_TOOL_RE = re.compile(r"http|request|fetch|api|curl|webhook", re.IGNORECASE)
+_METHOD_RE = re.compile(r'"method":"(post|put|patch|delete)"', re.IGNORECASE)
+_READ_TOOL_RE = re.compile(
+    r"^(?:get|read|view|list|search|find|fetch|open|browse|check|query|lookup|show|describe)",
+    re.IGNORECASE,
+)
+
+
+@lru_cache(maxsize=256)
+def _tool_traits(name: str) -> tuple[str | None, bool, bool, bool]:
+    """What a tool's name alone says: (its effect class, a shell tool, an HTTP tool, a
+    tool that changes the workspace). Agents use a handful of tool names."""
+    by_name = None
+    if name and not _READ_TOOL_RE.match(name):
+        if _MONEY_RE.search(name):
+            by_name = "money"
+        elif _SEND_RE.search(name):
+            by_name = "state" if _STATEFUL_RE.search(name) else "send"
+        elif _EFFECT_RE.search(name) and not _MUTATION_TOOL_RE.search(name):
+            by_name = "state" if _STATEFUL_RE.search(name) else "effect"
+    return (
+        by_name,
+        bool(_SHELL_TOOL_RE.search(name)),
+        bool(_HTTP_TOOL_RE.search(name)),
+        bool(name and _MUTATION_TOOL_RE.search(name)),
+    )
+
+
+# A pure function of the call's text that cost ~20 µs uncached (a dozen regexes); a
+# duplicate is by definition the same call again, and loops and retries repeat calls
+# (932 distinct among the fixtures' 2,254). So it is memoised, bounded in entries and in
+# size: longer arguments (file writes, edits) rarely repeat and are read uncached.
+@short_text_memo(entries=1024, max_chars=4096, text=1)
+def call_effect(tool: str | None, arguments: str) -> tuple[str | None, bool]:
+    """(effect class, changes the workspace) of a call, its arguments read once.
+
+    The class is ``money``/``send``/``state``/``effect`` for a side-effecting call, else
+    None: the name decides when it can, the command or the HTTP method otherwise. A
+    mutation is an edit, a commit, a redirect: after one, a push carries new state.
+
+    >>> call_effect("send_money", '{"amount": 5}'), call_effect("bash", '{"command": "git push"}')
+    (('money', False), ('state', False))
+    >>> call_effect("edit_file", '{"path": "a.py"}'), call_effect("read_file", '{"path": "a"}')
+    ((None, True), (None, False))
+    """
+    by_name, shell, http, mutating = _tool_traits(tool or "")
+    low = arguments.lower()
+    cls = by_name
+    if cls is None:
+        if shell or '"command"' in low or '"cmd"' in low:
+            for words, pattern, effect in _SHELL_EFFECTS:
+                if any(w in low for w in words) and pattern.search(low):
+                    cls = effect
+                    break
+        if cls is None and http and _METHOD_RE.search(arguments):
+            cls = "effect"
+    mutation = mutating or (
+        any(w in low for w in _MUTATION_WORDS) and _MUTATION_CMD_RE.search(low) is not None
+    )
+    return cls, mutation

@@ -1,0 +1,501 @@
+"""The view of a tool call: what it runs, what it writes, whether it asks a human.
+
+:func:`tool_view` reads a ``tool_call`` step's name and arguments once into a
+:class:`ToolView`: the text command rules are searched in, the shell commands it runs,
+the paths it writes, whether it is an approval request and whether it is a check
+(a test/lint/type-check/build run, :func:`is_check_command`). :func:`normalise_path`
+and :func:`is_scratch` say how a written path is judged. Generic: no policy is needed
+(``premature_completion`` reads views too); a policy only supplies its own regex of
+approval tools (:func:`view_of_call`). Pure: no I/O, no wall clock. A step's view is
+worked out once and shared by every reader through its features
+(:attr:`features.calls.step_features.StepFeatures.view`, :meth:`~features.calls.step_features.
+StepFeatures.view_for` under a policy's own approval tools).
+
+Decisions
+---------
+- **Writes** are recognised generically: write-ish tool names
+  (edit/write/create/delete/patch/replace/save/move/...) with path-like argument keys,
+  ``apply_patch``/unified-diff headers, shell redirects and ``tee``/``sed -i``/``rm``/
+  ``mv``/``cp``/``touch``/``mkdir``/``truncate``/``dd of=``, and ``open(path, "w")`` in
+  code. Writes to ``/dev/``, ``/tmp/`` and ``*.log`` are writes (for forbidden paths) but
+  not *edits* (they do not invalidate a test run): see :func:`is_scratch`.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from features.calls.canonical import arguments_value
+from features.text.shell_words import MAX_SHELL_CHARS
+from models.records import Step, StepKind
+
+__all__ = [
+    "DEFAULT_APPROVAL_RE",
+    "DEFAULT_APPROVAL_TOOLS",
+    "ToolView",
+    "approval_answer",
+    "is_check_command",
+    "is_scratch",
+    "normalise_path",
+    "tool_view",
+    "view_of_call",
+]
+
+DEFAULT_APPROVAL_TOOLS = (
+    r"approv",
+    r"ask_?(human|user|operator)",
+    r"human_?(input|feedback|review)",
+    r"confirm",
+    r"permission",
+    r"consent",
+)
+"""Tool-name regexes (case-insensitive) of tools that ask a human; overridable per policy."""
+
+DEFAULT_APPROVAL_RE = re.compile("|".join(DEFAULT_APPROVAL_TOOLS), re.IGNORECASE)
+""":data:`DEFAULT_APPROVAL_TOOLS` as one regex: the approval tools of a policy that names none."""
+
+_TOOL_CALL = StepKind.TOOL_CALL
+
+_SHELL_TOOL_RE = re.compile(
+    r"(?i)(^|[_\-.])(bash|sh|zsh|shell|terminal|run_?command|exec(ute)?_?(command|shell|bash)|"
+    r"run_?shell|run_?terminal_?cmd|run_?in_?terminal)($|[_\-.])"
+)
+_COMMAND_KEYS = frozenset({"command", "cmd", "commands", "script", "shell", "bash", "argv"})
+_CODE_KEYS = frozenset({"code", "source", "python", "program", "script"})
+_WRITE_TOOL_RE = re.compile(
+    r"(?i)(edit|write|create|delete|remove|unlink|patch|replace|save|move|rename|append|"
+    r"insert|mkdir|overwrite|put_?file|upload_?file|touch)"
+)
+_READ_SUBCOMMANDS = frozenset({"view", "read", "list", "ls", "cat", "get", "show", "search"})
+_PATH_KEYS = frozenset(
+    {
+        "path",
+        "file",
+        "file_path",
+        "filepath",
+        "filename",
+        "file_name",
+        "target",
+        "target_file",
+        "target_path",
+        "dest",
+        "destination",
+        "dst",
+        "new_path",
+        "old_path",
+        "source_path",
+        "paths",
+        "files",
+        "notebook_path",
+    }
+)
+_CONTENT_KEYS = frozenset(
+    {
+        "content",
+        "contents",
+        "file_text",
+        "text",
+        "new_str",
+        "old_str",
+        "new_text",
+        "old_text",
+        "new_string",
+        "old_string",
+        "old",
+        "new",
+        "body",
+        "data",
+        "patch",
+        "diff",
+        "input",
+        "edits",
+        "insert_text",
+    }
+)
+_PATCH_FILE_RE = re.compile(
+    r"^\*\*\* (?:Add|Update|Delete) File: (.+?)\s*$|^\*\*\* Move to: (.+?)\s*$"
+    r"|^\+\+\+ (?:b/)?(\S+)|^--- (?:a/)?(\S+)",
+    re.MULTILINE,
+)
+_PY_WRITE_RE = re.compile(
+    r"""open\(\s*(?:r|f)?(['"])(?P<p1>[^'"]+)\1\s*,\s*(?:mode\s*=\s*)?(['"])[^'"]*[wax]"""
+    r"""|Path\(\s*(['"])(?P<p2>[^'"]+)\4\s*\)\s*\.(?:write_text|write_bytes|unlink|touch|mkdir)"""
+    r"""|os\.(?:remove|unlink|rmdir|makedirs|mkdir)\(\s*(['"])(?P<p3>[^'"]+)\5"""
+    r"""|shutil\.rmtree\(\s*(['"])(?P<p4>[^'"]+)\6"""
+)
+# Quick screen: only commands containing one of these need shell write parsing.
+_SHELL_WRITE_SCREEN = re.compile(
+    r">|\b(sed|rm|rmdir|unlink|mv|cp|tee|touch|mkdir|truncate|install|ln|dd|git)\b"
+)
+_SEGMENT_SPLIT = re.compile(r"&&|\|\||[;\n|&]")
+_REDIRECT_RE = re.compile(r"(?<![<>&0-9])(?:[0-9]|&)?>>?\|?\s*(?!&)([^\s;&|<>()]+)")
+# What makes shlex.split differ from str.split: quotes, backslashes, and blanks other
+# than shlex's own four (str.split also splits on \v, \f, \x1c-\x1f, NBSP, ...).
+_NEEDS_SHLEX = re.compile(r"['\"\\]|[^\S \t\r\n]")
+# A segment writes only if one of its words (as shlex or str.split reads it) is a writing
+# program: its first (after `sudo`/`env`/assignments), or the second after `git`. Such a
+# word is made of the program's letters with only quotes and backslashes removed, so
+# with those removed the segment holds the name as a whole word (maybe after a `/`).
+# No such name: no tokenising needed (shlex costs ~5 µs a segment).
+_WRITER_WORD = re.compile(
+    r"(?:^|[\s/])(?:sed|rm|rmdir|unlink|mv|cp|tee|touch|mkdir|truncate|install|ln|dd)(?=\s|$)"
+)
+_UNQUOTE = str.maketrans("", "", "'\"\\")
+_ALL_ARGS_WRITE = frozenset({"rm", "rmdir", "unlink", "touch", "mkdir", "truncate", "tee", "mv"})
+_LAST_ARG_WRITE = frozenset({"cp", "install", "ln"})
+_SCRATCH_RE = re.compile(r"^(/dev/|/tmp/|/var/tmp/|/proc/)|\.log$|(^|/)\.git/")
+_HOME_RE = re.compile(r"^(?:/root|/home/[^/]+|/Users/[^/]+|\$HOME|\$\{HOME\})(?=/|$)")
+
+_CHECK_PROGRAMS = (
+    r"pytest|py\.test|tox|nox|unittest|nosetests|jest|vitest|mocha|karma|ava|jasmine|playwright"
+    r"|cypress|ruff|flake8|pylint|mypy|pyright|black\s+--check|eslint|tsc|prettier\s+--check"
+    r"|rspec|phpunit|ctest|shellcheck|golangci-lint|hadolint"
+    r"|go\s+(?:test|vet|build)|cargo\s+(?:test|nextest|check|build|clippy)"
+    r"|(?:npm|pnpm|yarn|bun)\s+(?:run\s+)?(?:test|lint|build|check|typecheck|tsc|ci)[\w:.-]*"
+    r"|deno\s+(?:test|lint|check)|make(?:\s+-\S+)*(?:\s+(?:test|check|lint|build|all|ci)\w*)?"
+    r"|mvn\w*\s+(?:\S+\s+)*?(?:test|verify|package|install)|\S*gradlew?\s+(?:\S+\s+)*?(?:test|build|check)"
+    r"|bazel\w*\s+(?:test|build)|dotnet\s+(?:test|build)|swift\s+(?:test|build)|mix\s+test"
+    r"|rake\s+test|bundle\s+exec\s+(?:rspec|rake)|ninja|cmake\s+--build"
+)
+_CHECK_SEGMENT_RE = re.compile(
+    r"^\s*(?:\(\s*)?(?:\w+=\S*\s+)*(?:sudo\s+|time\s+|timeout\s+\S+\s+|nice\s+|env\s+)*"
+    r"(?:cd\s+\S+\s*&&\s*)?(?:uv\s+run\s+|poetry\s+run\s+|pipenv\s+run\s+|hatch\s+run\s+|pdm\s+run\s+"
+    r"|npx\s+|pnpx\s+|bunx\s+|python[0-9.]*\s+-m\s+|(?:[^\s/]*+/)++)?(?:"
+    + _CHECK_PROGRAMS
+    + r")(?:\s|$)"
+)
+_CHECK_TOOL_RE = re.compile(
+    r"(?i)(^|[_\-.])(test|tests|run_?tests|lint|build|check|typecheck|verify)($|[_\-.])"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolView:
+    """What a tool call does, read from its name and arguments once.
+
+    ``text`` is what command regexes are searched in; ``commands`` the shell commands
+    (argv lists joined, ``bash -lc X`` unwrapped to ``X``); ``writes`` the paths written
+    (as given); ``unknown_write`` a write whose path could not be read;
+    ``approval_request`` a tool asking a human.
+    """
+
+    tool: str
+    text: str
+    commands: tuple[str, ...]
+    writes: tuple[str, ...]
+    unknown_write: bool
+    approval_request: bool
+
+    @property
+    def is_check(self) -> bool:
+        """A test/lint/build run (see :func:`is_check_command`)."""
+        return bool(_CHECK_TOOL_RE.search(self.tool)) or any(
+            is_check_command(c) for c in self.commands
+        )
+
+
+def is_check_command(command: str) -> bool:
+    """Whether a shell command runs a test, lint, type check or build as one of its
+    segments (``pytest -q``, ``cd web && npm test``, ``go test ./...``, ``make check``).
+
+    >>> [is_check_command(c) for c in ("pytest -q", "cd x && cargo test", "rg test src")]
+    [True, True, False]
+    """
+    return any(_CHECK_SEGMENT_RE.match(seg) for seg in _SEGMENT_SPLIT.split(command))
+
+
+def _strings(value: Any, skip: frozenset[str] = frozenset()) -> list[str]:
+    """The strings in ``value`` (parsed arguments), in order; a list of strings counts as
+    one, joined by spaces. ``skip`` names keys of the top-level mapping to leave out."""
+    out: list[str] = []
+    _collect_strings(value, skip, out)
+    return out
+
+
+_NO_SKIP: frozenset[str] = frozenset()
+
+
+def _collect_strings(value: Any, skip: frozenset[str], out: list[str]) -> None:
+    t = type(value)  # exact JSON types first: the ABC checks below cost more
+    if t is str:
+        out.append(value)
+    elif t is dict or (t is not list and isinstance(value, Mapping)):
+        for k, v in value.items():
+            if k not in skip:
+                _collect_strings(v, _NO_SKIP, out)
+    elif t is list or isinstance(value, list | tuple):
+        if value and all(isinstance(v, str) for v in value):
+            out.append(" ".join(value))
+        else:
+            for v in value:
+                _collect_strings(v, skip, out)
+    elif isinstance(value, str):
+        out.append(value)
+
+
+def _command_of(value: Any) -> str | None:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        # ["bash", "-lc", "git push"] → the script is what runs
+        if (
+            len(value) >= 3
+            and value[1] in ("-c", "-lc", "-ic", "-xc", "-ec")
+            and value[0].split("/")[-1] in ("bash", "sh", "zsh", "dash")
+        ):
+            return value[2]
+        return " ".join(shlex.quote(v) if " " in v else v for v in value)
+    return None
+
+
+def _shell_writes(command: str) -> list[str]:
+    """Paths a shell command writes: redirect targets and the operands of writing
+    commands (see the module's Decisions). Best effort: no expansion, no subshells."""
+    if not _SHELL_WRITE_SCREEN.search(command):
+        return []
+    out = [m.group(1) for m in _REDIRECT_RE.finditer(command)] if ">" in command else []
+    for segment in _SEGMENT_SPLIT.split(command):
+        seg = segment.strip()[:MAX_SHELL_CHARS]  # shlex is slow: a bounded head
+        if not seg or not _WRITER_WORD.search(seg.translate(_UNQUOTE)):
+            continue
+        if _NEEDS_SHLEX.search(seg):
+            try:
+                words = shlex.split(seg, comments=False)
+            except ValueError:
+                words = seg.split()
+        else:  # no quotes, escapes or odd blanks: shlex would split on the blanks alone
+            words = seg.split()
+        while words and (
+            ("=" in words[0] and not words[0].startswith("-"))
+            or words[0] in ("sudo", "env", "time", "nice", "command", "exec")
+        ):
+            words = words[1:]
+        if not words:
+            continue
+        prog = words[0].rsplit("/", 1)[-1]
+        if prog == "git" and len(words) > 1 and words[1] in ("rm", "mv"):
+            prog, words = words[1], words[1:]
+        operands = [w for w in words[1:] if not w.startswith("-") and not w.startswith(">")]
+        if prog == "sed":
+            if not any(w.startswith("-i") or w.startswith("--in-place") for w in words[1:]):
+                continue
+            has_script_flag = any(w in ("-e", "-f", "--expression", "--file") for w in words)
+            out.extend(operands if has_script_flag else operands[1:])
+        elif prog in _ALL_ARGS_WRITE:
+            out.extend(operands)
+        elif prog in _LAST_ARG_WRITE and len(operands) >= 2:
+            out.append(operands[-1])
+        elif prog == "dd":
+            out.extend(w[3:] for w in words[1:] if w.startswith("of="))
+    return [p for p in out if p and p not in ("/dev/null", "-")]
+
+
+def _tool_writes(tool: str, args: Any) -> tuple[list[str], bool]:
+    """(paths, unknown_write) of a non-shell tool call."""
+    paths: list[str] = []
+    if isinstance(args, Mapping):
+        sub = args.get("command")
+        if isinstance(sub, str) and sub.lower() in _READ_SUBCOMMANDS:
+            return [], False
+        for key, value in args.items():
+            if key.lower() in _PATH_KEYS:
+                if isinstance(value, str):
+                    paths.append(value)
+                elif isinstance(value, list):
+                    paths.extend(v for v in value if isinstance(v, str))
+        for s in _strings({k: v for k, v in args.items() if k.lower() in _CONTENT_KEYS}):
+            if "*** " in s or "+++ " in s:
+                for m in _PATCH_FILE_RE.finditer(s):
+                    p = next((g for g in m.groups() if g), None)
+                    if p and p != "/dev/null":
+                        paths.append(p)
+    elif isinstance(args, str):
+        paths.extend(
+            next(g for g in m.groups() if g)
+            for m in _PATCH_FILE_RE.finditer(args)
+            if any(m.groups())
+        )
+    return list(dict.fromkeys(paths)), not paths
+
+
+def tool_view(step: Step, approval_tools: re.Pattern[str] | None = None) -> ToolView | None:
+    """The :class:`ToolView` of a ``tool_call`` step, None for other steps.
+
+    >>> from detectors.testing import Session
+    >>> call, _ = Session().tool("bash", {"command": "sed -i s/a/b/ src/x.py && pytest -q"})
+    >>> v = tool_view(call)
+    >>> v.commands, v.writes, v.is_check
+    (('sed -i s/a/b/ src/x.py && pytest -q',), ('src/x.py',), True)
+    """
+    if step.kind != _TOOL_CALL:
+        return None
+    return view_of_call(step.tool or "", step.arguments, approval_tools or DEFAULT_APPROVAL_RE)
+
+
+def view_of_call(tool: str, arguments: str | None, approval_tools: re.Pattern[str]) -> ToolView:
+    """The :class:`ToolView` of a call by its tool name and argument text (as stored on
+    the step), with ``approval_tools`` naming the tools that ask a human.
+
+    What :func:`tool_view` returns for a ``tool_call`` step: :func:`approval_view` when
+    ``approval_tools`` names the tool, else :func:`parsed_view`."""
+    return approval_view(tool, approval_tools) or parsed_view(tool, arguments)
+
+
+def approval_view(tool: str, approval_tools: re.Pattern[str]) -> ToolView | None:
+    """The view of a call to a tool ``approval_tools`` names (it asks a human), or None.
+
+    A tool asking a human quotes the command it asks about; it does not run it, so its
+    view is its name alone. Only this test depends on the approval regexes (each policy
+    has its own), so a step's :func:`parsed_view` serves every policy.
+
+    >>> approval_view("request_approval", DEFAULT_APPROVAL_RE).approval_request
+    True
+    """
+    if tool and approval_tools.search(tool):
+        return ToolView(tool, tool, (), (), unknown_write=False, approval_request=True)
+    return None
+
+
+@lru_cache(maxsize=256)
+def parsed_view(tool: str, arguments: str | None) -> ToolView:
+    """The view of a call whose tool name no approval regex matched (~10 µs, mostly shlex
+    and the write regexes), read once per step by its features, which every reader
+    shares. Memoised on the exact stored text for calls repeated across steps and
+    sessions (loops; a fleet's sessions run the same tools: on AgentDojo's 1,712 runs
+    84% of calls repeat an earlier one's tool and arguments, on TRAIL's 19%); bounded."""
+    args = arguments_value(arguments)
+    shell_tool, write_tool = _tool_traits(tool)
+    is_map = type(args) is dict or isinstance(args, Mapping)
+    commands: list[str] = []
+    code: list[str] = []  # Python source in the arguments, read for open(..., "w") & co.
+    if is_map:
+        for key, value in args.items():
+            k = key.lower()
+            if k in _COMMAND_KEYS:
+                cmd = _command_of(value)
+                if cmd:
+                    commands.append(cmd)
+            if k in _CODE_KEYS and isinstance(value, str):
+                code.append(value)
+        if not commands and shell_tool:
+            commands.extend(c for c in (_command_of(v) for v in args.values()) if c)
+    elif isinstance(args, str | list) and shell_tool:
+        cmd = _command_of(args)
+        if cmd:
+            commands.append(cmd)
+    writes: list[str] = []
+    unknown = False
+    for cmd in commands:
+        writes.extend(_shell_writes(cmd))
+    for value in code:
+        for m in _PY_WRITE_RE.finditer(value):
+            writes.append(next(g for g in m.group("p1", "p2", "p3", "p4") if g))
+    if not commands and write_tool:
+        tw, unknown = _tool_writes(tool, args)
+        writes.extend(tw)
+    # Command text: the commands for shell tools; else the tool name and its argument
+    # strings, minus file content for writing tools (docs *mentioning* a command are fine).
+    if commands:
+        text = "\n".join(commands)
+    else:
+        skip = _CONTENT_KEYS if (writes or unknown) else _NO_SKIP
+        text = " ".join([tool, *_strings(args, skip)])
+        if not writes and not unknown and is_map and _asks_approval(args):
+            # a request for approval whatever the tool is called: it quotes the action
+            # it asks about, it does not run it (the answer is its result)
+            return ToolView(tool, tool, (), (), unknown_write=False, approval_request=True)
+    return ToolView(
+        tool,
+        text,
+        tuple(commands),
+        tuple(dict.fromkeys(writes)) if writes else (),
+        unknown,
+        False,
+    )
+
+
+_REQUEST_KEYS = frozenset(
+    {"question", "request", "action", "command", "operation", "reason", "justification"}
+)
+_ASKING_RE = re.compile(
+    r"(?i)\b(?:approv\w*|permission|authori[sz]\w*|confirm\w*|sign[\s-]?off|consent"
+    r"|may\s+i|can\s+i|ok\s+to|allowed\s+to|go[\s-]ahead)\b"
+)
+
+
+def _asks_approval(args: Mapping[str, Any]) -> bool:
+    """A call whose arguments ask a person to approve an action: a request key
+    (``question``, ``action``, ``reason``, …) and the words of asking for approval
+    ("may I", "approve", "permission"). Tools that do this under any name (``human``,
+    ``escalate``) are approval requests, as those :data:`DEFAULT_APPROVAL_TOOLS` name."""
+    keys = [k for k in args if isinstance(k, str) and k.lower() in _REQUEST_KEYS]
+    if not keys or len(args) > 6:
+        return False
+    return any(isinstance(args[k], str) and _ASKING_RE.search(args[k][:2000]) for k in args)
+
+
+_GRANT_RE = re.compile(
+    r"(?i)^\W*(?:yes|y|ok|okay|approved?|granted|allowed|accept(?:ed)?|lgtm|go\s+ahead"
+    r"|permission\s+granted|sure|confirmed)\b(?![\s\w]{0,12}\?)"
+)
+_DENY_RE = re.compile(
+    r"(?i)^\W*(?:no(?!\s+(?:problem|worries))|n|nope|denied|deny|rejected?|refused|declined|not\s+approved"
+    r"|permission\s+denied|do\s+not|don't|abort(?:ed)?|cancel(?:led)?)\b"
+)
+_DECISION_KEYS = ("approved", "granted", "allowed", "accepted", "decision", "status", "answer")
+
+
+def approval_answer(result: str | None) -> bool | None:
+    """The answer a human-approval tool returned: True (granted), False (denied), None
+    (no answer yet: "Approval requested; waiting for a human.", or not an answer).
+
+    Reads a JSON result's ``approved``/``granted``/``decision``/``status``/``answer`` or
+    the head of a text result ("Approved", "yes, go ahead", "Denied: not now").
+
+    >>> answers = ("Approved.", '{"approved": false}', "no", "Approval requested")
+    >>> [approval_answer(r) for r in answers]
+    [True, False, False, None]
+    """
+    if not result:
+        return None
+    head = result[:500]
+    value = arguments_value(head) if head.lstrip().startswith("{") else None
+    if isinstance(value, Mapping):
+        for key in _DECISION_KEYS:
+            v = value.get(key)
+            if isinstance(v, bool):
+                return v
+            if isinstance(v, str):
+                return approval_answer(v)
+        return None
+    if _DENY_RE.match(head):
+        return False
+    if _GRANT_RE.match(head):
+        return True
+    return None
+
+
+@lru_cache(maxsize=1024)
+def _tool_traits(tool: str) -> tuple[bool, bool]:
+    """(shell tool, writing tool) by name; agents use a handful of tool names."""
+    return bool(_SHELL_TOOL_RE.search(tool)), bool(_WRITE_TOOL_RE.search(tool))
+
+
+def normalise_path(path: str, workspace: str | None) -> str:
+    """A written path as globs see it: workspace prefix and ``./`` removed, home → ``~``."""
+    p = path.strip().strip("'\"")
+    if workspace and (p == workspace or p.startswith(workspace.rstrip("/") + "/")):
+        p = p[len(workspace.rstrip("/")) + 1 :]
+    while p.startswith("./"):
+        p = p[2:]
+    return _HOME_RE.sub("~", p)
+
+
+def is_scratch(path: str) -> bool:
+    """Temp, device, log and ``.git`` paths: writes there are not edits of the work."""
+    return bool(_SCRATCH_RE.search(path))

@@ -1,0 +1,1 @@
+"""Where a tool call sends data: network targets, recipients, sensitive sources."""

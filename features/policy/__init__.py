@@ -1,0 +1,1 @@
+"""Policies and the rules read from instructions, checked step by step."""

@@ -1,0 +1,1 @@
+"""Secret redaction: every argument, result, text and URL is redacted here before it is stored."""

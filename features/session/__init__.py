@@ -1,0 +1,1 @@
+"""Per-session features kept online: clusters, sub-goals, compaction, ordering."""

@@ -1,0 +1,1 @@
+"""Text basics every feature reads: bounded excerpts, memos, hosts, shell words."""

@@ -1,0 +1,1 @@
+"""The input formats: one table that recognises and decodes, and one module per format."""

@@ -1,0 +1,1 @@
+"""The one pipeline every record goes through: order, sequence, detect, store."""

@@ -1,0 +1,1 @@
+"""Spans to step drafts, by the GenAI conventions, OpenInference and the dialects."""

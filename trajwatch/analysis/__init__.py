@@ -1,0 +1,1 @@
+"""The notebooks' toolkit and ``trajwatch eval``: evaluation, tuning, incidents, figures."""

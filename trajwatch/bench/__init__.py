@@ -1,0 +1,1 @@
+"""``trajwatch bench``: what the service costs, measured on realistic agent spans."""

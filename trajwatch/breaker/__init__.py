@@ -1,0 +1,1 @@
+"""The reference circuit breaker that trajwatch's webhooks open, and its LangGraph hook."""

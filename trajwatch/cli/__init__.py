@@ -1,0 +1,1 @@
+"""The ``trajwatch`` command line: the parser and one module per command group."""
