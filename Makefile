@@ -12,11 +12,17 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-$(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+# `make run` installs the service and the fleet it sends (the `fixtures` extra); every other
+# target installs the test stack (every extra: kafka, ui, notebooks, langgraph, fixtures).
+$(VENV)/.installed-run: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[fixtures]'
 	touch $@
 
-run: $(VENV)/.installed
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $@ $(VENV)/.installed-run
+
+run: $(VENV)/.installed-run
 	$(BIN)/python fixtures/fleet.py --serve --db $(DB)
 
 replay: $(VENV)/.installed

@@ -39,8 +39,7 @@ from opentelemetry.trace import SpanKind
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
-from table_hashes import HASH_SEED, table_hashes
-
+from trajwatch.bench.hashes import HASH_SEED, table_hashes
 from trajwatch.bench.spans import encode_batches, length_delimited
 
 BASELINE = "ca4810b"

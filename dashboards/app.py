@@ -4,7 +4,8 @@ Four pages, chosen in the sidebar (or by the URL: ``?page=session&session=ID&ale
 the link each webhook carries): sessions, one session, alerts and actions, replay. The
 pages lay out tables computed in :mod:`dashboards.store_view` and
 :mod:`dashboards.session_view`; the store is read-only but for the two outbox actions
-of the alerts page (redeliver, re-enable), which run the CLI's own functions.
+of the alerts page (redeliver, re-enable), which run the functions the CLI runs
+(:mod:`trajwatch.actions.operations`).
 """
 
 from __future__ import annotations

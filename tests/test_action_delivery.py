@@ -28,7 +28,7 @@ from models.store import SessionCursor, Store
 from tests.webhook_receiver import SECRET, Answer, Received, Receiver, free_port
 from trajwatch.actions import ActionSink, Dispatcher, signing
 from trajwatch.actions.endpoints import ActionsConfig, Endpoint, RetryPolicy
-from trajwatch.cli.main import main as cli
+from trajwatch.cli import main as cli
 from trajwatch.config import detector_set, load_config
 from trajwatch.service.replay import ReplaySummary, replay
 from trajwatch.settings import Settings

@@ -81,8 +81,7 @@ def test_the_command_attributes_a_replay_of_recordings(
     stage named, and the stages add up to the whole (what ``trajwatch bench``'s full run
     reports)."""
     from trajwatch.bench.attribution import main
-    from trajwatch.bench.run import BATCH
-    from trajwatch.bench.spans import agent_traces, encode_batches, length_delimited
+    from trajwatch.bench.spans import BATCH, agent_traces, encode_batches, length_delimited
 
     for i, run in enumerate(agent_traces(2, prefix="bench")):
         (tmp_path / f"run-{i}.otlp.binpb").write_bytes(length_delimited(encode_batches(run, BATCH)))

@@ -536,7 +536,7 @@ _embedded = st.builds(
 
 def _full_pass(text: str) -> str:
     """A redaction pass without any prefilter: every rule's ``re.sub`` on the whole text."""
-    from features.redact.engine import _RULES
+    from features.redact.rules import _RULES
 
     for rule in _RULES:
         text = rule.pattern.sub(rule.replace, text)

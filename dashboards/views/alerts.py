@@ -13,7 +13,7 @@ from dashboards.context import Context
 from dashboards.store_view import alerts_table, deliveries_table, endpoint_states, sessions_table
 from dashboards.views.nav import open_session
 from models.errors import UserError
-from trajwatch.cli.actions import enable, redeliver
+from trajwatch.actions.operations import enable, redeliver
 
 
 def render(ctx: Context) -> None:

@@ -20,7 +20,7 @@ from detectors.egress_gaming.sends import first_seen, result_secrets
 from detectors.egress_gaming.task import TaskContext
 from features.egress.result_addresses import addresses_in
 from features.egress.sensitive import sensitive_read
-from features.redact.engine import MARKER_PREFIX
+from features.redact.rules import MARKER_PREFIX
 from models.records import Step
 
 MAX_SECRETS = 64

@@ -38,7 +38,7 @@ from urllib.parse import urlsplit
 
 from features.egress.answer_sources import FIX_PATH_RE, GRADER_WORDS, WORD_SPLIT, goal_issues
 from features.egress.sensitive import sensitive_read
-from features.redact.engine import MARKER_PREFIX
+from features.redact.rules import MARKER_PREFIX
 from features.text.hosts import host_in
 from models.records import Severity
 

@@ -382,25 +382,3 @@ def _action(tool: str | None, value: Any) -> str:
         body = _render(value, False)
     return f"{name}({body})"
 
-
-def _bench() -> None:  # pragma: no cover - measurement helper: python -m features.calls.canonical
-    import functools
-    import timeit
-
-    small = {"command": "sed -n 10,20p /tmp/tmpab12cd34/app.py", "timeout": 30}
-    edit = {
-        "command": "str_replace",
-        "path": "/work/repo/src/app/client.py",
-        "old_str": "    for attempt in range(3):\n        resp = session.get(url, timeout=10)\n"
-        * 14,
-        "new_str": "    for attempt in range(5):\n        resp = session.get(url, timeout=30)\n"
-        * 14,
-    }
-    for label, args in (("small dict", small), ("2KB str_replace edit", edit)):
-        n = 20000
-        t = timeit.timeit(functools.partial(canonical_action, "bash", args), number=n) / n
-        print(f"{label:25s} {len(canonical_json(args)):5d} chars  {t * 1e6:6.1f} µs")
-
-
-if __name__ == "__main__":  # pragma: no cover
-    _bench()

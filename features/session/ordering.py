@@ -52,11 +52,6 @@ class Reorderer(Generic[T]):
             return None
         return self.max_ts - self.lateness_ns
 
-    def is_late(self, ts: int) -> bool:
-        """True when an item at ``ts`` arrives behind the watermark."""
-        mark = self.watermark
-        return mark is not None and ts < mark
-
     def push(self, ts: int, item: T) -> None:
         heapq.heappush(self._heap, (ts, self._arrivals, item))
         self._arrivals += 1

@@ -222,8 +222,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--config", type=Path)
     args = parser.parse_args(argv)
     if args.folder is None:
-        from trajwatch.bench.run import BATCH
-        from trajwatch.bench.spans import agent_traces, encode_batches, length_delimited
+        from trajwatch.bench.spans import BATCH, agent_traces, encode_batches, length_delimited
 
         with tempfile.TemporaryDirectory(prefix="trajwatch-attribution-") as tmp:
             folder = Path(tmp) / "recorded"

@@ -4,8 +4,8 @@ A benchmark, not a test: it prints figures (and with ``--json`` the same as one 
 object) and judges them against the live-service issue's targets; it asserts nothing.
 The spans are :mod:`trajwatch.bench.spans`' (the real OpenTelemetry SDK and OTLP
 encoder, 100 spans a trace, ~200-byte tool arguments, every fourth run falling into a
-retry loop), cut into export requests of :data:`BATCH` spans. Every phase runs with the
-same detector set (the config's), on SQLite:
+retry loop), cut into export requests of :data:`trajwatch.bench.spans.BATCH` spans.
+Every phase runs with the same detector set (the config's), on SQLite:
 
 1. **replay**: the traces written as ``*.otlp.binpb`` recordings and replayed in this
    process (``trajwatch.service.replay.replay``); spans/s and CPU seconds.
@@ -59,12 +59,10 @@ from pathlib import Path
 from typing import Any
 
 from models.errors import ConfigError
+from trajwatch.bench.spans import BATCH
 
 __all__ = ["Sizes", "format_report", "run_bench"]
 
-BATCH = 20
-"""Spans per export request: an agent's ``BatchSpanProcessor`` sends what ended in the
-last 5 s — a few to a few dozen spans for one agent."""
 SENDERS = 4
 """Concurrent exporters (agent processes) posting to ``serve``."""
 IDLE_FLUSH_MS = 300
@@ -516,7 +514,7 @@ def _child(kind: str, spec: dict[str, Any]) -> subprocess.Popen[bytes]:
     """This module in a fresh interpreter, running :func:`_serve_child`,
     :func:`_memory_child` or :func:`_attributed_child` with ``spec``; its report is the
     JSON on its stdout."""
-    root = str(Path(__file__).resolve().parents[1])
+    root = str(Path(__file__).resolve().parents[2])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
     return subprocess.Popen(
         [sys.executable, "-m", "trajwatch.bench.run", kind, json.dumps(spec)],

@@ -24,6 +24,9 @@ from ingest.sources.otlp_http import varint
 
 __all__ = ["BASE_NS", "agent_traces", "encode_batches", "length_delimited"]
 
+BATCH = 20
+"""Spans per export request: an agent's ``BatchSpanProcessor`` sends what ended in the
+last 5 s — a few to a few dozen spans for one agent."""
 BASE_NS = 1_767_000_000_000_000_000
 """Event time of the first run's start (2025-12-29)."""
 

@@ -8,7 +8,7 @@ import datetime as dt
 import json
 import signal
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,7 @@ from models.records import Delivery
 from models.store import Store
 from trajwatch.actions.backtest import decide, report, to_text
 from trajwatch.actions.dispatcher import Dispatcher
+from trajwatch.actions.operations import enable, redeliver
 from trajwatch.cli.times import parse_since
 from trajwatch.config import actions_config, load_config
 from trajwatch.listing import alerts
@@ -107,34 +108,6 @@ def _redeliver(args: argparse.Namespace, store: Store) -> int:
     count = redeliver(store, args.ids, dead=args.dead)
     print(f"{count} deliveries due again (same webhook-id); a running dispatcher sends them")
     return 0
-
-
-def redeliver(store: Store, ids: Sequence[str], *, dead: bool = False) -> int:
-    """``trajwatch deliveries redeliver`` (and the explorer's button): the deliveries
-    ``ids``, or with ``dead`` every dead one, due again under the same webhook-id; returns
-    how many. Raises ConfigError for an unknown id, or one the policy never fired (shadow,
-    suppressed)."""
-    outbox = store.outbox()
-    if dead == bool(ids):
-        raise ConfigError("give delivery ids to resend, or --dead for every dead delivery")
-    for delivery_id in ids:
-        found = outbox.get(delivery_id)
-        if found is None:
-            raise ConfigError(
-                f"there is no delivery {delivery_id!r}; see `trajwatch deliveries list`"
-            )
-        if found.status in ("shadow", "suppressed"):
-            raise ConfigError(
-                f"delivery {delivery_id} was {found.status} by the policy and never fired; "
-                "it cannot be resent"
-            )
-    return outbox.redeliver(list(ids), dead=dead)
-
-
-def enable(store: Store, endpoint: str) -> int:
-    """``trajwatch deliveries enable`` (and the explorer's button): re-enable an endpoint a
-    410 disabled; its held deliveries are due again. Returns how many."""
-    return store.outbox().enable_endpoint(endpoint)
 
 
 def _dispatch(args: argparse.Namespace, settings: Settings, config_path: ConfigPath) -> int:

@@ -416,6 +416,9 @@ def _actions_config(args: argparse.Namespace, settings: Settings) -> ActionsConf
 
 
 def _bench(args: argparse.Namespace, settings: Settings) -> int:
+    from trajwatch.cli.extras import require_extra
+
+    require_extra("opentelemetry.sdk", extra="fixtures", command="bench")  # its spans
     from trajwatch.bench.run import Sizes, format_report, run_bench
 
     sizes = Sizes.quick() if args.quick else Sizes.full()
@@ -435,6 +438,9 @@ def _detectors(args: argparse.Namespace, settings: Settings) -> DetectorSet:
 def _worker(args: argparse.Namespace, settings: Settings) -> int:
     import logging
 
+    from trajwatch.cli.extras import require_extra
+
+    require_extra("kafka", extra="kafka", command="worker")
     from trajwatch.service.cpu_placement import place
     from trajwatch.service.worker import kafka_options, run_worker
 

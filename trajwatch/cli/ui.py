@@ -17,15 +17,13 @@ from pathlib import Path
 
 from models.errors import ConfigError
 from models.open_errors import sqlite_file
-
-DEFAULT_PORT = 8501
-"""Streamlit's own default port."""
+from trajwatch.cli.extras import require_extra
 
 
 def app_path() -> Path:
     """Where ``dashboards/app.py`` is: beside this package in a checkout, or the installed
     ``dashboards`` package."""
-    here = Path(__file__).resolve().parents[1] / "dashboards" / "app.py"
+    here = Path(__file__).resolve().parents[2] / "dashboards" / "app.py"
     if here.exists():
         return here
     spec = importlib.util.find_spec("dashboards")
@@ -69,6 +67,7 @@ def environment(db_url: str, config: Path | None, base: Mapping[str, str]) -> di
 def run_ui(db_url: str, config: Path | None, *, host: str, port: int) -> int:
     """Serve the explorer until interrupted; a SQLite store that does not exist is an
     error here (one line) rather than a page saying so."""
+    require_extra("streamlit", extra="ui", command="ui")
     path = sqlite_file(db_url)
     if path is not None and not Path(path).exists():
         raise ConfigError(
