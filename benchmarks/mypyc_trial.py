@@ -2,7 +2,7 @@
 
 Issue 12's trial of a compiled core (not wired into the build: 1.13x fewer instructions
 per replay, 0.98-1.15x CPU time end to end, short of the 1.25x that would pay for the
-build step; see the README). The copy
+build step; see docs/decisions/no-compiled-core.md). The copy
 (``git ls-files`` of this checkout, into ``--out``) has every module of ``features/``,
 ``detectors/`` and ``ingest/`` compiled except :data:`SKIP`; each class in a compiled
 module is marked ``@mypyc_attr(native_class=False)`` first, so instances keep their

@@ -1,29 +1,21 @@
 """Budget overrun: a session spending more tokens, dollars, tool calls or time than
 its budget allows.
 
-The budget comes from the ``session_start`` event (``step.detail["budget"]`` on the
-START step: ``tokens``, ``cost_usd``, ``tool_calls``, ``wall_seconds``); a resource the
-session does not budget falls back to the detector's default (``None``: not watched).
-Usage is counted from the steps themselves:
+Flags a resource reaching ``warn_fraction`` of its budget (``warn``/NOTIFY) and all of it
+(``critical``/KILL, not ROLLBACK: the work so far is not suspect, only its cost); each
+(resource, severity) once per session, resources crossing a line on the same step in one
+alert naming each; onset = the step that crossed.
 
-- tokens: ``tokens_in + tokens_out`` of the model calls (an agent span's aggregate on
-  another step would count them twice);
-- cost: the sum of ``step.cost``, but on START/END steps (where it would be a total);
-- tool calls: the number of TOOL_CALL steps;
-- wall seconds: event time (``step.ts``) since the START step (or the first step), so a
-  replay raises the same alerts as the live run.
+Reads the budget from the START step (``step.detail["budget"]``: ``tokens``,
+``cost_usd``, ``tool_calls``, ``wall_seconds``; a resource it does not budget falls back
+to the detector's parameter, ``None``: not watched) and the usage from the steps: model
+calls' ``tokens_in + tokens_out``, ``step.cost`` (but on START/END steps, where it would
+be a total), TOOL_CALL steps, and event time (``step.ts``) since the START step, so a
+replay raises the live alerts. ``score``: the largest share of a budget spent (1.0: all
+of it; above 1 once over); ``thresholds``: ``warn_fraction`` and 1.0; alerts carry the
+share, capped at 1. The parameters' meaning: :class:`BudgetOverrun`.
 
-``warn`` (NOTIFY) when a resource reaches ``warn_fraction`` of its budget, ``critical``
-(KILL) when it reaches the budget; each (resource, severity) once per session. Resources
-crossing a line on the same step share one alert (an alert id is per onset step and
-severity), whose reason names each with its figures. The onset is the step that crossed.
-A budget is a hard limit the operator set, so the critical action is KILL, not
-ROLLBACK: the work done so far is not suspect, only its cost.
-
-The ``score`` is the largest share of a budget spent so far (1.0: all of it; above 1
-once over budget); the ``thresholds`` are ``warn_fraction`` and 1.0. Alerts carry the
-share, capped at 1.
-
+More: ``docs/detectors/single_module.md``.
 >>> from detectors.testing import Session
 >>> s = Session("doc", budget={"tokens": 100_000, "tool_calls": 10})
 >>> steps = [s.start()]

@@ -1,54 +1,27 @@
 """The same side effect executed twice: a replayed payment, e-mail, push or deploy.
 
-Runtimes retry tool calls (timeouts, lost acknowledgements, a crash between the effect
-and its record), and agents re-issue a call they believe failed. For a read that is
-harmless; for an action with an effect outside the agent - money moved, a message
-sent, a release published - the second execution is a second effect.
-:class:`DuplicateSideEffect` keeps a bounded ledger of recent side-effecting calls and
-fires when
+Flags a side-effecting tool call executed again after it succeeded: a call carrying an
+``idempotency_key`` an earlier call already used without an error, or a repeat with
+byte-identical arguments (the stored canonical JSON) of an earlier call that succeeded.
+For a state-carrying action (push, deploy, publish, apply, upload) an edit, commit or
+other mutation in between makes the repeat new work. A call the runtime cancelled before
+it ran had no effect: it is no first execution.
 
-- a call carries an ``idempotency_key`` already used by an earlier call whose result
-  was not an error (a key exists so that the effect happens once; a retry after an
-  *error* with the same key is the correct use and is left alone), or
-- a side-effecting call repeats an earlier one with byte-identical arguments (the
-  stored canonical JSON; amounts, recipients and bodies must all match) after the
-  earlier one succeeded. For *state-carrying* actions (push, deploy, publish, apply,
-  upload), whose effect depends on the workspace, an edit, commit or other mutation
-  in between makes the second call new work, not a replay.
+Reads tool calls (whether a call has an effect, and of what kind, from its tool name,
+shell command or HTTP method: :func:`features.calls.step_features.features_of`; its
+arguments and idempotency key) and tool results (their status).
 
-A call the runtime cancelled before it ran (result status ``cancelled``: Claude Code
-cancels the siblings of a parallel call that failed) had no effect: the ledger is put
-back as it was before it, so issuing it again is no replay. Had the cancelled call
-itself repeated an earlier effect, its alert was raised at the call, before anyone could
-know, and stands.
+Raises one finding per replayed call, onset = its first replay: ``critical`` for payments
+and sends (the duplicate reached someone else), ``warn`` for the rest, and ``critical``
+once a warn-class call is replayed ``critical_replays`` times (evidence: the first
+execution and the replays, <= 20). Both recommend NOTIFY: the harm is done, a person has
+to reverse it. ``score``: 0 but on a call that replays an effect: 1.0 for a payment or a
+send, for a warn-class call ``WARN_SCORE`` (0.6) at its first replay rising evenly to 1.0
+at ``critical_replays``; ``thresholds``: ``warn`` 0.6, ``critical`` 1.0. The parameters'
+meaning: :class:`DuplicateSideEffect`. State: ``window`` calls and ``window`` keys, least
+recently used out (~7 KB pickled at 64).
 
-Side-effecting calls are recognised generically from the tool name (``send_money``,
-``post_message``, ``create_issue``, ``delete_file`` …) and, for shell tools, from the
-command (``git push``, ``npm publish``, ``twine upload``, ``kubectl apply``,
-``terraform apply``, ``gh pr create``, ``curl -X POST`` …) and for HTTP tools from a
-POST/PUT/PATCH/DELETE method. Payments and sends are critical (the duplicate reached
-someone else); the rest warn. Both recommend ``notify``: the harm is done by the time
-the duplicate is seen, a person has to reverse it.
-
-One finding per replayed call: the first replay raises the alert (onset = that first
-replay); later replays of the same call (same arguments or key, carried across retries
-after errors) raise nothing more, unless the severity escalates: a warn-class call
-replayed ``critical_replays`` times (default 3, the fourth execution) is critical.
-Each severity fires at most once per call and session. Alerts are immutable once
-raised, so the escalation alert carries the later replays as evidence (the first
-execution, the first replay, then each replay up to the escalating one; at most 20).
-The ``score`` is 0 but on a call that replays an effect: 1.0 for a payment or a send,
-and for a warn-class call ``WARN_SCORE`` (0.6) at its first replay, rising evenly to
-1.0 at ``critical_replays``; the ``thresholds`` are the alerts' scores (``warn`` 0.6,
-``critical`` 1.0).
-
-Memory: the ledger keeps the ``window`` most recent side-effecting calls (default 64)
-and the ``window`` most recent idempotency keys, least-recently-used first out; a
-duplicate of a call older than that is not seen. Runtime retries replay a call within
-a few steps (the fixtures' retries follow within 1-3 calls), so 64 distinct effects is
-ample; 64 entries of a 16-hex digest plus a few integers pickle to ~7 KB, inside the
-contract test's 8 KiB bound for state that must not grow.
-
+What counts as a side effect, and why: ``docs/detectors/single_module.md``.
 >>> from detectors.testing import Session
 >>> s = Session("dup", goal="Pay the December rent")
 >>> pay = {"recipient": "DE89370400440532013000", "amount": 1200}

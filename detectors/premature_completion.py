@@ -1,38 +1,23 @@
 """Premature completion: the agent claims success while its own checks say otherwise.
 
-At an END that claims completion it fires when
+Flags an END that claims completion while the last check failed (with no passing check
+after it), or while a source file was edited after the last check (or no check ran).
+What claims completion (:mod:`features.session.completion`): the runtime's
+``detail["claimed_done"]``, a final-answer tool called in the turn, or the agent's last
+message saying the work is done; a span's OK status is no claim. Every END is judged by
+its own turn's claim; a finding is raised once.
 
-- the last check failed: a test/lint/type-check/build run (recognised generically by
-  command words, :func:`features.calls.tool_view.is_check_command`, or a tool named like
-  ``run_tests``/``lint``/``build``) whose result was an error, with no passing check
-  after it; or
-- nothing verified the last edit: a source file was edited after the last check (or
-  no check ever ran).
+Reads tool calls and their results: checks (test, lint, type-check and build runs,
+:func:`features.calls.tool_view.is_check_command`, or a tool named like one; a cancelled
+one did not run) and edits (prose, notes, scratch paths and writes of unknown paths are
+not edits a check verifies); model calls (the last message); END steps. Needs no policy.
 
-Edits that checks cannot verify do not count: prose and notes (``*.md``, ``*.rst``,
-``*.txt``, ``README``, ``CHANGELOG``, ``docs/``, ``notes/``), scratch paths (``/tmp``,
-logs) and writes whose path is unknown. So a research agent that saves its answer to
-``notes/answer.md`` and a coding agent that updates the changelog after the tests pass
-are fine. Needs no policy. Warn, ``notify``: the work may be fine, the claim is not
-backed. The ``score`` is 0 while the work is verified, ``EXPOSED`` (0.5) while a claim
-would be unbacked, and 1.0 at an END that claims completion over it (``thresholds``:
-``warn`` at 1.0).
+Raises ``warn``/NOTIFY: the work may be fine, the claim is not backed. ``score``: 0 while
+the work is verified, ``EXPOSED`` (0.5) while a claim would be unbacked, 1.0 at an END
+that claims completion over it; ``thresholds``: ``warn`` at 1.0. The parameters' meaning:
+:class:`PrematureCompletion`.
 
-What claims completion (:mod:`features.session.completion`): the runtime's record
-(``detail["claimed_done"]`` true; false is no claim), a final-answer tool called in the
-turn (``final_answer``, ``attempt_completion``, ``submit``, ``finish``), or the agent's
-last message before the end saying the work is done. A span's OK status is no claim: it
-says no exception was raised. A conversation traced one trace per turn has an END per
-turn (later turns' carry ``detail.turn_end``; the first turn's cannot, it is released
-before a later turn is known), and a turn that ends on a failed test and a question
-("test_x still fails, should I …?") claims nothing. So every END is judged, each by
-what was claimed in its turn, with the checks before it; a finding is raised once (the
-same failed check or unverified edit is not reported again at a later turn's end).
-
-A check the runtime cancelled before it ran (status ``cancelled``: Claude Code cancels
-the siblings of a parallel call that failed) neither passed nor failed: the check before
-it is again the last one, and the edits since that one still count.
-
+What counts as a claim, a check and an edit, and why: ``docs/detectors/single_module.md``.
 >>> from detectors.testing import Session
 >>> s = Session("demo")
 >>> d = PrematureCompletion()

@@ -1,6 +1,6 @@
 """``trajwatch bench --quick --json``: the benchmark command runs end to end (a real
 ``serve`` child on loopback, a replay, a memory child) and reports every figure the
-README's Measurements table shows, with values that hang together. It checks that the
+README's bench table and docs/measurements show, with values that hang together. It checks that the
 command works, not how fast anything is: no speed threshold here."""
 
 from __future__ import annotations

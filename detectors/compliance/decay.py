@@ -1,39 +1,27 @@
 """Compliance decay: the agent stops following its policy after a context compaction.
 
-Long-running agents compact (summarise) their context near the window's limit; the
-instructions that were in it ("ask before pushing", "run the tests before committing")
-may not survive the summary. The sign is behavioural: a rule the agent kept before the
-compaction is broken after it, or its violation rate jumps. Each step is checked
-against the session's policy (:mod:`features.policy.check`); a
-:class:`~features.policy.ledger.ComplianceLedger` keeps, per model session (the
-stretches between compactions, ``step.model_session``), how many tool calls there were,
-how many broke a rule, and which rules were *honoured* (their precondition arose and held).
+Flags, once per model session after a compaction (explicit or inferred), a policy rule
+the agent honoured at least ``min_honoured`` times before the compaction and breaks after
+it, or a violation rate after it significantly higher than before it (one-sided Fisher
+exact test, ``p < alpha``, once ``min_rate_violations`` violating calls are in).
 
-It fires, once per model session after a compaction, when
+Reads the session's policy (the START step's ``policy_id``, else ``agent_policies``, else
+``default_policy``, else the rules derived from its own instructions:
+``derived_policies``), every tool call, checked against it by
+:mod:`features.policy.check`, approvals, checkpoints and compactions
+(``step.model_session``). A :class:`~features.policy.ledger.ComplianceLedger` keeps per
+model session the calls, the violations and the rules honoured. No policy, no alerts.
 
-- a rule honoured at least ``min_honoured`` times before the compaction is broken, or
-- at least ``min_rate_violations`` violating tool calls since the compaction make the
-  violation rate significantly higher than before it: one-sided Fisher exact test
-  (hypergeometric tail; the reason quotes the p-value), ``p < alpha``.
+Raises ``critical``, ROLLBACK to the last checkpoint before the onset, else KILL; onset =
+the first violating step since the compaction; evidence = that step, the compaction and
+the violating steps (<= 20); the reason quotes the p-value. ``policy_violation`` shares
+the ledger: give both the same ``min_honoured``, ``alpha`` and ``min_rate_violations``, and
+a finding is reported by exactly one of them. ``score``: after a compaction the rate
+test's ``1 - p``, and from a broken honoured rule to the next compaction at least
+``HONOURED_SCORE`` (0.9); ``thresholds``: ``min(0.9, 1 - alpha)`` for both severities.
+The parameters' meaning: :class:`ComplianceDecay`.
 
-Onset: the first violating step since the compaction. Evidence: that step, the
-compaction step, the violating steps (at most 20 in all). Severity critical; action
-``rollback`` to the last checkpoint before the onset, else ``kill``.
-
-Split with ``policy_violation``: both classify each violating step with the same
-ledger. Violations that make it decay (the broken honoured rules, or all of them once
-the rate test is significant) belong here; every other violation (before any
-compaction, or of a rule never exercised before it while the rate is not significant)
-is ``policy_violation``'s. Give both detectors the same ``min_honoured``, ``alpha`` and
-``min_rate_violations`` so the split holds. Without a policy nothing fires: there is no
-rule to decay from (for example the TRAIL traces, which carry none).
-
-The ``score`` after a compaction is the rate test's ``1 - p`` once ``min_rate_violations``
-violations are in (0 before any compaction), and from a step that breaks a rule honoured
-before it to the next compaction at least that finding's score (``HONOURED_SCORE``, 0.9,
-or its ``1 - p`` when higher); the ``thresholds`` are the lower of the two lines
-(``min(0.9, 1 - alpha)``) for either severity.
-
+Why, and the split with ``policy_violation``: ``docs/detectors/compliance.md``.
 >>> from detectors.testing import Session
 >>> policy = {"require_approval_for": [r"git\\s+push"]}
 >>> d = ComplianceDecay(policies={"p": policy})

@@ -1,31 +1,23 @@
 """Policy violations with no compaction in play.
 
-Checks every step against the session's policy (:mod:`features.policy.check`) and reports a
-broken rule once per model session: before any compaction, or after one for a rule the
-agent never exercised before it (so there is no evidence of decay). What
-``compliance_decay`` reports is left out, decided by the same
-:class:`~features.policy.ledger.ComplianceLedger` with the same parameters: a
-violation of a rule honoured before the latest compaction, or any violation once the
-post-compaction rate is significantly higher. So a violation after a compaction is
-reported here first when it is the first of its kind, and by ``compliance_decay`` when
-it shows decay; never both for the same finding.
+Flags a broken policy rule, once per model session: before any compaction, or after one
+for a rule the agent never exercised before it. What shows decay - a rule honoured before
+the latest compaction, broken, or any violation once the rate after it is significantly
+higher - is ``compliance_decay``'s, decided by the same
+:class:`~features.policy.ledger.ComplianceLedger` with the same parameters: never both
+for one finding.
 
-Severity: a forbidden command or tool (``git push --force``, ``rm -rf /``) is critical
-with action ``kill``: the policy drew that line in advance. A session no policy names is
-checked against the rules derived from its own instructions (``derived_policies``, see
-:mod:`features.policy.instructions`); those only warn (``notify``), citing their sentence, until
-a person confirms them by attaching them as a policy file (``trajwatch policy
---from-instructions`` prints it), unless ``derived_policies = "enforce"``. Everything else
-(writes to protected paths, unapproved guarded actions, tests skipped before commit,
-egress outside the allowed hosts) is a warning with ``notify``. Budget overruns are off by
-default (``report_budget``): billed tokens of a long run with a large context exceed
-the fixtures' budgets in healthy runs (seed 11: 3 of 36 healthy runs), and spend has
-its own detectors.
+Reads the session's policy as ``compliance_decay`` does
+(:class:`~detectors.compliance.decay.PolicyDetector`) and every step, checked by
+:mod:`features.policy.check`. Raises ``critical``/KILL for a forbidden command or tool of
+a policy file; ``warn``/NOTIFY for every other rule (protected paths, unapproved guarded
+actions, tests skipped before a commit, egress outside the allowed hosts) and for every
+rule derived from the session's instructions (:mod:`features.policy.instructions`),
+unless ``derived_policies = "enforce"``; budget overruns only with ``report_budget``.
+``score``: 1.0 on a step that breaks a rule this detector reports, else 0;
+``thresholds``: 1.0 for both severities. The parameters' meaning: :class:`PolicyViolation`.
 
-The ``score`` is 1.0 on a step that breaks a rule this detector reports (reported before
-in the model session or not) and 0 on others; the ``thresholds`` are 1.0 for both
-severities: a broken rule is the whole evidence.
-
+Why, and the split with ``compliance_decay``: ``docs/detectors/compliance.md``.
 >>> from detectors.testing import Session
 >>> d = PolicyViolation(policies={"p": {"forbidden_commands": [r"git\\s+push\\s+(-f|--force)"],
 ...                                      "require_approval_for": [r"git\\s+push"]}})

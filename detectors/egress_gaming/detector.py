@@ -1,53 +1,33 @@
 """Egress-based specification gaming and injection-driven exfiltration.
 
-An agent can "solve" a task by fetching its answer instead of working it out, or be
-steered by text it read into sending data to someone else. Both show in *where* its
-traffic goes. :class:`EgressGaming` keeps a small per-session ledger of what the task
-is (its repository, base commit, workspace, goal), the trusted context (goal, system
-instructions, user messages), which git remotes point where, where each address first
-appeared (a tool result, or the trusted context, or the agent's own arguments), what
-sensitive data was read, and recent precursors; every tool call's egress targets
-(``detail["egress"]``) and recipients (:mod:`features.egress.recipients`) and every EGRESS
-step (HTTP/MCP client span) are classified against it.
+Flags traffic to where a task's answer comes from, or a send the task did not ask for:
+the task's own upstream fix (its commit, compare, pull or patch URLs, a fetch or pull of
+it then read, a clone of it, its history mined for the bug's words:
+:mod:`detectors.egress_gaming.git`), benchmark answer keys, graders, paste and
+exfiltration sinks, the weak signal of a search for a benchmark's answers
+(:func:`detectors.egress_gaming.rules.classify`), and data sent to an address that first
+appeared in a tool result and in none of the trusted context, judged by provenance, not
+phrasing (:mod:`detectors.egress_gaming.sends`).
 
-Classes of destination (all host lists are parameters; defaults in egress_hosts)
---------------------------------------------------------------------------------
-- **allowed**: package registries, language docs, code hosting, search engines, plus
-  ``allowed_hosts`` and the session policy's ``allowed_egress_hosts`` (``*`` ignored).
-  Allowed hosts never raise the weak signal and are never *tainted* (below); they do
-  not excuse the answer-source classes: the fix commit lives on github.com.
-- **upstream fix** (critical, kill): the task's own repository's fix reached - its
-  commit/compare/pull/patch URLs, a fetch of it followed by reading the fetched
-  history, a pull of it, a clone of it elsewhere, or its history mined for the bug's
-  words (:mod:`detectors.egress_gaming.git` states the rules and how the task's repository is
-  known without a session log);
-- **answer key**, **grader**, **paste / exfiltration sink** (critical, kill) and the
-  **weak** signal after a search for a benchmark's answers (warn):
-  :func:`detectors.egress_gaming.rules.classify`;
-- **injected address** (critical, kill, or a warning when nothing the user said asks
-  for such a send): a send to an address that first appeared in a tool result, judged
-  by provenance, not phrasing (:mod:`detectors.egress_gaming.sends`); cue phrases only taint
-  the addresses near them, and any later call naming a tainted address is critical.
+Reads the START step (repository, base commit, workspace, goal, policy id), the trusted
+context (goal, system instructions, user messages, the policy's allowed hosts), tool
+calls (their egress targets ``detail["egress"]`` and recipients:
+:mod:`features.egress.recipients`), tool results (up to ``max_scan_chars``: addresses,
+injection cues, git remotes and history, secrets and personal data read) and EGRESS steps
+(HTTP/MCP client spans).
 
-Each category alerts once per session (its first gaming action is the onset); the
-unasked-send warning is its own category, so a later critical send still alerts. The
-``score`` is the finding of the step: 1.0 for a critical one, 0.5 for a warning (alerted
-before in its category or not), else 0; the ``thresholds`` are those (``warn`` 0.5,
-``critical`` 1.0).
+Raises at most one alert per category per session (upstream fix, answer key, grader,
+sink, injected address, weak signal, unasked send): ``critical``/KILL, except
+``warn``/NOTIFY for the weak signal and for a send to an address nothing the user said
+asks for; onset = the first gaming call, evidence = it and up to 8 precursors.
+``score``: 1.0 on a step with a critical finding, 0.5 with a warning, else 0;
+``thresholds``: ``warn`` 0.5, ``critical`` 1.0. The parameters' meaning:
+:class:`EgressGaming`; the host lists' defaults: :mod:`detectors.egress_gaming.hosts`.
+State: every ledger capped, under 64 KiB whatever the session's length; secret values
+never appear in a reason.
 
-State, by concern, each in the module of its rules: the task and the trusted context
-(:class:`detectors.egress_gaming.task.TaskContext`), where addresses came from
-(:class:`detectors.egress_gaming.addresses.AddressLedger`), the workspace's git remotes and
-history (:class:`detectors.egress_gaming.history.GitState`), the recent calls and precursors
-(:class:`detectors.egress_gaming.calls.RecentCalls`); this class keeps the categories fired
-and composes them.
-
-Bounded state: every ledger is capped (``max_addresses`` per address set, four times
-that for first appearances, 8 KiB of trusted text, 64 secret values, 16 remotes, 16
-recent calls, 16 fetched issues, 8 precursors, 16 benchmark terms), so the pickled
-state stays under 64 KiB whatever the session length; result text is scanned up to
-``max_scan_chars``. Secret values are never put in a reason.
-
+The classes of destination, how the task's repository is known, and why:
+``docs/detectors/egress_gaming.md``.
 >>> from detectors.testing import Session
 >>> s = Session("eg", goal="Fix the DST bug in src/dates.py", repository="acme/dates",
 ...             workspace="/w/dates")
@@ -124,7 +104,8 @@ class EgressGaming(Detector):
     Parameters
     ----------
     allowed_hosts, sink_hosts, answer_key_prefixes, benchmark_names:
-        Host classes (module docstring); ``None`` means the documented default.
+        Host classes (``docs/detectors/egress_gaming.md``); ``None`` means the default
+        in :mod:`detectors.egress_gaming.hosts`.
     policies:
         Policy id -> the policy as parsed from TOML; the START step's ``policy_id``
         picks one, whose ``allowed_egress_hosts`` extend the allowed hosts (and may

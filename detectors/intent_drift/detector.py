@@ -1,69 +1,33 @@
 """Intent drift: the agent has left the task it was given and pursues another one.
 
-What it looks for
------------------
-An agent drifts when a *stretch* of its actions is about something else than its task:
-it refactors modules the task never reached, clones an unrelated repository, follows a
-tangent found on a page, or obeys instructions planted in a tool result (a successful
-prompt injection is a goal hijack). One odd action is not drift; a sustained stretch is.
+Flags a sustained stretch of tool calls away from the task. Each call gets a drift weight
+(:mod:`detectors.intent_drift.weigh`: neutral, on task, off topic on the agent's own
+initiative, off topic and led there by a tool result, a foreign repository, obeying an
+instruction planted in a result) against the task's scope, which starts from the goal
+(its words, paths, hosts, repositories, the workspace) and grows with on-task work;
+``gap`` on-task calls end a stretch. Also warns at a final answer given before any tool
+returned anything, on figures nothing in the session held
+(:mod:`detectors.intent_drift.answer`).
 
-The task's **scope** is not frozen after a warm-up: it starts from the goal (its words,
-paths, hosts and repositories, plus the start step's workspace and repository) and
-*grows* with on-task work - the words of on-task actions' arguments, the hosts they
-contact, the files they change, and the paths and hosts that appeared in the results of
-on-task steps (a search's hits, a listing, a page's links). Each tool call gets a drift
-weight (:mod:`detectors.intent_drift.weigh` states the rules: -1 neutral, 0 on task, 0.5 off
-topic on the agent's own initiative, 1 off topic and led there by a result, 2 a foreign
-repository, or obeying a result that addresses the agent and overrides its task -
-``features.calls.vectors.instructs_agent``: a prompt injection); on-task calls widen the
-scope, and ``gap`` of them end the current stretch. Obeying a planted instruction is a
-hijack on its own, so it fires on the first obeying action (seeds 11/13/17: injection
-delays 3-15 -> 0-3 steps); following a hit of a led, wholly foreign stretch's own
-search continues it (tangent delays 8 -> 4 steps).
+Reads the goal (the START step, or a captured user message; it may arrive late, with a
+trace's root span), tool calls (their terms, paths, hosts and repositories:
+:func:`features.calls.step_features.features_of`) and tool results (up to
+``result_chars`` characters, for the links and paths they name and where a stretch's
+terms came from). Until a goal is known the opening calls before any result (up to
+``warmup_calls``) seed the scope, and ``unanchored_factor`` times the evidence is needed.
 
-How a call's paths, hosts and words are weighed in detail (the workspace as a
-``cwd``, goal stems, code cells, hosts and paths a result first named, prose the agent
-wrote itself into a target): :mod:`detectors.intent_drift.weigh`.
+Raises ``warn``/NOTIFY when the current stretch's weight reaches ``alarm_weight``,
+``critical`` at ``critical_weight`` (ROLLBACK to the last checkpoint before the onset,
+KILL when there is none); onset = the stretch's first action, evidence = its actions
+(<= 20); the reason names the files, hosts and repositories the agent moved to and the
+result that led it there. ``score``: the stretch's weight over ``2 * critical_weight``
+(not capped; a final answer from nowhere scores its alert's); ``thresholds``:
+``alarm_weight`` and ``critical_weight`` on that scale, times ``unanchored_factor`` while
+no goal is known. The parameters' meaning: :class:`IntentDrift`. State: every table
+capped, well under 64 KiB.
 
-**Sub-goals abandoned.** A final answer given before any tool returned anything, resting
-on figures that nothing in the session held, warns (:mod:`detectors.intent_drift.answer`).
-
-The goal may come late: when a trace's root span carries it, that span ends - and is
-delivered - last. Until a tool result reaches the agent, only its task can have led it,
-so the opening calls (up to ``warmup_calls``) before any result are on task and seed
-the scope; a goal that arrives later is added to it.
-
-An alert needs the weights of the current stretch to reach ``alarm_weight`` (warn /
-notify), and ``critical_weight`` for critical (rollback to the last checkpoint before
-the onset, kill when there is none). The onset is the first action of the stretch, not
-an isolated earlier outlier; the evidence, its actions (<= 20); the reason names the
-files, hosts and repositories the agent moved to and, when the stretch's terms came
-from a tool result, that result (possible prompt injection).
-
-The ``score`` is the current stretch's weight over ``2 * critical_weight`` (the alerts'
-score, here not capped at 1; 0 during warm-up and between stretches); ``thresholds``
-are ``alarm_weight`` and ``critical_weight`` on that scale (0.25 and 0.5 by default),
-times ``unanchored_factor`` while no goal is known. A final answer resting on figures
-from nowhere scores its alert's, at least the warn line.
-
-Division of labour with ``egress_gaming``
------------------------------------------
-``egress_gaming`` owns *where data goes and where answers come from*: sending data to an
-address that first appeared in a tool result (exfiltration), answer keys, graders and
-upstream fixes. So a data-carrying request (POST/PUT/upload) to a host a tool result
-named is neutral here, repeated contact with a host is neutral, and a short detour
-(a search and a dataset visit, then back to the task) stays below ``alarm_weight``.
-``intent_drift`` fires when the agent starts *pursuing a different task*: a stretch of
-off-task actions, including instructions obeyed from a tool result.
-
-State, by concern, each in the module of its rules (the functions there change only
-the state object they are given): the task's scope (:class:`detectors.intent_drift.task.
-TaskState`), the recent calls and results (:class:`detectors.intent_drift.calls.CallLog`), the
-current stretch (:class:`detectors.intent_drift.stretch.StretchState`) and the answer's
-provenance (:class:`detectors.intent_drift.answer.AnswerState`); this class composes them.
-Bounded: every table is capped (files, hosts, words, reached items, recent results),
-result text is read up to ``result_chars`` characters; well under 64 KiB.
-
+The scope, the weights, the division of labour with ``egress_gaming``, and why not a
+change detector: ``docs/detectors/intent_drift.md``.
 >>> from detectors.testing import Session
 >>> s = Session("demo", goal="Fix the date parser in src/dates/parse.py and add a test",
 ...             workspace="/work/dates")

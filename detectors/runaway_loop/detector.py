@@ -1,104 +1,29 @@
 """Runaway loops: a session repeating the same action cycle without progress.
 
-What counts as a loop
----------------------
-Two kinds of evidence, both over the recent tool calls only (a bounded window):
+Flags, over the last ``window`` tool calls: uninterrupted repetition of a cycle of up to
+``max_period`` near-duplicate calls; retries of one tool that fail the same way, also while
+their arguments change; calls with changing arguments answered the same; one request in
+words re-worded back to back (a warning only). Progress ends a loop: a result that
+changed, a wait that grew (polling with back-off), a failed call that then works, a
+compaction (re-reading is how an agent recovers what a summary dropped).
 
-1. **Tandem cycles.** Every tool call gets a *near-duplicate key*: the words of its
-   canonical action signature (``step.action``, volatile parts already normalised),
-   each tagged with its argument (so an edit and its revert differ), lower-cased, word
-   order ignored, dropping fragments that mix letters and digits (``npm-cache-bd5220``)
-   but keeping pure numbers, which survived canonicalisation only as positions (line
-   ranges, offsets, pages) — so paging through a file is not a loop, while
-   ``q="nrg_ind_ren 2019 electricity"`` and ``q="electricity 2019 nrg_ind_ren"`` are
-   the same call. For each period ``p`` in ``1..max_period`` the detector keeps the
-   length of the current run of calls equal to the call ``p`` before (A-B-C-A-B-C…).
-   Unlike OpenLIT's count of identical calls anywhere in the session (``git diff
-   --stat`` between edits trips it) or Gemini CLI's *consecutive* identical calls
-   (blind to A-B-A-B and to retries with a changed flag), only uninterrupted
-   repetition counts.
-2. **Retry after failure, judged by the result.** Failures of one tool with the same
-   error *signature* (:func:`detectors.runaway_loop.rules.result_signature`: the call's own
-   arguments echoed back, quoted spans, paths, URLs, ids and the numbers it passed
-   masked) of near-same calls (the arguments that differ share ≥ half their words:
-   ``npm install`` ~ ``rm -rf node_modules && npm install``) — or of calls that only
-   vary their values (the same argument names: a query, a page, an offset, a flag's
-   value) when the signature is specific enough to name one failure (``TypeError: …
-   unexpected keyword argument <arg>``, not ``Exit code 1``). Changing arguments look
-   like progress; the same answer to each is not. Such a chain ends when the tool
-   works with other arguments (the agent is searching, not stuck). It fires at the
-   second failure when nothing new was tried between them (TRAIL labels such a retry
-   Resource Abuse), else once the failures outnumber the new calls tried between them
-   by two (``pip config list`` between retries is a look, not a fix; an edit between
-   test runs that keep failing is work). A success of a call the chain tried ends it:
-   a transient failure, retried, is fine.
-3. **One request re-worded.** Calls of one tool and shape back to back whose longest
-   argument is a request in words (a query, a question, a task:
-   :func:`detectors.runaway_loop.rules.is_request`; not a path, a URL or a command), each
-   re-wording the one before, nothing else done with their answers: a warning at the
-   fourth asking, or at the third when one asks again, in the same words re-ordered or
-   re-quoted, what an earlier one of the run asked. Never a kill: re-wording may yet
-   find something.
+Reads tool calls (their near-duplicate key and canonical action:
+:func:`features.calls.step_features.features_of`), tool results (status, error, result
+text) and model calls (tokens and cost spent in the loop); no I/O, time from ``step.ts``.
 
-Exemptions (progress)
----------------------
-- **Re-reads**: the same call answered the same, none failed (a file re-read after a
-  compaction or to check an edit, a status looked at again) needs one cycle more than
-  ``warn_cycles`` (the fourth identical call: OpenLIT's "3 identical calls" fires on
-  the third). A compaction starts every run anew: re-reading is how an agent recovers
-  what the summary dropped. One call repeated back to back whose body changed made
-  progress at every period (a file read 6 times over its edits also matches at 2).
-- **Polling**: an identical call whose result changed, or, repeated back to back,
-  whose wait since its previous occurrence grew by ``wait_growth`` (back-off), resets
-  the run: the world is changing, or the agent is waiting for it to. Back to
-  back (period 1) any change of the result counts (digits dropped past the first line,
-  so clocks do not); inside a longer cycle only the first line does (a status, an exit
-  code, a page title), because re-fetched pages and search snippets change for reasons
-  that are not progress.
-- A failed call followed by a success of the same call resets the run.
-- After a success, a call that differs only in numbers is a new action (trying other
-  answers or pages), though canonical signatures hide numbers (noise in *retries*).
-- Calls whose results are not recorded cannot show progress or its absence: they
-  need Gemini CLI's 5 consecutive repeats (``warn_cycles + 2``).
-- A call the runtime cancelled before it ran (status ``cancelled``: Claude Code cancels
-  the siblings of a parallel call that failed) neither failed nor worked: it starts no
-  retry chain and ends none, and its result counts as not recorded.
+Raises ``warn``/NOTIFY at ``warn_cycles`` occurrences of a cycle (one more for re-reads
+answered the same, two more when the results are not recorded; earlier when the waste is
+confirmed: the same failure again, or token burn of ``burn_ratio`` x the session's usual),
+``critical``/KILL at ``critical_cycles`` (``critical_read_cycles`` for a cycle of reads
+that neither failed) or once ``critical_tokens`` or ``critical_cost`` are spent since the
+first repeat; each severity once per loop; onset = the first repeat; the last clean
+checkpoint is attached. ``score``: where a rule fires, its alert's score (0.5 / 0.9 + 0.02
+x cycles, at most 1), else 0.4 x repeats / repeats needed; ``thresholds``: ``warn`` 0.5,
+``critical`` 0.9. The parameters' meaning: :class:`RunawayLoop`. State: bounded by
+``window``; O(``max_period``) per update.
 
-Severity
---------
-- ``warn`` (NOTIFY) when a cycle has run ``warn_cycles`` times (default 3: the third
-  identical call, the OpenLIT count, but consecutive), or earlier — once all but the
-  last call of a cycle repeated exactly (≥ 2 calls) — when that is confirmed waste: a
-  call of the cycle failed again the same way, or the model calls since the cycle
-  began spend ``burn_ratio`` × the session's usual output tokens (token burn), or a
-  call that failed is issued again after the calls before it in the cycle repeated
-  with the same results (the same edit re-applied after its revert, then the same
-  failing test: warned at the test's call, not its failure; fixtures seeds 11/13/17,
-  validated on 41/43: edit/test/revert delay 4 → 3 steps, no new alert elsewhere).
-- ``critical`` (KILL) at ``critical_cycles`` cycles (or failures) — at
-  ``critical_read_cycles`` for a cycle made only of reads that neither failed (it burns
-  nothing but tokens: :func:`detectors.runaway_loop.rules.critical_needed`) — or when the tokens
-  (``critical_tokens``) or dollars (``critical_cost``) spent since the first repeat pass
-  a limit. Action: KILL, not ROLLBACK — a loop wastes budget but its repeated steps
-  rarely damage the workspace, and rolling back would also discard the good work done
-  between the checkpoint and the loop; the last clean checkpoint before the onset is
-  attached for the operator who wants it.
-- Each severity fires once per loop (a loop is identified by its set of actions and
-  its errors); a different loop later alerts again. The onset is the first repeat (the
-  second occurrence of the cycle's first action); escalation keeps it.
-
-Score
------
-Judged anew at each tool result, ended by a new action (or a compaction), held across
-a repeated call's step and the steps that are no tool call: where a rule fires
-(or would, had it not reported that loop already), the score its alert carries, 0.5 +
-0.02 x cycles for ``warn`` and 0.9 + 0.02 x cycles for ``critical`` (capped at 1);
-below that, ``BUILDING`` x repeats / repeats needed (``warn_cycles``; one more for a
-re-worded request), at most 0.4. ``thresholds``: ``warn`` 0.5, ``critical`` 0.9.
-
-State: the last ``window`` calls (small records), ``max_period`` run counters, a few
-retry chains and open calls, all bounded; per update O(max_period).
-
+What counts as a loop and as progress, the severities, and why:
+``docs/detectors/runaway_loop.md``.
 >>> from detectors.testing import Session
 >>> s = Session("doc", goal="Make the test suite pass")
 >>> steps = [s.start()]
@@ -178,7 +103,7 @@ class RunawayLoop(Detector):
     ``step.ts``; state bounded by ``window`` (never grows with the session). Raises
     ``warn``/NOTIFY, then ``critical``/KILL, each at most once per loop; onset = the
     first repeat; evidence = the repeated calls (≤ 20); a reason with counts and
-    tokens. The module docstring says what counts as a loop and as progress.
+    tokens. ``docs/detectors/runaway_loop.md`` says what counts as a loop and as progress.
 
     Parameters
     ----------

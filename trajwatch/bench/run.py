@@ -857,7 +857,7 @@ def _attributed_child(spec: dict[str, Any]) -> None:
 
 
 def format_report(report: dict[str, Any], command: str) -> str:
-    """The report as the README's Measurements section shows it: a Markdown table."""
+    """The report as the dated measurements (docs/measurements/) show it: a Markdown table."""
     m, t, lat, mem, st = (
         report["machine"],
         report["throughput"],
