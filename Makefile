@@ -50,14 +50,14 @@ HELDOUT_SEED ?= 20261129
 HELDOUT := build/heldout-$(HELDOUT_SEED)
 CORPUS ?= ../shared/corpus
 eval: $(VENV)/.installed
-	$(BIN)/python fixtures/generate.py --seed $(HELDOUT_SEED) --runs-per-scenario 4 \
+	$(BIN)/python fixtures/generate --seed $(HELDOUT_SEED) --runs-per-scenario 4 \
 		--out $(HELDOUT) --policies-dir $(HELDOUT)-policies
 	$(BIN)/trajwatch eval $(HELDOUT) --labels $(HELDOUT)/labels.csv
 	rm -rf $(HELDOUT)-spans && mkdir -p $(HELDOUT)-spans
 	cp $(HELDOUT)/*.otlp.binpb* $(HELDOUT)/labels.csv $(HELDOUT)-spans/
 	$(BIN)/trajwatch eval $(HELDOUT)-spans --labels $(HELDOUT)/labels.csv
 	for d in openllmetry vercel_ai; do \
-		$(BIN)/python fixtures/generate.py --seed $(HELDOUT_SEED) --runs-per-scenario 4 \
+		$(BIN)/python fixtures/generate --seed $(HELDOUT_SEED) --runs-per-scenario 4 \
 			--out $(HELDOUT)-$$d --policies-dir $(HELDOUT)-policies --span-dialect $$d && \
 		rm -rf $(HELDOUT)-$$d-spans && mkdir -p $(HELDOUT)-$$d-spans && \
 		cp $(HELDOUT)-$$d/*.otlp.binpb* $(HELDOUT)-$$d/labels.csv $(HELDOUT)-$$d-spans/ && \

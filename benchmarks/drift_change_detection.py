@@ -11,7 +11,7 @@ setting, how many drift runs, healthy runs and runs labelled with another failur
 fires on: a usable detector fires on the first and not on the second.
 
 Run: ``.venv/bin/python benchmarks/drift_change_detection.py build/tune7 build/tune11``
-(folders made by ``fixtures/generate.py``; each is replayed into a temporary store).
+(folders made by ``fixtures/generate``; each is replayed into a temporary store).
 """
 
 from __future__ import annotations

@@ -454,7 +454,7 @@ def test_a_langgraph_loop_traced_by_openllmetry_trips_runaway_loop(
     assert "run_tests" in critical[0]["reason"]
 
 
-GENERATOR = ROOT / "fixtures" / "generate.py"
+GENERATOR = ROOT / "fixtures" / "generate"
 
 
 def _spans_only_replay(base: Path, dialect: str) -> tuple[dict[str, list[tuple]], list[tuple]]:

@@ -1,10 +1,10 @@
-"""Tests for fixtures/generate.py: determinism, schema validity, OTLP JSON == protobuf, labels."""
+"""Tests for fixtures/generate/: determinism, schema validity, OTLP JSON == protobuf, labels."""
 
 from __future__ import annotations
 
 import csv
 import gzip
-import importlib.util
+import importlib
 import itertools
 import json
 import lzma
@@ -20,17 +20,16 @@ import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 ROOT = Path(__file__).resolve().parents[1]
-SCRIPT = ROOT / "fixtures" / "generate.py"
+SCRIPT = ROOT / "fixtures" / "generate"  # a package folder, run as `python fixtures/generate`
 SCHEMA = ROOT / "ingest" / "schemas" / "session_event.schema.json"
 
 
 def _load_generator() -> Any:
-    spec = importlib.util.spec_from_file_location("fixtures_generate", SCRIPT)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses resolve annotations through sys.modules
-    spec.loader.exec_module(module)
-    return module
+    """The package ``fixtures/generate/``, imported as ``generate`` the way the scripts beside
+    it import it (``fixtures/`` is a script folder, not a package)."""
+    if str(SCRIPT.parent) not in sys.path:
+        sys.path.insert(0, str(SCRIPT.parent))
+    return importlib.import_module("generate")
 
 
 gen = _load_generator()

@@ -9,7 +9,7 @@ be what ``ingest.replay.replay`` stores for the same spans: the same alert ids.
 from __future__ import annotations
 
 import gzip
-import importlib.util
+import importlib
 import itertools
 import json
 import os
@@ -50,14 +50,10 @@ SCENARIOS = (
 
 
 def _generator() -> Any:
-    spec = importlib.util.spec_from_file_location(
-        "fixtures_generate", ROOT / "fixtures/generate.py"
-    )
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses resolve annotations through sys.modules
-    spec.loader.exec_module(module)
-    return module
+    """The package ``fixtures/generate/``, imported as the scripts beside it import it."""
+    if str(ROOT / "fixtures") not in sys.path:
+        sys.path.insert(0, str(ROOT / "fixtures"))
+    return importlib.import_module("generate")
 
 
 @pytest.fixture(scope="module")

@@ -67,7 +67,7 @@ def fixture_set(
     scenarios: Collection[str] | None = None,
     name: str = "fixtures",
 ) -> LabelledSet:
-    """The runs of a ``fixtures/generate.py`` folder (its ``labels.csv``) whose failure is
+    """The runs of a folder ``fixtures/generate`` wrote (its ``labels.csv``) whose failure is
     in ``failures`` (``"none"`` for the healthy runs; all when None) and whose scenario is
     in ``scenarios`` (all when None), at most ``per_scenario`` of each scenario. Each
     run's files are listed in the order a replay of the whole folder reads them, so a
