@@ -552,3 +552,34 @@ def test_near_key_ignores_word_order_and_random_suffixes_but_keeps_positions() -
 def test_bad_parameters_name_themselves(param: str, value: float) -> None:
     with pytest.raises(ValueError, match=param):
         RunawayLoop(**{param: value})  # type: ignore[arg-type]
+
+
+# -- any session length ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("period", [1, 2, 3])
+def test_a_loop_longer_than_the_window_is_judged_without_error_in_bounded_state(
+    period: int,
+) -> None:
+    """A poll repeated for hours outlives the detector's window of calls: the rules see the
+    repeats the window still holds (an IndexError here once made the rest of a 400-step
+    session dead letters), and the state stays the same size however long it goes on."""
+    s = Session()
+    steps = warmup(s)
+    targets = [f"deploy/web-{i}" for i in range(period)]
+    sizes = {}
+    detector = RunawayLoop()
+    alerts: list[Alert] = []
+    for step in steps:
+        alerts += detector.update(step)
+    for i in range(1_500):
+        for step in s.tool(
+            "kubectl_rollout_status",
+            {"target": targets[i % period]},
+            result="Waiting for rollout: 2 of 3 updated replicas are available",
+        ):
+            alerts += detector.update(step)
+        if i in (300, 1_499):
+            sizes[i] = len(pickle.dumps(detector.state_dict()))
+    assert alerts and alerts[0].detector == "runaway_loop"
+    assert sizes[1_499] <= sizes[300] * 1.1

@@ -148,8 +148,26 @@ def current_cycle(calls: Sequence[LoopCall], runs: Sequence[int]) -> tuple[int, 
         return None
     p, run = best
     n = len(calls)
-    cycle = [calls[n - run - p + j] for j in range(p)]
+    held = held_repeats(n, p, run)
+    if held is None:
+        return None
+    cycle = [calls[n - held - p + j] for j in range(p)]
     return cycle_key(cycle), cycle[0].seq
+
+
+def held_repeats(n: int, p: int, run: int) -> int | None:
+    """How many of a run's ``run`` repeated calls the window of ``n`` calls still holds
+    behind one whole cycle of period ``p``: a run outlives the bounded window (an
+    identical poll repeated for hours), its count does not. None when the window holds
+    less than one cycle.
+
+    >>> held_repeats(40, 1, 12), held_repeats(40, 1, 300), held_repeats(40, 2, 300)
+    (12, 39, 38)
+    >>> held_repeats(3, 4, 9) is None
+    True
+    """
+    held = min(run, n - p)
+    return held if held >= 0 else None
 
 
 def confirmed(
@@ -230,17 +248,21 @@ def judge_cycle(
         return None
     p, run = best
     n = len(calls)
+    held = held_repeats(n, p, run)
+    if not held:  # the window holds no repeat behind the cycle
+        return None
     cycles = 1 + run / p
     # what the rules below need, in O(1) before any list is built: an early
     # confirmation needs run >= p - 1 and exact repeats, the count rule a settled,
     # whole cycle repeated warn_cycles times (``needed`` is at least that)
     counts = settled and run >= p and cycles >= warn_cycles
     if run < p - 1 or not (
-        counts or all(calls[n - run + i].exact == calls[n - run - p + i].exact for i in range(run))
+        counts
+        or all(calls[n - held + i].exact == calls[n - held - p + i].exact for i in range(held))
     ):
         return None
-    cycle = [calls[n - run - p + j] for j in range(p)]
-    repeated = [calls[j] for j in range(n - run, n)]
+    cycle = [calls[n - held - p + j] for j in range(p)]
+    repeated = [calls[j] for j in range(n - held, n)]
     onset = repeated[0]
     # unknown results are no evidence of "no progress": then ask for Gemini CLI's
     # 5 identical consecutive calls (fixtures: healthy runs call `git diff --stat`
@@ -255,7 +277,7 @@ def judge_cycle(
         needed += 1
     # early, after one repeat: only for exact repeats (an edit and its revert share
     # their words) with hard evidence of waste
-    exact = all(c.exact == calls[n - run - p + i].exact for i, c in enumerate(repeated))
+    exact = all(c.exact == calls[n - held - p + i].exact for i, c in enumerate(repeated))
     # all but the last call of the cycle repeated exactly (E-T-C-E-T: the same edit,
     # the same test failing the same way), at least two calls
     why = (
