@@ -1,6 +1,6 @@
 """Seconds the whole pipeline takes on one big field, per shape.
 
-Each shape of ``tests/big_fields.py`` (hex dump, base64, one long word, minified JSON,
+Each shape of ``tests/support/big_fields.py`` (hex dump, base64, one long word, minified JSON,
 deep JSON, thousands of URLs, quotes and backslashes, whitespace runs, prose, a quoted
 blob on a ``curl`` line) at 32 KiB, 256 KiB and 1 MiB, as a model output, two tool
 arguments and two tool outputs of one session: decode → steps → every detector → commit
@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.big_fields import SHAPES, run_once  # noqa: E402
+from tests.support.big_fields import SHAPES, run_once  # noqa: E402
 
 SIZES = (32 * 1024, 256 * 1024, 1024 * 1024)
 

@@ -47,7 +47,7 @@ from sqlalchemy.engine import Engine, make_url  # noqa: E402
 from ingest.pipeline.engine import Pipeline  # noqa: E402
 from ingest.sources.kafka import KafkaOptions  # noqa: E402
 from models.store import Store  # noqa: E402
-from tests.conftest import KafkaBroker, start_s3_server  # noqa: E402
+from tests.support.tansu import KafkaBroker, start_s3_server  # noqa: E402
 from tests.test_kafka_worker import (  # noqa: E402
     CONFIG,
     Workers,

@@ -25,7 +25,9 @@ from ingest.pipeline.sinks import Committed
 from ingest.sources.files import read_recordings
 from models.records import Action, Alert, SessionInfo, Severity
 from models.store import SessionCursor, Store
-from tests.webhook_receiver import SECRET, Answer, Received, Receiver, free_port
+from tests.support.ports import free_port
+from tests.support.wait import wait_until
+from tests.support.webhook_receiver import SECRET, Answer, Received, Receiver
 from trajwatch.actions import ActionSink, Dispatcher, signing
 from trajwatch.actions.endpoints import ActionsConfig, Endpoint, RetryPolicy
 from trajwatch.cli.main import main as cli
@@ -92,13 +94,6 @@ def outbox_ids(store: Store, status: str | None = None) -> set[str]:
     return {d.delivery_id for d in store.outbox().list(status)}
 
 
-def wait_for(condition, timeout: float = 20.0) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.02)
-
-
 # --- signing -----------------------------------------------------------------------------
 
 
@@ -136,7 +131,7 @@ def test_a_receiver_down_for_a_while_gets_every_action_exactly_once_when_back(
         feed(store, ActionSink(config(down.url), dispatcher))
         queued = outbox_ids(store)
         assert len(queued) >= 4, "the runs raise alerts that fire actions"
-        wait_for(lambda: all(d.attempts >= 2 for d in store.outbox().list()))
+        wait_until(lambda: all(d.attempts >= 2 for d in store.outbox().list()), 20, "retries")
         assert outbox_ids(store, "pending") == queued
         down.start()
         assert dispatcher.drain(20)
@@ -186,7 +181,7 @@ def test_a_process_killed_after_the_alert_commit_delivers_once_after_restart(
     )
     store = Store.open(db_url)
     try:
-        wait_for(lambda: first.poll() is None and store.count("deliveries") > 0, timeout=60)
+        wait_until(lambda: first.poll() is None and store.count("deliveries") > 0, 60, "a delivery")
         first.send_signal(signal.SIGKILL)
         first.wait(10)
         queued = outbox_ids(store)
@@ -289,7 +284,7 @@ def test_a_slow_receiver_does_not_stall_detection(db_url: str, receiver: Receive
         feed(store, None, [ROOT / "fixtures" / "recorded" / "run-029-981e59.events.jsonl"])
         elapsed = time.monotonic() - started
         # Every sender is blocked on the receiver, yet every alert is stored and queued.
-        wait_for(lambda: len(receiver.received) >= 1)
+        wait_until(lambda: len(receiver.received) >= 1, 20, "a webhook")
         assert not receiver.applied
         assert store.count("alerts") > 0 and store.count("deliveries") > 0
         assert elapsed < 20

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from features.text.clip import MAX_ANALYSED_CHARS
-from tests.big_fields import SECRET, SHAPES, run_once
+from tests.support.big_fields import SECRET, SHAPES, run_once
 
 SMALL = 32 * 1024
 BIG = 1024 * 1024

@@ -19,7 +19,8 @@ import requests
 import uvicorn
 from standardwebhooks import Webhook
 
-from tests.webhook_receiver import SECRET, free_port
+from tests.support.ports import free_port
+from tests.support.webhook_receiver import SECRET
 from trajwatch.actions import signing
 from trajwatch.breaker.server import Breakers, Effect, create_app
 

@@ -23,9 +23,11 @@ from features.redact.engine import redact
 from ingest.decoded import Decoded, Draft
 from ingest.pipeline.engine import Pipeline
 from models.store import Store
+from tests.support.ports import free_port
+from tests.support.wait import wait_until
+from tests.support.webhook_receiver import SECRET, Receiver
 from tests.test_breaker import Running as BreakerRunning
-from tests.test_serve import interleaved, replayed_alert_ids, runs, settled, wait_until
-from tests.webhook_receiver import SECRET, Receiver, free_port
+from tests.test_serve import interleaved, replayed_alert_ids, runs, settled
 from trajwatch.config import actions_config, detector_set, load_config
 from trajwatch.service.serve import Service
 from trajwatch.settings import Settings

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -19,19 +18,13 @@ from pathlib import Path
 import pytest
 
 from models.errors import ConfigError, InputError, StoreOpenError, TrajwatchError, UserError
+from tests.support.ports import free_port
 from trajwatch.cli.main import main
 from trajwatch.config import load_config
 
 ROOT = Path(__file__).resolve().parents[1]
 PG = "postgresql+psycopg://{user}@127.0.0.1:{port}/{db}"
 T0 = 1_767_000_000  # Unix seconds, as session events carry them
-
-
-def free_port() -> int:
-    """A loopback port nothing listens on: bound, then released."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def events(session: str) -> list[dict[str, object]]:

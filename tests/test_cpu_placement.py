@@ -16,8 +16,8 @@ import pytest
 import requests
 
 from models.errors import ConfigError
-from tests.test_serve import wait_until
-from tests.webhook_receiver import free_port
+from tests.support.ports import free_port
+from tests.support.wait import wait_until
 from trajwatch.service.cpu_placement import place
 from trajwatch.settings import Settings
 

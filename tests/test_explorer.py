@@ -20,7 +20,7 @@ from dashboards.bundle import bundle_zip
 from models.errors import UserError
 from models.records import Action, Severity
 from models.store import Store
-from tests.explorer_seed import CONFIG, RECORDED, RUNS, Seeded, copy, recording
+from tests.support.explorer_seed import CONFIG, RECORDED, RUNS, Seeded, copy, recording
 from trajwatch.cli.main import main
 
 APP = str(Path(__file__).resolve().parents[1] / "dashboards" / "app.py")
@@ -193,7 +193,7 @@ def test_session_page_shows_the_incident_and_why_it_was_stopped(
     # the lines drawn are the detectors' own scores, replayed over the stored steps, with
     # every detector's thresholds and the stored alerts on them
     from dashboards.session_view import replay_detectors, score_lines, threshold_lines
-    from tests.explorer_seed import detectors
+    from tests.support.explorer_seed import detectors
 
     replayed = replay_detectors(store_steps(explorer_store, session), detectors())
     rows = element_rows(scores)
@@ -230,7 +230,7 @@ def test_session_page_shows_the_incident_and_why_it_was_stopped(
 def test_a_live_sessions_view_refreshes_itself_until_it_ends(
     monkeypatch: pytest.MonkeyPatch, explorer_store: Seeded, tmp_path: Path
 ) -> None:
-    from tests.explorer_seed import LIVE_RUN, detectors
+    from tests.support.explorer_seed import LIVE_RUN, detectors
     from trajwatch.service.replay import replay
     from trajwatch.settings import Settings
 
@@ -317,7 +317,7 @@ def test_debug_bundle_replays_to_the_same_alerts(
 def test_score_lines_are_the_detectors_scores_step_by_step(explorer_store: Seeded) -> None:
     from dashboards.session_view import replay_detectors, score_at, score_lines, threshold_lines
     from features.text.clip import analysed_step
-    from tests.explorer_seed import detectors
+    from tests.support.explorer_seed import detectors
 
     detector_set = detectors()
     with Store.open(explorer_store.url, migrate=False) as store:
@@ -487,7 +487,7 @@ def test_a_newer_schema_gives_one_clear_message(
 
 @pytest.mark.postgres
 def test_the_pages_read_postgresql(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from tests.explorer_seed import detectors
+    from tests.support.explorer_seed import detectors
     from trajwatch.service.replay import replay
     from trajwatch.settings import Settings
 
@@ -541,7 +541,7 @@ def test_an_uploaded_bundle_zip_or_files_replay(explorer_store: Seeded, tmp_path
     from streamlit.runtime.uploaded_file_manager import UploadedFile, UploadedFileRec
 
     from dashboards.views.replay import _inputs
-    from tests.explorer_seed import detectors
+    from tests.support.explorer_seed import detectors
     from trajwatch.service.replay import replay
     from trajwatch.settings import Settings
 

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from models.records import Severity
-from tests.explorer_seed import CONFIG, RECORDED, Seeded, copy
-from tests.webhook_receiver import free_port
+from tests.support.explorer_seed import CONFIG, RECORDED, Seeded, copy
+from tests.support.ports import free_port
 
 CHROMIUM = Path(os.environ.get("TRAJWATCH_CHROMIUM", "/usr/bin/chromium"))
 ROOT = Path(__file__).resolve().parents[1]
@@ -135,7 +135,7 @@ def test_a_live_sessions_page_refreshes_itself_in_chromium(
         pytest.fail(f"no Chromium at {CHROMIUM}: apt-get install -y chromium", pytrace=False)
     from playwright.sync_api import sync_playwright
 
-    from tests.explorer_seed import LIVE_RUN, detectors
+    from tests.support.explorer_seed import LIVE_RUN, detectors
     from trajwatch.service.replay import replay
     from trajwatch.settings import Settings
 

@@ -32,7 +32,8 @@ from ingest.sources.files import read_file
 from ingest.sources.kafka import KafkaOptions, decode_message, ensure_topics, split_by_trace
 from models.records import Step
 from models.store import Store
-from tests.conftest import KafkaBroker
+from tests.support.tansu import KafkaBroker
+from tests.support.wait import wait_until
 from trajwatch.config import detector_set, load_config
 from trajwatch.service.worker import _sqlite_lock
 from trajwatch.settings import Settings
@@ -255,14 +256,6 @@ def wait_for(store: Store, steps: int, alerts: int, workers: Workers, timeout: f
     )
 
 
-def wait_until(condition, timeout: float = 30) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            pytest.fail("timed out")
-        time.sleep(0.1)
-
-
 def assert_same(store: Store, reference: tuple[dict[str, Step], set[str]]) -> None:
     steps, alerts = stored(store)
     want_steps, want_alerts = reference
@@ -340,7 +333,7 @@ def test_a_worker_killed_mid_stream_and_restarted_loses_and_doubles_nothing(
     workers.start()
     produce(options, first)
     with Store.open(worker_db) as store:
-        wait_until(lambda: store.count("steps") > 0)
+        wait_until(lambda: store.count("steps") > 0, 30, "a stored step")
         victim.send_signal(signal.SIGKILL)  # mid-stream: no goodbye, no commit
         victim.wait()
         produce(options, second)
@@ -365,7 +358,7 @@ def test_the_broker_killed_mid_stream_and_restarted_loses_and_doubles_nothing(
         running.start()
         produce(options, runs[:15])
         with Store.open(worker_db) as store:
-            wait_until(lambda: store.count("steps") > 0)
+            wait_until(lambda: store.count("steps") > 0, 30, "a stored step")
             durable_kafka_broker.stop()  # SIGKILL: whatever was in flight is cut off
             time.sleep(2)
             durable_kafka_broker.start()
@@ -384,7 +377,7 @@ def test_a_worker_added_mid_stream_takes_over_sessions_whole(
     workers.start()
     produce(options, runs[:15])
     with Store.open(worker_db) as store:
-        wait_until(lambda: store.count("steps") > 0)
+        wait_until(lambda: store.count("steps") > 0, 30, "a stored step")
         workers.start()
         produce(options, runs[15:])
         reference = single_process(options, tmp_path / "reference.db")
@@ -408,7 +401,7 @@ def test_database_connections_dropped_mid_stream_lose_and_double_nothing(
             for chunk in (runs[:10], runs[10:20], runs[20:]):
                 before = store.count("steps")
                 produce(options, chunk)
-                wait_until(lambda before=before: store.count("steps") > before)
+                wait_until(lambda before=before: store.count("steps") > before, 30, "more steps")
                 with admin.connect() as connection:  # what a database restart looks like
                     killed += len(
                         connection.execute(

@@ -17,7 +17,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +29,10 @@ from ingest.pipeline.sinks import Committed
 from models.errors import ConfigError
 from models.records import Action, Alert, SessionInfo, Severity
 from models.store import SessionCursor, Store
+from tests.support.ports import free_port
+from tests.support.wait import wait_until
+from tests.support.webhook_receiver import SECRET
 from tests.test_breaker import Running, kill, send
-from tests.webhook_receiver import SECRET, free_port
 from trajwatch import actions
 from trajwatch.breaker.langgraph import LangGraphCanceller
 from trajwatch.config import actions_config
@@ -197,7 +199,7 @@ class Trajwatch:
                 for d in self.store.outbox().list()
             )
 
-        wait_for(done, f"{alert_id} was not delivered")
+        wait_until(done, 20, f"{alert_id} to be delivered")
         (row,) = [d for d in self.store.outbox().list() if d.alert_id == alert_id]
         return row.delivery_id
 
@@ -211,13 +213,6 @@ def trajwatch(tmp_path: Path, breaker_url: str) -> Iterator[Trajwatch]:
     running = Trajwatch(tmp_path, f"{breaker_url}/v1/webhooks")
     yield running
     running.close()
-
-
-def wait_for(condition: Callable[[], Any], message: str, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, message
-        time.sleep(0.05)
 
 
 @pytest.fixture
@@ -238,7 +233,7 @@ def long_run(lg: Any, thread_id: str) -> tuple[str, int]:
         values = lg.threads.get_state(thread_id)["values"] or {}
         return int(values["steps"]) if values.get("until") == FOREVER else 0
 
-    wait_for(lambda: progress() >= 3, "the run made no progress")
+    wait_until(lambda: progress() >= 3, 20, "the run to make progress")
     return run_id, progress()
 
 
@@ -254,8 +249,10 @@ def test_a_kill_interrupts_the_run_and_keeps_its_checkpoints(
     run_id, steps_before = long_run(lg, thread_id)
     alert_id = trajwatch.alert(thread_id, Action.KILL)
     trajwatch.delivered(alert_id)
-    wait_for(lambda: lg.runs.get(thread_id, run_id)["status"] == "interrupted", "not interrupted")
-    wait_for(lambda: lg.threads.get(thread_id)["status"] != "busy", "the thread stays busy")
+    wait_until(
+        lambda: lg.runs.get(thread_id, run_id)["status"] == "interrupted", 20, "the interrupt"
+    )
+    wait_until(lambda: lg.threads.get(thread_id)["status"] != "busy", 20, "the thread to settle")
     values = lg.threads.get_state(thread_id)["values"]
     assert values["until"] == FOREVER and values["steps"] >= steps_before  # the run's state
     assert run_id in run_ids_in_history(lg, thread_id)  # and its checkpoints are kept
@@ -287,8 +284,8 @@ def test_a_rollback_deletes_the_run_and_its_checkpoints_and_a_repeat_cancels_not
             return True
         return False
 
-    wait_for(gone, "the rolled-back run is still there")
-    wait_for(lambda: lg.threads.get(thread_id)["status"] == "idle", "the thread stays busy")
+    wait_until(gone, 20, "the rolled-back run to go")
+    wait_until(lambda: lg.threads.get(thread_id)["status"] == "idle", 20, "the thread to be idle")
     time.sleep(0.5)  # a superstep in flight at the cancel would have checkpointed by now
     assert lg.threads.get_state(thread_id)["values"] == before  # as before the run
     assert run_ids_in_history(lg, thread_id) == first  # its checkpoints deleted

@@ -12,7 +12,7 @@ from typing import Any
 import nbformat
 import pytest
 
-from tests.notebook_run import Kernel
+from tests.support.notebook_run import Kernel
 from trajwatch.analysis import tuning
 from trajwatch.analysis.evaluate import detect, load_runs
 from trajwatch.cli.main import main

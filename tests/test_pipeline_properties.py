@@ -4,8 +4,9 @@ The inputs are records of the committed recordings (OTLP protobuf and JSON batch
 session events from ``fixtures/recorded``; an OTLP/JSON export from
 ``../shared/corpus/recordings``), mutated as bytes (flip, insert, delete, truncate,
 splice) or as JSON values (any value, at any path, replaced by a hostile one). The
-mutation primitives and seed loader are those of ``benchmarks/bench_fuzz.py``, which runs
-the same thing for as long as one wants; here each test keeps its example count modest.
+mutation primitives and seed loader are ``tests/support/fuzz.py``'s, which
+``benchmarks/bench_fuzz.py`` runs for as long as one wants; here each test keeps its
+example count modest.
 
 What must hold for every input:
 
@@ -33,7 +34,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import text
 
-from benchmarks.bench_fuzz import (
+from detectors.base import Detector
+from detectors.registry import DetectorSet
+from ingest.formats.session_events import decode_event
+from ingest.pipeline.engine import Pipeline
+from models.records import Alert, DeadLetter, Step, StepKind
+from models.storable import Unstorable, clean_text, storable_step
+from models.store import Store
+from models.tables import Base
+from tests.conftest import PG_URL
+from tests.support.fuzz import (
     FILE,
     HOSTILE,
     Seed,
@@ -44,15 +54,6 @@ from benchmarks.bench_fuzz import (
     replace_at,
     run_input,
 )
-from detectors.base import Detector
-from detectors.registry import DetectorSet
-from ingest.formats.session_events import decode_event
-from ingest.pipeline.engine import Pipeline
-from models.records import Alert, DeadLetter, Step, StepKind
-from models.storable import Unstorable, clean_text, storable_step
-from models.store import Store
-from models.tables import Base
-from tests.conftest import PG_URL
 from tests.test_bad_input import batch, json_values
 from trajwatch.config import detector_set
 

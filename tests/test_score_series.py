@@ -31,7 +31,7 @@ from ingest.pipeline.engine import Pipeline
 from ingest.pipeline.options import PipelineOptions
 from models.records import Alert, Step
 from models.store import Store
-from tests.explorer_seed import CONFIG, Seeded, copy, detectors
+from tests.support.explorer_seed import CONFIG, Seeded, copy, detectors
 
 APP = str(Path(__file__).resolve().parents[1] / "dashboards" / "app.py")
 SESSION = "scores-1"

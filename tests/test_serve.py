@@ -14,7 +14,6 @@ import itertools
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -34,6 +33,8 @@ from opentelemetry.sdk.trace.export import SpanExportResult
 
 import trajwatch.service.serve
 from models.store import Store
+from tests.support.ports import free_port
+from tests.support.wait import wait_until
 from trajwatch.config import detector_set, load_config
 from trajwatch.service.replay import replay
 from trajwatch.service.serve import CommitCadence, Service
@@ -108,12 +109,6 @@ def _varint(n: int) -> bytes:
             return bytes(out)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def metric(base: str, name: str) -> float:
     text = requests.get(f"{base}/metrics", timeout=5).text
     total = 0.0
@@ -121,18 +116,6 @@ def metric(base: str, name: str) -> float:
         if line.startswith(name) and not line.startswith("#"):
             total += float(line.rsplit(" ", 1)[1])
     return total
-
-
-def wait_until(condition: Any, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if condition():
-                return
-        except requests.ConnectionError:
-            pass
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def settled(base: str) -> bool:

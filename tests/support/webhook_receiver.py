@@ -4,7 +4,6 @@ breaker does), and answers as the test scripts it — down, slow, 3xx, 410, Retr
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 from collections import Counter
@@ -14,6 +13,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from standardwebhooks import Webhook, WebhookVerificationError
+
+from tests.support.ports import free_port
 
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 
@@ -31,12 +32,6 @@ class Received:
     body: bytes
     headers: dict[str, str]
     at: float
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class Receiver:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from models.records import Action, Alert
 from models.store import Store
+from tests.support.paths import ROOT
 from trajwatch.actions.backtest import decide
 from trajwatch.actions.policy import ActionPolicy, AgentSettings
 from trajwatch.actions.sink import outbox_rows
@@ -20,7 +21,6 @@ from trajwatch.config import detector_set, load_config
 from trajwatch.service.replay import replay
 from trajwatch.settings import Settings
 
-ROOT = Path(__file__).resolve().parents[1]
 RECORDED = ROOT / "fixtures" / "recorded"
 CONFIG = ROOT / "trajwatch.toml"
 RUNS = {

@@ -27,7 +27,8 @@ from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support.paths import ROOT
+
 KERNEL = "trajwatch-venv"
 
 

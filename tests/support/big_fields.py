@@ -1,4 +1,4 @@
-"""Big-field shapes and one timed pipeline run, shared by tests/test_big_fields.py and
+"""Big-field shapes and one timed pipeline run, shared by tests/unit/ingest/test_big_fields.py and
 benchmarks/bench_big_fields.py.
 
 A shape is what one agent's tool argument or output can be: a hex dump (``xxd -p``), a
