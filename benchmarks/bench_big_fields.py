@@ -7,8 +7,8 @@ arguments and two tool outputs of one session: decode → steps → every detect
 into a fresh SQLite store (store creation not timed), in CPU seconds of this process (the
 wall time of 1 MiB beside them: on a shared machine it also counts other processes'
 turns), best of ``--repeat`` runs.
-The target: a 1 MiB field under 1 s, and linear (``tests/test_big_fields.py`` asserts
-both).
+The target: a 1 MiB field under 1 s, and linear (``tests/unit/ingest/test_big_fields.py``
+asserts both).
 
 Run: ``.venv/bin/python benchmarks/bench_big_fields.py [--repeat 2]``
 """

@@ -303,7 +303,8 @@ class _Rule:
     triggers: tuple[str, ...]
     """Lower-case substrings, at least one of which every match holds (lower-cased): where
     none occurs the pattern cannot match. They make the one-scan prefilter
-    (:data:`_CANDIDATE_RE`); ``tests/test_redact.py`` checks them against the patterns."""
+    (:data:`_CANDIDATE_RE`); ``tests/unit/features/test_redact.py`` checks them against the
+    patterns."""
     pattern: re.Pattern[str]
     replace: Callable[[re.Match[str]], str]
     literal_prefix: bool = True
@@ -1260,7 +1261,7 @@ def _small_and_flat(obj: Any) -> bool:
     about what :func:`_may_hold_secret`'s scan of its JSON costs, and that scan finds a
     trigger in most (``://``, ``token``, ``ez``), after which the walk runs anyway: so
     :func:`redact_value` walks it directly. The result is the same either way: a key
-    that names a secret holds a trigger (``tests/test_redact.py`` checks it)."""
+    that names a secret holds a trigger (``tests/unit/features/test_redact.py`` checks it)."""
     if type(obj) is not dict or len(obj) > _FLAT_SMALL_ITEMS:
         return False
     for key, value in obj.items():

@@ -1,5 +1,5 @@
-"""Big-field shapes and one timed pipeline run, shared by tests/unit/ingest/test_big_fields.py and
-benchmarks/bench_big_fields.py.
+"""Big-field shapes and one timed pipeline run, shared by
+tests/unit/ingest/test_big_fields.py and benchmarks/bench_big_fields.py.
 
 A shape is what one agent's tool argument or output can be: a hex dump (``xxd -p``), a
 base64 blob, one long word, minified JSON, deeply nested JSON, thousands of URLs, many
