@@ -242,6 +242,7 @@ def run_ids_in_history(lg: Any, thread_id: str) -> set[str]:
     return {str(c["metadata"].get("run_id")) for c in history if c.get("metadata")}
 
 
+@pytest.mark.slow  # `langgraph dev` and `trajwatch breaker` in child processes
 def test_a_kill_interrupts_the_run_and_keeps_its_checkpoints(
     trajwatch: Trajwatch, breaker_url: str, lg: Any
 ) -> None:
@@ -263,6 +264,7 @@ def test_a_kill_interrupts_the_run_and_keeps_its_checkpoints(
     assert any(f"interrupt run {run_id}" in (a["reason"] or "") for a in trail["audit"])
 
 
+@pytest.mark.slow  # `langgraph dev` and `trajwatch breaker` in child processes
 def test_a_rollback_deletes_the_run_and_its_checkpoints_and_a_repeat_cancels_nothing(
     trajwatch: Trajwatch, breaker_url: str, lg: Any
 ) -> None:

@@ -16,6 +16,8 @@ import pytest
 from tests.support.paths import ROOT
 from trajwatch.bench.run import format_report
 
+pytestmark = pytest.mark.slow  # a `trajwatch bench --quick` child, which starts `serve`
+
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:

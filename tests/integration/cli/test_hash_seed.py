@@ -16,6 +16,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.support.paths import ROOT
 from trajwatch.bench.hashes import canonical, decoded_state
 
@@ -47,6 +49,7 @@ def replayed(db: Path, seed: str) -> dict[str, Any]:
     return {"steps": steps, "alerts": alerts, "states": states}
 
 
+@pytest.mark.slow  # two replays of every fixture, each in a child process
 def test_two_hash_seeds_store_the_same_steps_alerts_and_detector_state(tmp_path: Path) -> None:
     one = replayed(tmp_path / "one.db", "1")
     two = replayed(tmp_path / "two.db", "2")

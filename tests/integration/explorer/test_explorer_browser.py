@@ -23,7 +23,7 @@ from tests.support.ports import free_port
 CHROMIUM = Path(os.environ.get("TRAJWATCH_CHROMIUM", "/usr/bin/chromium"))
 ARTEFACTS = ROOT / "build" / "test-artefacts"
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
 def _serve(url: str, port: int, log: Path) -> subprocess.Popen[bytes]:

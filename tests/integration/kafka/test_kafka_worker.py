@@ -39,7 +39,7 @@ from trajwatch.config import detector_set, load_config
 from trajwatch.service.worker import _sqlite_lock
 from trajwatch.settings import Settings
 
-pytestmark = [pytest.mark.kafka, pytest.mark.postgres]
+pytestmark = [pytest.mark.kafka, pytest.mark.postgres, pytest.mark.slow]
 
 CONFIG = ROOT / "trajwatch.toml"
 RECORDED = sorted((ROOT / "fixtures" / "recorded").glob("*.otlp.binpb*"))

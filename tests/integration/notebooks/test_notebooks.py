@@ -62,6 +62,7 @@ def _tuning_params(tmp_path: Path, slug: str) -> dict[str, Any]:
     }
 
 
+@pytest.mark.slow  # runs notebooks in a kernel
 @pytest.mark.parametrize("slug", sorted(set(TUNING) - {"tune_loops"}))
 def test_tuning_notebook_runs_and_writes_a_config_the_service_loads(
     tmp_path: Path, slug: str, kernel: Kernel
@@ -92,6 +93,7 @@ def _grid_of(slug: str) -> dict[str, Any]:
     return dict(names["GRID"])
 
 
+@pytest.mark.slow  # runs a notebook in a kernel
 def test_incident_notebook_writes_the_report_with_its_figures(
     tmp_path: Path, kernel: Kernel
 ) -> None:
@@ -129,6 +131,7 @@ def _loop_alerts(
     }
 
 
+@pytest.mark.slow  # runs a notebook in a kernel
 def test_the_loops_notebook_config_changes_what_replay_reports(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], kernel: Kernel
 ) -> None:

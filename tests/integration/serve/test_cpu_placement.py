@@ -100,6 +100,7 @@ def test_the_setting_takes_auto_all_or_a_number_and_names_itself_otherwise() -> 
         Settings.from_env({"TRAJWATCH_CPU": "fastest"})
 
 
+@pytest.mark.slow  # `trajwatch serve` in a child process
 @needs_two_cpus
 @pytest.mark.parametrize("choice", ["auto", "all"])
 def test_trajwatch_serve_places_all_its_threads(tmp_path: Path, choice: str) -> None:

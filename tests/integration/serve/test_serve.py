@@ -475,6 +475,7 @@ def spawn(tmp: Path, url: str, port: int, idle_ms: int) -> subprocess.Popen[byte
         )
 
 
+@pytest.mark.slow  # `trajwatch serve` in a child process, started twice
 @pytest.mark.parametrize(
     ("dialect", "stop"),
     [
