@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT))  # run from a checkout
 from ingest.pipeline.sinks import Committed  # noqa: E402
 from models.records import Action, Alert, SessionInfo, Severity  # noqa: E402
 from models.store import SessionCursor, Store  # noqa: E402
-from tests.webhook_receiver import SECRET, Answer, Received, Receiver  # noqa: E402
+from tests.support.webhook_receiver import SECRET, Answer, Received, Receiver  # noqa: E402
 from trajwatch.actions import ActionSink, Dispatcher, signing  # noqa: E402
 from trajwatch.actions.endpoints import ActionsConfig, Endpoint, RetryPolicy  # noqa: E402
 

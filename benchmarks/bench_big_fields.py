@@ -1,14 +1,14 @@
 """Seconds the whole pipeline takes on one big field, per shape.
 
-Each shape of ``tests/big_fields.py`` (hex dump, base64, one long word, minified JSON,
+Each shape of ``tests/support/big_fields.py`` (hex dump, base64, one long word, minified JSON,
 deep JSON, thousands of URLs, quotes and backslashes, whitespace runs, prose, a quoted
 blob on a ``curl`` line) at 32 KiB, 256 KiB and 1 MiB, as a model output, two tool
 arguments and two tool outputs of one session: decode → steps → every detector → commit
 into a fresh SQLite store (store creation not timed), in CPU seconds of this process (the
 wall time of 1 MiB beside them: on a shared machine it also counts other processes'
 turns), best of ``--repeat`` runs.
-The target: a 1 MiB field under 1 s, and linear (``tests/test_big_fields.py`` asserts
-both).
+The target: a 1 MiB field under 1 s, and linear (``tests/unit/ingest/test_big_fields.py``
+asserts both).
 
 Run: ``.venv/bin/python benchmarks/bench_big_fields.py [--repeat 2]``
 """
@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.big_fields import SHAPES, run_once  # noqa: E402
+from tests.support.big_fields import SHAPES, run_once  # noqa: E402
 
 SIZES = (32 * 1024, 256 * 1024, 1024 * 1024)
 

@@ -26,7 +26,7 @@ from detectors.testing import Session  # noqa: E402
 from ingest.decoded import Decoded, Draft  # noqa: E402
 from ingest.pipeline.engine import Pipeline  # noqa: E402
 from models.store import Store  # noqa: E402
-from tests.webhook_receiver import free_port  # noqa: E402
+from tests.support.ports import free_port  # noqa: E402
 from trajwatch.config import detector_set, load_config  # noqa: E402
 from trajwatch.service.serve import Service  # noqa: E402
 from trajwatch.settings import Settings  # noqa: E402

@@ -65,7 +65,7 @@ from sqlalchemy.engine import make_url  # noqa: E402
 from ingest.sources.files import read_file  # noqa: E402
 from ingest.sources.kafka import KafkaOptions, ensure_topics, split_by_trace  # noqa: E402
 from models.store import Store  # noqa: E402
-from tests.conftest import KafkaBroker  # noqa: E402
+from tests.support.tansu import KafkaBroker  # noqa: E402
 
 PG_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 PARTITIONS = 8

@@ -39,7 +39,7 @@ from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic  # noqa: E402
 from kafka.errors import KafkaError  # noqa: E402
 
-from tests.conftest import KafkaBroker, start_s3_server  # noqa: E402
+from tests.support.tansu import KafkaBroker, start_s3_server  # noqa: E402
 
 TOPIC = "acks"
 

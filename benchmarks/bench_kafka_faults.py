@@ -47,8 +47,7 @@ from sqlalchemy.engine import Engine, make_url  # noqa: E402
 from ingest.pipeline.engine import Pipeline  # noqa: E402
 from ingest.sources.kafka import KafkaOptions  # noqa: E402
 from models.store import Store  # noqa: E402
-from tests.conftest import KafkaBroker, start_s3_server  # noqa: E402
-from tests.test_kafka_worker import (  # noqa: E402
+from tests.integration.kafka.test_kafka_worker import (  # noqa: E402
     CONFIG,
     Workers,
     broker_options,
@@ -56,6 +55,7 @@ from tests.test_kafka_worker import (  # noqa: E402
     produce,
     recorded_runs,
 )
+from tests.support.tansu import KafkaBroker, start_s3_server  # noqa: E402
 from trajwatch.actions import ActionSink  # noqa: E402
 from trajwatch.config import actions_config, detector_set, load_config  # noqa: E402
 from trajwatch.settings import Settings  # noqa: E402

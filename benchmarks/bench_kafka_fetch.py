@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))  # run from a checkout
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer  # noqa: E402
 from kafka.admin import NewTopic  # noqa: E402
 
-from tests.conftest import KafkaBroker  # noqa: E402
+from tests.support.tansu import KafkaBroker  # noqa: E402
 
 TICK = os.sysconf("SC_CLK_TCK")
 

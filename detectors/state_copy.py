@@ -9,8 +9,8 @@ it. :func:`deepcopy` copies those types directly and hands anything else to
 ``copy.deepcopy`` with the same memo, so the result is the same object graph
 ``copy.deepcopy`` builds: the same sharing (an object reachable twice is copied once),
 the same objects kept rather than copied (strings, numbers, enum members, tuples whose
-items need no copy), and so the same pickle bytes (``tests/test_state_copy.py``
-compares them on real sessions' state).
+items need no copy), and so the same pickle bytes
+(``tests/unit/detectors/test_state_copy.py`` compares them on real sessions' state).
 """
 
 from __future__ import annotations

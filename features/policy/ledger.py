@@ -139,8 +139,9 @@ def _fisher_greater(a_bad: int, a_n: int, b_bad: int, b_n: int) -> float:
     """P(X >= a_bad) for X ~ Hypergeometric(population a_n + b_n, successes a_bad + b_bad,
     draws a_n): the one-sided Fisher exact p-value for "rate after > rate before".
     Same value as ``scipy.stats.fisher_exact(..., alternative="greater")``
-    (tests/test_compliance_ledger.py checks it), computed directly in log space because scipy's
-    call costs ~100 µs and this runs on the hot path of a violating step."""
+    (tests/unit/features/test_compliance_ledger.py checks it), computed directly in log
+    space because scipy's call costs ~100 µs and this runs on the hot path of a violating
+    step."""
     total, bad = a_n + b_n, a_bad + b_bad
     lo, hi = max(0, bad - b_n), min(bad, a_n)
     if a_bad <= lo:

@@ -575,7 +575,7 @@ def _small_and_flat(obj: Any) -> bool:
     about what :func:`_may_hold_secret`'s scan of its JSON costs, and that scan finds a
     trigger in most (``://``, ``token``, ``ez``), after which the walk runs anyway: so
     :func:`redact_value` walks it directly. The result is the same either way: a key
-    that names a secret holds a trigger (``tests/test_redact.py`` checks it)."""
+    that names a secret holds a trigger (``tests/unit/features/test_redact.py`` checks it)."""
     if type(obj) is not dict or len(obj) > _FLAT_SMALL_ITEMS:
         return False
     for key, value in obj.items():

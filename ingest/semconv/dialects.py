@@ -13,7 +13,8 @@ is returned as it is, after one set intersection. :func:`restate` does the same 
 batch, and folds in what one span says about another.
 
 Dialects, each as its library writes it (the attribute names come from the libraries'
-sources; tests/test_dialects.py builds spans of each shape with the OpenTelemetry SDK):
+sources; tests/unit/ingest/test_dialects.py builds spans of each shape with the
+OpenTelemetry SDK):
 
 - **OpenLLMetry / Traceloop** (LangChain, LangGraph, CrewAI, the Traceloop SDK's
   decorators): ``traceloop.span.kind`` ``tool`` | ``agent`` | ``workflow`` | ``task``,

@@ -687,8 +687,8 @@ def score_raised(raised: Raised, names: Iterable[str]) -> Evaluation:
 
 def evaluate_stored(runs: StoredRuns, detectors: DetectorSet) -> Evaluation:
     """What :func:`evaluate` reports for ``detectors`` on the recordings ``runs`` was
-    loaded from, from the stored steps alone (``tests/test_tuning.py`` checks they are
-    equal)."""
+    loaded from, from the stored steps alone (``tests/unit/trajwatch/test_tuning.py``
+    checks they are equal)."""
     return score_raised(Raised(runs, raise_alerts(runs, detectors)), detectors.names)
 
 

@@ -25,7 +25,7 @@ subscribes to the run before cancelling it, so its worker stops the run and only
 deletes it with its checkpoints. Without the wait the in-memory runtime (0.36) deletes a
 running run nobody streams at once, and a superstep still in flight checkpoints after
 the delete: the thread keeps part of the rolled-back run (seen in
-``tests/test_langgraph_breaker.py``), and stays "busy".
+``tests/integration/breaker/test_langgraph_breaker.py``), and stays "busy".
 
 **Failures.** A thread LangGraph does not know (404, or 422 for a session id that is not a
 thread id) or a run that ended meanwhile is an outcome, answered 200 and recorded: a
