@@ -233,7 +233,8 @@ class _Rule:
     triggers: tuple[str, ...]
     """Lower-case substrings, at least one of which every match holds (lower-cased): where
     none occurs the pattern cannot match. They make the one-scan prefilter
-    (:data:`_CANDIDATE_RE`); ``tests/unit/features/test_redact.py`` checks them against the patterns."""
+    (:data:`features.redact.engine._CANDIDATE_RE`); ``tests/unit/features/test_redact.py``
+    checks them against the patterns."""
     pattern: re.Pattern[str]
     replace: Callable[[re.Match[str]], str]
     literal_prefix: bool = True
