@@ -174,7 +174,6 @@ class Stats:
     first_dead_letters: list[DeadLetter] = field(default_factory=list)
     """The first :data:`DEAD_LETTER_EXAMPLES` dead letters, for summaries to show why."""
     new_alerts: int = 0
-    late_steps: int = 0
     drafts: int = 0
     """Drafts decoded from the input. Once released, each is exactly one of: a step placed
     in its session (``drafts_stepped``), a duplicate of a step stored or placed before
@@ -421,11 +420,6 @@ class Pipeline:
         """The dead letters not yet committed (a stage that does not commit sends them on)."""
         dead, self._dead = self._dead, []
         return dead
-
-    def forget_sessions(self) -> None:
-        """Drop every live session (their state is in the store since the last commit):
-        after a rebalance another worker may have moved them on."""
-        self._sessions.clear()
 
     # -- the pre-execution check ----------------------------------------------------
 
@@ -788,8 +782,6 @@ class Pipeline:
         elif step.kind == _END:  # a run's end: its whole analysis is worth keeping
             session.checkpoint_due = True
         late = step.ts < session.last_ts
-        if late:
-            self.stats.late_steps += 1
         detail = step.detail
         # only a tool call has trajectory features (observe gives {} for the rest)
         if step.kind == _TOOL_CALL:
