@@ -2,9 +2,8 @@
 
 Live consumers, ``trajwatch replay`` and the tests all drive this class; only
 the source and the clock differ. Input arrives per *partition* (a Kafka
-partition, a recorded file): each partition has its own event-time
-:class:`~features.session.ordering.Reorderer`, so one slow source does not hold up
-another, and a partition's end flushes what it still holds.
+partition, a recorded file) and is put in event-time order per partition
+(:mod:`ingest.pipeline.ordering`).
 
 Per released draft, in event-time order:
 
@@ -37,27 +36,24 @@ from detectors.base import Detector
 from detectors.registry import DetectorSet
 from detectors.score_series import encode_chunk
 from features.calls.step_features import analysed_view
-from features.redact.engine import redact_dead_letter, redact_step
-from features.session.ordering import Reorderer
-from ingest.decoded import Decoded, Draft, SpanRecord
+from features.redact.engine import redact_dead_letter
+from ingest.decoded import Decoded
 from ingest.formats.otlp_json import decode_otlp_json
 from ingest.formats.otlp_proto import decode_otlp_proto
 from ingest.formats.session_events import decode_event
 from ingest.pipeline import letters
 from ingest.pipeline.identity import LINKED, check_identity, merge_sources, parent_of
-from ingest.pipeline.intake import guarded_decode, make_storable
+from ingest.pipeline.intake import guarded_decode
 from ingest.pipeline.lookups import Lookups, look_up
 from ingest.pipeline.options import PipelineOptions
+from ingest.pipeline.ordering import Ordering
 from ingest.pipeline.probe import Probe
-from ingest.pipeline.resolution import Resolved, resolve
+from ingest.pipeline.resolution import Resolved
 from ingest.pipeline.sequencing import sequence
 from ingest.pipeline.session import LiveSession, read_stored, restore, updated_info
 from ingest.pipeline.sinks import Committed, Sink
 from ingest.pipeline.stats import DEAD_LETTER_EXAMPLES, Stats
-from ingest.pipeline.trace_index import TraceIndex
 from ingest.pipeline.turns import key_turns, turn_edges
-from ingest.semconv.codeact import CodeMemory
-from ingest.semconv.spans import resource_session_hint, session_hint, spans_to_drafts
 from models.records import Alert, DeadLetter, SessionInfo, Step, StepKind
 from models.storable import Unstorable
 from models.store import SessionCursor, Store, StoreUnit
@@ -107,13 +103,8 @@ class Pipeline:
         self.settings = settings or PipelineOptions()
         self.detectors = detectors or DetectorSet([])
         self.stats = Stats()
-        self._lateness_ns = self.settings.lateness_ms * 1_000_000
-        self._partitions: dict[str, Reorderer[Draft]] = {}
-        self._traces = TraceIndex(max_traces=self.settings.max_traces)
-        self._code = CodeMemory()
+        self._ordering = Ordering(self.settings, self.stats, self._reject)
         self._sessions: OrderedDict[str, LiveSession] = OrderedDict()
-        self._arrival = 0
-        self._ready: list[Draft] = []
         self._resolved: list[Resolved] = []
         self._dead: list[DeadLetter] = []
         self._offsets: dict[tuple[str, str], int] = {}
@@ -148,7 +139,7 @@ class Pipeline:
     ) -> None:
         try:
             drafts, dead = decode_event(
-                data, source=source, location=location, arrival=self._arrival
+                data, source=source, location=location, arrival=self._ordering.arrival
             )
         except Exception as error:  # a decoder bug must cost one record, not the loop
             drafts, dead = [], letters.decoder_failed(data, source, location, error)
@@ -163,50 +154,9 @@ class Pipeline:
         for letter in decoded.rejects:
             self._add_dead_letter(letter)
         if decoded.spans:
-            self._add_spans(decoded.spans, partition=partition, position=position)
+            self._ordering.add_spans(decoded.spans, partition=partition, position=position)
         if decoded.drafts:
-            self._add_drafts(decoded.drafts, partition=partition, position=position)
-
-    def _add_spans(
-        self, spans: Sequence[SpanRecord], *, partition: str, position: int = -1
-    ) -> None:
-        attribute = self.settings.session_attribute
-        for span in spans:
-            self._traces.observe_span(
-                span.trace_id,
-                span.span_id,
-                span.parent_span_id,
-                session_hint(span, attribute),
-                resource_session_hint(span, attribute),
-            )
-        self._add_drafts(
-            spans_to_drafts(
-                spans, session_attribute=attribute, arrival=self._arrival, memory=self._code
-            ),
-            partition=partition,
-            position=position,
-        )
-
-    def _add_drafts(self, drafts: Iterable[Draft], *, partition: str, position: int = -1) -> None:
-        reorderer = self._partitions.get(partition)
-        if reorderer is None:
-            reorderer = self._partitions[partition] = Reorderer(lateness_ns=self._lateness_ns)
-        for draft in drafts:
-            self.stats.drafts += 1
-            # The one gate every step passes: nothing a decoder left unredacted goes on.
-            draft.step = redact_step(draft.step)
-            try:
-                make_storable(draft)
-            except Unstorable as error:
-                self.stats.drafts_unstorable += 1
-                self._reject(draft.step, error.reason)
-                continue
-            draft.arrival = self._arrival
-            draft.position = position
-            self._arrival += 1
-            self._traces.observe_draft(draft)
-            reorderer.push(draft.step.ts, draft)
-        self._ready.extend(reorderer.pop_ready())
+            self._ordering.add_drafts(decoded.drafts, partition=partition, position=position)
 
     def _add_dead_letter(self, letter: DeadLetter) -> None:
         letter = redact_dead_letter(letter)  # the gate every dead letter passes
@@ -239,37 +189,28 @@ class Pipeline:
 
     def end_partition(self, partition: str) -> None:
         """The partition has no more input (end of a recorded file): release all it holds."""
-        reorderer = self._partitions.pop(partition, None)
-        if reorderer is not None:
-            self._ready.extend(reorderer.flush())
+        self._ordering.end_partition(partition)
 
     def pending(self) -> int:
         """Drafts held for ordering or waiting for the next commit."""
-        return (
-            len(self._ready) + len(self._resolved) + sum(len(r) for r in self._partitions.values())
-        )
+        return self._ordering.held() + len(self._resolved)
 
     def newest_event_time(self, partition: str) -> int | None:
         """The newest event time ``partition`` has seen since it was opened (its
         watermark plus the lateness); None when it holds no ordering state."""
-        reorderer = self._partitions.get(partition)
-        return None if reorderer is None else reorderer.max_ts
+        return self._ordering.newest_event_time(partition)
 
     def resume_partition(self, partition: str, *, newest_event_time: int) -> None:
         """Open ``partition`` as one that had seen ``newest_event_time`` already: a source
         re-reading from the position it committed with that time (:meth:`held_from`)
         rebuilds the ordering state it had, and releases in the same order."""
-        reorderer = self._partitions[partition] = Reorderer(lateness_ns=self._lateness_ns)
-        reorderer.max_ts = newest_event_time
+        self._ordering.resume_partition(partition, newest_event_time=newest_event_time)
 
     def held_from(self, partition: str) -> int | None:
         """The earliest input position (see :meth:`feed_decoded`) of a draft ``partition``
         still holds for ordering, or None when it holds none: a source that commits its
         read positions commits this one, so a restart re-reads whatever was not released."""
-        reorderer = self._partitions.get(partition)
-        if reorderer is None:
-            return None
-        return min((draft.position for draft in reorderer.items()), default=None)
+        return self._ordering.held_from(partition)
 
     # -- the ordering stage's output, the sequencing stage's input ---------------
 
@@ -277,9 +218,7 @@ class Pipeline:
         """Take every released draft with its session resolved (and an egress step's
         cause looked up): the ordering stage's whole output. :meth:`commit` calls it; a
         worker whose sequencing runs elsewhere calls it and sends the result on."""
-        ready, self._ready = self._ready, []
-        traces = self._traces
-        return [resolve(draft, traces) for draft in ready]
+        return self._ordering.resolve()
 
     def feed_resolved(self, resolved: Iterable[Resolved]) -> None:
         """Input of the sequencing stage: drafts another process ordered and resolved,
@@ -394,7 +333,7 @@ class Pipeline:
 
     def close(self) -> list[Alert]:
         """End of all input: release every partition and commit."""
-        for partition in list(self._partitions):
+        for partition in self._ordering.partitions():
             self.end_partition(partition)
         return self.commit(checkpoint_all=True)
 

@@ -109,6 +109,7 @@ def _targets(detectors: Any) -> list[tuple[Any, str, str]]:
     import ingest.formats.table
     import ingest.pipeline.engine as pipeline
     import ingest.pipeline.lookups as lookups
+    import ingest.pipeline.ordering as ordering
     import ingest.pipeline.sequencing as sequencing
     import ingest.pipeline.session as session
     import ingest.pipeline.trace_index
@@ -123,13 +124,13 @@ def _targets(detectors: Any) -> list[tuple[Any, str, str]]:
     lookup = "store lookups (existing ids, cursors)"
     parts: list[tuple[Any, str, str]] = [
         (ingest.formats.table, "delivery", "decode (protobuf → span records)"),
-        (pipeline, "spans_to_drafts", "normalise (span → step drafts)"),
-        (pipeline, "redact_step", "redaction"),
-        (pipeline, "make_storable", "storable check (text repair, column limits)"),
-        (pipeline, "session_hint", "trace index (span → session)"),
+        (ordering, "spans_to_drafts", "normalise (span → step drafts)"),
+        (ordering, "redact_step", "redaction"),
+        (ordering, "make_storable", "storable check (text repair, column limits)"),
+        (ordering, "session_hint", "trace index (span → session)"),
         (ingest.pipeline.trace_index.TraceIndex, "observe_span", "trace index (span → session)"),
         (ingest.pipeline.trace_index.TraceIndex, "observe_draft", "trace index (span → session)"),
-        (P, "_add_drafts", "intake and ordering (lateness buffer)"),
+        (ordering.Ordering, "add_drafts", "intake and ordering (lateness buffer)"),
         (features.session.ordering.Reorderer, "push", "intake and ordering (lateness buffer)"),
         (features.session.ordering.Reorderer, "pop_ready", "intake and ordering (lateness buffer)"),
         (P, "resolve", "resolve sessions and egress parents"),
