@@ -51,12 +51,13 @@ def _wrap(owner: Any, name: str, label: str) -> None:
 
 
 def _instrument_shared() -> None:
-    from ingest.pipeline.engine import Pipeline, _Session
+    from ingest.pipeline.engine import Pipeline
+    from ingest.pipeline.session import LiveSession
     from models.store import StoreUnit
 
     for name in ("commit", "_release", "feed_decoded"):
         _wrap(Pipeline, name, f"Pipeline.{name}")
-    _wrap(_Session, "cursor", "_Session.cursor")
+    _wrap(LiveSession, "cursor", "LiveSession.cursor")
     for name in ("add_storable_steps", "upsert_session", "existing_step_ids"):
         _wrap(StoreUnit, name, f"StoreUnit.{name}")
 

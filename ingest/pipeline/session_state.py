@@ -166,7 +166,8 @@ def roll_forward(
 ) -> int:
     """Feed stored ``steps`` (in seq order, those past the checkpoint) to a restored
     session's ``features`` and ``detectors`` as the pipeline fed them when it placed them
-    (:meth:`ingest.pipeline.engine.Pipeline._place` and ``_release``); their alerts were stored
+    (:func:`ingest.pipeline.sequencing.place` and
+    :meth:`ingest.pipeline.engine.Pipeline._release`); their alerts were stored
     with them and are dropped here, as is a detector's error (dead-lettered the first
     time). With ``scores`` (recording ``detectors``, from the checkpoint) they are fed
     through it, so it records what they report after each step, as the first time.

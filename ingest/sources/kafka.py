@@ -59,8 +59,9 @@ from ingest.decoded import Decoded
 from ingest.formats.otlp_json import decode_otlp_json
 from ingest.formats.otlp_proto import decode_otlp_proto
 from ingest.formats.session_events import decode_event
-from ingest.pipeline.engine import Pipeline, Resolved
+from ingest.pipeline.engine import Pipeline
 from ingest.pipeline.options import env
+from ingest.pipeline.resolution import Resolved
 from ingest.sources.repartition import RecordError, decode_resolved, encode_resolved
 from models.errors import ConfigError, UserError
 from models.records import DeadLetter

@@ -1,4 +1,4 @@
-"""The repartition topic's records: a :class:`~ingest.pipeline.engine.Resolved` draft as bytes.
+"""The repartition topic's records: a :class:`~ingest.pipeline.resolution.Resolved` draft as bytes.
 
 The ordering stage (decode, order by event time, resolve the session) sends each
 released draft to the repartition topic keyed by its session id, so that one worker
@@ -13,7 +13,7 @@ given, so the sequencing stage cannot tell it from the in-process hand-over.
 
 >>> from models.records import Step, StepKind
 >>> from ingest.decoded import Draft
->>> from ingest.pipeline.engine import Resolved
+>>> from ingest.pipeline.resolution import Resolved
 >>> step = Step(step_id="", session_id="", kind=StepKind.EGRESS, ts=5, detail={"a": [1]})
 >>> item = Resolved(Draft(step, "t:s", trace_id="t", span_id="s"), "sess", "sess/tool_call/1")
 >>> decode_resolved(encode_resolved(item)) == item
@@ -26,7 +26,7 @@ import json
 from typing import Any
 
 from ingest.decoded import Draft
-from ingest.pipeline.engine import Resolved
+from ingest.pipeline.resolution import Resolved
 from models.records import step_from_json, step_to_json
 
 VERSION = 1

@@ -108,48 +108,56 @@ def _targets(detectors: Any) -> list[tuple[Any, str, str]]:
     import features.session.trajectory
     import ingest.formats.table
     import ingest.pipeline.engine as pipeline
+    import ingest.pipeline.lookups as lookups
+    import ingest.pipeline.ordering as ordering
+    import ingest.pipeline.sequencing as sequencing
+    import ingest.pipeline.session as session
     import ingest.pipeline.trace_index
     import models.store
 
+    # a module's function is marked where its callers look it up (their module's globals)
     P, U = pipeline.Pipeline, models.store.StoreUnit
+    release = "release (ids, dedup, parents, detector loop)"
+    opening = "session open (detector clones, restore)"
+    sequenced = "sequencing (seq, compaction, step copies)"
+    per_step = "features (the per-step feature pass)"
+    lookup = "store lookups (existing ids, cursors)"
     parts: list[tuple[Any, str, str]] = [
         (ingest.formats.table, "delivery", "decode (protobuf → span records)"),
-        (pipeline, "spans_to_drafts", "normalise (span → step drafts)"),
-        (pipeline, "redact_step", "redaction"),
-        (pipeline, "_make_storable", "storable check (text repair, column limits)"),
-        (pipeline, "session_hint", "trace index (span → session)"),
+        (ordering, "spans_to_drafts", "normalise (span → step drafts)"),
+        (ordering, "redact_step", "redaction"),
+        (ordering, "make_storable", "storable check (text repair, column limits)"),
+        (ordering, "session_hint", "trace index (span → session)"),
         (ingest.pipeline.trace_index.TraceIndex, "observe_span", "trace index (span → session)"),
         (ingest.pipeline.trace_index.TraceIndex, "observe_draft", "trace index (span → session)"),
-        (P, "_add_drafts", "intake and ordering (lateness buffer)"),
+        (ordering.Ordering, "add_drafts", "intake and ordering (lateness buffer)"),
         (features.session.ordering.Reorderer, "push", "intake and ordering (lateness buffer)"),
         (features.session.ordering.Reorderer, "pop_ready", "intake and ordering (lateness buffer)"),
         (P, "resolve", "resolve sessions and egress parents"),
-        (P, "_release", "release (ids, dedup, parents, detector loop)"),
-        (P, "_key_turns", "release (ids, dedup, parents, detector loop)"),
-        (pipeline, "_merge_sources", "release (ids, dedup, parents, detector loop)"),
-        (pipeline, "_check_identity", "release (ids, dedup, parents, detector loop)"),
-        (P, "_session", "session open (detector clones, restore)"),
-        (P, "_sequence", "sequencing (seq, compaction, step copies)"),
-        (P, "_place", "sequencing (seq, compaction, step copies)"),
-        (pipeline, "_once_per_session_instructions", "sequencing (seq, compaction, step copies)"),
-        (pipeline, "_updated_info", "session facts"),
-        (pipeline, "analysed_step", "features (the per-step feature pass)"),
-        (pipeline, "analysed_view", "features (the per-step feature pass)"),
-        (
-            features.session.trajectory.TrajectoryFeatures,
-            "observe",
-            "features (the per-step feature pass)",
-        ),
-        (U, "existing_step_ids", "store lookups (existing ids, cursors)"),
-        (U, "step_sources", "store lookups (existing ids, cursors)"),
-        (U, "session_cursors", "store lookups (existing ids, cursors)"),
+        (P, "_release", release),
+        (pipeline, "key_turns", release),
+        (pipeline, "merge_sources", release),
+        (pipeline, "check_identity", release),
+        (P, "_session", opening),
+        (lookups, "read_stored", opening),  # a session's state and steps, read to open it
+        (pipeline, "sequence", sequenced),
+        (sequencing, "place", sequenced),
+        (sequencing, "once_per_session_instructions", sequenced),
+        (pipeline, "updated_info", "session facts"),
+        (sequencing, "updated_info", "session facts"),
+        (sequencing, "analysed_step", per_step),
+        (pipeline, "analysed_view", per_step),
+        (features.session.trajectory.TrajectoryFeatures, "observe", per_step),
+        (U, "existing_step_ids", lookup),
+        (U, "step_sources", lookup),
+        (U, "session_cursors", lookup),
         (U, "add_storable_steps", "store writes (steps)"),
         (U, "add_alerts_or_reject", "store writes (alerts, sessions, offsets)"),
         (U, "add_dead_letters", "store writes (alerts, sessions, offsets)"),
         (U, "upsert_session", "store writes (alerts, sessions, offsets)"),
         (U, "set_offset", "store writes (alerts, sessions, offsets)"),
         (U, "move_offset", "store writes (alerts, sessions, offsets)"),
-        (pipeline._Session, "cursor", "checkpoints (detector state pickled)"),
+        (session.LiveSession, "cursor", "checkpoints (detector state pickled)"),
         (P, "commit", "commit (transaction, sinks)"),
     ]
     for prototype in detectors.prototypes:

@@ -2,10 +2,10 @@
 
 ``POST /v1/check`` (on ``serve``, and through ``trajwatch breaker``) takes a tool call a
 session is about to make, runs it through *copies* of that session's detectors
-(:meth:`ingest.pipeline.engine.Pipeline.probe`: ``clone()`` + ``load_state_dict(state_dict())``
-of the live ones, or of the stored cursor state) and answers allow or deny with the
-would-be alerts. Nothing is stored, nothing is sent, no live state changes: the same
-detectors as the live run, no second rule set.
+(:meth:`ingest.pipeline.engine.Pipeline.probe` gives an :class:`ingest.pipeline.probe.Probe`:
+``clone()`` + ``load_state_dict(state_dict())`` of the live ones, or of the stored cursor
+state) and answers allow or deny with the would-be alerts. Nothing is stored, nothing is
+sent, no live state changes: the same detectors as the live run, no second rule set.
 
 Two request shapes:
 
@@ -30,7 +30,7 @@ from typing import Any
 
 from features.calls.actions import tool_call_fields
 from features.redact.engine import redact
-from ingest.pipeline.engine import Probe
+from ingest.pipeline.probe import Probe
 from models.records import Action, Alert, Severity, Step, StepKind
 
 HOOK_EVENT = "PreToolUse"

@@ -58,7 +58,8 @@ import uvicorn
 
 from detectors.registry import DetectorSet
 from ingest.decoded import Decoded
-from ingest.pipeline.engine import Pipeline, Probe
+from ingest.pipeline.engine import Pipeline
+from ingest.pipeline.probe import Probe
 from ingest.pipeline.sinks import Committed, Sink
 from ingest.sources.inbound_log import InboundLog, LogSyncer
 from ingest.sources.otlp_http import (

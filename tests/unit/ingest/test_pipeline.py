@@ -256,3 +256,45 @@ def test_a_step_seen_by_two_sources_keeps_the_facts_of_both(store: Store) -> Non
     assert first.detail["policy_id"] == "ops-v1" and first.detail["budget"] == {"tokens": 1000}
     (info,) = store.sessions(["conv-9"])
     assert info.policy_id == "ops-v1"
+
+
+def test_a_release_reads_what_it_needs_from_the_store_before_it_sequences(
+    store: Store, monkeypatch: Any
+) -> None:
+    """Every store read of a release (cursors, the steps a reopened session rolls forward
+    through, turn sources, existing ids) comes before its first step is sequenced
+    (:mod:`ingest.pipeline.lookups`)."""
+    import ingest.pipeline.engine
+    from models.store import StoreUnit
+
+    log: list[str] = []
+
+    def logged(name: str, fn: Any) -> Any:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            log.append(name)
+            return fn(*args, **kwargs)
+
+        return wrapper
+
+    for name in ("session_cursors", "steps", "step_sources", "existing_step_ids"):
+        monkeypatch.setattr(StoreUnit, name, logged(name, getattr(StoreUnit, name)))
+    sequence = ingest.pipeline.engine.sequence
+    monkeypatch.setattr(ingest.pipeline.engine, "sequence", logged("sequence", sequence))
+    pipeline = Pipeline(store, settings=Settings(max_sessions=1, checkpoint_steps=1_000))
+
+    def commit(events: list[dict[str, Any]]) -> list[str]:
+        for i, e in enumerate(events):
+            pipeline.feed_event(e, source="test", location=f"l{i}", partition="p")
+        pipeline.end_partition("p")
+        log.clear()
+        pipeline.commit()
+        return list(log)
+
+    events = coding_session()
+    commit(events[:4])
+    commit([{**e, "session_id": "s2"} for e in events[:2]])  # s1 is evicted after this
+    # s2 (live) sequenced first, then s1 reopened: rolled forward through its stored steps
+    reads = commit([{**events[2], "session_id": "s2"}, *events[4:]])
+    assert "steps" in reads and "sequence" in reads
+    first = reads.index("sequence")
+    assert set(reads[first:]) == {"sequence"}

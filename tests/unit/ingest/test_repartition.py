@@ -14,7 +14,8 @@ from pathlib import Path
 from google.protobuf import json_format
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from ingest.pipeline.engine import Pipeline, Resolved
+from ingest.pipeline.engine import Pipeline
+from ingest.pipeline.resolution import Resolved
 from ingest.sources.files import read_file
 from ingest.sources.kafka import (
     MAX_RECORD_BYTES,

@@ -19,6 +19,7 @@ from features.session.compaction import CompactionInference
 from features.session.trajectory import TrajectoryFeatures
 from features.text.clip import analysed_step
 from ingest.pipeline.engine import Pipeline
+from ingest.pipeline.session import read_stored, restore
 from ingest.pipeline.session_state import VERSION, dump_state, load_state
 from models.records import SessionInfo, Step
 from models.store import SessionCursor, Store
@@ -115,7 +116,7 @@ def test_an_earlier_layouts_checkpoint_rolls_the_session_forward_from_its_start(
             fed.append((start, end))
             return steps[start:end]
 
-        session = pipeline._restored(cursor, stored)
+        session = restore(read_stored(cursor, stored), pipeline.detectors, pipeline.settings)
         assert fed == [(0, cut)]  # rolled forward from the session's first step
         resumed = [
             a.alert_id for step in steps[cut:] for d in session.detectors for a in d.update(step)

@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 
 import ingest.pipeline.engine
+import ingest.pipeline.ordering
+import ingest.pipeline.sequencing
 from trajwatch.bench.attribution import LOOP, StageSampler, _installed, _targets
 
 
@@ -64,13 +66,16 @@ def test_the_marks_come_off() -> None:
     from trajwatch.config import detector_set, load_config
 
     detectors = detector_set(load_config(None))
-    before = ingest.pipeline.engine.redact_step, ingest.pipeline.engine.Pipeline.__dict__["_place"]
+    engine, ordering = ingest.pipeline.engine, ingest.pipeline.ordering
+    sequencing = ingest.pipeline.sequencing
+    before = ordering.redact_step, engine.Pipeline.__dict__["_release"], sequencing.place
     kinds = [type(p) for p in detectors.prototypes]
     own = [("update" in vars(k)) for k in kinds]
     with _installed(StageSampler(), _targets(detectors)):
-        assert ingest.pipeline.engine.redact_step is not before[0]
-    engine = ingest.pipeline.engine
-    assert (engine.redact_step, engine.Pipeline.__dict__["_place"]) == before
+        assert ordering.redact_step is not before[0]
+        assert sequencing.place is not before[2]
+    after = ordering.redact_step, engine.Pipeline.__dict__["_release"], sequencing.place
+    assert after == before
     assert [("update" in vars(k)) for k in kinds] == own
 
 

@@ -1,0 +1,51 @@
+"""The ordering stage's output: a released draft with its session resolved.
+
+A draft's session is its own session id, else the session its trace is known to belong
+to (named by a span of it, else by a span's resource: :mod:`ingest.pipeline.trace_index`),
+else its trace id. An egress step's cause, the tool call around it, is looked up in the
+span tree here too: the tree lives with the ordering stage, which may run in another
+process than the sequencing (:mod:`ingest.sources.repartition`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ingest.decoded import Draft
+from ingest.pipeline.trace_index import TraceIndex
+from models.records import StepKind
+from models.storable import clean_id
+
+_EGRESS = StepKind.EGRESS  # read once: a StepKind member read costs an enum lookup
+
+
+@dataclass(slots=True)
+class Resolved:
+    """A released draft with its session known: what the ordering stage hands the
+    sequencing stage (in one process, or through Kafka's repartition topic keyed by
+    ``session_id``; :mod:`ingest.sources.repartition`)."""
+
+    draft: Draft
+    session_id: str
+    egress_parent: str | None = None
+    """For an egress step: the step id of the tool call that caused it, looked up in
+    the span tree when the draft was released (the tree lives with the ordering stage)."""
+
+
+def resolve(draft: Draft, traces: TraceIndex) -> Resolved:
+    """``draft`` with its session (and, for an egress step, its cause) from ``traces``."""
+    session_id = session_of(draft, traces)
+    parent = None
+    if draft.step.kind == _EGRESS:
+        call = traces.enclosing_tool_call(draft.trace_id, draft.parent_span_id)
+        parent = call.step_id_for(session_id) if call else None
+    return Resolved(draft, session_id, parent)
+
+
+def session_of(draft: Draft, traces: TraceIndex) -> str:
+    """The draft's own session, else its trace's, else the trace (``unknown`` without
+    one). The trace index learns session hints from raw span attributes: repaired here as
+    the draft's own fields were (see :mod:`models.storable`)."""
+    return clean_id(
+        draft.session_hint or traces.session_of(draft.trace_id) or draft.trace_id or "unknown"
+    )
