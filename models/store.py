@@ -313,21 +313,8 @@ class Store:
     def alerts(self, session_ids: Sequence[str] | None = None) -> list[Alert]:
         """The alerts of the sessions in ``session_ids`` (all if None), ordered by
         ``(session_id, onset_seq, detector, alert_id)``."""
-        query = select(*(_alerts.c[f.name] for f in dataclasses.fields(Alert)))
         with self._read() as connection:
-            rows = _select_in(connection, query, _alerts.c.session_id, session_ids)
-        rows.sort(key=lambda r: (r["session_id"], r["onset_seq"], r["detector"], r["alert_id"]))
-        return [
-            Alert(
-                **{
-                    **row,
-                    "severity": Severity(row["severity"]),
-                    "action": Action(row["action"]),
-                    "evidence": tuple(row["evidence"]),
-                }
-            )
-            for row in rows
-        ]
+            return _session_alerts(connection, session_ids)
 
     def dead_letters(self, limit: int = 100) -> list[DeadLetter]:
         """The ``limit`` most recently stored dead letters, newest first."""
@@ -495,6 +482,10 @@ class StoreUnit:
     def steps(self, session_id: str, start: int = 0, end: int | None = None) -> list[Step]:
         """:meth:`Store.steps`, as this transaction sees them."""
         return _session_steps(self._connection, session_id, start, end)
+
+    def alerts(self, session_ids: Sequence[str]) -> list[Alert]:
+        """:meth:`Store.alerts` of ``session_ids``, as this transaction sees them."""
+        return _session_alerts(self._connection, session_ids)
 
     def step_sources(self, step_ids: Collection[str]) -> dict[str, tuple[str, str]]:
         """``(source, source_ref)`` of the stored steps among ``step_ids``: which input
@@ -923,6 +914,25 @@ _UPSERT_SCORE_CHUNK: dict[str, Executable] = {}
 _get_step_values = operator.attrgetter(*_STEP_FIELDS)
 _KIND_INDEX = _STEP_FIELDS.index("kind")
 _DETAIL_INDEX = _STEP_FIELDS.index("detail")
+
+
+def _session_alerts(connection: Connection, session_ids: Sequence[str] | None) -> list[Alert]:
+    """The alerts of ``session_ids`` (all if None), ordered by ``(session_id, onset_seq,
+    detector, alert_id)``."""
+    query = select(*(_alerts.c[f.name] for f in dataclasses.fields(Alert)))
+    rows = _select_in(connection, query, _alerts.c.session_id, session_ids)
+    rows.sort(key=lambda r: (r["session_id"], r["onset_seq"], r["detector"], r["alert_id"]))
+    return [
+        Alert(
+            **{
+                **row,
+                "severity": Severity(row["severity"]),
+                "action": Action(row["action"]),
+                "evidence": tuple(row["evidence"]),
+            }
+        )
+        for row in rows
+    ]
 
 
 def _step_values(step: Step) -> tuple[Any, ...]:

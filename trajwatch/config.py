@@ -383,6 +383,8 @@ def actions_config(
         rules=tuple(_rule(rule, i, origin) for i, rule in enumerate(_list(table, "rules", origin))),
         shadow=_typed(table, "shadow", bool, False, origin),
         cooldown_ns=_seconds(table, "cooldown_s", origin),
+        corroborate=_typed(table, "corroborate", bool, True, origin),
+        confirmed=_confirmed_kills(table, origin),
         agents={
             str(name): AgentSettings(
                 shadow=_typed(values, "shadow", bool, None, origin),
@@ -477,6 +479,21 @@ def _table(table: Mapping[str, Any], key: str, origin: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise ConfigError(f"{origin}: [actions] {key} must be a table; write [actions.{key}]")
     return value
+
+
+def _confirmed_kills(table: Mapping[str, Any], origin: str) -> frozenset[str]:
+    """``[actions] confirmed_kills``: the detectors whose recommended kills the operator
+    confirmed (not gated by the kill discipline)."""
+    names = table.get("confirmed_kills", [])
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise ConfigError(f'{origin}: actions.confirmed_kills must be a list of detector names, '
+                          f'e.g. ["egress_gaming"]')
+    load_builtin()
+    unknown = sorted(set(names) - set(REGISTRY))
+    if unknown:
+        raise ConfigError(f"{origin}: actions.confirmed_kills names unknown detector "
+                          f"{unknown[0]!r}; known: {', '.join(sorted(REGISTRY))}")
+    return frozenset(names)
 
 
 def _list(table: Mapping[str, Any], key: str, origin: str) -> list[Any]:

@@ -8,6 +8,14 @@ action at least as strong (notify < rollback < kill) fired in the same session l
 ``cooldown_ns`` of event time before; a stronger one always goes through. Shadow mode,
 globally or per agent, records the decision without sending it.
 
+Kill discipline (:func:`corroborated`): a kill or rollback a detector *recommends* fires only
+with evidence that holds beyond one rule — a second, independent signal in the same session
+(an alert of another :data:`SIGNAL_GROUPS` family at ``warn`` or above), or the detector on
+the operator's confirmed list (``[actions] confirmed_kills``). Otherwise it is withheld and
+the alert notifies; when an independent signal comes later, that alert carries the withheld
+action. A rule the operator wrote with an explicit action is a confirmed rule and is not
+gated. ``corroborate = false`` turns the discipline off.
+
 A rollback names the last clean checkpoint before the alert's onset (the detector's own
 ``checkpoint_id`` when it gave one) and its workspace commit; with no checkpoint before the
 onset it says so and falls back to kill.
@@ -22,7 +30,10 @@ Nothing here does I/O or reads a clock: the store's outbox sink, the backtest an
 >>> policy = ActionPolicy(rules=(Rule(detector="runaway_loop", action=Action.KILL),))
 >>> [(d.action, d.status) for d in plan(policy, [loop], {"s": "coder"}, {})]
 [(<Action.KILL: 'kill'>, 'fire')]
->>> [(d.action, d.why.split("; ")[1]) for d in plan(ActionPolicy(), [loop], {}, {})]
+>>> [(d.action, d.why.split("; ")[1][:25]) for d in plan(ActionPolicy(), [loop], {}, {})]
+[(<Action.NOTIFY: 'notify'>, 'rollback withheld: no ind')]
+>>> undisciplined = ActionPolicy(corroborate=False)
+>>> [(d.action, d.why.split("; ")[1]) for d in plan(undisciplined, [loop], {}, {})]
 [(<Action.KILL: 'kill'>, 'no checkpoint before the onset (step 9): kill instead')]
 """
 
@@ -94,18 +105,29 @@ class ActionPolicy:
     cooldown_ns: int = 0
     agents: Mapping[str, AgentSettings] = field(default_factory=dict)
 
+    corroborate: bool = True
+    """Kill discipline: a recommended kill or rollback needs an independent signal."""
+    confirmed: frozenset[str] = frozenset()
+    """Detectors whose recommended kill the operator confirmed: not gated."""
+
     def choose(self, alert: Alert, agent: str | None) -> tuple[Action | None, str]:
         """The action the rules give ``alert`` of ``agent``'s session, and why."""
+        action, why, _ = self.choose_rule(alert, agent)
+        return action, why
+
+    def choose_rule(self, alert: Alert, agent: str | None) -> tuple[Action | None, str, bool]:
+        """:meth:`choose`, and whether an operator's rule named the action itself (a
+        confirmed rule: not gated by the kill discipline)."""
         if not self.rules:
-            return alert.action, f"{alert.action} recommended by the detector"
+            return alert.action, f"{alert.action} recommended by the detector", False
         for rule in self.rules:
             if rule.matches(alert, agent):
                 if rule.action == RECOMMENDED:
-                    return alert.action, f"{rule.describe()}: {alert.action} recommended"
+                    return alert.action, f"{rule.describe()}: {alert.action} recommended", False
                 if rule.action is None:
-                    return None, f"{rule.describe()}: no action"
-                return Action(rule.action), f"{rule.describe()}: {rule.action}"
-        return None, "no rule matches"
+                    return None, f"{rule.describe()}: no action", True
+                return Action(rule.action), f"{rule.describe()}: {rule.action}", True
+        return None, "no rule matches", True
 
     def is_shadow(self, agent: str | None) -> bool:
         own = self.agents.get(agent or "")
@@ -165,6 +187,10 @@ class Ledger:
     def record(self, session_id: str, ts: int, action: Action) -> None:
         self._fired[session_id].append((ts, action))
 
+    def stopped(self, session_id: str) -> bool:
+        """Whether a kill or rollback fired in the session."""
+        return any(action in STOPS for _, action in self._fired.get(session_id, ()))
+
     def suppressing(self, session_id: str, ts: int, action: Action, cooldown_ns: int) -> int | None:
         """The event time of an action at least as strong as ``action`` fired in the
         session within ``cooldown_ns`` of ``ts``; None if there is none."""
@@ -192,21 +218,110 @@ def order(alerts: Iterable[Alert]) -> list[Alert]:
     return sorted(alerts, key=lambda a: (a.ts, a.session_id, a.raised_seq, a.alert_id))
 
 
+SIGNAL_GROUPS: Mapping[str, str] = {
+    "runaway_loop": "progress",
+    "budget_overrun": "progress",
+    "intent_drift": "intent",
+    "egress_gaming": "egress",
+    "compliance_decay": "compliance",
+    "policy_violation": "compliance",
+    "duplicate_side_effect": "effects",
+    "premature_completion": "completion",
+}
+"""The family of evidence each built-in detector reads: two alerts corroborate each other
+only from different families (a loop and the budget it burns are one signal, not two). A
+detector not named here is a family of its own."""
+STOPS = frozenset({Action.KILL, Action.ROLLBACK})
+
+
+def signal_group(detector: str) -> str:
+    return SIGNAL_GROUPS.get(detector, detector)
+
+
+def corroborated(
+    alert: Alert, action: Action, why: str, earlier: Sequence[Alert], policy: ActionPolicy
+) -> tuple[Action, str, Alert | None]:
+    """The kill discipline for ``alert``, recommended ``action``, given the ``earlier``
+    alerts of its session (raised before it): the action to take, why, and — when the
+    alert carries an earlier alert's withheld stop — that alert (its onset is the one a
+    rollback returns before).
+
+    >>> from models.records import Severity
+    >>> def a(detector, severity, action, seq):
+    ...     return Alert(alert_id=f"al_{seq}", session_id="s", detector=detector,
+    ...                  severity=Severity(severity), score=1.0, onset_seq=seq,
+    ...                  onset_step_id=f"s#{seq}", evidence=(), reason="r",
+    ...                  action=Action(action), ts=seq)
+    >>> drift = a("intent_drift", "critical", "kill", 5)
+    >>> corroborated(drift, Action.KILL, "why", [], ActionPolicy())[0]
+    <Action.NOTIFY: 'notify'>
+    >>> egress = a("egress_gaming", "warn", "notify", 9)
+    >>> corroborated(egress, Action.NOTIFY, "why", [drift], ActionPolicy())[:1]
+    (<Action.KILL: 'kill'>,)
+    >>> loop = a("runaway_loop", "critical", "kill", 5)
+    >>> budget = a("budget_overrun", "warn", "notify", 9)
+    >>> corroborated(budget, Action.NOTIFY, "why", [loop], ActionPolicy())[0]  # one family
+    <Action.NOTIFY: 'notify'>
+    """
+    group = signal_group(alert.detector)
+    independent = [
+        a for a in earlier if signal_group(a.detector) != group and a.severity != Severity.INFO
+    ]
+    if action in STOPS:
+        if alert.detector in policy.confirmed:
+            return action, f"{why}; {alert.detector}'s kills are confirmed by the operator", None
+        if independent:
+            other = independent[0]
+            return action, f"{why}; corroborated by {other.detector} ({other.alert_id})", None
+        return (
+            Action.NOTIFY,
+            f"{why}; {action} withheld: no independent signal in the session yet (a kill "
+            "needs two detectors of different families, or a rule the operator confirmed)",
+            None,
+        )
+    if alert.severity == Severity.INFO:
+        return action, why, None
+    for other in independent:
+        if other.action in STOPS and other.detector not in policy.confirmed:
+            return (
+                other.action,
+                f"{why}; corroborates {other.detector}'s withheld {other.action} "
+                f"({other.alert_id}): two independent signals",
+                other,
+            )
+    return action, why, None
+
+
 def plan(
     policy: ActionPolicy,
     alerts: Iterable[Alert],
     agents: Mapping[str, str | None],
     checkpoints: Mapping[str, Sequence[Checkpoint]],
     ledger: Ledger | None = None,
+    earlier: Iterable[Alert] = (),
 ) -> list[Decision]:
     """Decide every alert (in :func:`order`), recording what fires in ``ledger`` (a fresh
-    one if None) so later alerts of the same session see the cooldown."""
+    one if None) so later alerts of the same session see the cooldown. ``earlier``: the
+    sessions' alerts decided before (the store's), which the kill discipline reads beside
+    the alerts decided here before each one."""
     ledger = Ledger() if ledger is None else ledger
+    seen: dict[str, list[Alert]] = defaultdict(list)
+    for alert in order(earlier):
+        seen[alert.session_id].append(alert)
     decisions = []
     for alert in order(alerts):
         agent = agents.get(alert.session_id)
-        action, why = policy.choose(alert, agent)
+        action, why, confirmed = policy.choose_rule(alert, agent)
         mode = "shadow" if policy.is_shadow(agent) else "enforce"
+        before = seen[alert.session_id]
+        target = alert
+        if action is not None and policy.corroborate and not confirmed:
+            action, why, carried = corroborated(alert, action, why, before, policy)
+            if carried is not None:
+                if ledger.stopped(alert.session_id):
+                    action, why = Action.NOTIFY, f"{why}; a stop already fired in this session"
+                target = carried
+        before.append(alert)
         if action is None:
             decisions.append(
                 Decision(alert=alert, agent=agent, action=None, status="none", mode=mode, why=why)
@@ -215,10 +330,10 @@ def plan(
         checkpoint = None
         fallback = False
         if action == Action.ROLLBACK:
-            checkpoint = rollback_target(alert, checkpoints.get(alert.session_id, ()))
+            checkpoint = rollback_target(target, checkpoints.get(alert.session_id, ()))
             if checkpoint is None:
                 action, fallback = Action.KILL, True
-                why += f"; no checkpoint before the onset (step {alert.onset_seq}): kill instead"
+                why += f"; no checkpoint before the onset (step {target.onset_seq}): kill instead"
             else:
                 commit = checkpoint.commit or "no commit recorded"
                 why += f"; back to checkpoint {checkpoint.checkpoint_id} ({commit})"

@@ -34,12 +34,14 @@ class ActionSink(Sink):
         if not committed.alerts or not self.config.endpoints:
             return
         sessions = sorted({a.session_id for a in committed.alerts})
+        new = {a.alert_id for a in committed.alerts}
         decisions = plan(
             self.config.policy,
             committed.alerts,
             unit.session_agents(sessions),
             checkpoints_by_session(unit.checkpoints(sessions)),
             Ledger(unit.fired_actions(sessions)),
+            earlier=[a for a in unit.alerts(sessions) if a.alert_id not in new],
         )
         rows = outbox_rows(decisions, list(self.config.endpoints), self.config.explorer_url)
         self.queued += unit.add_deliveries(rows)

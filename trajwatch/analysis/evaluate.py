@@ -5,9 +5,11 @@ the service would raise), then each detector is scored per *session*:
 
 - precision, recall and F1 over the sessions labelled with the detector's failure;
 - false-alarm rate: the share of healthy sessions (no failure labelled at all) it fired on;
-- false kills (per set, over all detectors): the healthy sessions that got an alert whose
-  action stops the agent (``kill`` or ``rollback``), with the detectors that did it — a
-  warning on a healthy run costs a look, a kill costs the run;
+- false kills (per set, over all detectors): the healthy sessions the action policy would
+  stop (``kill`` or ``rollback`` fired, :func:`~trajwatch.actions.policy.plan` with the
+  config's ``[actions]``, kill discipline included), with the detectors whose alerts did it,
+  beside the healthy sessions a detector *recommended* stopping — a warning on a healthy run
+  costs a look, a kill costs the run;
 - detection delay: ``raised_seq − onset_seq`` of its first alert in each detected
   positive session with a known onset, in steps (median and p90).
 
@@ -44,6 +46,7 @@ from ingest.sources.files import read_file
 from models.errors import InputError
 from models.records import Action, Alert, Step, StepKind
 from models.store import Store
+from trajwatch.actions.policy import ActionPolicy, plan
 from trajwatch.service.replay import replay
 from trajwatch.settings import Settings
 
@@ -375,7 +378,9 @@ class FalseKills:
     healthy: int
     killed: int
     by_detector: tuple[tuple[str, int], ...] = ()
-    """(detector, healthy sessions it killed or rolled back), most first."""
+    """(detector, healthy sessions its alerts killed or rolled back), most first."""
+    recommended: int = 0
+    """Healthy sessions with an alert recommending a stop, before the action policy."""
 
     @property
     def rate(self) -> float:
@@ -387,6 +392,7 @@ class FalseKills:
             "killed": self.killed,
             "rate": round(self.rate, 4),
             "by_detector": dict(self.by_detector),
+            "recommended": self.recommended,
         }
 
 
@@ -402,16 +408,27 @@ class Recorded(Protocol):
     def alerts(self, session_ids: Sequence[str] | None = None) -> list[Alert]: ...
 
 
-def false_kills(store: Recorded, labels: Mapping[str, Label]) -> FalseKills:
-    """The healthy sessions (no failure labelled) with a kill or rollback alert."""
+def false_kills(
+    store: Recorded, labels: Mapping[str, Label], policy: ActionPolicy | None = None
+) -> FalseKills:
+    """The healthy sessions (no failure labelled) that ``policy`` (default: the default
+    action policy, kill discipline on) would stop, and those a detector recommended
+    stopping."""
     healthy = {s for s, label in labels.items() if not label.failures}
+    alerts = store.alerts(sorted(healthy))
     stopped: dict[str, set[str]] = defaultdict(set)
-    for alert in store.alerts(sorted(healthy)):
-        if alert.action in _STOPS:
-            stopped[alert.detector].add(alert.session_id)
+    for decision in plan(policy or ActionPolicy(), alerts, {}, {}):
+        if decision.fires and decision.action in _STOPS:
+            stopped[decision.alert.detector].add(decision.alert.session_id)
     killed = set().union(*stopped.values()) if stopped else set()
     ranked = sorted(((d, len(s)) for d, s in stopped.items()), key=lambda x: (-x[1], x[0]))
-    return FalseKills(healthy=len(healthy), killed=len(killed), by_detector=tuple(ranked))
+    recommended = {a.session_id for a in alerts if a.action in _STOPS}
+    return FalseKills(
+        healthy=len(healthy),
+        killed=len(killed),
+        by_detector=tuple(ranked),
+        recommended=len(recommended),
+    )
 
 
 @dataclass(slots=True)
@@ -454,7 +471,9 @@ class Evaluation:
         who = ", ".join(f"{d} {n}" for d, n in k.by_detector)
         lines.append(
             f"false kills (kill/rollback on healthy sessions): {k.killed}/{k.healthy} "
-            f"({k.rate:.1%})" + (f": {who}" if who else "")
+            f"({k.rate:.1%})"
+            + (f": {who}" if who else "")
+            + f"; recommended by a detector: {k.recommended}/{k.healthy}"
         )
         return "\n".join(lines)
 
@@ -535,13 +554,15 @@ def evaluate(
     labels_file: Path,
     settings: Settings,
     detectors: DetectorSet,
+    policy: ActionPolicy | None = None,
 ) -> Evaluation:
     """Replay ``paths`` with ``detectors`` into ``settings.db_url`` (a temporary SQLite
-    file when it is the default) and score the alerts against ``labels_file``."""
+    file when it is the default) and score the alerts against ``labels_file``; false kills
+    are what ``policy`` (default: the default action policy) would stop."""
     with _replayed(paths, labels_file, settings, detectors) as (store, labels, present, seen):
         scores = score(store, present)
         unscored = others(store, present, detectors.names)
-        kills = false_kills(store, present)
+        kills = false_kills(store, present, policy)
     return Evaluation(
         scores=scores,
         sessions=len(seen),

@@ -507,8 +507,13 @@ def _breaker(args: argparse.Namespace) -> int:
 
 
 def _eval(args: argparse.Namespace, settings: Settings) -> int:
+    config = load_config(_config_path(args, settings))
     result = evaluate(
-        args.paths, labels_file=args.labels, settings=settings, detectors=_detectors(args, settings)
+        args.paths,
+        labels_file=args.labels,
+        settings=settings,
+        detectors=detector_set(config),
+        policy=actions_config(config, settings).policy,
     )
     if args.json:
         print(json.dumps(result.to_json()))

@@ -8,6 +8,7 @@ import pytest
 
 from models.errors import ConfigError
 from models.records import Action, Alert, Severity
+from models.store import Store
 from trajwatch.actions import payload
 from trajwatch.actions.policy import (
     ActionPolicy,
@@ -51,9 +52,14 @@ def alert(
     )
 
 
+UNGATED = ActionPolicy(corroborate=False)
+"""The policy without the kill discipline, for the mechanisms it does not touch (rules'
+order, rollback targets, the cooldown); the discipline has its own tests below."""
+
+
 def test_without_rules_each_alert_gets_its_recommended_action() -> None:
     alerts = [alert(1, action=Action.NOTIFY), alert(2, action=Action.KILL, ts_s=1)]
-    decided = plan(ActionPolicy(), alerts, {"s1": "coder"}, {})
+    decided = plan(UNGATED, alerts, {"s1": "coder"}, {})
     assert [(d.action, d.status, d.mode) for d in decided] == [
         (Action.NOTIFY, "fire", "enforce"),
         (Action.KILL, "fire", "enforce"),
@@ -96,7 +102,7 @@ def test_a_rollback_names_the_last_checkpoint_before_the_onset_or_falls_back_to_
     named = alert(3, action=Action.ROLLBACK, onset=10, checkpoint_id="ck-a", session="s3")
     checkpoints["s3"] = checkpoints["s1"]
     decided = {
-        d.alert.alert_id: d for d in plan(ActionPolicy(), [late, early, named], {}, checkpoints)
+        d.alert.alert_id: d for d in plan(UNGATED, [late, early, named], {}, checkpoints)
     }
     assert decided["al_0001"].checkpoint == Checkpoint(6, "ck-b", "bbb222")
     assert decided["al_0003"].checkpoint == Checkpoint(2, "ck-a", "aaa111")  # the detector's
@@ -106,7 +112,7 @@ def test_a_rollback_names_the_last_checkpoint_before_the_onset_or_falls_back_to_
 
 
 def test_the_cooldown_suppresses_as_strong_actions_but_never_an_escalation() -> None:
-    policy = ActionPolicy(cooldown_ns=60 * SECOND)
+    policy = ActionPolicy(cooldown_ns=60 * SECOND, corroborate=False)
     alerts = [
         alert(1, action=Action.NOTIFY, ts_s=0),
         alert(2, action=Action.NOTIFY, ts_s=10),  # as strong, within 60 s: suppressed
@@ -127,10 +133,96 @@ def test_the_cooldown_suppresses_as_strong_actions_but_never_an_escalation() -> 
 
 
 def test_the_cooldown_remembers_actions_fired_in_earlier_commits() -> None:
-    policy = ActionPolicy(cooldown_ns=60 * SECOND)
+    policy = ActionPolicy(cooldown_ns=60 * SECOND, corroborate=False)
     ledger = Ledger([("s1", 0, Action.KILL)])
     [decision] = plan(policy, [alert(1, ts_s=30)], {}, {}, ledger)
     assert decision.status == "suppressed"
+
+
+# -- the kill discipline -------------------------------------------------------------
+
+
+def test_a_lone_recommended_kill_is_withheld_and_notifies() -> None:
+    [decision] = plan(ActionPolicy(), [alert(1, detector="intent_drift")], {}, {})
+    assert (decision.action, decision.status) == (Action.NOTIFY, "fire")
+    assert "kill withheld: no independent signal" in decision.why
+
+
+def test_an_independent_signal_later_carries_the_withheld_kill() -> None:
+    drift = alert(1, detector="intent_drift", onset=10, ts_s=1)
+    egress = alert(2, detector="egress_gaming", severity=Severity.WARN, action=Action.NOTIFY,
+                   onset=20, ts_s=2)
+    decided = plan(ActionPolicy(), [drift, egress], {}, {})
+    assert [d.action for d in decided] == [Action.NOTIFY, Action.KILL]
+    assert "corroborates intent_drift's withheld kill (al_0001)" in decided[1].why
+
+
+def test_a_second_recommended_kill_of_another_family_fires_at_once() -> None:
+    drift = alert(1, detector="intent_drift", severity=Severity.WARN, action=Action.NOTIFY)
+    loop = alert(2, detector="runaway_loop", onset=12, ts_s=1)
+    decided = plan(ActionPolicy(), [drift, loop], {}, {})
+    assert [d.action for d in decided] == [Action.NOTIFY, Action.KILL]
+    assert "corroborated by intent_drift (al_0001)" in decided[1].why
+
+
+def test_two_detectors_of_one_family_are_one_signal() -> None:
+    loop = alert(1, detector="runaway_loop")
+    budget = alert(2, detector="budget_overrun", onset=14, ts_s=1)
+    decided = plan(ActionPolicy(), [loop, budget], {}, {})
+    assert [d.action for d in decided] == [Action.NOTIFY, Action.NOTIFY]
+
+
+def test_an_info_alert_corroborates_nothing() -> None:
+    drift = alert(1, detector="intent_drift")
+    info = alert(2, detector="egress_gaming", severity=Severity.INFO, action=Action.NOTIFY,
+                 onset=15, ts_s=1)
+    assert [d.action for d in plan(ActionPolicy(), [drift, info], {}, {})] == [Action.NOTIFY] * 2
+
+
+def test_the_stores_earlier_alerts_corroborate_across_commits() -> None:
+    earlier = [alert(1, detector="egress_gaming", severity=Severity.WARN, action=Action.NOTIFY)]
+    [decision] = plan(ActionPolicy(), [alert(2, onset=30, ts_s=5)], {}, {}, earlier=earlier)
+    assert decision.action == Action.KILL
+
+
+def test_a_withheld_kill_is_carried_once_a_stop_already_fired() -> None:
+    drift = alert(1, detector="intent_drift", onset=10)
+    egress = alert(2, detector="egress_gaming", severity=Severity.WARN, action=Action.NOTIFY,
+                   onset=20, ts_s=2)
+    [decision] = plan(ActionPolicy(), [egress], {}, {}, Ledger([("s1", 0, Action.KILL)]),
+                      earlier=[drift])
+    assert decision.action == Action.NOTIFY and "a stop already fired" in decision.why
+
+
+def test_operator_confirmed_kills_are_not_gated() -> None:
+    lone = alert(1, detector="egress_gaming")
+    by_list = ActionPolicy(confirmed=frozenset({"egress_gaming"}))
+    by_rule = ActionPolicy(rules=(Rule(detector="egress_gaming", action=Action.KILL),))
+    assert plan(by_list, [lone], {}, {})[0].action == Action.KILL
+    assert plan(by_rule, [lone], {}, {})[0].action == Action.KILL
+    recommended = ActionPolicy(rules=(Rule(detector="egress_gaming", action="recommended"),))
+    assert plan(recommended, [lone], {}, {})[0].action == Action.NOTIFY  # still gated
+
+
+def test_a_withheld_rollback_carried_later_returns_before_the_first_onset() -> None:
+    drift = alert(1, detector="intent_drift", action=Action.ROLLBACK, onset=10)
+    egress = alert(2, detector="egress_gaming", severity=Severity.WARN, action=Action.NOTIFY,
+                   onset=40, ts_s=3)
+    checkpoints = {"s1": [Checkpoint(5, "ck-clean", "aaa"), Checkpoint(30, "ck-dirty", "bbb")]}
+    decided = plan(ActionPolicy(), [drift, egress], {}, checkpoints)
+    assert decided[1].action == Action.ROLLBACK
+    assert decided[1].checkpoint == Checkpoint(5, "ck-clean", "aaa")
+
+
+def test_the_discipline_is_configured_in_actions(tmp_path: Path) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text('[actions]\ncorroborate = false\nconfirmed_kills = ["egress_gaming"]\n')
+    policy = actions_config(load_config(config), Settings()).policy
+    assert (policy.corroborate, policy.confirmed) == (False, frozenset({"egress_gaming"}))
+    assert actions_config(load_config(None), Settings()).policy.corroborate is True
+    config.write_text('[actions]\nconfirmed_kills = ["egress_gamin"]\n')
+    with pytest.raises(ConfigError, match="unknown detector 'egress_gamin'"):
+        actions_config(load_config(config), Settings())
 
 
 def test_shadow_mode_globally_or_per_agent() -> None:
@@ -143,7 +235,7 @@ def test_shadow_mode_globally_or_per_agent() -> None:
 
 
 def test_the_payload_is_the_standard_envelope_and_stays_under_20_kb() -> None:
-    [decision] = plan(ActionPolicy(), [alert(1, ts_s=1_767_225_600)], {"s1": "coder"}, {})
+    [decision] = plan(UNGATED, [alert(1, ts_s=1_767_225_600)], {"s1": "coder"}, {})
     import json
 
     body = json.loads(payload.body(decision, explorer_url="https://tw.example.com/"))
@@ -240,3 +332,22 @@ def test_a_wrong_action_config_is_one_line_naming_the_key(
     config.write_text(toml + "\n")
     with pytest.raises(ConfigError, match=message):
         actions_config(load_config(config), Settings(), {})
+
+
+def test_the_outbox_keeps_the_discipline_across_commits(store: Store) -> None:
+    """Through the real sink and store (SQLite and PostgreSQL): a lone kill queues a notify;
+    the independent signal committed later queues the kill (read from the stored alerts)."""
+    from ingest.pipeline.sinks import Committed
+    from trajwatch.actions.endpoints import ActionsConfig, Endpoint
+    from trajwatch.actions.sink import ActionSink
+
+    sink = ActionSink(ActionsConfig(endpoints={"b": Endpoint("b", "https://breaker.example/")}))
+    drift = alert(1, detector="intent_drift", onset=10, ts_s=1)
+    egress = alert(2, detector="egress_gaming", severity=Severity.WARN, action=Action.NOTIFY,
+                   onset=20, ts_s=2)
+    for new in ([drift], [egress]):
+        with store.unit() as unit:
+            unit.add_alerts(new)
+            sink.in_transaction(unit, Committed(steps=(), alerts=new, dead_letters=()))
+    queued = {d.alert_id: d.action for d in store.outbox().list()}
+    assert queued == {"al_0001": Action.NOTIFY, "al_0002": Action.KILL}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import lzma
 from pathlib import Path
@@ -9,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from detectors.testing import Session
+from models.records import Action, Alert, Severity
 from tests.support.paths import ROOT
 from trajwatch.analysis.evaluate import baseline_gemini, baseline_openlit
 from trajwatch.cli.main import main
@@ -94,6 +96,7 @@ def test_false_kills_count_healthy_sessions_stopped_by_any_detector(tmp_path: Pa
     from detectors.runaway_loop.detector import RunawayLoop
     from models.records import Action
     from models.store import Store
+    from trajwatch.actions.policy import ActionPolicy
     from trajwatch.analysis.evaluate import Label, false_kills
 
     def loop(session_id: str, repeats: int) -> list:
@@ -116,6 +119,27 @@ def test_false_kills_count_healthy_sessions_stopped_by_any_detector(tmp_path: Pa
     with Store.open(f"sqlite:///{tmp_path / 'k.db'}") as store:
         with store.unit() as unit:
             unit.add_alerts([*killed_healthy, *warned_healthy, *killed_loop])
-        kills = false_kills(store, labels)
-    assert (kills.healthy, kills.killed, kills.by_detector) == (3, 1, (("runaway_loop", 1),))
-    assert kills.to_json()["rate"] == round(1 / 3, 4)
+        ungated = false_kills(store, labels, ActionPolicy(corroborate=False))
+        disciplined = false_kills(store, labels)
+        # a second, independent signal in the healthy session h1: now the kill fires
+        with store.unit() as unit:
+            unit.add_alerts([drift_warning("h1", after=killed_healthy[-1])])
+        corroborated = false_kills(store, labels)
+    assert (ungated.healthy, ungated.killed, ungated.by_detector) == (3, 1, (("runaway_loop", 1),))
+    assert ungated.to_json()["rate"] == round(1 / 3, 4)
+    # the default policy withholds a lone detector's kill: recommended, not fired
+    assert (disciplined.killed, disciplined.recommended) == (0, 1)
+    assert (corroborated.killed, corroborated.by_detector) == (1, (("intent_drift", 1),))
+
+
+def drift_warning(session_id: str, *, after: Alert) -> Alert:
+    """An intent_drift warning raised after ``after`` in its session."""
+    return dataclasses.replace(
+        after,
+        alert_id=f"al_drift_{session_id}",
+        detector="intent_drift",
+        severity=Severity.WARN,
+        action=Action.NOTIFY,
+        ts=after.ts + 1,
+        raised_seq=after.raised_seq + 1,
+    )
