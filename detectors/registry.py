@@ -1,6 +1,6 @@
-"""Which detectors run, by name. The pipeline asks the registry for a fresh set
-per session; later issues register the detectors and read their parameters
-from the TOML config."""
+"""Which detectors run, by name: ``@register`` adds a detector class, :data:`BUILTIN` lists
+the modules of the built-in ones, and a :class:`DetectorSet` built from the config's
+``[detectors.NAME]`` tables gives the pipeline a fresh set per session."""
 
 from __future__ import annotations
 

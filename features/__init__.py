@@ -1,3 +1,4 @@
-"""Pure helpers that turn raw span/event facts into normalised step features:
-redaction, canonical actions, egress extraction, compaction inference, ordering.
-No I/O, no wall clock."""
+"""Pure functions and small online state that turn a step's facts into features, in
+packages imported in one order (each only imports those before it): :mod:`features.redact`
+← :mod:`features.text` ← :mod:`features.egress` ← :mod:`features.calls` ←
+:mod:`features.session` ← :mod:`features.policy`. No I/O, no wall clock."""
