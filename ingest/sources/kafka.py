@@ -56,9 +56,7 @@ from kafka.structs import OffsetAndMetadata
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from ingest.decoded import Decoded
-from ingest.formats.otlp_json import decode_otlp_json
-from ingest.formats.otlp_proto import decode_otlp_proto
-from ingest.formats.session_events import decode_event
+from ingest.formats.table import KAFKA_ENCODINGS, RawRecord, decode
 from ingest.pipeline.engine import Pipeline
 from ingest.pipeline.options import env
 from ingest.pipeline.resolution import Resolved
@@ -72,8 +70,9 @@ log = logging.getLogger("trajwatch.service.worker")
 SOURCE = "kafka"
 """Dead letters' ``source``; their location says the topic, partition and offset."""
 
-ENCODINGS = ("otlp_proto", "otlp_json")
-"""The Collector Kafka exporter's trace encodings that carry OTLP."""
+ENCODINGS = tuple(KAFKA_ENCODINGS)
+"""The Collector Kafka exporter's trace encodings that carry OTLP (``otlp_proto``,
+``otlp_json``): the spans topic's formats in :data:`ingest.formats.table.FORMATS`."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -142,6 +141,11 @@ class KafkaOptions:
                 "the spans, events, steps and dead-letter topics must be four different "
                 f"topics, got {', '.join(topics)}"
             )
+
+    def topic_format(self, topic: str) -> str:
+        """The format (:data:`ingest.formats.table.FORMATS`) of a message on ``topic``: a
+        span batch in the spans topic's encoding, a session event on any other."""
+        return KAFKA_ENCODINGS[self.spans_encoding] if topic == self.spans_topic else "event"
 
     @classmethod
     def keys(cls) -> list[str]:
@@ -364,13 +368,10 @@ def decode_message(
     if not value:
         reason = "empty message: no batch or event in it"
         return Decoded(rejects=[_dead_letter(topic, partition, offset, reason, b"")])
-    if topic == options.spans_topic:
-        decode = decode_otlp_proto if options.spans_encoding == "otlp_proto" else decode_otlp_json
-        return decode(
-            value, source=SOURCE, location=location, max_attribute_bytes=max_attribute_bytes
-        )
-    drafts, dead = decode_event(value, source=SOURCE, location=location)
-    return Decoded(drafts=drafts, rejects=[dead] if dead is not None else [])
+    record = RawRecord(
+        options.topic_format(topic), value, location, f"{topic}/{partition}", source=SOURCE
+    )
+    return decode(record, max_attribute_bytes=max_attribute_bytes)
 
 
 def split_by_trace(batch: bytes) -> list[tuple[bytes, bytes]]:

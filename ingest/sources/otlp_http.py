@@ -51,9 +51,9 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from ingest.decoded import Decoded
-from ingest.formats.otlp_json import decode_otlp_json, to_otlp_json
-from ingest.formats.otlp_logs import decode_otlp_logs_json, decode_otlp_logs_proto
-from ingest.formats.otlp_proto import PROTOBUF, decode_otlp_proto
+from ingest.formats.otlp_json import to_otlp_json
+from ingest.formats.otlp_proto import PROTOBUF
+from ingest.formats.table import HTTP_KINDS, RawRecord, decode
 
 __all__ = [
     "Accepted",
@@ -126,22 +126,12 @@ def unreadable(decoded: Decoded) -> bool:
 
 
 def decode_body(kind: str, body: bytes, *, location: str, max_attribute_bytes: int) -> Decoded:
-    """Decode an accepted request's body (``kind`` is ``traces/proto``, ``logs/json``…);
-    never raises on bad bytes. Log records go through :mod:`ingest.formats.otlp_logs` (runtimes'
-    own events, and session events in a record's body). ``records`` counts what the
-    request carried."""
-    signal, content = kind.split("/")
-    if signal == "logs":
-        decode_logs = decode_otlp_logs_proto if content == "proto" else decode_otlp_logs_json
-        return decode_logs(
-            body, source=SOURCE, location=location, max_attribute_bytes=max_attribute_bytes
-        )
-    decode = decode_otlp_proto if content == "proto" else decode_otlp_json
-    decoded = decode(
-        body, source=SOURCE, location=location, max_attribute_bytes=max_attribute_bytes
-    )
-    decoded.records = len(decoded.spans) + len(decoded.rejects)
-    return decoded
+    """Decode an accepted request's body (``kind`` is ``traces/proto``, ``logs/json``…) by
+    its format's decoder (:data:`ingest.formats.table.HTTP_KINDS`); never raises on bad
+    bytes. Log records go through :mod:`ingest.formats.otlp_logs` (runtimes' own events,
+    and session events in a record's body). ``records`` counts what the request carried."""
+    record = RawRecord(HTTP_KINDS[kind], body, location, "", source=SOURCE)
+    return decode(record, max_attribute_bytes=max_attribute_bytes)
 
 
 # -- metrics ------------------------------------------------------------------------------
