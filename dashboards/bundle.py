@@ -24,7 +24,7 @@ import zipfile
 from collections.abc import Sequence
 
 from ingest.formats.step_lines import step_line
-from ingest.sources.files import TOOL_CALLS_COLUMNS
+from ingest.formats.tool_calls_csv import TOOL_CALLS_COLUMNS
 from models.records import Alert, Step
 
 TOOL_CALLS_HEADER = (*TOOL_CALLS_COLUMNS, "error", "output_bytes")

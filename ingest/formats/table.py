@@ -47,6 +47,7 @@ from ingest.formats.claude_code import (
 from ingest.formats.codex import document_lines, is_codex_document, is_codex_line, rollout_drafts
 from ingest.formats.codex_exec import exec_drafts, is_codex_exec_line
 from ingest.formats.gemini_chat import chat_drafts, is_gemini_chat_line
+from ingest.formats.otlp_document import decode_otlp_document
 from ingest.formats.otlp_json import decode_otlp_json, is_otlp_json
 from ingest.formats.otlp_logs import (
     decode_js_sdk_records,
@@ -57,6 +58,7 @@ from ingest.formats.otlp_logs import (
 from ingest.formats.otlp_proto import decode_otlp_proto
 from ingest.formats.session_events import decode_event, parse_ts
 from ingest.formats.step_lines import is_step_line, step_line_drafts, was_late
+from ingest.formats.tool_calls_csv import tool_call_row_events
 from ingest.formats.trail import decode_trail
 from ingest.pipeline.engine import Pipeline
 from ingest.pipeline.options import PipelineOptions
@@ -142,34 +144,6 @@ def _span_request(read: Callable[..., Decoded]) -> Decode:
         return decoded
 
     return decode
-
-
-_LOGS_KEYS = ("resourceLogs", "resource_logs")
-_SPANS_KEYS = ("resourceSpans", "resource_spans", "batches")
-_METRICS_KEYS = ("resourceMetrics", "resource_metrics")
-
-
-def _otlp_json_signals(payload: Any, **options: Any) -> Decoded:
-    """An OTLP/JSON document's spans, and its log records where it has them: beside the
-    spans (Google ADK writes its ``gen_ai`` events so), or alone (a Collector ``file``
-    exporter's logs line). Log records no runtime decoder knows, and a metrics document
-    (the same exporter's metrics line: trajwatch reads no metrics), are counted as
-    skipped."""
-    if (
-        isinstance(payload, Mapping)
-        and any(k in payload for k in _METRICS_KEYS)
-        and not any(k in payload for k in (*_LOGS_KEYS, *_SPANS_KEYS))
-    ):  # a Collector file exporter's metrics line, beside its traces and logs: no step
-        return Decoded(skipped=1, records=1)
-    if not (isinstance(payload, Mapping) and any(k in payload for k in _LOGS_KEYS)):
-        return decode_otlp_json(payload, **options)
-    logs = decode_otlp_logs_json(payload, **options)
-    if any(k in payload for k in _SPANS_KEYS):
-        spans = {k: v for k, v in payload.items() if k not in _LOGS_KEYS}
-        decoded = decode_otlp_json(spans, **options)
-        decoded.extend(logs)
-        return decoded
-    return logs
 
 
 def _event(record: RawRecord, max_attribute_bytes: int) -> Decoded:
@@ -396,7 +370,7 @@ FORMATS: dict[str, Format] = {
         Format(
             name="otlp_json",  # a document of a file: spans, logs or metrics
             claims=_is_otlp_json,
-            decode=_reader(_otlp_json_signals),
+            decode=_reader(decode_otlp_document),
             deliver=_span_batch,
         ),
         Format(
@@ -541,40 +515,3 @@ def _event_time(ts: object) -> int | None:
         return parse_ts(ts)
     except DecodeError:
         return None  # the decoder will dead-letter it, with the reason
-
-
-def tool_call_row_events(row: dict[str, str]) -> list[dict[str, Any]]:
-    """A ``tool_calls.csv`` row as the ``tool_call`` and ``tool_result`` events it records."""
-    session, call_id = row.get("session_id", ""), row.get("call_id", "")
-    try:
-        seq: Any = int(row.get("seq", ""))
-    except ValueError:
-        seq = row.get("seq")  # left as text: the schema check names the bad field
-    ts: Any = row.get("ts", "")
-    with contextlib.suppress(ValueError):
-        ts = float(ts)
-    arguments: Any = row.get("arguments") or None
-    if isinstance(arguments, str):
-        with contextlib.suppress(ValueError, RecursionError):
-            arguments = json.loads(arguments)
-    ok = str(row.get("ok", "")).strip().lower() in ("true", "1", "yes")
-    base = {"session_id": session, "seq": seq, "ts": ts, "call_id": call_id}
-    result: dict[str, Any] = {
-        **base,
-        "type": "tool_result",
-        "ok": ok,
-        "tool": row.get("tool"),
-        "event_id": f"{session}#csv{seq}:result",
-    }
-    if row.get("error"):
-        result["error"] = row["error"]
-    if (row.get("output_bytes") or "").isdigit():
-        result["output_bytes"] = int(row["output_bytes"])
-    call = {
-        **base,
-        "type": "tool_call",
-        "tool": row.get("tool"),
-        "arguments": arguments,
-        "event_id": f"{session}#csv{seq}:call",
-    }
-    return [call, result]

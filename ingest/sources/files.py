@@ -48,11 +48,11 @@ from pathlib import Path
 from typing import IO, Any, BinaryIO, cast
 
 from ingest.formats.table import FORMATS, RawRecord, classify
+from ingest.formats.tool_calls_csv import TOOL_CALLS_COLUMNS
 from ingest.sources.json_stream import JsonValue, iter_values
 from models.errors import InputError
 
 BUNDLE_FILES = ("session.jsonl", "trace.json", "tool_calls.csv")
-TOOL_CALLS_COLUMNS = ("session_id", "seq", "ts", "call_id", "tool", "arguments", "ok")
 _RECORDING_SUFFIXES = (".json", ".jsonl", ".ndjson", ".binpb", ".pb", ".csv")
 
 
