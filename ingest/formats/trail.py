@@ -35,16 +35,6 @@ _DURATION = re.compile(
 )
 
 
-def is_trail(doc: Any) -> bool:
-    """True when ``doc`` looks like a TRAIL trace file."""
-    return (
-        isinstance(doc, Mapping)
-        and isinstance(doc.get("spans"), list)
-        and "resourceSpans" not in doc
-        and all(isinstance(s, Mapping) and "child_spans" in s for s in doc["spans"][:3])
-    )
-
-
 def duration_ns(text: str) -> int:
     """ISO 8601 duration → nanoseconds.
 
