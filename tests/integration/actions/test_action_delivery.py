@@ -231,8 +231,14 @@ def test_a_replay_reports_what_would_fire_and_sends_nothing_without_deliver(
         del os.environ["TRAJWATCH_WEBHOOK_URL"], os.environ["TRAJWATCH_WEBHOOK_SECRET"]
     out = json.loads(capsys.readouterr().out)
     assert {"sessions", "steps", "dead_letters", "alerts", "skipped"} <= set(out)
-    fired = {(f["alert_id"], f["action"]) for f in out["would_fire"]}
-    assert fired == {(a["id"], a["action"]) for a in out["alerts"]}  # no rules: recommended
+    # no rules: every alert's recommended action, but for a kill the discipline withholds
+    recommended = {a["id"]: a["action"] for a in out["alerts"]}
+    fired = {f["alert_id"]: f for f in out["would_fire"]}
+    assert set(fired) == set(recommended)
+    for alert_id, decision in fired.items():
+        withheld = "withheld: no independent signal" in decision["why"]
+        assert decision["action"] == ("notify" if withheld else recommended[alert_id])
+        assert not withheld or recommended[alert_id] in ("kill", "rollback")
     with Store.open(db) as store:
         assert store.count("deliveries") == 0
     assert not receiver.received
