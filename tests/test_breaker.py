@@ -21,7 +21,8 @@ from standardwebhooks import Webhook
 
 from tests.webhook_receiver import SECRET, free_port
 from trajwatch.actions import signing
-from trajwatch.breaker.server import Breakers, Effect, create_app
+from trajwatch.breaker.server import Effect, create_app
+from trajwatch.breaker.state import Breakers
 
 ROOT = Path(__file__).resolve().parents[1]
 # The published vector (standard-webhooks spec, "Verifying webhooks": test vector).
