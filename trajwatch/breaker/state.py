@@ -9,7 +9,10 @@ One transaction per webhook, so the dedupe and the state change are atomic.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sqlite3
+import stat
 import threading
 import time
 from collections.abc import Callable
@@ -31,9 +34,15 @@ create table if not exists effects (key text primary key, at real not null, outc
 
 
 class Breakers:
-    """The breaker state in a SQLite file; safe from several threads."""
+    """The breaker state in a SQLite file; safe from several threads. A new file is created
+    readable by its owner only (0600; SQLite gives its journal the same mode): the audit
+    trail is the operator's, and the breaker runs as a user the agent is not."""
 
     def __init__(self, path: str) -> None:
+        self.path = path
+        if path != ":memory:":
+            with contextlib.suppress(FileExistsError):
+                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
         self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         self._db.executescript(SCHEMA)
         self._lock = threading.Lock()
@@ -146,17 +155,23 @@ class Breakers:
         scope: str = "session",
         trial: bool = False,
         reason: str = "re-enabled",
+        source: str = "close",
     ) -> str:
         """Re-enable the breaker of a session (or, with ``scope="agent"``, an agent);
-        half-open with ``trial``. Returns the new state."""
+        half-open with ``trial``. ``source`` goes into the audit trail (who closed it).
+        Returns the new state."""
         if scope not in SCOPES:
             raise ValueError(f"scope must be one of {', '.join(SCOPES)}, got {scope!r}")
         state = HALF_OPEN if trial else CLOSED
         with self._lock:
             cur = self._db.cursor()
             cur.execute("begin immediate")
-            self._set(cur, scope, key, state, reason, None, "close")
-            cur.execute("commit")
+            try:
+                self._set(cur, scope, key, state, reason, None, source)
+                cur.execute("commit")
+            except BaseException:
+                cur.execute("rollback")
+                raise
         return state
 
     def state(self, scope: str, key: str) -> tuple[str, str | None]:
@@ -191,3 +206,21 @@ class Breakers:
     def applied(self) -> int:
         with self._lock:
             return int(self._db.execute("select count(*) from seen").fetchone()[0])
+
+    def reachable(self) -> bool:
+        """Whether the state file is still there and answers a query (``/healthz``)."""
+        if self.path != ":memory:" and not os.path.exists(self.path):
+            return False  # deleted under us: what is written now is lost at the restart
+        try:
+            with self._lock:
+                self._db.execute("select 1 from breakers limit 1").fetchone()
+        except sqlite3.Error:
+            return False
+        return True
+
+    def shared(self) -> bool:
+        """Whether other users may read or write the state file (its mode has group or
+        other bits), for a warning at start."""
+        if self.path == ":memory:" or not os.path.exists(self.path):
+            return False
+        return bool(os.stat(self.path).st_mode & (stat.S_IRWXG | stat.S_IRWXO))
