@@ -60,6 +60,20 @@ class Settings(PipelineOptions):
     """Send to private, loopback and link-local destinations too (the SSRF guard off)."""
     explorer_url: str | None = field(default=None, metadata=env("TRAJWATCH_EXPLORER_URL"))
     """Base URL of the explorer, for the link in each webhook."""
+    breaker_secret: str | None = field(
+        default=None, repr=False, metadata=env("TRAJWATCH_BREAKER_SECRET")
+    )
+    """``trajwatch breaker``: the ``whsec_`` secret(s) its webhooks are signed with (else
+    ``webhook_secret``: the same secrets, on the sending side)."""
+    breaker_token: str | None = field(
+        default=None, repr=False, metadata=env("TRAJWATCH_BREAKER_TOKEN")
+    )
+    """``trajwatch breaker``: the operator token(s), ``[name=]token`` space-separated, that
+    re-enable and list breakers (and what ``trajwatch breaker close`` sends). Never in the
+    monitored agent's environment."""
+    hook_token: str | None = field(default=None, repr=False, metadata=env("TRAJWATCH_HOOK_TOKEN"))
+    """``trajwatch breaker``: the token(s) the Claude Code hook sends as ``Authorization:
+    Bearer``; the agent can read it, so it opens nothing but the hook."""
     cpu: str = field(default=AUTO, metadata=env("TRAJWATCH_CPU"))
     """Which CPU the process's threads run on (:mod:`trajwatch.service.cpu_placement`): ``auto``
     keeps ``serve``'s on the CPU it started on (its threads take turns on Python's lock:

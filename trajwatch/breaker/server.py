@@ -1,8 +1,12 @@
 """``trajwatch breaker``: a reference circuit breaker for trajwatch's webhooks.
 
-- ``POST /v1/webhooks``: a Standard Webhooks delivery from trajwatch's dispatcher, verified
-  with ``standardwebhooks`` (signature and timestamp tolerance; the ``whsec_`` secrets in
-  ``TRAJWATCH_BREAKER_SECRET``, space-separated during a rotation) and applied once per
+The agent it stops is the adversary: it runs shell commands on the same host, so every
+endpoint that changes or shows state is authenticated (:mod:`trajwatch.breaker.auth`), and
+the hook never fails open (:mod:`trajwatch.breaker.hook`).
+
+- ``POST /v1/webhooks`` (Standard Webhooks signature): a delivery from trajwatch's
+  dispatcher, verified with ``standardwebhooks`` (signature and timestamp tolerance; the
+  ``whsec_`` secrets, space-separated during a rotation) and applied once per
   ``webhook-id`` (a retry that re-sends an id answers 200 and changes nothing). A
   ``trajwatch.kill`` or ``trajwatch.rollback`` opens the session's breaker and the
   agent's; a ``trajwatch.alert`` (notify) opens a *half-open* breaker (one on trial) and is
@@ -10,59 +14,64 @@
   :class:`~trajwatch.breaker.langgraph.LangGraphCanceller`) each verified webhook is also
   handed to them, once per ``webhook-id`` and effect: the effect is recorded only once it
   succeeded, so a failed one answers 503 and runs again on the sender's retry.
-- ``POST /v1/breakers/{key}/close`` (``trajwatch breaker close SESSION``): the explicit
-  re-enable of a session's breaker, or with ``?scope=agent`` (``close --agent NAME``) an
-  agent's; ``?trial=1`` makes it half-open instead. ``GET /v1/breakers[/{key}]``
-  (``?scope=agent``): state and audit trail.
-- ``POST /v1/hooks/claude-code/pre-tool-use[?agent=NAME]``: the Claude Code ``PreToolUse``
-  HTTP hook. Deny, with the alert's reason shown to the agent, when the session's breaker
-  is open, or the agent's when the hook's URL names the agent (an agent whose breaker is
-  open is stopped in its other and new sessions too, until a person closes it); else
-  ask ``trajwatch serve``'s ``/v1/check`` when ``--check-url`` is given (its answer, in
-  the hook's format, is passed on); else no decision (the user's own permission rules
-  apply).
+- ``POST /v1/breakers/{key}/close`` (operator token; ``trajwatch breaker close SESSION``):
+  the explicit re-enable of a session's breaker, or with ``?scope=agent`` (``close --agent
+  NAME``) an agent's; ``?trial=1`` makes it half-open instead; ``?by=WHO`` (the CLI's
+  ``--by``) goes into the audit trail beside the token's name. ``GET /v1/breakers[/{key}]``
+  (operator token; ``?scope=agent``): state and audit trail.
+- ``POST /v1/hooks/claude-code/pre-tool-use[?agent=NAME]`` (hook token): the Claude Code
+  ``PreToolUse`` HTTP hook. Deny, with the alert's reason shown to the agent, when the
+  session's breaker is open — or, opt-in, the agent's when the hook's URL names the agent
+  (an agent whose breaker is open is then stopped in all its sessions, until a person
+  closes it); else ask ``serve``'s ``/v1/check`` when a check client is given (its
+  ``deny``/``ask`` is passed on); else no decision (the user's own permission rules
+  apply). Any failure on the way is a decision of the failure policy, never a 500.
+- ``GET /healthz`` (open): ``{"status": "ok", "state_file": "reachable"}``, 503 when the
+  state file is not. ``GET /metrics`` (open): Prometheus counters — hook decisions,
+  hook failures by cause and decision, refused requests, webhooks.
 
-State lives in the breaker's own SQLite file (``--state``): the breaker is a separate
-service, usually next to the agents rather than next to trajwatch's store, and must keep
-answering when that store is down; small tables (``seen`` webhook ids, ``breakers``,
-``audit``, ``effects`` done), one transaction per webhook so the dedupe and the state
-change are atomic.
+Logs (logger ``trajwatch.breaker``): each webhook applied, each breaker closed and by whom,
+each hook decision other than "no decision" with its reason, each failure (session, tool,
+cause, decision), each refused request.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
-import json
-import os
-import sqlite3
-import threading
-import time
-from collections.abc import Callable, Sequence
+import logging
+from collections.abc import AsyncIterator, Sequence
 from typing import Any, Protocol
 
-import requests
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, generate_latest
 from standardwebhooks import Webhook, WebhookVerificationError
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
-from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from models.errors import ConfigError
+from trajwatch.breaker.auth import Credentials, Tokens
+from trajwatch.breaker.check import CheckClient
+from trajwatch.breaker.hook import (
+    MAX_BODY_BYTES,
+    MAX_DEPTH,
+    Failure,
+    FailurePolicy,
+    answer,
+    decision_of,
+    parse,
+    read_capped,
+    session_of,
+    shown,
+    tool_of,
+)
+from trajwatch.breaker.state import OPEN, SCOPES, Breakers
 
-OPEN, HALF_OPEN, CLOSED = "open", "half-open", "closed"
-OPENING = {"trajwatch.kill": OPEN, "trajwatch.rollback": OPEN, "trajwatch.alert": HALF_OPEN}
-SCOPES = ("session", "agent")
-SCHEMA = """
-create table if not exists seen (webhook_id text primary key, at real not null);
-create table if not exists breakers (
-    scope text not null, key text not null, state text not null, reason text,
-    alert_id text, updated real not null, primary key (scope, key));
-create table if not exists audit (
-    at real not null, scope text not null, key text not null, state text not null,
-    reason text, source text not null);
-create table if not exists effects (key text primary key, at real not null, outcome text);
-"""
+log = logging.getLogger("trajwatch.breaker")
+_UNAUTHORIZED = {"WWW-Authenticate": 'Bearer realm="trajwatch breaker"'}
+MAX_BY_CHARS = 200
+"""``?by=``, who closed a breaker, as kept in the audit trail."""
 
 
 class Effect(Protocol):
@@ -77,195 +86,83 @@ class Effect(Protocol):
     def close(self) -> None: ...
 
 
-def secrets_from_env(environ: dict[str, str] | None = None) -> list[str]:
-    env = os.environ if environ is None else environ
-    found = (
-        env.get("TRAJWATCH_BREAKER_SECRET") or env.get("TRAJWATCH_WEBHOOK_SECRET") or ""
-    ).split()
-    if not found:
-        raise ConfigError(
-            "the breaker needs the webhook secret: export TRAJWATCH_BREAKER_SECRET=whsec_... "
-            "(the same as trajwatch's TRAJWATCH_WEBHOOK_SECRET)"
+class BreakerMetrics:
+    """The breaker's Prometheus counters, in a registry of their own (``GET /metrics``)."""
+
+    def __init__(self) -> None:
+        self.registry = r = CollectorRegistry()
+        self.decisions = Counter(
+            "trajwatch_breaker_hook_decisions",
+            "Hook answers by decision (none: no decision)",
+            ["decision"],
+            registry=r,
         )
-    return found
-
-
-class Breakers:
-    """The breaker state in a SQLite file; safe from several threads."""
-
-    def __init__(self, path: str) -> None:
-        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        self._db.executescript(SCHEMA)
-        self._lock = threading.Lock()
-        self._effects = threading.Lock()  # effects one at a time; never held by state reads
-
-    def apply(self, webhook_id: str, payload: dict[str, Any]) -> bool:
-        """Apply one verified webhook; False if its id was applied before."""
-        data = payload.get("data") or {}
-        state = OPENING.get(str(payload.get("type")))
-        reason = f"{data.get('detector')} ({data.get('severity')}): {data.get('reason')}"
-        with self._lock:
-            cur = self._db.cursor()
-            cur.execute("begin immediate")
-            try:
-                if cur.execute("select 1 from seen where webhook_id = ?", (webhook_id,)).fetchone():
-                    cur.execute("rollback")
-                    return False
-                cur.execute("insert into seen values (?, ?)", (webhook_id, time.time()))
-                if state is not None:
-                    for scope, key in (
-                        ("session", data.get("session_id")),
-                        ("agent", data.get("agent")),
-                    ):
-                        if key:
-                            self._set(
-                                cur,
-                                scope,
-                                str(key),
-                                state,
-                                reason,
-                                data.get("alert_id"),
-                                f"webhook {webhook_id}",
-                                keep_open=state == HALF_OPEN,
-                            )
-                cur.execute("commit")
-            except BaseException:
-                cur.execute("rollback")
-                raise
-        return True
-
-    def once(
-        self, key: str, effect: Callable[[], str | None], *, session: str | None = None
-    ) -> tuple[bool, str | None]:
-        """Run ``effect`` once per ``key`` (``<effect>:<webhook-id>``): (False, what it did
-        then) if it ran before, else (True, what it did now). The key is recorded, with
-        the outcome in the session's audit trail, only after ``effect`` returned: one that
-        raises runs again on the retry. Effects run one at a time, outside the state lock,
-        so the hook's reads never wait for a remote call."""
-        with self._effects:
-            with self._lock:
-                row = self._db.execute(
-                    "select outcome from effects where key = ?", (key,)
-                ).fetchone()
-            if row is not None:
-                return False, row[0]
-            outcome = effect()
-            with self._lock:
-                cur = self._db.cursor()
-                cur.execute("begin immediate")
-                try:
-                    now = time.time()
-                    cur.execute("insert into effects values (?, ?, ?)", (key, now, outcome))
-                    if session and outcome:
-                        state = cur.execute(
-                            "select state from breakers where scope = 'session' and key = ?",
-                            (session,),
-                        ).fetchone()
-                        cur.execute(
-                            "insert into audit values (?, 'session', ?, ?, ?, ?)",
-                            (now, session, state[0] if state else CLOSED, outcome, key),
-                        )
-                    cur.execute("commit")
-                except BaseException:
-                    cur.execute("rollback")
-                    raise
-            return True, outcome
-
-    def _set(
-        self,
-        cur: sqlite3.Cursor,
-        scope: str,
-        key: str,
-        state: str,
-        reason: str | None,
-        alert_id: Any,
-        source: str,
-        *,
-        keep_open: bool = False,
-    ) -> None:
-        now = time.time()
-        row = cur.execute(
-            "select state from breakers where scope = ? and key = ?", (scope, key)
-        ).fetchone()
-        if keep_open and row is not None and row[0] == OPEN:
-            state = OPEN  # a notify never weakens an open breaker
-        cur.execute(
-            "insert into breakers values (?, ?, ?, ?, ?, ?) on conflict (scope, key) do update "
-            "set state = excluded.state, reason = excluded.reason, alert_id = excluded.alert_id, "
-            "updated = excluded.updated",
-            (scope, key, state, reason, alert_id, now),
+        self.failures = Counter(
+            "trajwatch_breaker_hook_failures",
+            "Hook calls the breaker could not judge as designed, by cause and the decision "
+            "the failure policy made",
+            ["cause", "decision"],
+            registry=r,
         )
-        cur.execute(
-            "insert into audit values (?, ?, ?, ?, ?, ?)", (now, scope, key, state, reason, source)
+        self.refused = Counter(
+            "trajwatch_breaker_refused",
+            "Requests refused for a missing or wrong token or webhook signature",
+            ["endpoint"],
+            registry=r,
         )
-
-    def close(
-        self,
-        key: str,
-        *,
-        scope: str = "session",
-        trial: bool = False,
-        reason: str = "re-enabled",
-    ) -> str:
-        """Re-enable the breaker of a session (or, with ``scope="agent"``, an agent);
-        half-open with ``trial``. Returns the new state."""
-        if scope not in SCOPES:
-            raise ValueError(f"scope must be one of {', '.join(SCOPES)}, got {scope!r}")
-        state = HALF_OPEN if trial else CLOSED
-        with self._lock:
-            cur = self._db.cursor()
-            cur.execute("begin immediate")
-            self._set(cur, scope, key, state, reason, None, "close")
-            cur.execute("commit")
-        return state
-
-    def state(self, scope: str, key: str) -> tuple[str, str | None]:
-        with self._lock:
-            row = self._db.execute(
-                "select state, reason from breakers where scope = ? and key = ?", (scope, key)
-            ).fetchone()
-        return (row[0], row[1]) if row else (CLOSED, None)
-
-    def listing(self, key: str | None = None, scope: str = "session") -> dict[str, Any]:
-        where, args = ("where key = ? and scope = ?", (key, scope)) if key else ("", ())
-        with self._lock:
-            rows = self._db.execute(
-                f"select scope, key, state, reason, alert_id, updated from breakers {where}", args
-            ).fetchall()
-            audit = self._db.execute(
-                f"select at, scope, key, state, reason, source from audit {where} order by at", args
-            ).fetchall()
-        return {
-            "breakers": [
-                dict(
-                    zip(("scope", "key", "state", "reason", "alert_id", "updated"), r, strict=True)
-                )
-                for r in rows
-            ],
-            "audit": [
-                dict(zip(("at", "scope", "key", "state", "reason", "source"), r, strict=True))
-                for r in audit
-            ],
-        }
-
-    def applied(self) -> int:
-        with self._lock:
-            return int(self._db.execute("select count(*) from seen").fetchone()[0])
+        self.webhooks = Counter(
+            "trajwatch_breaker_webhooks",
+            "Verified webhooks, by type and whether they were new",
+            ["type", "applied"],
+            registry=r,
+        )
 
 
 def create_app(
     breakers: Breakers,
-    secrets: Sequence[str],
+    credentials: Credentials,
     *,
-    check_url: str | None = None,
+    check: CheckClient | None = None,
+    policy: FailurePolicy | None = None,
+    max_body_bytes: int = MAX_BODY_BYTES,
+    max_depth: int = MAX_DEPTH,
     effects: Sequence[Effect] = (),
+    metrics: BreakerMetrics | None = None,
 ) -> Starlette:
-    verifiers = [Webhook(s) for s in secrets]
-    http = requests.Session()
-    http.trust_env = False
+    """The breaker as an ASGI app. ``check`` (closed with the app) asks ``serve``;
+    ``policy`` decides what a failure means (default: deny what is not read-only, ask
+    otherwise)."""
+    verifiers = [Webhook(s) for s in credentials.webhook_secrets]
+    policy = policy or FailurePolicy()
+    metrics = metrics or BreakerMetrics()
+
+    def authenticated(request: Request, tokens: Tokens | None, endpoint: str) -> str | None:
+        """The caller's token name (``"-"`` when ``tokens`` is None: no token required),
+        or None, logged and counted."""
+        if tokens is None:
+            return "-"
+        name = tokens.match(request.headers.getlist("authorization"))
+        if name is None:
+            metrics.refused.labels(endpoint).inc()
+            client = request.client.host if request.client else "?"
+            log.warning(
+                "refused %s %s from %s: missing or wrong bearer token",
+                request.method,
+                shown(request.url.path),
+                client,
+            )
+        return name
+
+    def refused() -> JSONResponse:
+        return JSONResponse({"error": "missing or wrong bearer token"}, 401, _UNAUTHORIZED)
 
     async def webhook(request: Request) -> JSONResponse:
-        body = await request.body()
+        try:
+            body = await read_capped(
+                request.stream(), request.headers.get("content-length"), max_body_bytes
+            )
+        except Failure as too_large:
+            return JSONResponse({"error": too_large.detail}, 413)
         headers = {k.lower(): v for k, v in request.headers.items()}
         payload = None
         for verifier in verifiers:
@@ -275,14 +172,28 @@ def create_app(
             except WebhookVerificationError:
                 continue
         if payload is None:
+            metrics.refused.labels("webhooks").inc()
+            log.warning("refused a webhook: bad signature or timestamp")
             return JSONResponse({"error": "bad signature or timestamp"}, 401)
         webhook_id = headers["webhook-id"]
         fresh = await run_in_threadpool(breakers.apply, webhook_id, payload)
-        answer: dict[str, Any] = {"applied": fresh}
-        session = (payload.get("data") or {}).get("session_id")
+        data = payload.get("data") or {}
+        kind = str(payload.get("type"))
+        metrics.webhooks.labels(kind[:40], "new" if fresh else "repeat").inc()
+        log.info(
+            "webhook %s: type=%s session=%s agent=%s alert=%s id=%s",
+            "applied" if fresh else "repeated (applied before, nothing changed)",
+            shown(kind),
+            shown(data.get("session_id")),
+            shown(data.get("agent")),
+            shown(data.get("alert_id")),
+            shown(webhook_id),
+        )
+        reply: dict[str, Any] = {"applied": fresh}
+        session = data.get("session_id")
         for effect in effects:
             try:
-                _, answer[effect.name] = await run_in_threadpool(
+                _, reply[effect.name] = await run_in_threadpool(
                     breakers.once,
                     f"{effect.name}:{webhook_id}",
                     functools.partial(effect, payload),
@@ -290,46 +201,112 @@ def create_app(
                 )
             except Exception as exc:  # the effect's failure: the sender retries this id
                 error = f"{effect.name}: {type(exc).__name__}: {exc}"[:500]
-                return JSONResponse({**answer, "error": error}, 503)
-        return JSONResponse(answer)
+                log.error("webhook %s: %s (answered 503: retried)", shown(webhook_id), error)
+                return JSONResponse({**reply, "error": error}, 503)
+        return JSONResponse(reply)
 
     async def close(request: Request) -> JSONResponse:
+        name = authenticated(request, credentials.operators, "close")
+        if name is None:
+            return refused()
         trial = request.query_params.get("trial") in ("1", "true")
         scope = request.query_params.get("scope", "session")
         if scope not in SCOPES:
             return JSONResponse({"error": f"scope must be one of {', '.join(SCOPES)}"}, 400)
         key = request.path_params["key"]
-        state = await run_in_threadpool(breakers.close, key, scope=scope, trial=trial)
-        return JSONResponse({scope: key, "state": state})
+        by = "".join(c for c in request.query_params.get("by", "") if c.isprintable())
+        source = f"close by {name}" + (f" ({by[:MAX_BY_CHARS]})" if by else "")
+        state = await run_in_threadpool(
+            breakers.close, key, scope=scope, trial=trial, source=source
+        )
+        log.info("breaker of %s %s now %s: %s", scope, shown(key), state, source)
+        return JSONResponse({scope: key, "state": state, "by": source})
 
     async def show(request: Request) -> JSONResponse:
+        if authenticated(request, credentials.operators, "breakers") is None:
+            return refused()
         scope = request.query_params.get("scope", "session")
-        return JSONResponse(breakers.listing(request.path_params.get("key"), scope))
+        listing = await run_in_threadpool(breakers.listing, request.path_params.get("key"), scope)
+        return JSONResponse(listing)
+
+    async def judged(session: str, body: bytes, agent: str | None) -> dict[str, Any]:
+        """The hook's answer for a well-formed call: an open breaker denies, else the
+        check answers (raising :class:`Failure`), else no decision."""
+        state, reason = await run_in_threadpool(breakers.state, "session", session)
+        if state == OPEN:
+            return answer("deny", f"trajwatch breaker open for this session: {reason}")
+        if agent:
+            state, reason = await run_in_threadpool(breakers.state, "agent", agent)
+            if state == OPEN:
+                return answer("deny", f"trajwatch breaker open for agent {agent}: {reason}")
+        if check is None:
+            return answer(None)
+        return await check.ask(body)
 
     async def pre_tool_use(request: Request) -> JSONResponse:
+        if authenticated(request, credentials.hooks, "hook") is None:
+            return refused()
+        session: str | None = None
+        tool: str | None = None
         try:
-            body = json.loads(await request.body())
-            session = str(body["session_id"])
-        except (ValueError, KeyError, TypeError):
-            return JSONResponse({"error": "expected the PreToolUse hook input"}, 400)
-        state, reason = breakers.state("session", session)
-        if state == OPEN:
-            return JSONResponse(_hook("deny", f"trajwatch breaker open for this session: {reason}"))
-        agent = request.query_params.get("agent")
-        if agent:
-            state, reason = breakers.state("agent", agent)
-            if state == OPEN:
-                return JSONResponse(
-                    _hook("deny", f"trajwatch breaker open for agent {agent}: {reason}")
-                )
-        if check_url:
             try:
-                answer = await run_in_threadpool(http.post, check_url, json=body, timeout=5)
-                if answer.status_code == 200:
-                    return JSONResponse(answer.json())
-            except requests.RequestException:
-                pass  # the check is advisory when serve is down; the breaker still decides
-        return JSONResponse({"hookSpecificOutput": {"hookEventName": "PreToolUse"}})
+                body = await read_capped(
+                    request.stream(), request.headers.get("content-length"), max_body_bytes
+                )
+                parsed = parse(body, max_depth)
+                tool = tool_of(parsed)
+                session = session_of(parsed)
+                hook_answer = await judged(session, body, request.query_params.get("agent"))
+            except Failure:
+                raise
+            except ClientDisconnect:
+                raise Failure("bad_input", "the caller went away mid-body") from None
+            except Exception as exc:  # a bug must still be a decision, never a 500
+                log.exception("hook: %s", type(exc).__name__)
+                raise Failure("internal", f"{type(exc).__name__} in the breaker") from exc
+        except Failure as failure:
+            decision, hook_answer = policy.judge(tool, failure)
+            metrics.failures.labels(failure.cause, decision).inc()
+            log.warning(
+                "hook failure: session=%s tool=%s cause=%s (%s) decision=%s",
+                shown(session),
+                shown(tool),
+                failure.cause,
+                failure.detail,
+                decision,
+            )
+        else:
+            decision = decision_of(hook_answer) or "none"
+            if decision != "none":
+                reason = hook_answer["hookSpecificOutput"].get("permissionDecisionReason")
+                log.info(
+                    "hook %s: session=%s tool=%s reason=%s",
+                    decision,
+                    shown(session),
+                    shown(tool),
+                    shown(reason, 300),
+                )
+        metrics.decisions.labels(decision_of(hook_answer) or "none").inc()
+        return JSONResponse(hook_answer)
+
+    async def healthz(request: Request) -> JSONResponse:
+        reachable = await run_in_threadpool(breakers.reachable)
+        return JSONResponse(
+            {
+                "status": "ok" if reachable else "error",
+                "state_file": "reachable" if reachable else "unreachable",
+            },
+            200 if reachable else 503,
+        )
+
+    async def prometheus(request: Request) -> Response:
+        return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        yield
+        if check is not None:
+            check.close()
 
     return Starlette(
         routes=[
@@ -338,31 +315,73 @@ def create_app(
             Route("/v1/breakers/{key}", show, methods=["GET"]),
             Route("/v1/breakers/{key}/close", close, methods=["POST"]),
             Route("/v1/hooks/claude-code/pre-tool-use", pre_tool_use, methods=["POST"]),
-        ]
+            Route("/healthz", healthz, methods=["GET"]),
+            Route("/metrics", prometheus, methods=["GET"]),
+        ],
+        lifespan=lifespan,
     )
 
 
-def _hook(decision: str, reason: str) -> dict[str, Any]:
-    return {
-        "hookSpecificOutput": {
-            "hookEventName": "PreToolUse",
-            "permissionDecision": decision,
-            "permissionDecisionReason": reason,
-        }
-    }
-
-
 def run(
-    *, host: str, port: int, state: str, check_url: str | None, langgraph_url: str | None = None
+    *,
+    host: str,
+    port: int,
+    state: str,
+    credentials: Credentials,
+    check: CheckClient | None = None,
+    policy: FailurePolicy | None = None,
+    max_body_bytes: int = MAX_BODY_BYTES,
+    max_depth: int = MAX_DEPTH,
+    langgraph_url: str | None = None,
 ) -> int:
+    """Serve the breaker until interrupted; its start is logged (address, state file, the
+    check, the failure policy, the token configuration without a token in it)."""
     import uvicorn
 
+    policy = policy or FailurePolicy()
     effects: list[Effect] = []
     if langgraph_url:
         from trajwatch.breaker.langgraph import LangGraphCanceller
 
         effects.append(LangGraphCanceller(langgraph_url))
-    app = create_app(Breakers(state), secrets_from_env(), check_url=check_url, effects=effects)
+    breakers = Breakers(state)
+    app = create_app(
+        breakers,
+        credentials,
+        check=check,
+        policy=policy,
+        max_body_bytes=max_body_bytes,
+        max_depth=max_depth,
+        effects=effects,
+    )
+    log.info(
+        "listening on http://%s:%d, state %s, check %s, on a check failure: %s for tools that "
+        "are not read-only, %s for %s; body cap %d bytes, depth %d; %s%s",
+        host,
+        port,
+        state,
+        f"{check.url} ({check.timeout:g} s)" if check else "none (a closed breaker: no decision)",
+        policy.dangerous,
+        policy.other,
+        ",".join(sorted(policy.read_only_tools)) or "none",
+        max_body_bytes,
+        max_depth,
+        credentials.describe(),
+        f", LangGraph {langgraph_url}" if langgraph_url else "",
+    )
+    if breakers.shared():
+        log.warning(
+            "the state file %s is open to other users: chmod 600 it (the agent must not "
+            "read or write the breakers)",
+            state,
+        )
+    if credentials.hooks is None:
+        log.warning("--hook-without-token: the hook answers any caller on this host")
+    if check is not None and not credentials.check_token:
+        log.warning(
+            "no TRAJWATCH_AUTH_TOKEN: the check is sent without a token; a serve that "
+            "requires one refuses each check (a failure, decided by the failure policy)"
+        )
     try:
         uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
     finally:

@@ -10,7 +10,7 @@
 ``trajwatch deliveries list|redeliver|enable``  the webhook outbox: show, resend, re-enable
 ``trajwatch dispatch``                    send the outbox (what serve and worker run inside)
 ``trajwatch actions backtest --since T``  what a candidate action policy would have fired
-``trajwatch breaker [close KEY]``         the reference circuit breaker (webhooks, Claude Code hook)
+``trajwatch breaker [close|show KEY]``    the reference circuit breaker (webhooks, Claude Code hook)
 ``trajwatch ui [--db URL] [--port P]``    the explorer (Streamlit) on the store
 ``trajwatch bench [--json] [--quick]``    what serve and replay cost on realistic agent spans
 
@@ -50,6 +50,7 @@ from trajwatch import listing
 from trajwatch.actions.endpoints import ActionsConfig
 from trajwatch.analysis.evaluate import evaluate
 from trajwatch.cli import actions as actions_cli
+from trajwatch.cli import breaker as breaker_cli
 from trajwatch.cli.times import parse_since
 from trajwatch.config import actions_config, defaults_toml, detector_set, load_config
 from trajwatch.service.replay import SKIP_REASON, ReplaySummary, replay
@@ -173,23 +174,7 @@ def _parser() -> argparse.ArgumentParser:
     bn.add_argument(
         "--config", type=Path, help="TOML config (default: ./trajwatch.toml if present)"
     )
-    br = sub.add_parser(
-        "breaker", parents=[common], help="run the reference circuit breaker, or close one"
-    )
-    br.add_argument("verb", nargs="?", choices=["run", "close"], default="run")
-    br.add_argument("session", nargs="?", help="close: the session (or, with --agent, agent)")
-    br.add_argument("--agent", action="store_true", help="close: re-enable an agent's breaker")
-    br.add_argument("--host", default="127.0.0.1", help="address to listen on")
-    br.add_argument("--port", type=int, default=4319, help="port (default: 4319)")
-    br.add_argument("--state", default="trajwatch-breaker.db", help="its SQLite state file")
-    br.add_argument("--check-url", help="trajwatch serve's /v1/check, asked when closed")
-    br.add_argument(
-        "--langgraph-url",
-        help="a LangGraph API server: a kill interrupts the session's runs, a rollback "
-        "rolls them back (pip install 'trajwatch[langgraph]')",
-    )
-    br.add_argument("--url", default="http://127.0.0.1:4319", help="close: the breaker's URL")
-    br.add_argument("--trial", action="store_true", help="close: half-open instead")
+    breaker_cli.add_parser(sub, common, _positive)
     ui = sub.add_parser("ui", parents=[common], help="the explorer: a Streamlit app on the store")
     ui.add_argument("--db", help="store URL (default: $TRAJWATCH_DB_URL or sqlite:///trajwatch.db)")
     ui.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
@@ -354,7 +339,7 @@ def _run(args: argparse.Namespace, flags: dict[str, str]) -> int:
     if args.command == "bench":
         return _bench(args, settings)
     if args.command == "breaker":
-        return _breaker(args)
+        return breaker_cli.run(args, settings)
     if args.command == "ui":
         from trajwatch.cli.ui import run_ui  # streamlit loads only in its own process
 
@@ -473,37 +458,6 @@ def _worker(args: argparse.Namespace, settings: Settings) -> int:
         f"{stats.alerts} alerts, {stats.failures} failures survived"
     )
     return 0
-
-
-def _breaker(args: argparse.Namespace) -> int:
-    if args.verb == "run":
-        from trajwatch.breaker.server import run
-
-        return run(
-            host=args.host,
-            port=args.port,
-            state=args.state,
-            check_url=args.check_url,
-            langgraph_url=args.langgraph_url,
-        )
-    scope = "agent" if args.agent else "session"
-    if not args.session:
-        raise ConfigError(
-            f"give the {scope} to re-enable: trajwatch breaker close "
-            + ("--agent NAME" if args.agent else "SESSION")
-        )
-    from urllib.parse import quote
-
-    import requests
-
-    url = f"{args.url.rstrip('/')}/v1/breakers/{quote(args.session, safe='')}/close"
-    params = {"scope": scope, **({"trial": "1"} if args.trial else {})}
-    try:
-        answer = requests.post(url, params=params, timeout=10)
-    except requests.RequestException as exc:
-        raise ConfigError(f"no breaker answers at {args.url}: {type(exc).__name__}") from None
-    print(f"breaker for {scope} {args.session}: {answer.json().get('state')}")
-    return 0 if answer.ok else 1
 
 
 def _eval(args: argparse.Namespace, settings: Settings) -> int:

@@ -29,7 +29,7 @@ from ingest.pipeline.sinks import Committed
 from models.errors import ConfigError
 from models.records import Action, Alert, SessionInfo, Severity
 from models.store import SessionCursor, Store
-from tests.integration.breaker.test_breaker import Running, kill, send
+from tests.integration.breaker.test_breaker import BREAKER_ENV, OPERATOR, Running, kill, send
 from tests.support.paths import ROOT
 from tests.support.ports import free_port
 from tests.support.wait import wait_until
@@ -134,14 +134,14 @@ def breaker_url(tmp_path_factory: pytest.TempPathFactory, langgraph_url: str) ->
     url = f"http://127.0.0.1:{port}"
     argv = [sys.executable, "-m", "trajwatch.cli.main", "breaker", "--port", str(port),
             "--state", str(root / "breaker.db"), "--langgraph-url", langgraph_url]  # fmt: skip
-    env = {**os.environ, "TRAJWATCH_BREAKER_SECRET": SECRET, "PYTHONPATH": str(ROOT)}
-    with serving(argv, cwd=root, env=env, ready=f"{url}/v1/breakers"):
+    env = {**os.environ, **BREAKER_ENV, "PYTHONPATH": str(ROOT)}
+    with serving(argv, cwd=root, env=env, ready=f"{url}/healthz"):
         yield url
 
 
 def audit(breaker_url: str, session: str) -> dict[str, Any]:
     """The breaker's state and audit trail for a session (``GET /v1/breakers/SESSION``)."""
-    answer = requests.get(f"{breaker_url}/v1/breakers/{session}", timeout=5)
+    answer = requests.get(f"{breaker_url}/v1/breakers/{session}", headers=OPERATOR, timeout=5)
     assert answer.status_code == 200
     return dict(answer.json())
 

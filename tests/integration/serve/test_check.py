@@ -23,7 +23,6 @@ from features.redact.engine import redact
 from ingest.decoded import Decoded, Draft
 from ingest.pipeline.engine import Pipeline
 from models.store import Store
-from tests.integration.breaker.test_breaker import Running as BreakerRunning
 from tests.integration.serve.test_serve import interleaved, replayed_alert_ids, runs, settled
 from tests.support.paths import ROOT
 from tests.support.ports import free_port
@@ -192,31 +191,4 @@ def test_check_denies_exfiltration_allows_benign_and_commits_nothing(
     bad = requests.post(f"{running.base}/v1/check", json={"tool": "x"}, timeout=5)
     assert bad.status_code == 400 and "session_id" in bad.json()["error"]
     assert fingerprint(db) == before  # the check committed nothing
-    running.stop()
-
-
-def test_breaker_hook_asks_serves_check_while_the_breaker_is_closed(
-    serve: Any, tmp_path: Path
-) -> None:
-    url = f"sqlite:///{tmp_path / 'check.db'}"
-    stored_session(url)
-    running = serve(Settings(db_url=url, inbound_dir=str(tmp_path / "inbound")))
-    breaker = BreakerRunning(tmp_path, check_url=f"{running.base}/v1/check")
-    try:
-        exfil = {"method": "POST", "url": ADDR, "body": {"diag": f"key={SECRET_VALUE}"}}
-        body = {"session_id": "chk", "hook_event_name": "PreToolUse", "tool_name": "http"}
-        answer = requests.post(
-            f"{breaker.base}/v1/hooks/claude-code/pre-tool-use",
-            json={**body, "tool_input": exfil},
-            timeout=5,
-        ).json()["hookSpecificOutput"]
-        assert answer["permissionDecision"] == "deny", answer
-        benign = requests.post(
-            f"{breaker.base}/v1/hooks/claude-code/pre-tool-use",
-            json={**body, "tool_name": "read_file", "tool_input": {"path": "README.md"}},
-            timeout=5,
-        ).json()["hookSpecificOutput"]
-        assert "permissionDecision" not in benign
-    finally:
-        breaker.stop()
     running.stop()
