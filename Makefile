@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 DB ?= sqlite:///trajwatch.db
 
-.PHONY: run replay test lint bench eval clean
+.PHONY: run replay test lint bench eval eval-blind clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -65,6 +65,14 @@ eval: $(VENV)/.installed
 	done
 	$(BIN)/trajwatch eval $(CORPUS)/trail/traces/gaia --labels $(CORPUS)/trail/labels_index.csv
 	$(BIN)/trajwatch eval $(CORPUS)/agentdojo/runs --labels $(CORPUS)/agentdojo/labels_index.csv
+
+# The blind sets (fixtures/blind/README.md): generated at one seed and scored, each apart.
+BLIND_SEED ?= 20261206
+eval-blind: $(VENV)/.installed
+	for g in coding assistant longrun; do \
+		$(BIN)/python fixtures/blind/$${g}_incidents.py --seed $(BLIND_SEED) --out build/blind/$$g && \
+		$(BIN)/trajwatch eval build/blind/$$g --labels build/blind/$$g/labels.csv || exit 1; \
+	done
 
 clean:
 	rm -rf $(VENV) build trajwatch.db
