@@ -159,7 +159,10 @@ class Trajwatch:
             "TRAJWATCH_WEBHOOK_ALLOW_PRIVATE": "1",
         }
         fast = {"backoff_s": 0.05, "max_backoff_s": 0.2, "timeout_s": 5, "lease_s": 10}
-        config = actions_config({"actions": {"retry": fast}}, Settings.from_env(environ))
+        # the operator confirmed the loop detector's kills: this tests the delivery path,
+        # not the kill discipline (tests/unit/trajwatch/test_action_policy.py)
+        table = {"retry": fast, "confirmed_kills": ["runaway_loop"]}
+        config = actions_config({"actions": table}, Settings.from_env(environ))
         self.sink, self.dispatcher = actions.start(db_url, config)
 
     def alert(self, thread_id: str, action: Action) -> str:
