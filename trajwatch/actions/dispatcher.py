@@ -319,12 +319,11 @@ class Dispatcher:
         stopping = action in STOPPING
         log.log(
             logging.ERROR if stopping else logging.WARNING,
-            "%s of session %r NOT DELIVERED to %s (%s): %s.%s Delivery %s: `trajwatch "
+            "%s of session %r NOT DELIVERED to %s: %s.%s Delivery %s: `trajwatch "
             "deliveries list` shows it, `trajwatch deliveries redeliver` resends it",
             action,
             delivery.session_id,
             delivery.endpoint,
-            reason,
             error,
             " The agent was not stopped." if stopping else "",
             delivery.delivery_id,

@@ -345,10 +345,15 @@ def pin(url: str, policy: AddressPolicy, resolver: Resolver = system_resolver) -
         address = ipaddress.ip_address(str(sockaddr[0]).split("%")[0])
         why = policy.judge(address)
         if why is not None:
+            what = (
+                f"destination {address} is {why}"
+                if target.address is not None
+                else f"destination {target.host} resolves to {address}: {why}"
+            )
             raise DestinationRefused(
-                f"destination {target.host} is {address}: {why}; to send there, allow "
-                "private destinations (TRAJWATCH_WEBHOOK_ALLOW_PRIVATE=1) or name the exact "
-                "address in TRAJWATCH_WEBHOOK_ALLOW_ADDRESSES"
+                f"{what}; to send there, allow private destinations "
+                "(TRAJWATCH_WEBHOOK_ALLOW_PRIVATE=1) or name the exact address in "
+                "TRAJWATCH_WEBHOOK_ALLOW_ADDRESSES"
             )
     return Pinned(target, tuple(resolved))
 
@@ -367,9 +372,9 @@ def refusal(
     >>> refusal("ftp://example.com/x", allow_private=True)
     'only http and https destinations are sent to, not ftp'
     >>> refusal("http://127.0.0.1:9/hook", allow_private=False).split(";")[0]
-    'destination 127.0.0.1 is 127.0.0.1: loopback'
+    'destination 127.0.0.1 is loopback'
     >>> refusal("http://169.254.169.254/latest", allow_private=True).split(";")[0]
-    'destination 169.254.169.254 is 169.254.169.254: link-local, where cloud metadata lives (169.254.169.254), refused even with allow_private'
+    'destination 169.254.169.254 is link-local, where cloud metadata lives (169.254.169.254), refused even with allow_private'
     >>> refusal("http://169.254.169.254/latest", allow_private=True,
     ...         allow_addresses=["169.254.169.254"]) is None
     True

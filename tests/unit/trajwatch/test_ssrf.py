@@ -142,7 +142,7 @@ def test_a_name_with_one_inward_answer_is_refused_whole() -> None:
     def resolver(host: str, port: int) -> list[tuple[socket.AddressFamily, tuple[str, int]]]:
         return [(socket.AF_INET, ("8.8.8.8", port)), (socket.AF_INET, ("10.0.0.1", port))]
 
-    with pytest.raises(DestinationRefused, match=r"is 10\.0\.0\.1: private"):
+    with pytest.raises(DestinationRefused, match=r"resolves to 10\.0\.0\.1: private"):
         pin("https://mixed.example/", AddressPolicy(), resolver)
     public = pin("https://mixed.example/", AddressPolicy(allow_private=True), resolver)
     assert [a[1][0] for a in public.addresses] == ["8.8.8.8", "10.0.0.1"]
