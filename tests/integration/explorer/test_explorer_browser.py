@@ -222,15 +222,17 @@ def test_markdown_the_agent_wrote_loads_nothing_in_chromium(tmp_path: Path) -> N
             browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True)
             page = browser.new_page(viewport={"width": 1400, "height": 2400})
             page.goto(f"http://127.0.0.1:{port}/?session={quote(store.session_id, safe='')}")
-            # shown as the text it is (a word joiner, invisible, keeps "http://" unlinked)
-            page.get_by_text("Session md-**s**-[s](http").wait_for(timeout=60_000)
-            page.get_by_text("![x](http").first.wait_for(timeout=30_000)
-            assert page.get_by_text("[link](http").count() >= 1
-            assert page.get_by_text(":red[red] $x^2$ <img src=").count() >= 1
+            page.get_by_text("Goal:").first.wait_for(timeout=60_000)
             page.wait_for_timeout(1500)  # time for an image to load, were there one
+            assert pixel.hits == [], "the agent's image loaded in the operator's browser"
             assert page.locator(f'img[src*="{pixel.port}"]').count() == 0
             links = page.locator('a[href*="evil.example"], a[href^="mailto"]')
             assert links.count() == 0, links.first.evaluate("e => e.parentElement.outerHTML")
+            # shown as the text it is (a word joiner, invisible, keeps "http://" unlinked)
+            assert page.get_by_text("Session md-**s**-[s](http").count() == 1
+            assert page.get_by_text("![x](http").count() >= 1
+            assert page.get_by_text("[link](http").count() >= 1
+            assert page.get_by_text(":red[red] $x^2$ <img src=").count() >= 1
             assert page.locator('[data-testid="stException"]').count() == 0
             browser.close()
     finally:
