@@ -324,7 +324,23 @@ def pin(url: str, policy: AddressPolicy, resolver: Resolver = system_resolver) -
     Raises :class:`DestinationRefused` when the URL or any address is refused (a name
     with one inward answer is refused whole: which answer a client would use is not
     ours to bet on), and ``OSError`` when the name does not resolve (a failed attempt,
-    retried: DNS comes back)."""
+    retried: DNS comes back).
+
+    >>> pin("http://8.8.8.8:81/hook", AddressPolicy()).addresses
+    ((<AddressFamily.AF_INET: 2>, ('8.8.8.8', 81)),)
+    >>> pin("http://127.0.0.1:9/hook", AddressPolicy())
+    Traceback (most recent call last):
+    ...
+    models.errors.DestinationRefused: destination 127.0.0.1 is loopback; to send there, allow private destinations (TRAJWATCH_WEBHOOK_ALLOW_PRIVATE=1) or name the exact address in TRAJWATCH_WEBHOOK_ALLOW_ADDRESSES
+    >>> metadata = ipaddress.ip_address("169.254.169.254")
+    >>> pin("http://169.254.169.254/latest", AddressPolicy(allow_private=True))
+    Traceback (most recent call last):
+    ...
+    models.errors.DestinationRefused: destination 169.254.169.254 is link-local, where cloud metadata lives (169.254.169.254), refused even with allow_private; to send there, name the exact address in TRAJWATCH_WEBHOOK_ALLOW_ADDRESSES
+    >>> pin("http://169.254.169.254/latest", AddressPolicy(allow_addresses=frozenset({metadata}))
+    ...     ).target.host
+    '169.254.169.254'
+    """  # noqa: E501
     target = parse(url)
     if target.host.rstrip(".") in METADATA_NAMES:
         raise DestinationRefused(
@@ -350,45 +366,14 @@ def pin(url: str, policy: AddressPolicy, resolver: Resolver = system_resolver) -
                 if target.address is not None
                 else f"destination {target.host} resolves to {address}: {why}"
             )
+            private_would = AddressPolicy(allow_private=True).judge(address) is None
             raise DestinationRefused(
-                f"{what}; to send there, allow private destinations "
-                "(TRAJWATCH_WEBHOOK_ALLOW_PRIVATE=1) or name the exact address in "
-                "TRAJWATCH_WEBHOOK_ALLOW_ADDRESSES"
+                f"{what}; to send there, "
+                + ("allow private destinations (TRAJWATCH_WEBHOOK_ALLOW_PRIVATE=1) or "
+                   if private_would else "")
+                + "name the exact address in TRAJWATCH_WEBHOOK_ALLOW_ADDRESSES"
             )
     return Pinned(target, tuple(resolved))
-
-
-def refusal(
-    url: str,
-    *,
-    allow_private: bool,
-    allow_addresses: Iterable[str] = (),
-    resolver: Resolver = system_resolver,
-) -> str | None:
-    """Why the dispatcher would not send to ``url`` now (None: it would); a name that
-    does not resolve is reported too. For messages and tests: the dispatcher itself
-    sends only to what :func:`pin` returned.
-
-    >>> refusal("ftp://example.com/x", allow_private=True)
-    'only http and https destinations are sent to, not ftp'
-    >>> refusal("http://127.0.0.1:9/hook", allow_private=False).split(";")[0]
-    'destination 127.0.0.1 is loopback'
-    >>> refusal("http://169.254.169.254/latest", allow_private=True).split(";")[0]
-    'destination 169.254.169.254 is link-local, where cloud metadata lives (169.254.169.254), refused even with allow_private'
-    >>> refusal("http://169.254.169.254/latest", allow_private=True,
-    ...         allow_addresses=["169.254.169.254"]) is None
-    True
-    """  # noqa: E501
-    policy = AddressPolicy(
-        allow_private=allow_private, allow_addresses=addresses(allow_addresses, where="")
-    )
-    try:
-        pin(url, policy, resolver)
-    except DestinationRefused as refused:
-        return str(refused)
-    except OSError as exc:
-        return f"destination does not resolve ({getattr(exc, 'strerror', None) or exc})"
-    return None
 
 
 def addresses(texts: Iterable[str], *, where: str) -> frozenset[IPAddress]:
