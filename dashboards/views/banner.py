@@ -46,7 +46,7 @@ def render(ctx: Context) -> None:
         )
     if len(failed) > SHOWN:
         lines.append(f"- … and {len(failed) - SHOWN} more")
-    st.error("\n".join(lines), icon="🚨")
+    st.error("\n".join(lines), icon=":material/report:")
 
 
 def _count(n: int, what: str) -> str:
