@@ -5,7 +5,9 @@ the link each webhook carries): sessions, one session, alerts and actions, repla
 pages lay out tables computed in :mod:`dashboards.store_view` and
 :mod:`dashboards.session_view`; the store is read-only but for the two outbox actions
 of the alerts page (redeliver, re-enable), which run the functions the CLI runs
-(:mod:`trajwatch.actions.operations`).
+(:mod:`trajwatch.actions.operations`). Every page opens with a red banner while a kill or
+rollback is dead or held (:mod:`dashboards.views.banner`). Text the watched agent wrote is
+shown as text, never as Markdown (:mod:`dashboards.markdown`).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import streamlit as st  # noqa: E402
 from sqlalchemy.exc import SQLAlchemyError  # noqa: E402
 
 from dashboards import context  # noqa: E402
-from dashboards.views import alerts, replay, session, sessions  # noqa: E402
+from dashboards.views import alerts, banner, replay, session, sessions  # noqa: E402
 
 PAGES = {
     "sessions": ("Sessions", sessions.render),
@@ -50,6 +52,7 @@ def main() -> None:
     if ctx.config_path:
         st.sidebar.caption(f"config: `{ctx.config_path}`")
     try:
+        banner.render(ctx)  # a kill that reached no breaker: on every page
         PAGES[page][1](ctx)
     except SQLAlchemyError as error:  # the database lost mid-run: say so, in one line
         cause = str(getattr(error, "orig", None) or error).strip().splitlines()

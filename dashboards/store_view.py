@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
@@ -22,8 +23,9 @@ from alembic.script import ScriptDirectory
 from models.errors import UserError
 from models.migrations import alembic_config, current_revision
 from models.open_errors import shown, sqlite_file
-from models.records import Alert, Delivery
+from models.records import Alert, Delivery, SessionInfo
 from models.store import SessionActivity, Store
+from trajwatch.listing import stopped
 
 SEVERITY_ORDER = ("critical", "warn", "info")
 STOPPING = ("kill", "rollback")
@@ -88,17 +90,24 @@ def when(ns: int | None) -> dt.datetime | None:
     return dt.datetime.fromtimestamp(ns / 1e9, tz=dt.UTC)
 
 
-def breaker_state(deliveries: Sequence[Delivery]) -> str:
+def breaker_state(deliveries: Sequence[Delivery], alerts: Sequence[Alert] = ()) -> str:
     """What the circuit breaker was told about one session, from its outbox rows: the
     strongest stopping action sent (``kill sent``), queued (``kill pending``), failed
     (``kill dead``), held (``kill held``: the endpoint is disabled), or only recorded in
-    shadow mode (``kill (shadow)``); ``-`` when no stopping action was decided.
+    shadow mode (``kill (shadow)``); ``kill not sent`` when one of its ``alerts``
+    recommends a stopping action but the outbox has none for the session (no webhook
+    endpoint was configured, or the action policy sent nothing); ``-`` when no stopping
+    action was decided.
 
     trajwatch's reference breaker keeps its own state (its SQLite file); this is what the
     store can tell: which stopping actions went out."""
     stopping = [d for d in deliveries if str(d.action) in STOPPING and d.status != "suppressed"]
     if not stopping:
-        return "-"
+        recommended = [a for a in alerts if str(a.action) in STOPPING]
+        if not recommended:
+            return "-"
+        worst = "kill" if any(str(a.action) == "kill" for a in recommended) else "rollback"
+        return f"{worst} not sent"
     for status, label in (
         ("delivered", "sent"),
         ("pending", "pending"),
@@ -109,6 +118,49 @@ def breaker_state(deliveries: Sequence[Delivery]) -> str:
         if found:
             return f"{_strongest(found)} {label}"
     return f"{_strongest(stopping)} (shadow)"
+
+
+def session_state(info: SessionInfo, stopped_as: str | None) -> str:
+    """A session's state as the explorer shows it: ``killed``/``rolled back`` when a
+    breaker received that action (``stopped_as``: :func:`trajwatch.listing.stopped`),
+    whatever the session reported; else ``live`` until its end is stored, then its end
+    status (or ``ended``)."""
+    if stopped_as is not None:
+        return stopped_as
+    if info.ended_ts is None:
+        return "live"
+    return info.end_status or "ended"
+
+
+@dataclass(frozen=True, slots=True)
+class Undelivered:
+    """A stopping action that did not reach its breaker: the agent was not stopped."""
+
+    session_id: str
+    action: str
+    endpoint: str
+    status: str
+    """``dead`` (refused by the SSRF guard, or every attempt failed) or ``disabled`` (held:
+    the endpoint answered 410)."""
+    reason: str
+
+
+def undelivered_stops(
+    deliveries: Sequence[Delivery], disabled: Mapping[str, str | None]
+) -> list[Undelivered]:
+    """The kills and rollbacks that are dead or held (newest first, as the outbox lists
+    them); ``disabled`` maps a disabled endpoint to why, the reason of its held rows."""
+    found = []
+    for d in deliveries:
+        if str(d.action) not in STOPPING or d.status not in ("dead", "disabled"):
+            continue
+        if d.status == "disabled":
+            why = disabled.get(d.endpoint) or d.last_error or "no reason recorded"
+            reason = f"held: endpoint {d.endpoint} is disabled ({why})"
+        else:
+            reason = d.last_error or "no reason recorded"
+        found.append(Undelivered(d.session_id or "-", str(d.action), d.endpoint, d.status, reason))
+    return found
 
 
 def _strongest(deliveries: Sequence[Delivery]) -> str:
@@ -167,14 +219,16 @@ def sessions_table(
     deliveries: Sequence[Delivery],
 ) -> pl.DataFrame:
     """One row per session, newest start first: agent, state (``live`` until its end is
-    stored), start, duration (event time), steps, tokens, cost, breaker state, alert counts
-    and badges, the detectors that fired, the goal."""
+    stored; ``killed`` once a breaker received a kill: :func:`session_state`), start,
+    duration (event time), steps, tokens, cost, breaker state, alert counts and badges,
+    the detectors that fired, the goal."""
     by_session: dict[str, list[Alert]] = defaultdict(list)
     for a in alerts:
         by_session[a.session_id].append(a)
     outbox: dict[str, list[Delivery]] = defaultdict(list)
     for d in deliveries:
         outbox[d.session_id or ""].append(d)
+    stops = stopped(deliveries)
     rows = []
     for act in activity:
         info = act.info
@@ -185,13 +239,13 @@ def sessions_table(
             {
                 "session_id": info.session_id,
                 "agent": info.agent,
-                "state": "live" if info.ended_ts is None else (info.end_status or "ended"),
+                "state": session_state(info, stops.get(info.session_id)),
                 "started": when(started),
                 "duration_s": (end - started) / 1e9 if end and started else None,
                 "steps": act.steps,
                 "tokens": act.tokens_in + act.tokens_out,
                 "cost": round(act.cost, 6),
-                "breaker": breaker_state(outbox.get(info.session_id, [])),
+                "breaker": breaker_state(outbox.get(info.session_id, []), own),
                 "alerts": len(own),
                 "critical": sum(str(x.severity) == "critical" for x in own),
                 "warn": sum(str(x.severity) == "warn" for x in own),

@@ -3,6 +3,8 @@
     TrajwatchError
     ├── UserError      the user gave something wrong: one line "what; what to do", exit 2
     │   ├── ConfigError     a setting, flag or config file (TOML, detector parameters)
+    │   │   └── DestinationRefused  a webhook URL the SSRF guard refuses (ambiguous, or
+    │   │                           it resolves to an address not allowed)
     │   ├── InputError      a source path or labels file cannot be read at all (one bad
     │   │                   record is not: it becomes a dead letter)
     │   └── StoreOpenError  the store URL cannot be opened (raised by Store.open, which
@@ -32,6 +34,12 @@ class UserError(TrajwatchError):
 
 class ConfigError(UserError):
     """A setting, config file or command-line value is wrong."""
+
+
+class DestinationRefused(ConfigError):
+    """A webhook destination the SSRF guard (:mod:`trajwatch.actions.ssrf`) refuses: its URL
+    could be read two ways, or its host is (or resolves to) an address not allowed. The
+    message says which, and how to allow it when that is meant."""
 
 
 class InputError(UserError):

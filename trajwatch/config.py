@@ -19,6 +19,7 @@ shadow = false                  # record what would fire without sending
 cooldown_s = 300                # per session: no action as strong again within 5 min
 explorer_url = "https://trajwatch.example.com"
 allow_private = false           # the SSRF guard (TRAJWATCH_WEBHOOK_ALLOW_PRIVATE=1)
+allow_addresses = []            # exact addresses allowed whatever their class (…_ALLOW_ADDRESSES)
 [actions.retry]
 max_attempts = 12               # then the delivery is dead
 backoff_s = 2.0
@@ -62,6 +63,7 @@ from detectors.calibration import Bands, Calibration, calibrated
 from detectors.registry import REGISTRY, DetectorSet, load_builtin, parameters
 from models.errors import ConfigError
 from models.records import Action, Severity
+from trajwatch.actions import ssrf
 from trajwatch.actions.endpoints import ActionsConfig, Endpoint, RetryPolicy
 from trajwatch.actions.policy import RECOMMENDED, ActionPolicy, AgentSettings, Rule
 from trajwatch.actions.signing import signers
@@ -414,7 +416,9 @@ def actions_config(
                 "export TRAJWATCH_WEBHOOK_SECRET=whsec_..."
             )
         endpoints["default"] = Endpoint(
-            "default", settings.webhook_url, signers(secrets, where="TRAJWATCH_WEBHOOK_SECRET")
+            "default",
+            _webhook_url(settings.webhook_url, "TRAJWATCH_WEBHOOK_URL"),
+            signers(secrets, where="TRAJWATCH_WEBHOOK_SECRET"),
         )
     for name, values in config.get("webhooks", {}).items():
         where = f"{origin}: [webhooks.{name}]"
@@ -425,13 +429,20 @@ def actions_config(
         if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
             raise ConfigError(f'{where} needs secret_env = "VARIABLE" (or a list of them)')
         secrets = environment_secrets(names, environ)
-        endpoints[str(name)] = Endpoint(str(name), values["url"], signers(secrets, where=where))
+        url = _webhook_url(values["url"], f"{where} url")
+        endpoints[str(name)] = Endpoint(str(name), url, signers(secrets, where=where))
+    allowed = _list_of_str(table, "allow_addresses", origin)
+    allowed += (settings.webhook_allow_addresses or "").replace(",", " ").split()
     return ActionsConfig(
         policy=policy,
         endpoints=endpoints,
         retry=retry,
         allow_private=settings.webhook_allow_private
         or _typed(table, "allow_private", bool, False, origin),
+        allow_addresses=ssrf.addresses(
+            allowed,
+            where=f"{origin}: [actions] allow_addresses or TRAJWATCH_WEBHOOK_ALLOW_ADDRESSES",
+        ),
         explorer_url=settings.explorer_url or _typed(table, "explorer_url", str, None, origin),
     )
 
@@ -502,6 +513,25 @@ def _list(table: Mapping[str, Any], key: str, origin: str) -> list[Any]:
         raise ConfigError(f"{origin}: actions.{key} must be an array of tables; "
                           f"write [[actions.{key}]]")
     return value
+
+
+def _webhook_url(url: str, where: str) -> str:
+    """``url`` if the SSRF guard accepts its form (:func:`trajwatch.actions.ssrf.parse`):
+    a URL refused by its form alone fails at start, not at the first kill."""
+    try:
+        ssrf.parse(url)
+    except ConfigError as refused:
+        raise ConfigError(f"{where}: {refused}") from None
+    return url
+
+
+def _list_of_str(table: Mapping[str, Any], key: str, origin: str) -> list[str]:
+    value = table.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(
+            f'{origin}: [actions] {key} must be a list of strings, e.g. ["127.0.0.1"]'
+        )
+    return list(value)
 
 
 def _typed(table: Mapping[str, Any], key: str, kind: type, default: Any, origin: str) -> Any:

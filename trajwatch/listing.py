@@ -4,10 +4,10 @@ script. The JSON shapes are stable: an alert is exactly as ``replay --json`` pri
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from models.records import Alert
+from models.records import Alert, Delivery
 from models.store import SessionActivity, Store
 
 SEVERITIES = ("critical", "warn", "info")
@@ -40,21 +40,60 @@ def alert_line(a: Alert) -> str:
     )
 
 
-def session_state(activity: SessionActivity) -> str:
-    """``ended`` once the session's end is stored (with its status), else ``live``."""
+STOPPED = {"kill": "killed", "rollback": "rolled back"}
+"""A stopping action a breaker received, as a session's state."""
+
+
+def stopped(deliveries: Iterable[Delivery]) -> dict[str, str]:
+    """Session id → ``killed`` (a kill was delivered to a breaker) or ``rolled back`` (a
+    rollback was, and no kill), from the outbox rows. Shadow-mode rows were never sent:
+    they stop nothing.
+
+    >>> from models.records import Action
+    >>> def row(action, status, session):
+    ...     return Delivery(delivery_id=f"{session}:{action}", alert_id="a", endpoint="x",
+    ...                     action=action, status=status, session_id=session)
+    >>> stopped([row(Action.ROLLBACK, "delivered", "s1"), row(Action.KILL, "delivered", "s1"),
+    ...          row(Action.KILL, "dead", "s2"), row(Action.ROLLBACK, "delivered", "s3")])
+    {'s1': 'killed', 's3': 'rolled back'}
+    """
+    found: dict[str, str] = {}
+    for d in deliveries:
+        action = str(d.action)
+        if d.status != "delivered" or action not in STOPPED or d.session_id is None:
+            continue
+        if found.get(d.session_id) != "killed":
+            found[d.session_id] = STOPPED[action]
+    return found
+
+
+def session_state(activity: SessionActivity, stopped_as: str | None = None) -> str:
+    """``killed`` or ``rolled back`` when a breaker received that action for the session
+    (``stopped_as``, from :func:`stopped`): what the session ended as, whatever status it
+    reported itself; else ``ended`` once its end is stored (with its status), else
+    ``live``."""
+    if stopped_as is not None:
+        return stopped_as
     info = activity.info
     if info.ended_ts is None:
         return "live"
     return f"ended ({info.end_status})" if info.end_status else "ended"
 
 
-def sessions_json(activities: Sequence[SessionActivity]) -> dict[str, Any]:
+def sessions_json(
+    activities: Sequence[SessionActivity], stops: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """``{"sessions": [...]}``; ``stops`` is :func:`stopped` of the outbox (``state`` is
+    then ``killed`` for a session a kill was delivered for; ``end_status`` keeps what
+    the session reported)."""
+    stops = stops or {}
     return {
         "sessions": [
             {
                 "session_id": a.info.session_id,
                 "agent": a.info.agent,
-                "state": session_state(a),
+                "state": session_state(a, stops.get(a.info.session_id)),
+                "end_status": a.info.end_status,
                 "started_ts": a.info.started_ts,
                 "last_ts": a.last_ts,
                 "steps": a.steps,
@@ -69,16 +108,20 @@ def sessions_json(activities: Sequence[SessionActivity]) -> dict[str, Any]:
     }
 
 
-def sessions_text(activities: Sequence[SessionActivity]) -> str:
+def sessions_text(
+    activities: Sequence[SessionActivity], stops: Mapping[str, str] | None = None
+) -> str:
     if not activities:
         return "no sessions"
+    stops = stops or {}
     header = f"{'session':<40} {'agent':<18} {'state':<16} {'steps':>6} {'tokens':>10}  alerts"
     lines = [header]
     for a in activities:
         badges = " ".join(f"{a.alerts[s]} {s}" for s in SEVERITIES if a.alerts.get(s))
+        state = session_state(a, stops.get(a.info.session_id))
         lines.append(
             f"{a.info.session_id[:40]:<40} {(a.info.agent or '-')[:18]:<18} "
-            f"{session_state(a)[:16]:<16} {a.steps:>6} {a.tokens_in + a.tokens_out:>10}  "
+            f"{state[:16]:<16} {a.steps:>6} {a.tokens_in + a.tokens_out:>10}  "
             f"{badges or '-'}"
         )
     return "\n".join(lines)

@@ -57,7 +57,14 @@ class Settings(PipelineOptions):
     webhook_allow_private: bool = field(
         default=False, metadata=env("TRAJWATCH_WEBHOOK_ALLOW_PRIVATE")
     )
-    """Send to private, loopback and link-local destinations too (the SSRF guard off)."""
+    """Send to loopback and private destinations too (the SSRF guard still refuses cloud
+    metadata and the shared address space: :mod:`trajwatch.actions.ssrf`)."""
+    webhook_allow_addresses: str | None = field(
+        default=None, metadata=env("TRAJWATCH_WEBHOOK_ALLOW_ADDRESSES")
+    )
+    """Exact IP addresses webhooks may reach whatever their class (space- or
+    comma-separated), e.g. ``127.0.0.1`` for a breaker on loopback without
+    ``TRAJWATCH_WEBHOOK_ALLOW_PRIVATE``."""
     explorer_url: str | None = field(default=None, metadata=env("TRAJWATCH_EXPLORER_URL"))
     """Base URL of the explorer, for the link in each webhook."""
     breaker_secret: str | None = field(

@@ -10,6 +10,7 @@ import polars as pl
 import streamlit as st
 
 from dashboards.context import Context
+from dashboards.markdown import escape
 from dashboards.store_view import alerts_table, deliveries_table, endpoint_states, sessions_table
 from dashboards.views.nav import open_session
 from models.errors import UserError
@@ -76,7 +77,9 @@ def _label(table: pl.DataFrame, alert_id: str) -> str:
 
 def _breakers(ctx: Context) -> None:
     store = ctx.store
-    frame = sessions_table(store.session_activity(), store.alerts(), store.outbox().list())
+    deliveries = store.outbox().list()
+    alerts = store.alerts()
+    frame = sessions_table(store.session_activity(), alerts, deliveries)
     stopped = frame.filter(pl.col("breaker") != "-").select(
         "session_id", "agent", "state", "breaker"
     )
@@ -84,6 +87,20 @@ def _breakers(ctx: Context) -> None:
     if stopped.is_empty():
         st.caption("No stopping action (kill, rollback) was decided for any session.")
     else:
+        not_sent = stopped.filter(pl.col("breaker").str.ends_with(" not sent")).height
+        if not_sent and not deliveries:
+            st.warning(
+                f"The detectors decided a kill or rollback for {not_sent} sessions, but no "
+                "webhook endpoint is configured: nothing was sent to a breaker and those "
+                "agents were not stopped. Set TRAJWATCH_WEBHOOK_URL and "
+                "TRAJWATCH_WEBHOOK_SECRET (or [webhooks.NAME]) for `trajwatch serve`."
+            )
+        elif not_sent:
+            st.caption(
+                f"{not_sent} sessions had a kill or rollback decided that was not sent: the "
+                "action policy sent nothing for it, or no endpoint was configured when it "
+                "was raised."
+            )
         st.dataframe(stopped, hide_index=True, width="stretch", key="breakers_table")
     st.caption(
         "What the store knows: the stopping actions sent to the breaker. trajwatch's "
@@ -98,7 +115,7 @@ def _outbox(ctx: Context) -> None:
     st.subheader("Deliveries")
     done = st.session_state.pop("o_result", None)
     if done is not None:
-        (st.success if done[0] == "ok" else st.error)(done[1])
+        (st.success if done[0] == "ok" else st.error)(escape(done[1]))
     if table.is_empty():
         st.caption("The outbox is empty: no webhook endpoint is configured, or nothing fired.")
         return

@@ -16,6 +16,7 @@ import streamlit as st
 from streamlit.runtime.uploaded_file_manager import UploadedFile
 
 from dashboards.context import Context
+from dashboards.markdown import escape
 from dashboards.session_view import compare_alerts
 from models.errors import UserError
 from trajwatch.service.replay import replay
@@ -43,8 +44,8 @@ def render(ctx: Context) -> None:
         try:
             paths = _inputs(path_text, uploads or [])
             _run(ctx, paths)
-        except UserError as error:
-            st.error(str(error))
+        except UserError as error:  # may quote a path or a zip member: text
+            st.error(escape(error))
     runs: dict[str, dict[str, Any]] = st.session_state.get("replays", {})
     if not runs:
         return
@@ -69,9 +70,11 @@ def render(ctx: Context) -> None:
     )
     same = table.filter(pl.col("in") == "both").height
     if same == table.height:
-        st.success(f"The same {same} alerts, by id, as {against}.")
+        st.success(f"The same {same} alerts, by id, as {escape(against)}.")
     else:
-        st.warning(f"{same} alerts in both; {table.height - same} differ (by id) from {against}.")
+        st.warning(
+            f"{same} alerts in both; {table.height - same} differ (by id) from {escape(against)}."
+        )
     st.dataframe(table, hide_index=True, width="stretch", key="r_compare")
 
 

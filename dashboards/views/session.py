@@ -14,6 +14,7 @@ import streamlit as st
 from dashboards import charts
 from dashboards.bundle import bundle_zip, folder_name
 from dashboards.context import Context
+from dashboards.markdown import escape
 from dashboards.session_view import (
     DetectorReplay,
     StoredSeries,
@@ -28,8 +29,9 @@ from dashboards.session_view import (
     subgoals,
     threshold_lines,
 )
-from dashboards.store_view import alerts_table, breaker_state
+from dashboards.store_view import alerts_table, breaker_state, session_state
 from models.records import Alert, Step, step_to_json
+from trajwatch.listing import stopped
 
 REFRESH_S = 5.0
 """How often the view reloads while its session is live (the Sessions page's period)."""
@@ -85,7 +87,7 @@ def render(ctx: Context) -> None:
     ids = [i.session_id for i in infos]
     wanted = st.query_params.get("session")
     if wanted and wanted not in ids:
-        st.warning(f"There is no session {wanted!r} in the store; showing another.")
+        st.warning(f"There is no session {escape(wanted)} in the store; showing another.")
     index = ids.index(wanted) if wanted in ids else 0
     session_id = st.selectbox("Session", ids, index=index, key=f"pick_{wanted}")
     if session_id != wanted:
@@ -116,21 +118,22 @@ def _show(ctx: Context, session_id: str) -> bool:
     store = ctx.store
     info = next((i for i in store.sessions() if i.session_id == session_id), None)
     if info is None:
-        st.warning(f"The session {session_id!r} is no longer in the store.")
+        st.warning(f"The session {escape(session_id)} is no longer in the store.")
         return False
     steps = store.steps(session_id)
     alerts = store.alerts([session_id])
     deliveries = [d for d in store.outbox().list() if d.session_id == session_id]
     table = steps_table(steps)
 
-    st.title(f"Session {session_id}")
+    # the session id, goal and agent name are the agent's own words: text, never Markdown
+    st.title(f"Session {escape(session_id)}")
     if info.goal:
-        st.markdown(f"**Goal:** {info.goal}")
+        st.markdown(f"**Goal:** {escape(info.goal)}")
     live = info.ended_ts is None
-    state = "live" if live else (info.end_status or "ended")
+    state = session_state(info, stopped(deliveries).get(session_id))
     st.markdown(
-        f"**Agent:** {info.agent or '-'} · **State:** {state} · "
-        f"**Breaker:** {breaker_state(deliveries)}"
+        f"**Agent:** {escape(info.agent or '-')} · **State:** {state} · "
+        f"**Breaker:** {breaker_state(deliveries, alerts)}"
     )
     m = st.columns(4)
     m[0].metric("Steps", len(steps))
@@ -210,7 +213,9 @@ def _alerts(alerts: Sequence[Alert], focus: str | None) -> None:
         return
     for a in alerts:
         colour = {"critical": "red", "warn": "orange"}.get(str(a.severity), "gray")
-        refs = ", ".join(f"step {e.get('seq')} ({e.get('source_ref')})" for e in a.evidence)
+        refs = ", ".join(
+            f"step {e.get('seq')} ({escape(e.get('source_ref'))})" for e in a.evidence
+        )
         box = st.container(border=True)
         head = (
             f":{colour}[**● {str(a.severity).upper()}**] **{a.detector}** · score {a.score:.2f}"
@@ -219,10 +224,10 @@ def _alerts(alerts: Sequence[Alert], focus: str | None) -> None:
         if a.alert_id == focus:
             head = ":blue-background[▶ the alert the link names]  " + head
         box.markdown(head)
-        box.markdown(f"{a.reason}")
+        box.markdown(escape(a.reason))
         box.caption(
             f"onset: step {a.onset_seq} · raised at step {a.raised_seq} · evidence: {refs}"
-            + (f" · rollback to checkpoint {a.checkpoint_id}" if a.checkpoint_id else "")
+            + (f" · rollback to checkpoint {escape(a.checkpoint_id)}" if a.checkpoint_id else "")
             + f" · id {a.alert_id}"
         )
 
@@ -242,7 +247,7 @@ def _replay_note(alerts: Sequence[Alert], replayed: DetectorReplay) -> None:
             "from the one the alerts were raised with."
         )
     for failure in replayed.failures[:5]:
-        st.caption(f"detector failed: {failure}")
+        st.caption(f"detector failed: {escape(failure)}")
 
 
 def _details(

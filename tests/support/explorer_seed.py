@@ -89,3 +89,41 @@ def copy(seeded: Seeded, folder: Path) -> str:
     target = folder / "copy.db"
     shutil.copy(seeded.path, target)
     return f"sqlite:///{target}"
+
+
+@dataclass(frozen=True, slots=True)
+class Hostile:
+    """A store holding one session whose agent wrote Markdown into everything it names."""
+
+    url: str
+    session_id: str
+    agent: str
+    goal: str
+
+
+def hostile(folder: Path, pixel_url: str) -> Hostile:
+    """The exfiltration run (``run-008``, a kill) replayed under an agent named
+    ``![x](PIXEL_URL)`` — an image that, rendered, loads ``pixel_url`` in the operator's
+    browser — with a goal full of links, directives, HTML and maths and a session id
+    holding Markdown too."""
+    session_id = "md-**s**-[s](http://evil.example/s)"
+    agent = f"![x]({pixel_url})"
+    goal = (
+        "[link](http://evil.example/a) <a href='http://evil.example/b'>b</a> "
+        "http://evil.example/c www.evil.example me@evil.example :red[red] $x^2$ "
+        "<img src='{pixel}'>\n# h1"
+    ).replace("{pixel}", pixel_url)
+    lines = (RECORDED / "run-008-7aaac6.events.jsonl").read_text().splitlines()
+    events = []
+    for line in lines:
+        event = json.loads(line)
+        event["session_id"] = session_id
+        if event["type"] == "session_start":
+            event.update(agent=agent, goal=goal)
+        events.append(json.dumps(event))
+    path = folder / "hostile.events.jsonl"
+    path.write_text("\n".join(events) + "\n")
+    url = f"sqlite:///{folder / 'hostile.db'}"
+    summary = replay([path], settings=Settings(db_url=url), detectors=detectors())
+    assert summary.dead_letters == 0 and summary.alerts
+    return Hostile(url, session_id, agent, goal)

@@ -1,9 +1,12 @@
 """A real webhook receiver on loopback for the actions' tests and benchmark: verifies the
 Standard Webhooks signature and timestamp, dedupes by ``webhook-id`` (as a circuit
-breaker does), and answers as the test scripts it — down, slow, 3xx, 410, Retry-After."""
+breaker does), and answers as the test scripts it — down, slow, 3xx, 410, Retry-After.
+It listens on any loopback address, over plain HTTP or TLS (recording the server name each
+client asked for)."""
 
 from __future__ import annotations
 
+import ssl
 import threading
 import time
 from collections import Counter
@@ -38,9 +41,20 @@ class Receiver:
     """Counts every request (``received``), applies each verified webhook-id once
     (``applied``) and rejects a bad signature with 401 (``rejected``)."""
 
-    def __init__(self, port: int | None = None, secret: str = SECRET) -> None:
+    def __init__(
+        self,
+        port: int | None = None,
+        secret: str = SECRET,
+        *,
+        host: str = "127.0.0.1",
+        tls: ssl.SSLContext | None = None,
+    ) -> None:
+        self.host = host
         self.port = port or free_port()
-        self.url = f"http://127.0.0.1:{self.port}/hook"
+        self.tls = tls
+        self.url = f"{'https' if tls else 'http'}://{host}:{self.port}/hook"
+        self.server_names: list[str | None] = []
+        """The TLS server name (SNI) of each handshake, with ``tls``."""
         self.verifier = Webhook(secret)
         self.answer: Callable[[Received], Answer] = lambda _: Answer()
         self.received: list[Received] = []
@@ -72,8 +86,11 @@ class Receiver:
                 pass
 
         ThreadingHTTPServer.allow_reuse_address = True
-        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        self._server = ThreadingHTTPServer((self.host, self.port), Handler)
         self._server.daemon_threads = True
+        if self.tls is not None:
+            self.tls.sni_callback = lambda _sock, name, _ctx: self.server_names.append(name)
+            self._server.socket = self.tls.wrap_socket(self._server.socket, server_side=True)
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
         return self
 

@@ -8,12 +8,23 @@ outcome:
 - 2xx: ``delivered``.
 - 410 Gone: the endpoint is disabled (visible in ``trajwatch deliveries list``), its
   deliveries held as ``disabled`` until ``trajwatch deliveries enable NAME``.
-- Anything else — a 3xx (redirects are not followed), 4xx, 5xx, a timeout
-  (:attr:`RetryPolicy.timeout_s`, 15 s) or a connection error — is a failed attempt,
-  retried with exponential backoff and jitter, honouring ``Retry-After``; after the last
-  attempt the delivery is ``dead`` (``trajwatch deliveries redeliver`` resends it).
-- A destination the SSRF guard refuses, or an endpoint no longer configured: ``dead`` at
-  once, with the reason.
+- Anything else — a 3xx (redirects are never followed), 4xx, 5xx, a timeout
+  (:attr:`RetryPolicy.timeout_s`, 15 s), a connection error or a name that does not
+  resolve — is a failed attempt, retried with exponential backoff and jitter, honouring
+  ``Retry-After``; after the last attempt the delivery is ``dead`` (``trajwatch deliveries
+  redeliver`` resends it).
+- A destination the SSRF guard refuses (:mod:`trajwatch.actions.ssrf`), or an endpoint no
+  longer configured: ``dead`` at once, with the reason.
+
+Each attempt parses the endpoint's URL, resolves its host once and judges every address
+(:func:`~trajwatch.actions.ssrf.pin`); the request then goes to those addresses and no
+other (:mod:`trajwatch.actions.transport`).
+
+Failures are loud: a stopping action (kill, rollback) that is refused, dead or held by a
+disabled endpoint is an ERROR line in the process's log, naming the session and the
+reason (a notify: a WARNING), and counts in ``trajwatch_deliveries_failed_total``
+(:mod:`trajwatch.actions.metrics`); each failed attempt of a stopping action is a
+WARNING. At start, each endpoint the guard refuses is an ERROR line too.
 
 Every attempt of a delivery sends the same body under the same ``webhook-id``, with a
 fresh ``webhook-timestamp`` and signatures. The pipeline's
@@ -24,28 +35,41 @@ polls every ``poll_s`` (retries coming due, rows written by other processes).
 from __future__ import annotations
 
 import email.utils
+import http.client
 import logging
 import random
+import ssl
 import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 
-import requests
+from prometheus_client import CollectorRegistry
 
 from features.redact.engine import redact
+from models.errors import DestinationRefused
 from models.records import Delivery
 from models.store import Store
 from trajwatch.actions import signing
-from trajwatch.actions.endpoints import ActionsConfig, Endpoint, refusal
+from trajwatch.actions.endpoints import ActionsConfig, Endpoint
+from trajwatch.actions.metrics import DeliveryMetrics
+from trajwatch.actions.ssrf import AddressPolicy, Resolver, pin, system_resolver
+from trajwatch.actions.transport import Reply, post
 
 log = logging.getLogger(__name__)
 
 USER_AGENT = "trajwatch-webhooks/1"
+STOPPING = ("kill", "rollback")
+"""Actions that stop or rewind an agent: one of these not delivered is an ERROR."""
 
 
 class Dispatcher:
-    """Sends the outbox of the store at ``db_url`` to ``config.endpoints``."""
+    """Sends the outbox of the store at ``db_url`` to ``config.endpoints``.
+
+    ``registry``: where the delivery metrics go (``serve`` passes the registry its
+    ``/metrics`` serves; None: a registry of the dispatcher's own, :attr:`metrics`).
+    ``resolver`` and ``tls`` are seams for tests: the DNS lookup
+    (:data:`~trajwatch.actions.ssrf.Resolver`) and the TLS context."""
 
     def __init__(
         self,
@@ -56,18 +80,25 @@ class Dispatcher:
         poll_s: float = 0.5,
         rng: random.Random | None = None,
         clock: Callable[[], int] = time.time_ns,
+        registry: CollectorRegistry | None = None,
+        resolver: Resolver = system_resolver,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self._store = Store.open(db_url)
         self._outbox = self._store.outbox()
         self._endpoints: Mapping[str, Endpoint] = config.endpoints
         self._retry = config.retry
-        self._allow_private = config.allow_private
+        self._addresses = AddressPolicy(
+            allow_private=config.allow_private, allow_addresses=config.allow_addresses
+        )
+        self._resolver = resolver
+        self._tls = tls
+        self.metrics = DeliveryMetrics(registry)
         self._senders = senders
         self._poll_s = poll_s
         self._rng = rng or random.Random()
         self._clock = clock
         self._pool = ThreadPoolExecutor(senders, thread_name_prefix="trajwatch-send")
-        self._local = threading.local()
         self._inflight: set[Future[None]] = set()
         self._lock = threading.Lock()
         self._wake = threading.Event()
@@ -112,6 +143,7 @@ class Dispatcher:
     # --- the loop ------------------------------------------------------------------
 
     def _loop(self) -> None:
+        self._check_endpoints()
         while not self._stopping.is_set():
             try:
                 claimed = self.pump()
@@ -121,6 +153,30 @@ class Dispatcher:
             if not claimed:
                 self._wake.wait(self._poll_s)
                 self._wake.clear()
+
+    def _check_endpoints(self) -> None:
+        """Say at once, in the log, which endpoints the SSRF guard refuses: a kill sent
+        there would be dead without anyone having looked."""
+        for endpoint in self._endpoints.values():
+            shown = redact(endpoint.url)
+            try:
+                pin(endpoint.url, self._addresses, self._resolver)
+            except DestinationRefused as refused:
+                log.error(
+                    "webhook endpoint %s (%s) is REFUSED by the SSRF guard: %s. Every kill, "
+                    "rollback and notify sent to it will be dead, and no agent stopped",
+                    endpoint.name,
+                    shown,
+                    refused,
+                )
+            except OSError as exc:
+                log.warning(
+                    "webhook endpoint %s (%s) does not resolve now (%s); deliveries to it "
+                    "are retried",
+                    endpoint.name,
+                    shown,
+                    exc,
+                )
 
     def pump(self) -> int:
         """Claim as many due rows as there are idle senders and start sending them;
@@ -156,11 +212,16 @@ class Dispatcher:
     def _send(self, delivery: Delivery) -> None:
         endpoint = self._endpoints.get(delivery.endpoint)
         if endpoint is None:
-            self._final(delivery, "dead", f"endpoint {delivery.endpoint!r} is not configured")
+            error = f"endpoint {delivery.endpoint!r} is not configured"
+            self._final(delivery, "dead", error, reason="unconfigured")
             return
-        refused = refusal(endpoint.url, allow_private=self._allow_private)
-        if refused is not None:
-            self._final(delivery, "dead", f"refused: {refused}")
+        try:
+            pinned = pin(endpoint.url, self._addresses, self._resolver)
+        except DestinationRefused as refused:
+            self._final(delivery, "dead", f"refused: {refused}", reason="refused")
+            return
+        except OSError as exc:  # the name does not resolve now: DNS comes back
+            self._failed(delivery, f"destination does not resolve: {_first_line(exc)}", None, None)
             return
         body = delivery.payload or "{}"
         stamp = self._clock() // 1_000_000_000
@@ -168,24 +229,24 @@ class Dispatcher:
         headers.update({"content-type": "application/json", "user-agent": USER_AGENT})
         self.sent += 1
         try:
-            response = self._session().post(
-                endpoint.url,
-                data=body.encode(),
-                headers=headers,
-                timeout=self._retry.timeout_s,
-                allow_redirects=False,
+            reply = post(
+                pinned, body.encode(), headers, timeout_s=self._retry.timeout_s, tls=self._tls
             )
-        except requests.Timeout:
+        except TimeoutError:
             self._failed(delivery, f"no answer within {self._retry.timeout_s:g} s", None, None)
             return
-        except requests.RequestException as exc:
+        except (OSError, http.client.HTTPException) as exc:
             self._failed(delivery, f"{type(exc).__name__}: {_first_line(exc)}", None, None)
             return
-        code = response.status_code
+        self._answered(delivery, reply)
+
+    def _answered(self, delivery: Delivery, reply: Reply) -> None:
+        code = reply.status
         if 200 <= code < 300:
             self._outbox.record(
                 delivery.delivery_id, status="delivered", now=self._clock(), status_code=code
             )
+            self.metrics.delivered.labels(delivery.endpoint, str(delivery.action)).inc()
         elif code == 410:
             reason = f"410 Gone from {delivery.endpoint}: endpoint disabled"
             self._outbox.record(
@@ -197,9 +258,11 @@ class Dispatcher:
                 status_code=code,
             )
             self._outbox.disable_endpoint(delivery.endpoint, reason, now=self._clock())
+            self._loud(delivery, f"{reason}; held until `trajwatch deliveries enable "
+                       f"{delivery.endpoint}`", reason="disabled")
         else:
             what = f"HTTP {code}" + (" (redirects are not followed)" if 300 <= code < 400 else "")
-            self._failed(delivery, what, code, retry_after(response.headers.get("retry-after")))
+            self._failed(delivery, what, code, retry_after(reply.headers.get("retry-after")))
 
     def _failed(
         self, delivery: Delivery, error: str, code: int | None, retry_after_s: float | None
@@ -207,10 +270,24 @@ class Dispatcher:
         error = redact(error)
         if delivery.attempts >= self._retry.max_attempts:
             gave_up = f"{error}; gave up after {delivery.attempts} attempts"
-            self._final(delivery, "dead", gave_up, code)
+            self._final(delivery, "dead", gave_up, code, reason="dead")
             return
         wait = self._retry.delay_s(delivery.attempts, self._rng.random(), retry_after_s)
         now = self._clock()
+        action = str(delivery.action)
+        self.metrics.retried.labels(delivery.endpoint, action).inc()
+        if action in STOPPING:
+            log.warning(
+                "%s of session %r not delivered yet to %s (attempt %d of %d): %s; next try "
+                "in %.1f s",
+                action,
+                delivery.session_id,
+                delivery.endpoint,
+                delivery.attempts,
+                self._retry.max_attempts,
+                error,
+                wait,
+            )
         self._outbox.record(
             delivery.delivery_id,
             status="pending",
@@ -220,21 +297,37 @@ class Dispatcher:
             status_code=code,
         )
 
-    def _final(self, delivery: Delivery, status: str, error: str, code: int | None = None) -> None:
+    def _final(
+        self, delivery: Delivery, status: str, error: str, code: int | None = None, *, reason: str
+    ) -> None:
+        error = redact(error)
         self._outbox.record(
             delivery.delivery_id,
             status=status,
             now=self._clock(),
-            error=redact(error),
+            error=error,
             status_code=code,
         )
+        self._loud(delivery, error, reason=reason)
 
-    def _session(self) -> requests.Session:
-        session = getattr(self._local, "session", None)
-        if session is None:
-            session = self._local.session = requests.Session()
-            session.trust_env = False  # no proxy from the environment between us and the guard
-        return session
+    def _loud(self, delivery: Delivery, error: str, *, reason: str) -> None:
+        """A delivery failed for good (``reason`` as in
+        :data:`~trajwatch.actions.metrics.FAILURES`): count it, and say so in the log — an
+        ERROR for a stopping action, whose agent goes on running."""
+        action = str(delivery.action)
+        self.metrics.failed.labels(delivery.endpoint, action, reason).inc()
+        stopping = action in STOPPING
+        log.log(
+            logging.ERROR if stopping else logging.WARNING,
+            "%s of session %r NOT DELIVERED to %s: %s.%s Delivery %s: `trajwatch "
+            "deliveries list` shows it, `trajwatch deliveries redeliver` resends it",
+            action,
+            delivery.session_id,
+            delivery.endpoint,
+            error,
+            " The agent was not stopped." if stopping else "",
+            delivery.delivery_id,
+        )
 
 
 def retry_after(value: str | None) -> float | None:

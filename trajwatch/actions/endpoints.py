@@ -1,24 +1,24 @@
-"""Where actions go and how hard the dispatcher tries: endpoints, retries, the SSRF guard.
+"""Where actions go and how hard the dispatcher tries: endpoints, retries, the guard's
+settings.
 
 An :class:`Endpoint` is a name (what the outbox rows and ``trajwatch deliveries`` show),
-a URL and its signing secrets. :func:`refusal` is the SSRF guard: a destination whose
-host resolves to a private, loopback, link-local (cloud metadata), multicast, reserved or
-unspecified address is refused unless private destinations are allowed
-(``TRAJWATCH_WEBHOOK_ALLOW_PRIVATE=1`` or ``[actions] allow_private = true``). The guard
-runs before every attempt, so a name that starts resolving inward is caught then.
+a URL and its signing secrets. Where a URL may lead is the SSRF guard's to say
+(:mod:`trajwatch.actions.ssrf`): ``allow_private`` (``TRAJWATCH_WEBHOOK_ALLOW_PRIVATE=1``
+or ``[actions] allow_private = true``) lets webhooks reach loopback and private networks,
+never cloud metadata; ``allow_addresses`` names exact addresses allowed whatever their
+class. The guard runs before every attempt, so a name that starts resolving inward is
+caught then.
 """
 
 from __future__ import annotations
 
-import ipaddress
-import socket
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from urllib.parse import urlsplit
 
 from standardwebhooks import Webhook
 
 from trajwatch.actions.policy import ActionPolicy
+from trajwatch.actions.ssrf import IPAddress
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,55 +71,5 @@ class ActionsConfig:
     endpoints: Mapping[str, Endpoint] = field(default_factory=dict)
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     allow_private: bool = False
+    allow_addresses: frozenset[IPAddress] = field(default_factory=frozenset)
     explorer_url: str | None = None
-
-
-def refusal(url: str, *, allow_private: bool) -> str | None:
-    """Why the dispatcher must not send to ``url`` (None: it may).
-
-    >>> refusal("ftp://example.com/x", allow_private=True)
-    'only http and https destinations are sent to, not ftp'
-    >>> refusal("http://127.0.0.1:9/hook", allow_private=False).split(";")[0]
-    'destination 127.0.0.1 is loopback (127.0.0.1)'
-    >>> refusal("http://10.0.0.7/hook", allow_private=False).split(";")[0]
-    'destination 10.0.0.7 is private (10.0.0.7)'
-    >>> refusal("http://169.254.169.254/latest", allow_private=True) is None
-    True
-    """
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https"):
-        return f"only http and https destinations are sent to, not {parts.scheme or 'none'}"
-    host = parts.hostname
-    if not host:
-        return "the destination URL names no host"
-    if allow_private:
-        return None
-    try:
-        infos = socket.getaddrinfo(host, parts.port or 443, proto=socket.IPPROTO_TCP)
-    except OSError as exc:
-        return f"destination {host} does not resolve ({exc.strerror or exc})"
-    for info in infos:
-        address = ipaddress.ip_address(str(info[4][0]).split("%")[0])
-        kind = _inward(address)
-        if kind:
-            return (
-                f"destination {host} is {kind} ({address}); allow private destinations with "
-                "TRAJWATCH_WEBHOOK_ALLOW_PRIVATE=1 or [actions] allow_private = true"
-            )
-    return None
-
-
-def _inward(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        return _inward(address.ipv4_mapped)
-    for kind, test in (
-        ("loopback", address.is_loopback),
-        ("link-local", address.is_link_local),
-        ("unspecified", address.is_unspecified),
-        ("multicast", address.is_multicast),
-        ("private", address.is_private),
-        ("reserved", address.is_reserved),
-    ):
-        if test:
-            return kind
-    return None

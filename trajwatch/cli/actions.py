@@ -22,6 +22,7 @@ from trajwatch.actions.operations import enable, redeliver
 from trajwatch.cli.times import parse_since
 from trajwatch.config import actions_config, load_config
 from trajwatch.listing import alerts
+from trajwatch.service.logs import log_to_stderr
 from trajwatch.settings import Settings
 
 ConfigPath = Callable[[argparse.Namespace, Settings], Path | None]
@@ -117,6 +118,7 @@ def _dispatch(args: argparse.Namespace, settings: Settings, config_path: ConfigP
             "no webhook endpoint is configured; set TRAJWATCH_WEBHOOK_URL and "
             "TRAJWATCH_WEBHOOK_SECRET, or add [webhooks.NAME] to the config"
         )
+    log_to_stderr("dispatch")  # an undelivered kill is an ERROR line
     dispatcher = Dispatcher(settings.db_url, config).start()
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):

@@ -503,10 +503,11 @@ def _list(args: argparse.Namespace, settings: Settings, flags: dict[str, str]) -
             )
         else:
             activity = store.session_activity()
+            stops = listing.stopped(store.outbox().list())
             out = (
-                json.dumps(listing.sessions_json(activity))
+                json.dumps(listing.sessions_json(activity, stops))
                 if args.json
-                else listing.sessions_text(activity)
+                else listing.sessions_text(activity, stops)
             )
     finally:
         store.close()

@@ -80,6 +80,7 @@ from trajwatch.listing import alert_line
 from trajwatch.service.check import check
 from trajwatch.service.cpu_placement import place
 from trajwatch.service.gc_tuning import tune_gc
+from trajwatch.service.logs import log_to_stderr
 from trajwatch.settings import Settings
 
 __all__ = ["LiveIngest", "Service", "serve"]
@@ -479,11 +480,14 @@ class Service:
         tune_gc()
         self.store = Store.open(settings.db_url)
         sinks: list[Sink] = [AlertPrinter(echo)] if echo is not None else []
+        self.metrics = ReceiverMetrics()
         self.dispatcher: Dispatcher | None = None
         if actions is not None and actions.endpoints:
-            sink, self.dispatcher = start_actions(settings.db_url, actions)
+            # its counters beside the receiver's: one /metrics shows an undelivered kill
+            sink, self.dispatcher = start_actions(
+                settings.db_url, actions, registry=self.metrics.registry
+            )
             sinks.append(sink)
-        self.metrics = ReceiverMetrics()
         self.inbox: queue.Queue[Accepted] = queue.Queue(maxsize=settings.queue_size)
         self.ingest = LiveIngest(
             settings,
@@ -541,10 +545,12 @@ def serve(
     actions: ActionsConfig | None = None,
 ) -> int:
     """``trajwatch serve``: run until signalled, printing each new alert to stdout as it
-    is committed; the exit status. Owns the process: its threads are placed first, as
+    is committed and trajwatch's log lines (an undelivered kill among them) to stderr;
+    the exit status. Owns the process: its threads are placed first, as
     ``settings.cpu`` says (:mod:`trajwatch.service.cpu_placement`; an embedded :class:`Service`
     leaves its host's threads alone)."""
     cpu = place(settings.cpu, single=True)
+    log_to_stderr("serve")
     service = Service(settings, detectors, host=host, port=port, actions=actions, echo=sys.stdout)
     print(
         f"trajwatch serve: OTLP/HTTP on http://{host}:{port} (/v1/traces, /v1/logs), "

@@ -87,7 +87,7 @@ def test_the_session_page_of_an_incident_renders_in_chromium(
             browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True)
             page = browser.new_page(viewport={"width": 1400, "height": 2400})
             page.goto(f"http://127.0.0.1:{port}/?session={session}&alert={kill.alert_id}")
-            page.get_by_text(f"Session {session}").wait_for(timeout=60_000)
+            page.get_by_text(f"Session {session}", exact=True).wait_for(timeout=60_000)
             # the alert: its caption names the onset and its id
             page.get_by_text(kill.alert_id).first.wait_for(timeout=30_000)
             assert page.get_by_text(f"onset: step {kill.onset_seq}").count() >= 1
@@ -169,3 +169,73 @@ def test_a_live_sessions_page_refreshes_itself_in_chromium(
             browser.close()
     finally:
         _stop(server)
+
+
+class _Pixel:
+    """A loopback HTTP server that counts the requests it gets: an image URL an agent
+    wrote into its name, which the operator's browser must never fetch."""
+
+    def __init__(self) -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        hits = self.hits = []
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                hits.append(self.path)
+                self.send_response(200)
+                self.send_header("content-type", "image/gif")
+                self.end_headers()
+                self.wfile.write(b"GIF89a\x01\x00\x01\x00\x00\x00\x00;")
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/pixel"
+        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+def test_markdown_the_agent_wrote_loads_nothing_in_chromium(tmp_path: Path) -> None:
+    """An agent named ``![x](http://127.0.0.1:PORT/pixel)``: the session page shows the
+    name as text, no image loads (the pixel server sees no request), no link renders."""
+    if not CHROMIUM.exists():
+        pytest.fail(f"no Chromium at {CHROMIUM}: apt-get install -y chromium", pytrace=False)
+    from urllib.parse import quote
+
+    from playwright.sync_api import sync_playwright
+
+    from tests.support.explorer_seed import hostile
+
+    pixel = _Pixel()
+    store = hostile(tmp_path, pixel.url)
+    port = free_port()
+    server = _serve(store.url, port, tmp_path / "ui.log")
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True)
+            page = browser.new_page(viewport={"width": 1400, "height": 2400})
+            page.goto(f"http://127.0.0.1:{port}/?session={quote(store.session_id, safe='')}")
+            page.get_by_text("Goal:").first.wait_for(timeout=60_000)
+            page.wait_for_timeout(1500)  # time for an image to load, were there one
+            assert pixel.hits == [], "the agent's image loaded in the operator's browser"
+            assert page.locator(f'img[src*="{pixel.port}"]').count() == 0
+            links = page.locator('a[href*="evil.example"], a[href^="mailto"]')
+            assert links.count() == 0, links.first.evaluate("e => e.parentElement.outerHTML")
+            # shown as the text it is (a word joiner, invisible, keeps "http://" unlinked)
+            assert page.get_by_text("Session md-**s**-[s](http").count() == 1
+            assert page.get_by_text("![x](http").count() >= 1
+            assert page.get_by_text("[link](http").count() >= 1
+            assert page.get_by_text(":red[red] $x^2$ <img src=").count() >= 1
+            assert page.locator('[data-testid="stException"]').count() == 0
+            browser.close()
+    finally:
+        _stop(server)
+        pixel.stop()
+    assert pixel.hits == []

@@ -80,3 +80,34 @@ def test_since_reads_iso_times_and_spans_back_from_now() -> None:
     assert parse_since("2026-12-01", now=now) == int(now.timestamp() - 12 * 3600) * second
     with pytest.raises(ConfigError, match="no time"):
         parse_since("last tuesday", now=now)
+
+
+def test_a_session_whose_kill_was_delivered_is_killed_whatever_it_reported(
+    db_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It used to say ``ended (success)``: the agent's own word, after trajwatch stopped it."""
+    from models.records import Action
+    from models.store import Store
+    from trajwatch.actions.backtest import decide
+    from trajwatch.actions.policy import ActionPolicy
+    from trajwatch.actions.sink import outbox_rows
+
+    exfil = ROOT / "fixtures" / "recorded" / "run-008-7aaac6.events.jsonl"  # ends "success"
+    _json(capsys, "replay", *map(str, RUNS), str(exfil), "--db", db_url, "--json")
+    with Store.open(db_url) as store:
+        alerts = store.alerts()
+        exfil_session = "conv-13d6398181a82f719c2e"
+        kill = next(a for a in alerts if a.action == Action.KILL and a.session_id == exfil_session)
+        others = {a.session_id for a in alerts} - {kill.session_id}
+        with store.unit() as unit:
+            unit.add_deliveries(outbox_rows(decide(store, ActionPolicy(), alerts), ["ops"], None))
+        store.outbox().record(f"{kill.alert_id}:ops:kill", status="delivered", now=1)
+    sessions = {
+        s["session_id"]: s for s in _json(capsys, "sessions", "--db", db_url, "--json")["sessions"]
+    }
+    assert sessions[kill.session_id]["state"] == "killed"
+    assert sessions[kill.session_id]["end_status"] == "success"
+    assert all(sessions[s]["state"].startswith("ended") for s in others)  # nothing delivered
+    assert main(["sessions", "--db", db_url]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith(kill.session_id))
+    assert " killed " in line
