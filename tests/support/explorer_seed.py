@@ -68,7 +68,11 @@ def seed(folder: Path) -> Seeded:
     sessions["live"] = json.loads(lines[0])["session_id"]
     with Store.open(url) as store:
         alerts = store.alerts()
-        policy = ActionPolicy(agents={SHADOW_AGENT: AgentSettings(shadow=True)})
+        # the incidents' own stops go out as recommended (the operator confirmed every
+        # detector's kills here): the explorer shows what was sent, whatever decided it
+        policy = ActionPolicy(
+            agents={SHADOW_AGENT: AgentSettings(shadow=True)}, corroborate=False
+        )
         rows = outbox_rows(decide(store, policy, alerts), ["ops", "pager"], None)
         with store.unit() as unit:
             unit.add_deliveries(rows)

@@ -4,6 +4,7 @@ SIGKILLed process, replays, 410s and slow receivers."""
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import json
 import os
@@ -31,6 +32,7 @@ from tests.support.wait import wait_until
 from tests.support.webhook_receiver import SECRET, Answer, Received, Receiver
 from trajwatch.actions import ActionSink, Dispatcher, signing
 from trajwatch.actions.endpoints import ActionsConfig, Endpoint, RetryPolicy
+from trajwatch.actions.policy import ActionPolicy
 from trajwatch.cli import main as cli
 from trajwatch.config import detector_set, load_config
 from trajwatch.service.replay import ReplaySummary, replay
@@ -237,7 +239,11 @@ def test_a_replay_reports_what_would_fire_and_sends_nothing_without_deliver(
     assert set(fired) == set(recommended)
     for alert_id, decision in fired.items():
         withheld = "withheld: no independent signal" in decision["why"]
-        assert decision["action"] == ("notify" if withheld else recommended[alert_id])
+        carried = "corroborates" in decision["why"]  # a withheld stop, carried here
+        if carried:
+            assert decision["action"] in ("kill", "rollback")
+        else:
+            assert decision["action"] == ("notify" if withheld else recommended[alert_id])
         assert not withheld or recommended[alert_id] in ("kill", "rollback")
     with Store.open(db) as store:
         assert store.count("deliveries") == 0
@@ -401,7 +407,10 @@ def test_a_rollback_names_the_checkpoint_and_its_commit_or_falls_back_to_kill(
         )
 
     alerts = [rollback(1, onset=5), rollback(2, onset=1)]
-    sink = ActionSink(config("https://breaker.example.com/hook"))
+    # the operator confirmed compliance_decay's stops: this tests the rollback target
+    confirmed = ActionPolicy(confirmed=frozenset({"compliance_decay"}))
+    hook = config("https://breaker.example.com/hook")
+    sink = ActionSink(dataclasses.replace(hook, policy=confirmed))
     with store.unit() as unit:
         unit.upsert_session(
             SessionInfo(session_id="sess-rb", agent="coder"),
