@@ -55,6 +55,13 @@ def test_a_refused_kill_is_an_error_line_and_a_metric(tmp_path: Path) -> None:
             "TRAJWATCH_WEBHOOK_SECRET": SECRET,
         }
     )
+    # the repository's config, with runaway_loop's kills confirmed by the operator: this
+    # tests what happens to a kill that cannot be delivered, not the kill discipline
+    config = tmp_path / "trajwatch.toml"
+    config.write_text(
+        (ROOT / "trajwatch.toml").read_text().replace('"fixtures/', f'"{ROOT}/fixtures/')
+        + '\n[actions]\nconfirmed_kills = ["runaway_loop"]\n'
+    )
     out, err = tmp_path / "serve.out", tmp_path / "serve.err"
     with out.open("wb") as stdout, err.open("wb") as stderr:
         serve = subprocess.Popen(
@@ -68,7 +75,7 @@ def test_a_refused_kill_is_an_error_line_and_a_metric(tmp_path: Path) -> None:
                 "--port",
                 str(port),
                 "--config",
-                str(ROOT / "trajwatch.toml"),
+                str(config),
             ],
             env=env,
             cwd=tmp_path,

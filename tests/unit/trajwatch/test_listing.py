@@ -100,7 +100,9 @@ def test_a_session_whose_kill_was_delivered_is_killed_whatever_it_reported(
         kill = next(a for a in alerts if a.action == Action.KILL and a.session_id == exfil_session)
         others = {a.session_id for a in alerts} - {kill.session_id}
         with store.unit() as unit:
-            unit.add_deliveries(outbox_rows(decide(store, ActionPolicy(), alerts), ["ops"], None))
+            # every stop as recommended: the state follows what was delivered
+            ungated = ActionPolicy(corroborate=False)
+            unit.add_deliveries(outbox_rows(decide(store, ungated, alerts), ["ops"], None))
         store.outbox().record(f"{kill.alert_id}:ops:kill", status="delivered", now=1)
     sessions = {
         s["session_id"]: s for s in _json(capsys, "sessions", "--db", db_url, "--json")["sessions"]
