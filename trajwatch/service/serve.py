@@ -1,7 +1,8 @@
 """``trajwatch serve``: the OTLP/HTTP receiver, the pipeline and the store in one process.
 
 Threads: uvicorn's event loop runs the receiver (:mod:`ingest.sources.otlp_http`), which only
-checks requests and queues them (bounded: a full queue answers 503); one pipeline thread
+checks requests and queues them (bounded: a full queue answers 503); OTLP/gRPC's receiver
+(:mod:`ingest.sources.otlp_grpc`) queues into the same queue from its own; one pipeline thread
 (:class:`LiveIngest`) owns the :class:`~ingest.pipeline.engine.Pipeline` and does everything
 else, in order:
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import grpc
 import pytest
+import yaml
 from google.rpc import error_details_pb2, status_pb2
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
@@ -38,6 +39,7 @@ from tests.integration.serve.test_serve import (
     runs,
     stored_alert_ids,
 )
+from tests.support.paths import ROOT
 from tests.support.ports import free_port
 from tests.support.wait import wait_until
 from trajwatch.config import detector_set, load_config
@@ -309,3 +311,29 @@ def test_a_taken_port_is_one_config_error(grpc_service: Any) -> None:
     )
     with pytest.raises(ConfigError, match="--grpc-port off"):
         again.start()
+
+
+def test_the_collector_config_in_docs_sends_what_serve_reads(
+    runs: list[list[list[Any]]], grpc_service: Any
+) -> None:
+    """``docs/collector.yaml``: every pipeline names components it defines, its exporter
+    points at serve's default gRPC port; its compression and authorization header, given
+    to the SDK's gRPC exporter (no Collector binary is packaged to run here), get a batch
+    into a serve that requires the token."""
+    config = yaml.safe_load((ROOT / "docs" / "collector.yaml").read_text())
+    for pipeline in config["service"]["pipelines"].values():
+        for kind in ("receivers", "processors", "exporters"):
+            assert set(pipeline[kind]) <= set(config[kind])
+    exporter = config["exporters"]["otlp_grpc/trajwatch"]
+    assert exporter["endpoint"].endswith(f":{Settings().grpc_port}")
+    header = exporter["headers"]["authorization"].replace("${env:TRAJWATCH_AUTH_TOKEN}", TOKEN)
+    running = grpc_service(auth_token=TOKEN)
+    sdk = OTLPSpanExporter(
+        endpoint=running.target,
+        insecure=exporter["tls"]["insecure"],
+        compression={"gzip": grpc.Compression.Gzip}[exporter["compression"]],
+        headers=(("authorization", header),),
+    )
+    assert sdk.export(runs[0][0]) == SpanExportResult.SUCCESS
+    sdk.shutdown()
+    assert running.count("OK") == 1
