@@ -59,7 +59,7 @@ from ingest.sources.otlp_http import (
 )
 from models.errors import ConfigError
 
-__all__ = ["SERVICES", "GrpcReceiver", "add_handlers", "retry_trailers"]
+__all__ = ["SERVICES", "GrpcReceiver", "add_handlers", "retry_trailers", "server_options"]
 
 SERVICES = {
     "opentelemetry.proto.collector.trace.v1.TraceService": "traces",
@@ -107,7 +107,7 @@ def add_handlers(
     pipeline thread decides. ``accepting()`` turns false when the service drains
     (``UNAVAILABLE`` from then on). Requests are taken as bytes, with no generated stubs
     and no parse in the event loop; ``server`` must have been made with
-    :func:`_server_options` (gRPC's own inflation off)."""
+    :func:`server_options` (gRPC's own inflation off)."""
     metrics = metrics or ReceiverMetrics()
     token = f"Bearer {auth_token}".encode() if auth_token else None
 
@@ -160,7 +160,8 @@ def add_handlers(
     )
 
 
-def _server_options(max_body_bytes: int) -> list[tuple[str, int]]:
+def server_options(max_body_bytes: int) -> list[tuple[str, int]]:
+    """The ``grpc.aio.server`` options :func:`add_handlers` relies on."""
     return [
         ("grpc.max_receive_message_length", max_body_bytes),  # on the wire; _inflate after
         ("grpc.per_message_decompression", 0),  # no whole-bomb inflation: _inflate
@@ -287,7 +288,7 @@ class GrpcReceiver:
                 raise
 
     async def _serve(self) -> None:
-        server = grpc.aio.server(options=_server_options(self._max_body_bytes))
+        server = grpc.aio.server(options=server_options(self._max_body_bytes))
         add_handlers(server, **self._handlers)
         try:
             self.port = server.add_insecure_port(self.address)
