@@ -37,6 +37,9 @@ class Settings(PipelineOptions):
     per span than one per request; ``0`` commits every cycle always."""
     inbound_dir: str = field(default="trajwatch-inbound", metadata=env("TRAJWATCH_INBOUND_DIR"))
     """``serve``'s write-ahead log of accepted requests, replayed at restart."""
+    grpc_port: int = field(default=4317, metadata=env("TRAJWATCH_GRPC_PORT"))
+    """``serve``: the OTLP/gRPC port (``--grpc-port``), on the same host as OTLP/HTTP;
+    ``0`` serves no gRPC."""
     idle_flush_ms: int = field(default=30_000, metadata=env("TRAJWATCH_IDLE_FLUSH_MS"))
     """``serve``: a trace (or session log) that receives nothing for this long (wall clock)
     is ended, as a recording's end ends it in a replay: longer than an exporter's batch
@@ -139,6 +142,7 @@ _RULES: tuple[tuple[str, str, Callable[[Any], bool]], ...] = (
     ),
     ("commit_wait_ms", ">= 0", lambda v: v >= 0),
     ("cpu", f"{AUTO}, all or a CPU number", check_choice),
+    ("grpc_port", "a port (1-65535), or 0 for none", lambda v: 0 <= v <= 65535),
 )
 
 

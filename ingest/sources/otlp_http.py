@@ -62,6 +62,7 @@ __all__ = [
     "answer_all",
     "create_app",
     "decode_body",
+    "export_response",
     "unreadable",
     "varint",
 ]
@@ -349,6 +350,18 @@ def _respond(signal: str, content: str, answer: Answer) -> Response:
             return Response(_status_proto(code, answer.message), answer.status, headers, PROTOBUF)
         body = json.dumps({"code": code, "message": answer.message})
         return Response(body, answer.status, headers, JSON)
+    message = export_response(signal, answer)
+    if content == "proto":
+        return Response(message.SerializeToString(), 200, headers, PROTOBUF)
+    return Response(json.dumps(to_otlp_json(message)), 200, headers, JSON)
+
+
+def export_response(
+    signal: str, answer: Answer
+) -> ExportTraceServiceResponse | ExportLogsServiceResponse:
+    """The ``Export*ServiceResponse`` of an accepted request (``signal``: ``traces`` or
+    ``logs``), with ``partial_success`` when the pipeline thread rejected part of it; the
+    same for OTLP/HTTP and OTLP/gRPC."""
     message: ExportTraceServiceResponse | ExportLogsServiceResponse
     if signal == "traces":
         message = ExportTraceServiceResponse()
@@ -360,9 +373,7 @@ def _respond(signal: str, content: str, answer: Answer) -> Response:
         if answer.rejected or answer.message:
             message.partial_success.rejected_log_records = answer.rejected
             message.partial_success.error_message = answer.message
-    if content == "proto":
-        return Response(message.SerializeToString(), 200, headers, PROTOBUF)
-    return Response(json.dumps(to_otlp_json(message)), 200, headers, JSON)
+    return message
 
 
 def _status_proto(code: int, message: str) -> bytes:

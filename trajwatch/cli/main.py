@@ -70,6 +70,7 @@ _FLAGS = {
     "lateness_ms": ("lateness_ms", "--lateness-ms"),
     "session_attribute": ("session_attribute", "--session-attribute"),
     "inbound_dir": ("inbound_dir", "--inbound-dir"),
+    "grpc_port": ("grpc_port", "--grpc-port"),
 }
 """Settings field → (argparse dest, flag) of the flags that override settings."""
 
@@ -154,11 +155,18 @@ def _parser() -> argparse.ArgumentParser:
     ss.add_argument("--db", help="store URL (default: $TRAJWATCH_DB_URL or sqlite:///trajwatch.db)")
     ss.add_argument("--json", action="store_true", help='print {"sessions": [...]}')
     sp = sub.add_parser(
-        "serve", parents=[common], help="run the live service (OTLP/HTTP receiver + pipeline)"
+        "serve",
+        parents=[common],
+        help="run the live service (OTLP/HTTP and gRPC receivers + pipeline)",
     )
     sp.add_argument("--db", help="store URL (default: $TRAJWATCH_DB_URL or sqlite:///trajwatch.db)")
     sp.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
     sp.add_argument("--port", type=int, default=4318, help="port (default: 4318, OTLP/HTTP's)")
+    sp.add_argument(
+        "--grpc-port",
+        type=_port_or_off,
+        help="OTLP/gRPC port, or off (default: $TRAJWATCH_GRPC_PORT or 4317)",
+    )
     sp.add_argument(
         "--config", type=Path, help="TOML config (default: ./trajwatch.toml if present)"
     )
@@ -238,6 +246,15 @@ def _actions_parsers(sub: argparse._SubParsersAction, common: argparse.ArgumentP
 def _positive(text: str) -> int:
     if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return int(text)
+
+
+def _port_or_off(text: str) -> int:
+    """A port number, or ``off`` (0): ``--grpc-port``."""
+    if text.strip().lower() == "off":
+        return 0
+    if not text.isdigit() or int(text) > 65535:
+        raise argparse.ArgumentTypeError(f"expected a port (0-65535) or off, got {text!r}")
     return int(text)
 
 
@@ -335,6 +352,7 @@ def _run(args: argparse.Namespace, flags: dict[str, str]) -> int:
             host=args.host,
             port=args.port,
             actions=_actions_config(args, settings),
+            grpc_port=settings.grpc_port,
         )
     if args.command == "bench":
         return _bench(args, settings)

@@ -1,7 +1,8 @@
 """``trajwatch serve``: the OTLP/HTTP receiver, the pipeline and the store in one process.
 
 Threads: uvicorn's event loop runs the receiver (:mod:`ingest.sources.otlp_http`), which only
-checks requests and queues them (bounded: a full queue answers 503); one pipeline thread
+checks requests and queues them (bounded: a full queue answers 503); OTLP/gRPC's receiver
+(:mod:`ingest.sources.otlp_grpc`) queues into the same queue from its own; one pipeline thread
 (:class:`LiveIngest`) owns the :class:`~ingest.pipeline.engine.Pipeline` and does everything
 else, in order:
 
@@ -62,6 +63,7 @@ from ingest.pipeline.engine import Pipeline
 from ingest.pipeline.probe import Probe
 from ingest.pipeline.sinks import Committed, Sink
 from ingest.sources.inbound_log import InboundLog, LogSyncer
+from ingest.sources.otlp_grpc import GrpcReceiver
 from ingest.sources.otlp_http import (
     SOURCE,
     Accepted,
@@ -475,6 +477,7 @@ class Service:
         port: int,
         actions: ActionsConfig | None = None,
         echo: TextIO | None = None,
+        grpc_port: int = 0,
     ) -> None:
         self.settings = settings
         tune_gc()
@@ -517,13 +520,29 @@ class Service:
             access_log=False,
         )
         self.server = _Server(config)
+        self.grpc: GrpcReceiver | None = None
+        """OTLP/gRPC beside OTLP/HTTP, into the same queue (``grpc_port`` 0: none)."""
+        if grpc_port:
+            self.grpc = GrpcReceiver(
+                self.inbox,
+                host=host,
+                port=grpc_port,
+                max_body_bytes=settings.max_body_bytes,
+                auth_token=settings.auth_token,
+                metrics=self.metrics,
+                accepting=lambda: not self._draining and self.ingest.failed is None,
+            )
 
     def run(self) -> int:
         """Serve until SIGTERM/SIGINT (or :meth:`shutdown`); then drain. Exit status."""
-        self.ingest.start()
         try:
+            if self.grpc is not None:  # first: a port in use fails before anything runs
+                self.grpc.start()
+            self.ingest.start()
             self.server.run()
         finally:
+            if self.grpc is not None:  # its requests in flight answered, as uvicorn's were
+                self.grpc.stop()
             self._draining = True
             self.ingest.stop()
             if self.dispatcher is not None:  # after the drain: its last commits' actions too
@@ -543,6 +562,7 @@ def serve(
     host: str,
     port: int,
     actions: ActionsConfig | None = None,
+    grpc_port: int = 0,
 ) -> int:
     """``trajwatch serve``: run until signalled, printing each new alert to stdout as it
     is committed and trajwatch's log lines (an undelivered kill among them) to stderr;
@@ -551,9 +571,20 @@ def serve(
     leaves its host's threads alone)."""
     cpu = place(settings.cpu, single=True)
     log_to_stderr("serve")
-    service = Service(settings, detectors, host=host, port=port, actions=actions, echo=sys.stdout)
+    service = Service(
+        settings,
+        detectors,
+        host=host,
+        port=port,
+        actions=actions,
+        echo=sys.stdout,
+        grpc_port=grpc_port,
+    )
+    if service.grpc is not None:  # a port in use is one line, before the banner
+        service.grpc.start()
     print(
         f"trajwatch serve: OTLP/HTTP on http://{host}:{port} (/v1/traces, /v1/logs), "
+        f"{f'OTLP/gRPC on {host}:{grpc_port}' if grpc_port else 'OTLP/gRPC off'}, "
         f"store {settings.db_url}, {service.ingest.recovered} logged requests resumed, "
         f"actions to {len(actions.endpoints) if actions else 0} webhook endpoints, "
         f"{'threads on CPU ' + str(cpu) if cpu is not None else 'threads placed by the OS'}",

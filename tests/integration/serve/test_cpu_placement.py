@@ -114,8 +114,9 @@ def test_trajwatch_serve_places_all_its_threads(tmp_path: Path, choice: str) -> 
         "TRAJWATCH_INBOUND_DIR": str(tmp_path / "inbound"),
     }
     db = f"sqlite:///{tmp_path}/tw.db"
+    serve = ["serve", "--db", db, "--port", str(port), "--grpc-port", "off"]
     child = subprocess.Popen(
-        [sys.executable, "-m", "trajwatch.cli.main", "serve", "--db", db, "--port", str(port)],
+        [sys.executable, "-m", "trajwatch.cli.main", *serve],
         env=env,
         cwd=tmp_path,
         stderr=subprocess.PIPE,

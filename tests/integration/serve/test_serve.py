@@ -462,6 +462,8 @@ def spawn(tmp: Path, url: str, port: int, idle_ms: int) -> subprocess.Popen[byte
                 url,
                 "--port",
                 str(port),
+                "--grpc-port",
+                "off",
                 "--config",
                 str(CONFIG),
             ],

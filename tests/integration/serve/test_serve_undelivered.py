@@ -74,6 +74,8 @@ def test_a_refused_kill_is_an_error_line_and_a_metric(tmp_path: Path) -> None:
                 f"sqlite:///{tmp_path / 'tw.db'}",
                 "--port",
                 str(port),
+                "--grpc-port",
+                "off",
                 "--config",
                 str(config),
             ],

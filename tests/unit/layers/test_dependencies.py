@@ -23,6 +23,7 @@ IMPORT_NAMES = {
     "ahocorasick-rs": "ahocorasick_rs",
     "opentelemetry-proto": "opentelemetry.proto",
     "protobuf": "google.protobuf",
+    "grpcio": "grpc",
     "prometheus-client": "prometheus_client",
     "kafka-python": "kafka",
     "scikit-learn": "sklearn",
