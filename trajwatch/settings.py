@@ -14,6 +14,7 @@ from typing import Any
 
 from ingest.pipeline.options import PipelineOptions, env
 from models.errors import ConfigError
+from trajwatch.service.check_failure import DECISIONS, READ_ONLY_TOOLS
 from trajwatch.service.cpu_placement import AUTO, check_choice
 
 DEFAULT_DB_URL = "sqlite:///trajwatch.db"
@@ -45,8 +46,29 @@ class Settings(PipelineOptions):
     """``serve``: the largest request body, counted after decompression (413 beyond)."""
     queue_size: int = field(default=64, metadata=env("TRAJWATCH_QUEUE_SIZE"))
     """``serve``: accepted requests waiting for the pipeline; a full queue answers 503."""
-    auth_token: str | None = field(default=None, metadata=env("TRAJWATCH_AUTH_TOKEN"))
-    """``serve``: when set, requests must carry ``Authorization: Bearer <token>``."""
+    auth_token: str | None = field(default=None, repr=False, metadata=env("TRAJWATCH_AUTH_TOKEN"))
+    """``serve``: when set, every request but ``/healthz`` (OTLP ingest, ``/v1/check``,
+    ``/metrics``) must carry ``Authorization: Bearer <token>`` (``docs/security.md``)."""
+    check_max_body_bytes: int = field(
+        default=1 << 20, metadata=env("TRAJWATCH_CHECK_MAX_BODY_BYTES")
+    )
+    """``serve``'s ``/v1/check``: the largest body judged (a hook input is the call's
+    arguments, kilobytes; as ``trajwatch breaker``'s cap); a larger one gets the failure
+    decision for an unknown tool."""
+    check_timeout_ms: int = field(default=2_000, metadata=env("TRAJWATCH_CHECK_TIMEOUT_MS"))
+    """``serve``'s ``/v1/check``: past this, the failure decision is answered (under the
+    breaker's 3 s and the hook's own timeout: a hook that times out lets the call run)."""
+    check_failure_dangerous: str = field(
+        default="deny", metadata=env("TRAJWATCH_CHECK_FAILURE_DANGEROUS")
+    )
+    """``serve``'s ``/v1/check``: the decision (``deny``, ``ask``, ``allow`` = none) when a
+    check fails for a tool that is not read-only, or an unknown one."""
+    check_failure_other: str = field(default="ask", metadata=env("TRAJWATCH_CHECK_FAILURE_OTHER"))
+    """...and for a read-only tool."""
+    check_read_only_tools: str = field(
+        default=",".join(READ_ONLY_TOOLS), metadata=env("TRAJWATCH_CHECK_READ_ONLY_TOOLS")
+    )
+    """The read-only tools, comma-separated, exact names (Claude Code's by default)."""
     webhook_url: str | None = field(default=None, metadata=env("TRAJWATCH_WEBHOOK_URL"))
     """One webhook endpoint (named ``default``) with nothing else configured; with no
     action policy written, each alert's recommended action is sent to it."""
@@ -114,7 +136,18 @@ class Settings(PipelineOptions):
 _RULES: tuple[tuple[str, str, Callable[[Any], bool]], ...] = (
     *(
         (name, ">= 1", lambda v: v >= 1)
-        for name in ("commit_every", "idle_flush_ms", "max_body_bytes", "queue_size")
+        for name in (
+            "commit_every",
+            "idle_flush_ms",
+            "max_body_bytes",
+            "queue_size",
+            "check_max_body_bytes",
+            "check_timeout_ms",
+        )
+    ),
+    *(
+        (name, " or ".join(DECISIONS), lambda v: v in DECISIONS)
+        for name in ("check_failure_dangerous", "check_failure_other")
     ),
     ("commit_wait_ms", ">= 0", lambda v: v >= 0),
     ("cpu", f"{AUTO}, all or a CPU number", check_choice),

@@ -7,7 +7,9 @@ spans or runs detectors in the event loop. Per the OTLP/HTTP specification:
   ``Content-Encoding`` ``gzip``, ``deflate`` or none, else 415;
 - the body, counted *after* decompression, at most ``max_body_bytes``, else 413 (a
   gzip bomb is cut off at the cap, never inflated whole);
-- optional bearer-token auth: 401 without the token;
+- optional bearer-token auth (:mod:`ingest.sources.bearer`): 401 without the token, on
+  the OTLP endpoints, ``/metrics`` and the routes the composition root adds (``serve``'s
+  ``POST /v1/check``); ``/healthz`` stays open for probes;
 - a full queue, or a server that is shutting down, answers 503 with ``Retry-After``:
   the exporter retries the whole batch later;
 - the accepted request waits until the pipeline thread has made it durable (see
@@ -23,14 +25,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hmac
 import json
 import queue
 import time
 import zlib
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
     ExportLogsServiceResponse,
@@ -45,21 +45,25 @@ from prometheus_client import (
     generate_latest,
 )
 from starlette.applications import Starlette
-from starlette.concurrency import run_in_threadpool
-from starlette.requests import Request
+from starlette.middleware import Middleware
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ingest.decoded import Decoded
 from ingest.formats.otlp_json import to_otlp_json
 from ingest.formats.otlp_proto import PROTOBUF
 from ingest.formats.table import HTTP_KINDS, RawRecord, decode
+from ingest.sources.bearer import BearerToken
 
 __all__ = [
     "Accepted",
     "Answer",
+    "BodyTooLarge",
     "ReceiverMetrics",
     "answer_all",
+    "capped",
     "create_app",
     "decode_body",
     "unreadable",
@@ -199,22 +203,18 @@ def create_app(
     auth_token: str | None = None,
     metrics: ReceiverMetrics | None = None,
     accepting: Callable[[], bool] = lambda: True,
-    check: Callable[[Any], tuple[int, dict[str, Any]]] | None = None,
+    routes: Sequence[BaseRoute] = (),
 ) -> Starlette:
     """The receiver as an ASGI app. ``inbox`` is the bounded queue the pipeline thread
     reads; ``accepting()`` turns false when the service drains (503 from then on).
-    ``check``, when given, answers ``POST /v1/check`` (a JSON body in, a status and a JSON
-    answer out; the composition root's pre-execution check), in a worker thread."""
+    ``routes`` are the composition root's own endpoints (``serve``'s ``POST /v1/check``),
+    served behind the same bearer token."""
     metrics = metrics or ReceiverMetrics()
-    token = f"Bearer {auth_token}".encode() if auth_token else None
+    auth = BearerToken(auth_token)
 
     async def receive(request: Request, signal: str) -> Response:
         content = _content(request.headers.get("content-type", ""))
         try:
-            if token is not None and not hmac.compare_digest(
-                request.headers.get("authorization", "").encode(), token
-            ):
-                raise _Refused(401, "missing or wrong bearer token")
             if content is None:
                 raise _Refused(
                     415,
@@ -237,6 +237,8 @@ def create_app(
             answer = await accepted.answer
         except _Refused as refused:
             answer = Answer(status=refused.status, message=refused.message)
+        except ClientDisconnect:  # nobody is left to read an answer
+            answer = Answer(status=400, message="the client disconnected")
         metrics.requests.labels(signal, str(answer.status)).inc()
         return _respond(signal, content or "json", answer)
 
@@ -246,27 +248,6 @@ def create_app(
     async def logs(request: Request) -> Response:
         return await receive(request, "logs")
 
-    async def pre_check(request: Request) -> Response:
-        if check is None:
-            return Response(json.dumps({"error": "no check configured"}), 404, media_type=JSON)
-        if token is not None and not hmac.compare_digest(
-            request.headers.get("authorization", "").encode(), token
-        ):
-            return Response(
-                json.dumps({"error": "missing or wrong bearer token"}),
-                401,
-                {"WWW-Authenticate": "Bearer"},
-                JSON,
-            )
-        try:
-            body = json.loads(await _capped(request.stream(), max_body_bytes))
-        except _Refused as refused:
-            return Response(json.dumps({"error": refused.message}), refused.status, media_type=JSON)
-        except ValueError:
-            return Response(json.dumps({"error": "the body is not JSON"}), 400, media_type=JSON)
-        status, answer = await run_in_threadpool(check, body)
-        return Response(json.dumps(answer), status, media_type=JSON)
-
     async def health(request: Request) -> Response:
         status = 200 if accepting() else 503
         return Response(json.dumps({"ok": status == 200}), status, media_type=JSON)
@@ -275,15 +256,49 @@ def create_app(
         metrics.queue_depth.set(inbox.qsize())
         return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
+    def refuse(request: Request) -> Response:
+        """The 401 of a request without the token, in its endpoint's own format."""
+        path = request.url.path
+        if path in ("/v1/traces", "/v1/logs"):
+            signal = path.rsplit("/", 1)[1]
+            metrics.requests.labels(signal, "401").inc()
+            content = _content(request.headers.get("content-type", "")) or "json"
+            return _respond(signal, content, Answer(401, message="missing or wrong bearer token"))
+        body = json.dumps({"error": "missing or wrong bearer token"})
+        return Response(body, 401, {"WWW-Authenticate": "Bearer"}, JSON)
+
     return Starlette(
         routes=[
             Route("/v1/traces", traces, methods=["POST"]),
             Route("/v1/logs", logs, methods=["POST"]),
-            Route("/v1/check", pre_check, methods=["POST"]),
             Route("/healthz", health, methods=["GET"]),
             Route("/metrics", prometheus, methods=["GET"]),
-        ]
+            *routes,
+        ],
+        middleware=[Middleware(_TokenGuard, auth=auth, refuse=refuse)],
     )
+
+
+class _TokenGuard:
+    """Every path but ``/healthz`` behind the bearer token, checked before routing and
+    before any body is read: no route, present or added, is reached without it."""
+
+    OPEN = frozenset({"/healthz"})
+
+    def __init__(
+        self, app: ASGIApp, *, auth: BearerToken, refuse: Callable[[Request], Response]
+    ) -> None:
+        self.app = app
+        self.auth = auth
+        self.refuse = refuse
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and self.auth.required:
+            request = Request(scope)
+            if request.url.path not in self.OPEN and not self.auth.allows(request):
+                await self.refuse(request)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
 
 def _content(content_type: str) -> str | None:
@@ -295,7 +310,10 @@ async def _read_body(request: Request, cap: int) -> bytes:
     encoding, 400 for a corrupt stream). Inflation stops at the cap: no gzip bomb."""
     encoding = request.headers.get("content-encoding", "identity").strip().lower()
     if encoding in ("", "identity"):
-        return await _capped(request.stream(), cap)
+        try:
+            return await capped(request, cap)
+        except BodyTooLarge as exc:
+            raise _Refused(413, str(exc)) from None
     wbits = _WBITS.get(encoding)
     if wbits is None:
         raise _Refused(415, f"Content-Encoding {encoding!r} is not gzip or deflate")
@@ -314,6 +332,8 @@ async def _read_body(request: Request, cap: int) -> bytes:
                 parts.append(out)
                 data = inflater.unconsumed_tail
         tail = inflater.flush(cap - size + 1)
+    except BodyTooLarge as exc:
+        raise _Refused(413, str(exc)) from None
     except zlib.error as exc:
         raise _Refused(400, f"corrupt {encoding} body: {exc}") from None
     size += len(tail)
@@ -325,18 +345,31 @@ async def _read_body(request: Request, cap: int) -> bytes:
     return b"".join(parts)
 
 
+class BodyTooLarge(Exception):
+    """A request body past its cap (:func:`capped`): the rest was not read."""
+
+    def __init__(self, cap: int) -> None:
+        super().__init__(f"body over {cap} bytes")
+        self.cap = cap
+
+
 async def _limited(stream: AsyncIterator[bytes], cap: int) -> AsyncIterator[bytes]:
-    """The wire bytes, with 413 as soon as more than ``cap`` arrived."""
+    """The wire bytes, with :class:`BodyTooLarge` as soon as more than ``cap`` arrived."""
     size = 0
     async for chunk in stream:
         size += len(chunk)
         if size > cap:
-            raise _Refused(413, f"body over {cap} bytes")
+            raise BodyTooLarge(cap)
         yield chunk
 
 
-async def _capped(stream: AsyncIterator[bytes], cap: int) -> bytes:
-    return b"".join([chunk async for chunk in _limited(stream, cap)])
+async def capped(request: Request, cap: int) -> bytes:
+    """``request``'s body, at most ``cap`` bytes: :class:`BodyTooLarge` when its declared
+    ``Content-Length`` is larger (before reading any) or once more arrived."""
+    declared = request.headers.get("content-length", "").strip()
+    if declared.isdigit() and int(declared) > cap:
+        raise BodyTooLarge(cap)
+    return b"".join([chunk async for chunk in _limited(request.stream(), cap)])
 
 
 def _respond(signal: str, content: str, answer: Answer) -> Response:

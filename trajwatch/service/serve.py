@@ -77,7 +77,8 @@ from models.store import Store
 from trajwatch.actions import ActionsConfig, Dispatcher
 from trajwatch.actions import start as start_actions
 from trajwatch.listing import alert_line
-from trajwatch.service.check import check
+from trajwatch.service.check_failure import CheckMetrics, FailurePolicy
+from trajwatch.service.check_route import check_route
 from trajwatch.service.cpu_placement import place
 from trajwatch.service.gc_tuning import tune_gc
 from trajwatch.settings import Settings
@@ -100,6 +101,8 @@ BATCH_WHEN_BUSY = 0.9
 """Above this share of its time busy, the pipeline thread batches commits
 (:class:`CommitCadence`). Measured by the benchmark's half load: ~0.5 on a quiet machine,
 ~0.76 beside other jobs; at full load 0.94-0.99."""
+MIN_TOKEN_CHARS = 16
+"""A shorter ``TRAJWATCH_AUTH_TOKEN`` is warned about at start (as the breaker refuses one)."""
 RESUME_GRACE_S = 10.0
 """After a restart, the partitions fed again from the log are not quiet: their senders
 were refused while the service was down and are backing off (an OTel exporter gives up
@@ -495,13 +498,25 @@ class Service:
             sinks=sinks,
         )
         self._draining = False
+        policy = FailurePolicy(
+            dangerous=settings.check_failure_dangerous,
+            other=settings.check_failure_other,
+            read_only_tools=FailurePolicy.tools(settings.check_read_only_tools),
+        )
+        check = check_route(
+            self.ingest.probe,
+            policy=policy,
+            metrics=CheckMetrics(self.metrics.registry),
+            max_body_bytes=settings.check_max_body_bytes,
+            timeout_s=settings.check_timeout_ms / 1000,
+        )
         app = create_app(
             self.inbox,
             max_body_bytes=settings.max_body_bytes,
             auth_token=settings.auth_token,
             metrics=self.metrics,
             accepting=lambda: not self._draining and self.ingest.failed is None,
-            check=lambda body: check(body, self.ingest.probe),
+            routes=[check],
         )
         config = uvicorn.Config(
             app,
@@ -545,6 +560,19 @@ def serve(
     ``settings.cpu`` says (:mod:`trajwatch.service.cpu_placement`; an embedded :class:`Service`
     leaves its host's threads alone)."""
     cpu = place(settings.cpu, single=True)
+    if settings.auth_token is None:
+        log.warning(
+            "TRAJWATCH_AUTH_TOKEN is not set: any local process (the monitored agent too) "
+            "can send spans, ask /v1/check and read /metrics (docs/security.md)"
+        )
+    elif len(settings.auth_token) < MIN_TOKEN_CHARS:
+        log.warning(
+            "TRAJWATCH_AUTH_TOKEN is %d characters: under %d, an agent on the same host can "
+            "guess it; generate one with python -c 'import secrets; "
+            "print(secrets.token_urlsafe(32))'",
+            len(settings.auth_token),
+            MIN_TOKEN_CHARS,
+        )
     service = Service(settings, detectors, host=host, port=port, actions=actions, echo=sys.stdout)
     print(
         f"trajwatch serve: OTLP/HTTP on http://{host}:{port} (/v1/traces, /v1/logs), "

@@ -105,8 +105,11 @@ def _varint(n: int) -> bytes:
             return bytes(out)
 
 
-def metric(base: str, name: str) -> float:
-    text = requests.get(f"{base}/metrics", timeout=5).text
+def metric(base: str, name: str, token: str | None = None) -> float:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    answer = requests.get(f"{base}/metrics", headers=headers, timeout=5)
+    answer.raise_for_status()
+    text = answer.text
     total = 0.0
     for line in text.splitlines():
         if line.startswith(name) and not line.startswith("#"):
@@ -114,10 +117,10 @@ def metric(base: str, name: str) -> float:
     return total
 
 
-def settled(base: str) -> bool:
+def settled(base: str, token: str | None = None) -> bool:
     """Every accepted request is stored and its log records retired."""
-    return metric(base, "trajwatch_inbound_records") == 0 and (
-        metric(base, "trajwatch_pending_steps") == 0
+    return metric(base, "trajwatch_inbound_records", token) == 0 and (
+        metric(base, "trajwatch_pending_steps", token) == 0
     )
 
 
@@ -320,7 +323,7 @@ def test_protocol_errors_are_answered_per_the_otlp_spec(service: Any) -> None:
     assert again.status_code == 200
     whole = requests.post(url, data=ExportTraceServiceResponse().SerializeToString(), headers=proto)
     assert whole.status_code == 200
-    wait_until(lambda: settled(running.base), 10, "the requests to be stored")
+    wait_until(lambda: settled(running.base, "s3cret"), 10, "the requests to be stored")
     running.stop()
     with Store.open(running.service.settings.db_url) as store:
         letters = store.dead_letters()
