@@ -46,6 +46,29 @@ class Settings(PipelineOptions):
     """``serve``: the largest request body, counted after decompression (413 beyond)."""
     queue_size: int = field(default=64, metadata=env("TRAJWATCH_QUEUE_SIZE"))
     """``serve``: accepted requests waiting for the pipeline; a full queue answers 503."""
+    max_request_items: int = field(default=65_536, metadata=env("TRAJWATCH_MAX_REQUEST_ITEMS"))
+    """``serve``: the most spans or log records (protobuf), or JSON objects and arrays
+    (OTLP/JSON: ~21 a span of ten attributes) one request may carry (413 beyond): a
+    decoded span costs ~1 KB whatever its size on the wire."""
+    max_inflight_bytes: int = field(default=64 << 20, metadata=env("TRAJWATCH_MAX_INFLIGHT_BYTES"))
+    """``serve``: decompressed bytes of the requests read and not yet fed to the pipeline
+    (being read, queued, decoded); past it, 503 with ``Retry-After``. At least
+    ``max_body_bytes``."""
+    max_inflight_items: int = field(default=131_072, metadata=env("TRAJWATCH_MAX_INFLIGHT_ITEMS"))
+    """``serve``: items (as ``max_request_items`` counts them) of those requests; past it,
+    503 with ``Retry-After`` (~130 MB of decoded spans). At least ``max_request_items``."""
+    max_connections: int = field(default=1_024, metadata=env("TRAJWATCH_MAX_CONNECTIONS"))
+    """``serve``: connections and requests at once; beyond, requests are answered 503."""
+    http_header_timeout_ms: int = field(
+        default=10_000, metadata=env("TRAJWATCH_HTTP_HEADER_TIMEOUT_MS")
+    )
+    """``serve``: a request's line and headers must arrive within this (from the
+    connection's start or the request's first byte), else 408 and the connection closes."""
+    http_body_timeout_ms: int = field(
+        default=30_000, metadata=env("TRAJWATCH_HTTP_BODY_TIMEOUT_MS")
+    )
+    """``serve``: a request's body must arrive within this of its headers (an OTel
+    exporter gives up after 10 s), else 408 and the connection closes."""
     auth_token: str | None = field(default=None, repr=False, metadata=env("TRAJWATCH_AUTH_TOKEN"))
     """``serve``: when set, every request but ``/healthz`` (OTLP ingest, ``/v1/check``,
     ``/metrics``) must carry ``Authorization: Bearer <token>`` (``docs/security.md``)."""
@@ -130,7 +153,20 @@ class Settings(PipelineOptions):
         return env if environ.get(env) else "default"
 
     def _rules(self) -> tuple[tuple[str, str, Callable[[Any], bool]], ...]:
-        return (*PipelineOptions._rules(self), *_RULES)
+        # one request must fit in the in-flight budget, or it would be refused for ever
+        fits = (
+            (
+                "max_inflight_bytes",
+                f">= max_body_bytes ({self.max_body_bytes})",
+                lambda v: v >= self.max_body_bytes,
+            ),
+            (
+                "max_inflight_items",
+                f">= max_request_items ({self.max_request_items})",
+                lambda v: v >= self.max_request_items,
+            ),
+        )
+        return (*PipelineOptions._rules(self), *_RULES, *fits)
 
 
 _RULES: tuple[tuple[str, str, Callable[[Any], bool]], ...] = (
@@ -143,6 +179,10 @@ _RULES: tuple[tuple[str, str, Callable[[Any], bool]], ...] = (
             "queue_size",
             "check_max_body_bytes",
             "check_timeout_ms",
+            "max_request_items",
+            "max_connections",
+            "http_header_timeout_ms",
+            "http_body_timeout_ms",
         )
     ),
     *(

@@ -72,6 +72,7 @@ from ingest.sources.otlp_http import (
     decode_body,
     unreadable,
 )
+from ingest.sources.request_budget import InFlight
 from models.records import Alert, DeadLetter
 from models.store import Store
 from trajwatch.actions import ActionsConfig, Dispatcher
@@ -81,6 +82,7 @@ from trajwatch.service.check_failure import CheckMetrics, FailurePolicy
 from trajwatch.service.check_route import check_route
 from trajwatch.service.cpu_placement import place
 from trajwatch.service.gc_tuning import tune_gc
+from trajwatch.service.http_protocol import bounded_protocol
 from trajwatch.settings import Settings
 
 __all__ = ["LiveIngest", "Service", "serve"]
@@ -101,6 +103,9 @@ BATCH_WHEN_BUSY = 0.9
 """Above this share of its time busy, the pipeline thread batches commits
 (:class:`CommitCadence`). Measured by the benchmark's half load: ~0.5 on a quiet machine,
 ~0.76 beside other jobs; at full load 0.94-0.99."""
+KEEP_ALIVE_S = 5
+"""An idle kept-alive connection is closed after this (uvicorn's default, said here: the
+exporters' connections come back within their batch delay)."""
 MIN_TOKEN_CHARS = 16
 """A shorter ``TRAJWATCH_AUTH_TOKEN`` is warned about at start (as the breaker refuses one)."""
 RESUME_GRACE_S = 10.0
@@ -308,6 +313,7 @@ class LiveIngest:
                 accepted = self.inbox.get_nowait()
             except queue.Empty:
                 return
+            accepted.release()
             answer_all([(accepted, Answer(status=503, message="pipeline stopped"))])
 
     # -- one cycle ------------------------------------------------------------------
@@ -328,6 +334,8 @@ class LiveIngest:
             else:
                 self.metrics.log_records.inc(batch.records)
             self._feed(seq, batch, now)
+        for accepted in group:  # decoded and fed: the in-flight budget is free again
+            accepted.release()
         # held until a commit, perhaps a few cycles on: the gauge says so meanwhile (the
         # pending steps, a walk over every open partition, are counted at commits)
         self.metrics.inbound.set(self.log.live_count())
@@ -517,12 +525,23 @@ class Service:
             metrics=self.metrics,
             accepting=lambda: not self._draining and self.ingest.failed is None,
             routes=[check],
+            max_request_items=settings.max_request_items,
+            inflight=InFlight(
+                max_bytes=settings.max_inflight_bytes, max_items=settings.max_inflight_items
+            ),
         )
         config = uvicorn.Config(
             app,
             host=host,
             port=port,
-            http="httptools",  # C parser: half h11's CPU per request, on the GIL serve shares
+            # httptools, the C parser (half h11's CPU per request, on the GIL serve
+            # shares), with bounded headers and read deadlines
+            http=bounded_protocol(
+                header_timeout_s=settings.http_header_timeout_ms / 1000,
+                body_timeout_s=settings.http_body_timeout_ms / 1000,
+            ),
+            limit_concurrency=settings.max_connections,
+            timeout_keep_alive=KEEP_ALIVE_S,
             lifespan="off",
             log_level="warning",
             access_log=False,
