@@ -37,7 +37,12 @@ class Settings(PipelineOptions):
     spent only under sustained full load, where one commit for many requests costs less
     per span than one per request; ``0`` commits every cycle always."""
     inbound_dir: str = field(default="trajwatch-inbound", metadata=env("TRAJWATCH_INBOUND_DIR"))
-    """``serve``'s write-ahead log of accepted requests, replayed at restart."""
+    """``serve``'s write-ahead log of accepted requests, replayed at restart: a folder of
+    its own (made 0700; its files 0600), emptied as soon as its records are committed."""
+    inbound_key: str | None = field(default=None, repr=False, metadata=env("TRAJWATCH_INBOUND_KEY"))
+    """The secret (16+ characters) that seals the write-ahead log (AES-256-GCM); unset, a
+    key file in the log's folder, rotated whenever the log is empty
+    (:mod:`ingest.sources.inbound_cipher`)."""
     idle_flush_ms: int = field(default=30_000, metadata=env("TRAJWATCH_IDLE_FLUSH_MS"))
     """``serve``: a trace (or session log) that receives nothing for this long (wall clock)
     is ended, as a recording's end ends it in a replay: longer than an exporter's batch

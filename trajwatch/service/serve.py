@@ -6,7 +6,8 @@ checks requests and queues them (bounded: a full queue answers 503); one pipelin
 else, in order:
 
 1. takes the queued requests, several at once (group commit);
-2. appends their bodies to the write-ahead log (:mod:`ingest.sources.inbound_log`) and fsyncs;
+2. appends their bodies to the write-ahead log (:mod:`ingest.sources.inbound_log`: sealed,
+   0600, emptied as soon as its records are committed) and fsyncs;
 3. decodes them and answers them all at once (one wake-up of the event loop:
    :func:`~ingest.sources.otlp_http.answer_all`) — 200 (with ``partial_success`` for what it
    rejected) or 400 — now that a restart would see them again: the exporter's retry is
@@ -61,6 +62,7 @@ from ingest.decoded import Decoded
 from ingest.pipeline.engine import Pipeline
 from ingest.pipeline.probe import Probe
 from ingest.pipeline.sinks import Committed, Sink
+from ingest.sources.inbound_cipher import FrameCipher
 from ingest.sources.inbound_log import InboundLog, LogSyncer
 from ingest.sources.otlp_http import (
     SOURCE,
@@ -207,7 +209,10 @@ class LiveIngest:
         """Held while the pipeline thread changes sessions; :meth:`probe` takes it."""
         self.inbox = inbox
         self.metrics = metrics
-        self.log = InboundLog(Path(settings.inbound_dir))
+        self.log = InboundLog(
+            Path(settings.inbound_dir),
+            cipher=FrameCipher.from_secret(settings.inbound_key) if settings.inbound_key else None,
+        )
         self._syncer = LogSyncer(self.log)
         """Answers each group once its records are durable, while the pipeline goes on."""
         self.failed: BaseException | None = None

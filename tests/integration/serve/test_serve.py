@@ -158,8 +158,7 @@ def service(tmp_path: Path) -> Iterator[Any]:
         settings = Settings(
             db_url=db_url or f"sqlite:///{tmp_path / 'live.db'}",
             inbound_dir=str(tmp_path / "inbound"),
-            idle_flush_ms=300,
-            **overrides,
+            **{"idle_flush_ms": 300, **overrides},
         )
         running = Running(
             Service(settings, detector_set(load_config(CONFIG)), host="127.0.0.1", port=port),
@@ -555,9 +554,10 @@ def sessions_behind_their_checkpoint(url: str) -> list[str]:
 def test_inbound_log_keeps_what_was_acknowledged_and_cuts_a_torn_tail(tmp_path: Path) -> None:
     from ingest.sources.inbound_log import InboundLog
 
-    log = InboundLog(tmp_path, segment_bytes=64)
+    # sealed frames: 16 bytes of segment header, 36 of frame header, nonce and tag each
+    log = InboundLog(tmp_path, segment_bytes=150)
     seqs = log.append([("traces/proto", b"a" * 40), ("traces/json", b"{}")])
-    later = log.append([("logs/json", b"b" * 40)])  # past 64 bytes: a second segment
+    later = log.append([("logs/json", b"b" * 40)])  # past 150 bytes: a second segment
     log.retire([seqs[0]])
     log.close()
     segments = sorted(tmp_path.glob("*.wal"))
