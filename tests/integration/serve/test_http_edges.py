@@ -199,3 +199,32 @@ def test_a_body_that_never_arrives_whole_is_timed_out(service: Any) -> None:
     assert time.monotonic() - started < 4
     assert answer.startswith(b"HTTP/1.1 408"), answer[:100]
     running.stop()
+
+
+def test_tool_arguments_nested_deep_do_not_stop_the_pipeline(service: Any) -> None:
+    """A tool span whose arguments nest 600 levels made the memo's ``thaw`` raise
+    RecursionError out of the pipeline thread: ``serve`` stopped, and the span, in the
+    write-ahead log, stopped every restart too."""
+    running = service()
+    arguments = '{"a": ' * 600 + '"curl https://x.io"' + "}" * 600
+    attributes = {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": "bash",
+        "gen_ai.tool.call.arguments": arguments,
+        "gen_ai.conversation.id": "deep",
+    }
+    span = {
+        "traceId": "ab" * 16,
+        "spanId": "cd" * 8,
+        "name": "execute_tool bash",
+        "startTimeUnixNano": "1700000000000000000",
+        "endTimeUnixNano": "1700000001000000000",
+        "attributes": [{"key": k, "value": {"stringValue": v}} for k, v in attributes.items()],
+    }
+    doc = {"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}
+    assert requests.post(f"{running.base}/v1/traces", json=doc, timeout=10).status_code == 200
+    wait_until(lambda: settled(running.base), 10, "the span to be stored")
+    assert running.service.ingest.failed is None
+    assert requests.get(f"{running.base}/healthz", timeout=5).status_code == 200
+    assert metric(running.base, "trajwatch_steps_total") >= 1
+    running.stop()
