@@ -14,6 +14,7 @@ from typing import Any
 
 from ingest.pipeline.options import PipelineOptions, env
 from models.errors import ConfigError
+from trajwatch.service.check_failure import DECISIONS, READ_ONLY_TOOLS
 from trajwatch.service.cpu_placement import AUTO, check_choice
 
 DEFAULT_DB_URL = "sqlite:///trajwatch.db"
@@ -36,7 +37,12 @@ class Settings(PipelineOptions):
     spent only under sustained full load, where one commit for many requests costs less
     per span than one per request; ``0`` commits every cycle always."""
     inbound_dir: str = field(default="trajwatch-inbound", metadata=env("TRAJWATCH_INBOUND_DIR"))
-    """``serve``'s write-ahead log of accepted requests, replayed at restart."""
+    """``serve``'s write-ahead log of accepted requests, replayed at restart: a folder of
+    its own (made 0700; its files 0600), emptied as soon as its records are committed."""
+    inbound_key: str | None = field(default=None, repr=False, metadata=env("TRAJWATCH_INBOUND_KEY"))
+    """The secret (16+ characters) that seals the write-ahead log (AES-256-GCM); unset, a
+    key file in the log's folder, rotated whenever the log is empty
+    (:mod:`ingest.sources.inbound_cipher`)."""
     grpc_port: int = field(default=4317, metadata=env("TRAJWATCH_GRPC_PORT"))
     """``serve``: the OTLP/gRPC port (``--grpc-port``), on the same host as OTLP/HTTP;
     ``0`` serves no gRPC."""
@@ -48,8 +54,52 @@ class Settings(PipelineOptions):
     """``serve``: the largest request body, counted after decompression (413 beyond)."""
     queue_size: int = field(default=64, metadata=env("TRAJWATCH_QUEUE_SIZE"))
     """``serve``: accepted requests waiting for the pipeline; a full queue answers 503."""
-    auth_token: str | None = field(default=None, metadata=env("TRAJWATCH_AUTH_TOKEN"))
-    """``serve``: when set, requests must carry ``Authorization: Bearer <token>``."""
+    max_request_items: int = field(default=65_536, metadata=env("TRAJWATCH_MAX_REQUEST_ITEMS"))
+    """``serve``: the most spans or log records (protobuf), or JSON objects and arrays
+    (OTLP/JSON: ~21 a span of ten attributes) one request may carry (413 beyond): a
+    decoded span costs ~1 KB whatever its size on the wire."""
+    max_inflight_bytes: int = field(default=64 << 20, metadata=env("TRAJWATCH_MAX_INFLIGHT_BYTES"))
+    """``serve``: decompressed bytes of the requests read and not yet fed to the pipeline
+    (being read, queued, decoded); past it, 503 with ``Retry-After``. At least
+    ``max_body_bytes``."""
+    max_inflight_items: int = field(default=131_072, metadata=env("TRAJWATCH_MAX_INFLIGHT_ITEMS"))
+    """``serve``: items (as ``max_request_items`` counts them) of those requests; past it,
+    503 with ``Retry-After`` (~130 MB of decoded spans). At least ``max_request_items``."""
+    max_connections: int = field(default=1_024, metadata=env("TRAJWATCH_MAX_CONNECTIONS"))
+    """``serve``: connections and requests at once; beyond, requests are answered 503."""
+    http_header_timeout_ms: int = field(
+        default=10_000, metadata=env("TRAJWATCH_HTTP_HEADER_TIMEOUT_MS")
+    )
+    """``serve``: a request's line and headers must arrive within this (from the
+    connection's start or the request's first byte), else 408 and the connection closes."""
+    http_body_timeout_ms: int = field(
+        default=30_000, metadata=env("TRAJWATCH_HTTP_BODY_TIMEOUT_MS")
+    )
+    """``serve``: a request's body must arrive within this of its headers (an OTel
+    exporter gives up after 10 s), else 408 and the connection closes."""
+    auth_token: str | None = field(default=None, repr=False, metadata=env("TRAJWATCH_AUTH_TOKEN"))
+    """``serve``: when set, every request but ``/healthz`` (OTLP ingest, ``/v1/check``,
+    ``/metrics``) must carry ``Authorization: Bearer <token>`` (``docs/security.md``)."""
+    check_max_body_bytes: int = field(
+        default=1 << 20, metadata=env("TRAJWATCH_CHECK_MAX_BODY_BYTES")
+    )
+    """``serve``'s ``/v1/check``: the largest body judged (a hook input is the call's
+    arguments, kilobytes; as ``trajwatch breaker``'s cap); a larger one gets the failure
+    decision for an unknown tool."""
+    check_timeout_ms: int = field(default=2_000, metadata=env("TRAJWATCH_CHECK_TIMEOUT_MS"))
+    """``serve``'s ``/v1/check``: past this, the failure decision is answered (under the
+    breaker's 3 s and the hook's own timeout: a hook that times out lets the call run)."""
+    check_failure_dangerous: str = field(
+        default="deny", metadata=env("TRAJWATCH_CHECK_FAILURE_DANGEROUS")
+    )
+    """``serve``'s ``/v1/check``: the decision (``deny``, ``ask``, ``allow`` = none) when a
+    check fails for a tool that is not read-only, or an unknown one."""
+    check_failure_other: str = field(default="ask", metadata=env("TRAJWATCH_CHECK_FAILURE_OTHER"))
+    """...and for a read-only tool."""
+    check_read_only_tools: str = field(
+        default=",".join(READ_ONLY_TOOLS), metadata=env("TRAJWATCH_CHECK_READ_ONLY_TOOLS")
+    )
+    """The read-only tools, comma-separated, exact names (Claude Code's by default)."""
     webhook_url: str | None = field(default=None, metadata=env("TRAJWATCH_WEBHOOK_URL"))
     """One webhook endpoint (named ``default``) with nothing else configured; with no
     action policy written, each alert's recommended action is sent to it."""
@@ -132,13 +182,41 @@ class Settings(PipelineOptions):
         return env if environ.get(env) else "default"
 
     def _rules(self) -> tuple[tuple[str, str, Callable[[Any], bool]], ...]:
-        return (*PipelineOptions._rules(self), *_RULES)
+        # one request must fit in the in-flight budget, or it would be refused for ever
+        fits = (
+            (
+                "max_inflight_bytes",
+                f">= max_body_bytes ({self.max_body_bytes})",
+                lambda v: v >= self.max_body_bytes,
+            ),
+            (
+                "max_inflight_items",
+                f">= max_request_items ({self.max_request_items})",
+                lambda v: v >= self.max_request_items,
+            ),
+        )
+        return (*PipelineOptions._rules(self), *_RULES, *fits)
 
 
 _RULES: tuple[tuple[str, str, Callable[[Any], bool]], ...] = (
     *(
         (name, ">= 1", lambda v: v >= 1)
-        for name in ("commit_every", "idle_flush_ms", "max_body_bytes", "queue_size")
+        for name in (
+            "commit_every",
+            "idle_flush_ms",
+            "max_body_bytes",
+            "queue_size",
+            "check_max_body_bytes",
+            "check_timeout_ms",
+            "max_request_items",
+            "max_connections",
+            "http_header_timeout_ms",
+            "http_body_timeout_ms",
+        )
+    ),
+    *(
+        (name, " or ".join(DECISIONS), lambda v: v in DECISIONS)
+        for name in ("check_failure_dangerous", "check_failure_other")
     ),
     ("commit_wait_ms", ">= 0", lambda v: v >= 0),
     ("cpu", f"{AUTO}, all or a CPU number", check_choice),

@@ -24,14 +24,28 @@ __all__ = ["freeze", "thaw"]
 _SCALARS = (str, int, float, bool, type(None))
 
 
+MAX_DEPTH = 64
+"""Deeper values give no key: :func:`thaw` takes two frames a level, and a value nested
+600 levels (an agent's tool arguments) made it raise ``RecursionError`` out of the
+pipeline; the uncached path bounds its own walks (``features.calls.canonical``)."""
+
+
 def freeze(value: Any, *, max_chars: int | None = None) -> tuple[Any, ...] | None:
-    """A hashable, type-tagged copy of ``value``; None when it is not plain data or its
-    strings hold more than ``max_chars`` characters in all (keeps memo entries small)."""
+    """A hashable, type-tagged copy of ``value``; None when it is not plain data, its
+    strings hold more than ``max_chars`` characters in all (keeps memo entries small) or
+    it nests deeper than :data:`MAX_DEPTH`.
+
+    >>> deep: Any = "x"
+    >>> for _ in range(MAX_DEPTH + 1):
+    ...     deep = [deep]
+    >>> freeze(deep) is None, freeze(deep[0]) is None
+    (True, False)
+    """
     budget = [max_chars if max_chars is not None else -1]
-    return _freeze(value, budget)
+    return _freeze(value, budget, 0)
 
 
-def _freeze(value: Any, budget: list[int]) -> tuple[Any, ...] | None:
+def _freeze(value: Any, budget: list[int], depth: int) -> tuple[Any, ...] | None:
     kind = type(value)
     if kind is str:
         if budget[0] >= 0:
@@ -39,10 +53,12 @@ def _freeze(value: Any, budget: list[int]) -> tuple[Any, ...] | None:
             if budget[0] < 0:
                 return None
         return (str, value)
+    if (kind is dict or kind is list or kind is tuple) and depth >= MAX_DEPTH:
+        return None
     if kind is dict:
         items = []
         for k, v in value.items():
-            fv = _freeze(v, budget)
+            fv = _freeze(v, budget, depth + 1)
             if type(k) is not str or fv is None:
                 return None
             items.append((k, fv))
@@ -50,7 +66,7 @@ def _freeze(value: Any, budget: list[int]) -> tuple[Any, ...] | None:
     if kind is list or kind is tuple:
         parts = []
         for v in value:
-            fv = _freeze(v, budget)
+            fv = _freeze(v, budget, depth + 1)
             if fv is None:
                 return None
             parts.append(fv)

@@ -9,13 +9,24 @@ all the requests written meanwhile), so the pipeline goes on while the disk sync
 the answers wait for it. A record is retired once everything it fed has been released
 and committed; what a re-fed record repeats is dropped by the store's stable step ids.
 
-On disk: segment files ``<first seq>.wal`` in one folder, each a run of frames
-``[u32 length][u32 crc32][u16 kind length][kind][body]`` (little-endian). A torn frame
-at the end of a segment (a crash mid-write, never acknowledged) ends what is read of it.
-Retiring appends a mark frame (kind ``retired``, the seqs as u64s; not fsync'd: a lost
-mark only means a harmless second feed). A segment is deleted when its records and those
-of every older segment are retired and a newer segment exists, so a mark is never
-deleted before the records it names.
+The bodies are the requests as received, credentials and all (the store keeps only
+redacted text): so the log is sealed (:mod:`ingest.sources.inbound_cipher`: AES-256-GCM
+under ``TRAJWATCH_INBOUND_KEY``, else under a key file rotated whenever the log is
+empty — why encrypted rather than redacted is said there), its folder is created 0700
+(tightened if it holds nothing else) and its files 0600, and it is emptied as soon as it
+can be: a segment is deleted once its records and every older segment's are retired —
+the segment being written too, so a quiet service keeps no segment at all.
+
+On disk: segment files ``<first seq>.wal`` in one folder, each the header
+(:data:`~ingest.sources.inbound_cipher.MAGIC` and the key's id) then a run of frames
+``[u32 length][u32 crc32][sealed payload]``, the payload ``[u16 kind length][kind][body]``
+(little-endian; the crc is of the sealed bytes). A torn frame at the end of a segment (a
+crash mid-write, never acknowledged) ends what is read of it; a frame that is whole but
+fails authentication (the file was altered) stops the start, named. Segments written
+before the log was sealed (no header: plaintext frames) are read as they are, and go once
+retired. Retiring appends a mark frame (kind ``retired``, the seqs as u64s; not fsync'd:
+a lost mark only means a harmless second feed). A segment is deleted only when every
+older one is, so a mark is never deleted before the records it names.
 
 >>> import tempfile
 >>> log = InboundLog(Path(tempfile.mkdtemp()))
@@ -33,6 +44,7 @@ from __future__ import annotations
 
 import logging
 import os
+import stat
 import struct
 import threading
 import zlib
@@ -40,6 +52,15 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
+
+from ingest.sources.inbound_cipher import (
+    KEY_FILE,
+    MAGIC,
+    FrameCipher,
+    InvalidTag,
+    remove_key_file,
+)
+from models.errors import ConfigError
 
 __all__ = ["InboundLog", "InboundRecord", "LogSyncer"]
 
@@ -65,21 +86,39 @@ class InboundRecord:
 class InboundLog:
     """Append, fsync, retire; the records still live at open are in :attr:`recovered`.
 
+    ``cipher`` seals the frames (the composition root's, from ``TRAJWATCH_INBOUND_KEY``);
+    without one, the log keeps its own key file in ``directory``. ConfigError at open
+    when the segments there were sealed with another key.
+
     One thread writes (:meth:`append`, :meth:`write`, :meth:`retire`); :meth:`sync` may
     run on another (:class:`LogSyncer`)."""
 
-    def __init__(self, directory: Path, *, segment_bytes: int = SEGMENT_BYTES) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        cipher: FrameCipher | None = None,
+        segment_bytes: int = SEGMENT_BYTES,
+    ) -> None:
         self.directory = Path(directory)
-        self.directory.mkdir(parents=True, exist_ok=True)
+        _private_folder(self.directory)
         self.segment_bytes = segment_bytes
+        segments = sorted(self.directory.glob("*.wal"))
+        self._own_key = cipher is None
+        if cipher is None and segments:
+            cipher = FrameCipher.from_key_file(self.directory, rotate=False)
+        self.cipher = cipher
+        """None until the first segment of an empty log gets a key file of its own."""
         self.recovered: list[InboundRecord] = []
         self._live: dict[Path, set[int]] = {}
         self._segment_of: dict[int, Path] = {}
         next_seq = 0
         retired: set[int] = set()
-        for path in sorted(self.directory.glob("*.wal")):
+        for path in segments:
+            os.chmod(path, 0o600)  # a segment written before the log was private
             first = int(path.stem)
-            records, marks = _read_segment(path, first)
+            assert cipher is not None
+            records, marks = _read_segment(path, first, cipher)
             retired.update(marks)
             self.recovered.extend(records)
             self._live[path] = {r.seq for r in records}
@@ -110,7 +149,7 @@ class InboundLog:
         assert self._active is not None
         live = self._live[self._active]
         for kind, body in records:
-            frames.append(_frame(kind, body))
+            frames.append(self._frame(kind, body))
             seq = self._next_seq
             self._next_seq += 1
             seqs.append(seq)
@@ -135,11 +174,17 @@ class InboundLog:
         if not seqs:
             return
         file = self._writable()
-        body = b"".join(_SEQ.pack(seq) for seq in seqs)
-        file.write(_frame(RETIRED, body))
+        frame = self._frame(RETIRED, b"".join(_SEQ.pack(seq) for seq in seqs))
+        file.write(frame)
         file.flush()
-        self._size += _HEADER.size + _KIND.size + len(RETIRED) + len(body)
+        self._size += len(frame)
         self._drop_retired(seqs)
+
+    def _frame(self, kind: str, body: bytes) -> bytes:
+        assert self.cipher is not None  # set by _writable, called first
+        name = kind.encode()
+        sealed = self.cipher.seal(_KIND.pack(len(name)) + name + body)
+        return _HEADER.pack(len(sealed), zlib.crc32(sealed)) + sealed
 
     def _drop_retired(self, seqs: Iterable[int]) -> None:
         for seq in seqs:
@@ -160,25 +205,39 @@ class InboundLog:
 
     def _writable(self) -> BinaryIO:
         if self._file is None or self._size >= self.segment_bytes:
+            if self._own_key and not self._live:  # an empty log: a key of its own
+                self.cipher = FrameCipher.from_key_file(self.directory, rotate=True)
+            assert self.cipher is not None
             with self._file_lock:
                 if self._file is not None:  # its records may still await a sync
                     os.fsync(self._file.fileno())
                     self._file.close()
                 self._active = self.directory / f"{self._next_seq:020d}.wal"
-                self._file = self._active.open("ab")
-            self._size = 0
+                fd = os.open(self._active, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+                self._file = os.fdopen(fd, "ab")
+                self._size = os.fstat(fd).st_size
+                if self._size == 0:
+                    self._file.write(self.cipher.header)
+                    self._size = len(self.cipher.header)
             self._live[self._active] = set()
             _fsync_dir(self.directory)
-            self._drop_empty()
         return self._file
 
     def _drop_empty(self) -> None:
-        """Delete the oldest segments while they hold nothing live (see the module doc)."""
+        """Delete the oldest segments while they hold nothing live (see the module doc),
+        the one being written too; forget the key file's key once none is left."""
         for path in sorted(self._live):
-            if self._live[path] or path == self._active:
+            if self._live[path]:
                 return
+            if path == self._active:
+                self.close()
+                self._active = None
+                self._size = 0
             path.unlink(missing_ok=True)
             del self._live[path]
+        if self._own_key and self._active is None and self.cipher is not None:
+            remove_key_file(self.directory)
+            self.cipher = None
 
 
 class LogSyncer:
@@ -235,23 +294,41 @@ class LogSyncer:
                     log.exception("a callback after the inbound log's sync failed")
 
 
-def _frame(kind: str, body: bytes) -> bytes:
-    name = kind.encode()
-    payload = _KIND.pack(len(name)) + name + body
-    return _HEADER.pack(len(payload), zlib.crc32(payload)) + payload
-
-
-def _read_segment(path: Path, first: int) -> tuple[list[InboundRecord], set[int]]:
+def _read_segment(
+    path: Path, first: int, cipher: FrameCipher
+) -> tuple[list[InboundRecord], set[int]]:
     """The segment's records and the seqs its marks retire."""
     data = path.read_bytes()
     records: list[InboundRecord] = []
     marks: set[int] = set()
     pos = 0
+    if len(data) < len(cipher.header) and data[: len(MAGIC)] == MAGIC[: len(data)]:
+        data = b""  # a header torn at creation: nothing was written after it
+    sealed = data[: len(MAGIC)] == MAGIC
+    if sealed:
+        if data[len(MAGIC) : len(cipher.header)] != cipher.key_id:
+            raise ConfigError(
+                f"the inbound log's segment {path} was sealed with another key than "
+                f"{cipher.source}'s; give serve the key it was written with "
+                "(TRAJWATCH_INBOUND_KEY, or the folder's inbound.key), or move the folder "
+                "away to start without the requests it holds"
+            )
+        pos = len(cipher.header)
     while pos + _HEADER.size <= len(data):
         length, crc = _HEADER.unpack_from(data, pos)
         payload = data[pos + _HEADER.size : pos + _HEADER.size + length]
-        if len(payload) < length or zlib.crc32(payload) != crc or length < _KIND.size:
+        if len(payload) < length or zlib.crc32(payload) != crc:
             break  # a torn write: it was never acknowledged
+        if sealed:
+            try:
+                payload = cipher.open(payload)
+            except InvalidTag:
+                raise ConfigError(
+                    f"the inbound log's segment {path} was altered (the frame at byte {pos} "
+                    "fails authentication); move the folder away to start without it"
+                ) from None
+        if len(payload) < _KIND.size:
+            break
         (name_len,) = _KIND.unpack_from(payload)
         kind = payload[_KIND.size : _KIND.size + name_len].decode()
         body = payload[_KIND.size + name_len :]
@@ -260,11 +337,30 @@ def _read_segment(path: Path, first: int) -> tuple[list[InboundRecord], set[int]
         else:
             records.append(InboundRecord(first + len(records), kind, body))
         pos += _HEADER.size + length
-    if pos < len(data):
+    if pos < path.stat().st_size:
         with path.open("r+b") as file:  # cut the torn tail, so nothing is ever after it
             file.truncate(pos)
             os.fsync(file.fileno())
     return records, marks
+
+
+def _private_folder(directory: Path) -> None:
+    """Create ``directory`` 0700; tighten it if it holds nothing but the log's files."""
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    mode = stat.S_IMODE(directory.stat().st_mode)
+    if not mode & 0o077:
+        return
+    names = {KEY_FILE, KEY_FILE + ".new"}
+    if all(p.suffix == ".wal" or p.name in names for p in directory.iterdir()):
+        os.chmod(directory, 0o700)
+    else:
+        log.warning(
+            "%s is open to other users (mode %o) and holds other files than the inbound "
+            "log's: its files are 0600, but give the log a folder of its own "
+            "(TRAJWATCH_INBOUND_DIR)",
+            directory,
+            mode,
+        )
 
 
 def _fsync_dir(directory: Path) -> None:

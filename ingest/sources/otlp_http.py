@@ -4,10 +4,18 @@ A source, like ``files``: it checks what arrives and hands it on; it never decod
 spans or runs detectors in the event loop. Per the OTLP/HTTP specification:
 
 - ``Content-Type`` ``application/x-protobuf`` or ``application/json``, else 415;
-  ``Content-Encoding`` ``gzip``, ``deflate`` or none, else 415;
+  ``Content-Encoding`` ``gzip``, ``deflate`` or none, else 415; every member of a gzip
+  body is read (a body of two requests is both), bytes after the last member or after a
+  deflate stream are refused (400), as is a truncated stream;
 - the body, counted *after* decompression, at most ``max_body_bytes``, else 413 (a
   gzip bomb is cut off at the cap, never inflated whole);
-- optional bearer-token auth: 401 without the token;
+- what the body will decode to, counted before it is (spans, log records or JSON
+  containers: :mod:`ingest.sources.request_budget`), at most ``max_request_items``, else
+  413; and what all requests between this edge and the pipeline hold, at most the
+  in-flight budget's bytes and items, else 503 with ``Retry-After``;
+- optional bearer-token auth (:mod:`ingest.sources.bearer`): 401 without the token, on
+  the OTLP endpoints, ``/metrics`` and the routes the composition root adds (``serve``'s
+  ``POST /v1/check``); ``/healthz`` stays open for probes;
 - a full queue, or a server that is shutting down, answers 503 with ``Retry-After``:
   the exporter retries the whole batch later;
 - the accepted request waits until the pipeline thread has made it durable (see
@@ -23,14 +31,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hmac
 import json
 import queue
 import time
 import zlib
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
     ExportLogsServiceResponse,
@@ -46,20 +52,26 @@ from prometheus_client import (
 )
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
-from starlette.requests import Request
+from starlette.middleware import Middleware
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ingest.decoded import Decoded
 from ingest.formats.otlp_json import to_otlp_json
 from ingest.formats.otlp_proto import PROTOBUF
 from ingest.formats.table import HTTP_KINDS, RawRecord, decode
+from ingest.sources.bearer import BearerToken
+from ingest.sources.request_budget import InFlight, OverBudget, Reservation, count_items
 
 __all__ = [
     "Accepted",
     "Answer",
+    "BodyTooLarge",
     "ReceiverMetrics",
     "answer_all",
+    "capped",
     "create_app",
     "decode_body",
     "export_response",
@@ -96,6 +108,13 @@ class Accepted:
     """Awaited by the request's handler in the receiver's event loop; set from the
     pipeline thread with :func:`answer_all`."""
     received: float = field(default_factory=time.monotonic)
+    reservation: Reservation | None = None
+    """Its share of the in-flight budget: released by the pipeline thread once the
+    request is fed (or refused)."""
+
+    def release(self) -> None:
+        if self.reservation is not None:
+            self.reservation.release()
 
 
 def answer_all(answers: Iterable[tuple[Accepted, Answer]]) -> None:
@@ -159,6 +178,16 @@ class ReceiverMetrics:
         self.queue_depth = Gauge(
             "trajwatch_queue_depth", "Requests waiting for the pipeline", registry=r
         )
+        self.inflight_bytes = Gauge(
+            "trajwatch_inflight_bytes",
+            "Decompressed bytes of the requests read and not yet fed to the pipeline",
+            registry=r,
+        )
+        self.inflight_items = Gauge(
+            "trajwatch_inflight_items",
+            "Spans, log records or JSON containers of the requests not yet fed",
+            registry=r,
+        )
         self.pending = Gauge(
             "trajwatch_pending_steps", "Steps held for ordering or the next commit", registry=r
         )
@@ -200,44 +229,67 @@ def create_app(
     auth_token: str | None = None,
     metrics: ReceiverMetrics | None = None,
     accepting: Callable[[], bool] = lambda: True,
-    check: Callable[[Any], tuple[int, dict[str, Any]]] | None = None,
+    routes: Sequence[BaseRoute] = (),
+    max_request_items: int | None = None,
+    inflight: InFlight | None = None,
 ) -> Starlette:
     """The receiver as an ASGI app. ``inbox`` is the bounded queue the pipeline thread
     reads; ``accepting()`` turns false when the service drains (503 from then on).
-    ``check``, when given, answers ``POST /v1/check`` (a JSON body in, a status and a JSON
-    answer out; the composition root's pre-execution check), in a worker thread."""
+    ``routes`` are the composition root's own endpoints (``serve``'s ``POST /v1/check``),
+    served behind the same bearer token. ``max_request_items`` and ``inflight`` bound
+    what decoding costs (:mod:`ingest.sources.request_budget`; None: unbounded)."""
     metrics = metrics or ReceiverMetrics()
-    token = f"Bearer {auth_token}".encode() if auth_token else None
+    auth = BearerToken(auth_token)
+    budget = inflight or InFlight(max_bytes=1 << 62, max_items=1 << 62)
+    item_cap = max_request_items if max_request_items is not None else 1 << 62
 
     async def receive(request: Request, signal: str) -> Response:
         content = _content(request.headers.get("content-type", ""))
+        reservation = budget.reserve()
+        handed = False
         try:
-            if token is not None and not hmac.compare_digest(
-                request.headers.get("authorization", "").encode(), token
-            ):
-                raise _Refused(401, "missing or wrong bearer token")
             if content is None:
                 raise _Refused(
                     415,
                     f"Content-Type must be {PROTOBUF} or {JSON}, "
                     f"got {request.headers.get('content-type', '')!r}",
                 )
-            body = await _read_body(request, max_body_bytes)
             if not accepting():
                 raise _Refused(503, "shutting down")
+            kind = f"{signal}/{content}"
+            body = await _read_body(request, max_body_bytes, reservation)
+            items = await _count(kind, body, item_cap)
+            if items > item_cap:
+                raise _Refused(
+                    413,
+                    f"{items if items <= item_cap + 1 else 'over ' + str(item_cap)} "
+                    f"{_ITEMS[content]} in one request, over the {item_cap} allowed "
+                    "(TRAJWATCH_MAX_REQUEST_ITEMS): send smaller batches",
+                )
+            try:
+                reservation.add(items=items)
+            except OverBudget:
+                raise _Refused(503, "too much input in flight; retry later") from None
             accepted = Accepted(
-                kind=f"{signal}/{content}",
+                kind=kind,
                 body=body,
                 answer=asyncio.get_running_loop().create_future(),
+                reservation=reservation,
             )
             try:
                 inbox.put_nowait(accepted)
             except queue.Full:
                 raise _Refused(503, "ingest queue full") from None
+            handed = True
             metrics.queue_depth.set(inbox.qsize())
             answer = await accepted.answer
         except _Refused as refused:
             answer = Answer(status=refused.status, message=refused.message)
+        except ClientDisconnect:  # nobody is left to read an answer
+            answer = Answer(status=400, message="the client disconnected")
+        finally:
+            if not handed:  # else the pipeline thread releases it, once fed
+                reservation.release()
         metrics.requests.labels(signal, str(answer.status)).inc()
         return _respond(signal, content or "json", answer)
 
@@ -247,97 +299,161 @@ def create_app(
     async def logs(request: Request) -> Response:
         return await receive(request, "logs")
 
-    async def pre_check(request: Request) -> Response:
-        if check is None:
-            return Response(json.dumps({"error": "no check configured"}), 404, media_type=JSON)
-        if token is not None and not hmac.compare_digest(
-            request.headers.get("authorization", "").encode(), token
-        ):
-            return Response(
-                json.dumps({"error": "missing or wrong bearer token"}),
-                401,
-                {"WWW-Authenticate": "Bearer"},
-                JSON,
-            )
-        try:
-            body = json.loads(await _capped(request.stream(), max_body_bytes))
-        except _Refused as refused:
-            return Response(json.dumps({"error": refused.message}), refused.status, media_type=JSON)
-        except ValueError:
-            return Response(json.dumps({"error": "the body is not JSON"}), 400, media_type=JSON)
-        status, answer = await run_in_threadpool(check, body)
-        return Response(json.dumps(answer), status, media_type=JSON)
-
     async def health(request: Request) -> Response:
         status = 200 if accepting() else 503
         return Response(json.dumps({"ok": status == 200}), status, media_type=JSON)
 
     async def prometheus(request: Request) -> Response:
         metrics.queue_depth.set(inbox.qsize())
+        metrics.inflight_bytes.set(budget.bytes)
+        metrics.inflight_items.set(budget.items)
         return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+    def refuse(request: Request) -> Response:
+        """The 401 of a request without the token, in its endpoint's own format."""
+        path = request.url.path
+        if path in ("/v1/traces", "/v1/logs"):
+            signal = path.rsplit("/", 1)[1]
+            metrics.requests.labels(signal, "401").inc()
+            content = _content(request.headers.get("content-type", "")) or "json"
+            return _respond(signal, content, Answer(401, message="missing or wrong bearer token"))
+        body = json.dumps({"error": "missing or wrong bearer token"})
+        return Response(body, 401, {"WWW-Authenticate": "Bearer"}, JSON)
 
     return Starlette(
         routes=[
             Route("/v1/traces", traces, methods=["POST"]),
             Route("/v1/logs", logs, methods=["POST"]),
-            Route("/v1/check", pre_check, methods=["POST"]),
             Route("/healthz", health, methods=["GET"]),
             Route("/metrics", prometheus, methods=["GET"]),
-        ]
+            *routes,
+        ],
+        middleware=[Middleware(_TokenGuard, auth=auth, refuse=refuse)],
     )
+
+
+class _TokenGuard:
+    """Every path but ``/healthz`` behind the bearer token, checked before routing and
+    before any body is read: no route, present or added, is reached without it."""
+
+    OPEN = frozenset({"/healthz"})
+
+    def __init__(
+        self, app: ASGIApp, *, auth: BearerToken, refuse: Callable[[Request], Response]
+    ) -> None:
+        self.app = app
+        self.auth = auth
+        self.refuse = refuse
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and self.auth.required:
+            request = Request(scope)
+            if request.url.path not in self.OPEN and not self.auth.allows(request):
+                await self.refuse(request)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
 
 def _content(content_type: str) -> str | None:
     return _CONTENT.get(content_type.split(";")[0].strip().lower())
 
 
-async def _read_body(request: Request, cap: int) -> bytes:
-    """The body, decompressed, or :class:`_Refused` (413 past ``cap``, 415 for an unknown
-    encoding, 400 for a corrupt stream). Inflation stops at the cap: no gzip bomb."""
+_ITEMS = {"proto": "spans or log records", "json": "JSON objects and arrays"}
+COUNT_INLINE_BYTES = 1 << 20
+"""Bodies up to this size are counted on the event loop (a 512-span batch: 0.2 ms);
+larger ones in a worker thread."""
+MAX_GZIP_MEMBERS = 64
+"""A gzip body may hold several members (RFC 1952), each read; an exporter sends one."""
+
+
+async def _count(kind: str, body: bytes, cap: int) -> int:
+    if len(body) <= COUNT_INLINE_BYTES:
+        return count_items(kind, body, cap)
+    return await run_in_threadpool(count_items, kind, body, cap)
+
+
+async def _read_body(request: Request, cap: int, reservation: Reservation) -> bytes:
+    """The body, decompressed, or :class:`_Refused`: 413 past ``cap``, 415 for an unknown
+    encoding, 400 for a corrupt, truncated or trailing stream, 503 when the bytes would
+    pass the in-flight budget (reserved as they arrive). Inflation stops at the cap: no
+    gzip bomb. A gzip body of several members is read whole (all of them, within the cap);
+    anything after the last member, or after a deflate stream, is refused."""
     encoding = request.headers.get("content-encoding", "identity").strip().lower()
-    if encoding in ("", "identity"):
-        return await _capped(request.stream(), cap)
-    wbits = _WBITS.get(encoding)
-    if wbits is None:
+    wbits = None if encoding in ("", "identity") else _WBITS.get(encoding)
+    if wbits is None and encoding not in ("", "identity"):
         raise _Refused(415, f"Content-Encoding {encoding!r} is not gzip or deflate")
-    inflater = zlib.decompressobj(wbits)
+    declared = request.headers.get("content-length", "").strip()
+    if wbits is None and declared.isdigit() and int(declared) > cap:
+        raise _Refused(413, f"body over {cap} bytes")
     parts: list[bytes] = []
+    inflater = zlib.decompressobj(wbits) if wbits is not None else None
+    members = 1
     size = 0
     try:
         async for chunk in _limited(request.stream(), cap):
             data = chunk
             while data:
-                # never more than one byte past the cap, however well it compresses
-                out = inflater.decompress(data, cap - size + 1)
+                if inflater is None:
+                    out, data = data, b""
+                else:
+                    if inflater.eof:  # another member follows
+                        if wbits != 31:
+                            raise _Refused(400, f"bytes after the end of the {encoding} stream")
+                        members += 1
+                        if members > MAX_GZIP_MEMBERS:
+                            raise _Refused(400, f"more than {MAX_GZIP_MEMBERS} gzip members")
+                        inflater = zlib.decompressobj(wbits)
+                    # never more than one byte past the cap, however well it compresses
+                    out = inflater.decompress(data, cap - size + 1)
+                    data = inflater.unused_data if inflater.eof else inflater.unconsumed_tail
                 size += len(out)
                 if size > cap:
                     raise _Refused(413, f"body over {cap} bytes once decompressed")
+                reservation.add(bytes=len(out))
                 parts.append(out)
-                data = inflater.unconsumed_tail
-        tail = inflater.flush(cap - size + 1)
+        if inflater is not None:
+            tail = inflater.flush(cap - size + 1)
+            size += len(tail)
+            if size > cap:
+                raise _Refused(413, f"body over {cap} bytes once decompressed")
+            reservation.add(bytes=len(tail))
+            parts.append(tail)
+            if not inflater.eof:
+                raise _Refused(400, f"truncated {encoding} body")
+    except BodyTooLarge as exc:
+        raise _Refused(413, str(exc)) from None
+    except OverBudget:
+        raise _Refused(503, "too much input in flight; retry later") from None
     except zlib.error as exc:
         raise _Refused(400, f"corrupt {encoding} body: {exc}") from None
-    size += len(tail)
-    if size > cap:
-        raise _Refused(413, f"body over {cap} bytes once decompressed")
-    if not inflater.eof:
-        raise _Refused(400, f"truncated {encoding} body")
-    parts.append(tail)
     return b"".join(parts)
 
 
+class BodyTooLarge(Exception):
+    """A request body past its cap (:func:`capped`): the rest was not read."""
+
+    def __init__(self, cap: int) -> None:
+        super().__init__(f"body over {cap} bytes")
+        self.cap = cap
+
+
 async def _limited(stream: AsyncIterator[bytes], cap: int) -> AsyncIterator[bytes]:
-    """The wire bytes, with 413 as soon as more than ``cap`` arrived."""
+    """The wire bytes, with :class:`BodyTooLarge` as soon as more than ``cap`` arrived."""
     size = 0
     async for chunk in stream:
         size += len(chunk)
         if size > cap:
-            raise _Refused(413, f"body over {cap} bytes")
+            raise BodyTooLarge(cap)
         yield chunk
 
 
-async def _capped(stream: AsyncIterator[bytes], cap: int) -> bytes:
-    return b"".join([chunk async for chunk in _limited(stream, cap)])
+async def capped(request: Request, cap: int) -> bytes:
+    """``request``'s body, at most ``cap`` bytes: :class:`BodyTooLarge` when its declared
+    ``Content-Length`` is larger (before reading any) or once more arrived."""
+    declared = request.headers.get("content-length", "").strip()
+    if declared.isdigit() and int(declared) > cap:
+        raise BodyTooLarge(cap)
+    return b"".join([chunk async for chunk in _limited(request.stream(), cap)])
 
 
 def _respond(signal: str, content: str, answer: Answer) -> Response:

@@ -20,24 +20,35 @@ Two request shapes:
 
 Deny when a would-be alert's action is kill or rollback, or its severity critical; a
 warning is reported and allowed.
+
+The body is read through a bounded view (:mod:`trajwatch.service.check_input`: depth,
+value count and names cut to what the detectors read). Whatever keeps the check from
+judging the call whole — a body that is not a proposed call, something cut from it that a
+verdict of the view would allow, an exception — is answered by the
+:class:`~trajwatch.service.check_failure.FailurePolicy` (deny for a dangerous tool by
+default), never by an error status (:mod:`trajwatch.service.check_route`).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from features.calls.actions import tool_call_fields
 from features.redact.engine import redact
 from ingest.pipeline.probe import Probe
 from models.records import Action, Alert, Severity, Step, StepKind
+from trajwatch.service.check_failure import HOOK_EVENT, CheckFailure, FailurePolicy, hook_answer
+from trajwatch.service.check_input import bounded_body
 
-HOOK_EVENT = "PreToolUse"
+log = logging.getLogger("trajwatch.service.check")
 
 
 class CheckError(ValueError):
-    """The request is not a proposed tool call (answered 400, with this message)."""
+    """The request is not a proposed tool call (answered by the failure policy, cause
+    ``bad_input``, with this message as the detail)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,13 +75,7 @@ class Verdict:
                 "reason": self.reason,
                 "alerts": [a.to_json() for a in self.alerts],
             }
-        out: dict[str, Any] = {"hookEventName": HOOK_EVENT}
-        if self.deny:
-            out["permissionDecision"] = "deny"
-            out["permissionDecisionReason"] = self.reason
-        elif self.alerts:
-            out["additionalContext"] = self.reason
-        return {"hookSpecificOutput": out}
+        return hook_answer("deny" if self.deny else "allow", self.reason, context=bool(self.alerts))
 
 
 def parse(body: Any) -> Proposed:
@@ -133,13 +138,85 @@ def judge(alerts: Sequence[Alert]) -> Verdict:
     return Verdict(False, "no detector objects", alerts)
 
 
-def check(body: Any, probe: Callable[[str], Probe]) -> tuple[int, dict[str, Any]]:
-    """HTTP status and JSON answer for one request body; ``probe(session_id)`` gives the
-    session's detached state (taken under the pipeline's lock by the caller)."""
+@dataclass(slots=True)
+class Seen:
+    """What the check has read of a request so far: the failure policy's input if it
+    fails or times out later."""
+
+    shape: str | None = None
+    """``hook`` or ``trajwatch`` once the body is parsed."""
+    tool: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """The answer to one check (always sent with 200), its decision (``deny``, ``ask`` or
+    ``allow``: no decision) and the failure causes that made it, for the metrics."""
+
+    answer: dict[str, Any]
+    decision: str
+    causes: tuple[str, ...] = field(default=())
+
+
+def shape_of(body: Any) -> str | None:
+    """``hook`` for a Claude Code hook input, ``trajwatch`` for the own shape, None for
+    something that is not an object."""
+    if not isinstance(body, Mapping):
+        return None
+    return "hook" if "tool_name" in body or "hook_event_name" in body else "trajwatch"
+
+
+def failed(
+    policy: FailurePolicy, failure: CheckFailure, seen: Seen, causes: Sequence[str] = ()
+) -> Outcome:
+    """The failure policy's outcome for ``failure``, counted under ``causes`` (default:
+    its own cause)."""
+    decision = policy.decide(seen.tool)
+    return Outcome(
+        policy.answer(failure, seen.tool, seen.shape),
+        decision,
+        tuple(causes) or (failure.cause,),
+    )
+
+
+def check(
+    data: bytes,
+    probe: Callable[[str], Probe],
+    policy: FailurePolicy,
+    seen: Seen | None = None,
+) -> Outcome:
+    """The outcome of one request body (bytes as received, within the body cap);
+    ``probe(session_id)`` gives the session's detached state (taken under the pipeline's
+    lock by the caller). Never raises: every failure is the policy's outcome. ``seen``
+    (filled in as the body is read) lets a caller that stops waiting answer the policy's
+    decision for the right tool."""
+    seen = seen if seen is not None else Seen()
     try:
-        proposed = parse(body)
-    except CheckError as error:
-        return 400, {"error": str(error)}
-    step = proposed_step(proposed)
-    alerts = probe(proposed.session_id).run(step)
-    return 200, judge(alerts).to_json(proposed.hook)
+        view = bounded_body(data)
+        seen.shape = shape_of(view.body)
+        if isinstance(view.body, Mapping):
+            tool = view.body.get("tool_name" if seen.shape == "hook" else "tool")
+            seen.tool = tool if isinstance(tool, str) and tool else None
+        try:
+            proposed = parse(view.body)
+        except CheckError as error:
+            raise CheckFailure("bad_input", str(error)) from None
+        alerts = probe(proposed.session_id).run(proposed_step(proposed))
+        verdict = judge(alerts)
+    except CheckFailure as failure:
+        return failed(policy, failure, seen)
+    except Exception as exc:  # a bug must not answer 500: the hook would run the call
+        log.exception("the check raised")
+        return failed(policy, CheckFailure("internal", type(exc).__name__), seen)
+    if view.cuts and not verdict.deny:
+        causes = sorted(view.cuts, reverse=True)  # too_deep first
+        detail = " and ".join(_CUT_DETAIL[c] for c in causes) + "; judged on what was read"
+        return failed(policy, CheckFailure(causes[0], detail), seen, causes)
+    decision = "deny" if verdict.deny else "allow"
+    return Outcome(verdict.to_json(proposed.hook), decision)
+
+
+_CUT_DETAIL = {
+    "too_deep": "the arguments nest deeper than the detectors read",
+    "too_large": "the call holds more than the detectors read",
+}

@@ -7,7 +7,8 @@ checks requests and queues them (bounded: a full queue answers 503); OTLP/gRPC's
 else, in order:
 
 1. takes the queued requests, several at once (group commit);
-2. appends their bodies to the write-ahead log (:mod:`ingest.sources.inbound_log`) and fsyncs;
+2. appends their bodies to the write-ahead log (:mod:`ingest.sources.inbound_log`: sealed,
+   0600, emptied as soon as its records are committed) and fsyncs;
 3. decodes them and answers them all at once (one wake-up of the event loop:
    :func:`~ingest.sources.otlp_http.answer_all`) — 200 (with ``partial_success`` for what it
    rejected) or 400 — now that a restart would see them again: the exporter's retry is
@@ -62,6 +63,7 @@ from ingest.decoded import Decoded
 from ingest.pipeline.engine import Pipeline
 from ingest.pipeline.probe import Probe
 from ingest.pipeline.sinks import Committed, Sink
+from ingest.sources.inbound_cipher import FrameCipher
 from ingest.sources.inbound_log import InboundLog, LogSyncer
 from ingest.sources.otlp_grpc import GrpcReceiver
 from ingest.sources.otlp_http import (
@@ -74,14 +76,17 @@ from ingest.sources.otlp_http import (
     decode_body,
     unreadable,
 )
+from ingest.sources.request_budget import InFlight
 from models.records import Alert, DeadLetter
 from models.store import Store
 from trajwatch.actions import ActionsConfig, Dispatcher
 from trajwatch.actions import start as start_actions
 from trajwatch.listing import alert_line
-from trajwatch.service.check import check
+from trajwatch.service.check_failure import CheckMetrics, FailurePolicy
+from trajwatch.service.check_route import check_route
 from trajwatch.service.cpu_placement import place
 from trajwatch.service.gc_tuning import tune_gc
+from trajwatch.service.http_protocol import bounded_protocol
 from trajwatch.service.logs import log_to_stderr
 from trajwatch.settings import Settings
 
@@ -103,6 +108,11 @@ BATCH_WHEN_BUSY = 0.9
 """Above this share of its time busy, the pipeline thread batches commits
 (:class:`CommitCadence`). Measured by the benchmark's half load: ~0.5 on a quiet machine,
 ~0.76 beside other jobs; at full load 0.94-0.99."""
+KEEP_ALIVE_S = 5
+"""An idle kept-alive connection is closed after this (uvicorn's default, said here: the
+exporters' connections come back within their batch delay)."""
+MIN_TOKEN_CHARS = 16
+"""A shorter ``TRAJWATCH_AUTH_TOKEN`` is warned about at start (as the breaker refuses one)."""
 RESUME_GRACE_S = 10.0
 """After a restart, the partitions fed again from the log are not quiet: their senders
 were refused while the service was down and are backing off (an OTel exporter gives up
@@ -202,7 +212,10 @@ class LiveIngest:
         """Held while the pipeline thread changes sessions; :meth:`probe` takes it."""
         self.inbox = inbox
         self.metrics = metrics
-        self.log = InboundLog(Path(settings.inbound_dir))
+        self.log = InboundLog(
+            Path(settings.inbound_dir),
+            cipher=FrameCipher.from_secret(settings.inbound_key) if settings.inbound_key else None,
+        )
         self._syncer = LogSyncer(self.log)
         """Answers each group once its records are durable, while the pipeline goes on."""
         self.failed: BaseException | None = None
@@ -308,6 +321,7 @@ class LiveIngest:
                 accepted = self.inbox.get_nowait()
             except queue.Empty:
                 return
+            accepted.release()
             answer_all([(accepted, Answer(status=503, message="pipeline stopped"))])
 
     # -- one cycle ------------------------------------------------------------------
@@ -328,6 +342,8 @@ class LiveIngest:
             else:
                 self.metrics.log_records.inc(batch.records)
             self._feed(seq, batch, now)
+        for accepted in group:  # decoded and fed: the in-flight budget is free again
+            accepted.release()
         # held until a commit, perhaps a few cycles on: the gauge says so meanwhile (the
         # pending steps, a walk over every open partition, are counted at commits)
         self.metrics.inbound.set(self.log.live_count())
@@ -502,19 +518,42 @@ class Service:
             sinks=sinks,
         )
         self._draining = False
+        policy = FailurePolicy(
+            dangerous=settings.check_failure_dangerous,
+            other=settings.check_failure_other,
+            read_only_tools=FailurePolicy.tools(settings.check_read_only_tools),
+        )
+        check = check_route(
+            self.ingest.probe,
+            policy=policy,
+            metrics=CheckMetrics(self.metrics.registry),
+            max_body_bytes=settings.check_max_body_bytes,
+            timeout_s=settings.check_timeout_ms / 1000,
+        )
         app = create_app(
             self.inbox,
             max_body_bytes=settings.max_body_bytes,
             auth_token=settings.auth_token,
             metrics=self.metrics,
             accepting=lambda: not self._draining and self.ingest.failed is None,
-            check=lambda body: check(body, self.ingest.probe),
+            routes=[check],
+            max_request_items=settings.max_request_items,
+            inflight=InFlight(
+                max_bytes=settings.max_inflight_bytes, max_items=settings.max_inflight_items
+            ),
         )
         config = uvicorn.Config(
             app,
             host=host,
             port=port,
-            http="httptools",  # C parser: half h11's CPU per request, on the GIL serve shares
+            # httptools, the C parser (half h11's CPU per request, on the GIL serve
+            # shares), with bounded headers and read deadlines
+            http=bounded_protocol(
+                header_timeout_s=settings.http_header_timeout_ms / 1000,
+                body_timeout_s=settings.http_body_timeout_ms / 1000,
+            ),
+            limit_concurrency=settings.max_connections,
+            timeout_keep_alive=KEEP_ALIVE_S,
             lifespan="off",
             log_level="warning",
             access_log=False,
@@ -571,6 +610,19 @@ def serve(
     leaves its host's threads alone)."""
     cpu = place(settings.cpu, single=True)
     log_to_stderr("serve")
+    if settings.auth_token is None:
+        log.warning(
+            "TRAJWATCH_AUTH_TOKEN is not set: any local process (the monitored agent too) "
+            "can send spans, ask /v1/check and read /metrics (docs/security.md)"
+        )
+    elif len(settings.auth_token) < MIN_TOKEN_CHARS:
+        log.warning(
+            "TRAJWATCH_AUTH_TOKEN is %d characters: under %d, an agent on the same host can "
+            "guess it; generate one with python -c 'import secrets; "
+            "print(secrets.token_urlsafe(32))'",
+            len(settings.auth_token),
+            MIN_TOKEN_CHARS,
+        )
     service = Service(
         settings,
         detectors,

@@ -188,7 +188,9 @@ def test_check_denies_exfiltration_allows_benign_and_commits_nothing(
     assert (
         hook["permissionDecision"] == "deny" and "egress_gaming" in hook["permissionDecisionReason"]
     )
+    # not a proposed call: the failure policy's decision (never a 4xx: a hook runs the call)
     bad = requests.post(f"{running.base}/v1/check", json={"tool": "x"}, timeout=5)
-    assert bad.status_code == 400 and "session_id" in bad.json()["error"]
+    assert bad.status_code == 200 and bad.json()["decision"] == "deny", bad.json()
+    assert bad.json()["failure"] == "bad_input" and "session_id" in bad.json()["reason"]
     assert fingerprint(db) == before  # the check committed nothing
     running.stop()

@@ -105,8 +105,11 @@ def _varint(n: int) -> bytes:
             return bytes(out)
 
 
-def metric(base: str, name: str) -> float:
-    text = requests.get(f"{base}/metrics", timeout=5).text
+def metric(base: str, name: str, token: str | None = None) -> float:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    answer = requests.get(f"{base}/metrics", headers=headers, timeout=5)
+    answer.raise_for_status()
+    text = answer.text
     total = 0.0
     for line in text.splitlines():
         if line.startswith(name) and not line.startswith("#"):
@@ -114,10 +117,10 @@ def metric(base: str, name: str) -> float:
     return total
 
 
-def settled(base: str) -> bool:
+def settled(base: str, token: str | None = None) -> bool:
     """Every accepted request is stored and its log records retired."""
-    return metric(base, "trajwatch_inbound_records") == 0 and (
-        metric(base, "trajwatch_pending_steps") == 0
+    return metric(base, "trajwatch_inbound_records", token) == 0 and (
+        metric(base, "trajwatch_pending_steps", token) == 0
     )
 
 
@@ -155,8 +158,7 @@ def service(tmp_path: Path) -> Iterator[Any]:
         settings = Settings(
             db_url=db_url or f"sqlite:///{tmp_path / 'live.db'}",
             inbound_dir=str(tmp_path / "inbound"),
-            idle_flush_ms=300,
-            **overrides,
+            **{"idle_flush_ms": 300, **overrides},
         )
         running = Running(
             Service(settings, detector_set(load_config(CONFIG)), host="127.0.0.1", port=port),
@@ -320,7 +322,7 @@ def test_protocol_errors_are_answered_per_the_otlp_spec(service: Any) -> None:
     assert again.status_code == 200
     whole = requests.post(url, data=ExportTraceServiceResponse().SerializeToString(), headers=proto)
     assert whole.status_code == 200
-    wait_until(lambda: settled(running.base), 10, "the requests to be stored")
+    wait_until(lambda: settled(running.base, "s3cret"), 10, "the requests to be stored")
     running.stop()
     with Store.open(running.service.settings.db_url) as store:
         letters = store.dead_letters()
@@ -554,9 +556,10 @@ def sessions_behind_their_checkpoint(url: str) -> list[str]:
 def test_inbound_log_keeps_what_was_acknowledged_and_cuts_a_torn_tail(tmp_path: Path) -> None:
     from ingest.sources.inbound_log import InboundLog
 
-    log = InboundLog(tmp_path, segment_bytes=64)
+    # sealed frames: 16 bytes of segment header, 36 of frame header, nonce and tag each
+    log = InboundLog(tmp_path, segment_bytes=150)
     seqs = log.append([("traces/proto", b"a" * 40), ("traces/json", b"{}")])
-    later = log.append([("logs/json", b"b" * 40)])  # past 64 bytes: a second segment
+    later = log.append([("logs/json", b"b" * 40)])  # past 150 bytes: a second segment
     log.retire([seqs[0]])
     log.close()
     segments = sorted(tmp_path.glob("*.wal"))
