@@ -14,7 +14,7 @@ from typing import Any
 
 from ingest.pipeline.options import PipelineOptions, env
 from models.errors import ConfigError
-from trajwatch.service.check_failure import DECISIONS, READ_ONLY_TOOLS
+from trajwatch.check_failure import DECISIONS, READ_ONLY_TOOLS
 from trajwatch.service.cpu_placement import AUTO, check_choice
 
 DEFAULT_DB_URL = "sqlite:///trajwatch.db"

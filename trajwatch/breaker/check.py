@@ -4,7 +4,7 @@ It sends the hook's body as it came (already bounded and depth-checked), with ``
 token (``TRAJWATCH_AUTH_TOKEN``) as ``Authorization: Bearer``, and passes on a
 ``PreToolUse`` answer: ``deny`` or ``ask`` with its reason, or no decision (an ``"allow"``
 is dropped: a monitor never grants). Every other outcome raises
-:class:`~trajwatch.breaker.hook.Failure` with its cause — ``timeout`` (no answer within
+:class:`CheckFailure` with its cause — ``timeout`` (no answer within
 ``timeout`` seconds, the whole exchange), ``unreachable``, ``unauthorized`` (401/403: the
 tokens differ), ``rejected`` (another 4xx), ``server_error`` (5xx), ``bad_answer`` (a
 redirect, a body that is not JSON or not a PreToolUse answer, or one over the cap) — and
@@ -23,7 +23,8 @@ from urllib.parse import urlsplit
 import requests
 
 from models.errors import ConfigError
-from trajwatch.breaker.hook import HOOK_EVENT, MAX_BODY_BYTES, Failure
+from trajwatch.breaker.hook import MAX_BODY_BYTES
+from trajwatch.check_failure import HOOK_EVENT, CheckFailure
 
 DEFAULT_TIMEOUT = 3.0
 """Seconds for the whole check: under the 5 s ``timeout`` of the documented hook entry."""
@@ -53,7 +54,7 @@ def check_url(url: str) -> str:
 
 class CheckClient:
     """Asks ``url`` about one hook call; :meth:`ask` answers in the hook's format or raises
-    :class:`Failure`. Thread-safe; :meth:`close` when done."""
+    :class:`CheckFailure`. Thread-safe; :meth:`close` when done."""
 
     def __init__(
         self,
@@ -102,47 +103,48 @@ class CheckClient:
             raise self._timed_out() from None
         except requests.RequestException as exc:
             cause = type(exc).__name__
-            raise Failure("unreachable", f"serve's check is unreachable ({cause})") from None
+            raise CheckFailure("unreachable", f"serve's check is unreachable ({cause})") from None
         if status in (401, 403):
-            raise Failure(
+            raise CheckFailure(
                 "unauthorized",
                 f"serve refused the breaker's token ({status}): give the breaker serve's "
                 "TRAJWATCH_AUTH_TOKEN",
             )
         if 400 <= status < 500:
-            raise Failure("rejected", f"serve's check answered {status}")
+            raise CheckFailure("rejected", f"serve's check answered {status}")
         if status >= 500:
-            raise Failure("server_error", f"serve's check answered {status}")
+            raise CheckFailure("server_error", f"serve's check answered {status}")
         if status != 200:
-            raise Failure("bad_answer", f"serve's check answered {status}")
+            raise CheckFailure("bad_answer", f"serve's check answered {status}")
         if len(raw) > self.max_answer_bytes:
-            raise Failure("bad_answer", f"serve's answer is over {self.max_answer_bytes} bytes")
+            limit = self.max_answer_bytes
+            raise CheckFailure("bad_answer", f"serve's answer is over {limit} bytes")
         try:
-            return hook_answer(json.loads(raw))
+            return validated_answer(json.loads(raw))
         except ValueError:
-            raise Failure("bad_answer", "serve's answer is not JSON") from None
+            raise CheckFailure("bad_answer", "serve's answer is not JSON") from None
 
-    def _timed_out(self) -> Failure:
-        return Failure("timeout", f"serve's check did not answer in {self.timeout:g} s")
+    def _timed_out(self) -> CheckFailure:
+        return CheckFailure("timeout", f"serve's check did not answer in {self.timeout:g} s")
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
         self._http.close()
 
 
-def hook_answer(data: Any) -> dict[str, Any]:
+def validated_answer(data: Any) -> dict[str, Any]:
     """The check's answer, kept to what the hook passes on: ``deny``/``ask`` and the reason,
-    ``additionalContext``; :class:`Failure` ``bad_answer`` for anything else."""
+    ``additionalContext``; :class:`CheckFailure` ``bad_answer`` for anything else."""
     out = data.get("hookSpecificOutput") if isinstance(data, dict) else None
     if not isinstance(out, dict) or out.get("hookEventName") != HOOK_EVENT:
-        raise Failure("bad_answer", f"serve's answer is not a {HOOK_EVENT} hook answer")
+        raise CheckFailure("bad_answer", f"serve's answer is not a {HOOK_EVENT} hook answer")
     kept: dict[str, Any] = {"hookEventName": HOOK_EVENT}
     decision = out.get("permissionDecision")
     if decision in ("deny", "ask"):
         kept["permissionDecision"] = decision
         kept["permissionDecisionReason"] = str(out.get("permissionDecisionReason") or "trajwatch")
     elif decision not in (None, "allow"):
-        raise Failure("bad_answer", f"serve's answer holds an unknown decision {decision!r}")
+        raise CheckFailure("bad_answer", f"serve's answer holds an unknown decision {decision!r}")
     if isinstance(out.get("additionalContext"), str):
         kept["additionalContext"] = out["additionalContext"]
     return {"hookSpecificOutput": kept}

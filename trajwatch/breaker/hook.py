@@ -5,7 +5,8 @@ Claude Code treats a hook's non-2xx answer, a connection failure and a timeout a
 *non-blocking* error: the tool call runs. So the hook never answers 500: every failure —
 a body over the size cap or nested past the depth limit, a body that is not the hook's
 JSON, the pre-execution check slow, down, refusing or garbled, a bug — is a
-:class:`Failure`, and the :class:`FailurePolicy` turns it into a decision: by default
+:class:`CheckFailure`, and the
+:class:`~trajwatch.check_failure.FailurePolicy` turns it into a decision: by default
 ``deny`` for a tool that is not read-only (an unknown tool is not: fail closed), ``ask``
 for a read-only one. ``allow`` means *no decision*: the user's own permission rules apply
 (a monitor may forbid, never grant — the hook never answers ``"allow"``).
@@ -20,13 +21,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from typing import Any
 
-HOOK_EVENT = "PreToolUse"
-DECISIONS = ("deny", "ask", "allow")
-READ_ONLY_TOOLS = ("Read", "Glob", "Grep", "LS", "NotebookRead", "TodoRead", "TodoWrite")
-"""Claude Code's tools that change nothing outside the session (``--read-only-tools``)."""
+from trajwatch.check_failure import CheckFailure
+
 MAX_BODY_BYTES = 1 << 20
 """The hook body's cap (``--max-body-bytes``): Claude Code's PreToolUse input is the tool
 call's arguments, kilobytes; a ``Write`` of a larger file needs a larger cap."""
@@ -48,80 +46,21 @@ CAUSES = (
 """A failure's cause: the ``cause`` label of the failures counter."""
 
 
-class Failure(Exception):
-    """The hook cannot judge the call as designed: ``cause`` (one of :data:`CAUSES`) and a
-    ``detail`` shown to the agent and the operator."""
-
-    def __init__(self, cause: str, detail: str) -> None:
-        super().__init__(f"{cause}: {detail}")
-        self.cause = cause
-        self.detail = detail
-
-
-def answer(decision: str | None, reason: str = "") -> dict[str, Any]:
-    """The hook's answer: ``deny`` or ``ask`` with the reason shown, or no decision."""
-    out: dict[str, Any] = {"hookEventName": HOOK_EVENT}
-    if decision in ("deny", "ask"):
-        out["permissionDecision"] = decision
-        out["permissionDecisionReason"] = reason
-    return {"hookSpecificOutput": out}
-
-
-def decision_of(hook_answer: dict[str, Any]) -> str | None:
-    return hook_answer.get("hookSpecificOutput", {}).get("permissionDecision")
-
-
-def _checked(decision: str, flag: str) -> str:
-    if decision not in DECISIONS:
-        raise ValueError(f"{flag} must be one of {', '.join(DECISIONS)}, got {decision!r}")
-    return decision
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class FailurePolicy:
-    """What a failure decides: ``dangerous`` for a tool outside ``read_only_tools`` (or an
-    unknown one), ``other`` for a read-only one."""
-
-    dangerous: str = "deny"
-    other: str = "ask"
-    read_only_tools: frozenset[str] = field(default_factory=lambda: frozenset(READ_ONLY_TOOLS))
-
-    def __post_init__(self) -> None:
-        _checked(self.dangerous, "--on-check-failure-dangerous")
-        _checked(self.other, "--on-check-failure-other")
-
-    @staticmethod
-    def tools(text: str) -> frozenset[str]:
-        """``--read-only-tools``: comma-separated tool names (exact, as Claude Code names them)."""
-        return frozenset(t.strip() for t in text.split(",") if t.strip())
-
-    def decide(self, tool: str | None) -> str:
-        return self.other if tool in self.read_only_tools else self.dangerous
-
-    def judge(self, tool: str | None, failure: Failure) -> tuple[str, dict[str, Any]]:
-        """The decision for ``tool`` after ``failure``, and the hook's answer saying why."""
-        decision = self.decide(tool)
-        kind = "read-only" if tool in self.read_only_tools else "not read-only"
-        flag = "other" if tool in self.read_only_tools else "dangerous"
-        reason = (
-            f"trajwatch breaker: the check failed ({failure.cause}: {failure.detail}); "
-            f"{tool or 'an unknown tool'} is {kind}, so: {decision} "
-            f"(--on-check-failure-{flag})"
-        )
-        return decision, answer(decision, reason)
+def decision_of(answer: dict[str, Any]) -> str | None:
+    return answer.get("hookSpecificOutput", {}).get("permissionDecision")
 
 
 async def read_capped(chunks: AsyncIterator[bytes], declared: str | None, cap: int) -> bytes:
-    """The body of at most ``cap`` bytes; :class:`Failure` ``too_large`` as soon as the
+    """The body of at most ``cap`` bytes; :class:`CheckFailure` ``too_large`` as soon as the
     declared length or the bytes read so far pass it (the rest is never read)."""
     if declared is not None and declared.strip().isdigit() and int(declared) > cap:
-        raise Failure("too_large", f"a body of {int(declared)} bytes, over {cap}")
+        raise CheckFailure("too_large", f"a body of {int(declared)} bytes, over {cap}")
     parts: list[bytes] = []
     size = 0
     async for chunk in chunks:
         size += len(chunk)
         if size > cap:
-            raise Failure("too_large", f"a body over {cap} bytes")
+            raise CheckFailure("too_large", f"a body over {cap} bytes")
         parts.append(chunk)
     return b"".join(parts)
 
@@ -157,14 +96,14 @@ def nesting(data: bytes, limit: int) -> int:
 
 
 def parse(data: bytes, max_depth: int) -> Any:
-    """The hook body as JSON; :class:`Failure` ``too_deep`` past ``max_depth`` (found
+    """The hook body as JSON; :class:`CheckFailure` ``too_deep`` past ``max_depth`` (found
     before parsing), ``bad_input`` when it is not JSON."""
     if nesting(data, max_depth) > max_depth:
-        raise Failure("too_deep", f"JSON nested deeper than {max_depth} levels")
+        raise CheckFailure("too_deep", f"JSON nested deeper than {max_depth} levels")
     try:
         return json.loads(data)
     except (ValueError, RecursionError) as exc:
-        raise Failure("bad_input", f"the body is not JSON ({type(exc).__name__})") from None
+        raise CheckFailure("bad_input", f"the body is not JSON ({type(exc).__name__})") from None
 
 
 def tool_of(body: Any) -> str | None:
@@ -173,17 +112,8 @@ def tool_of(body: Any) -> str | None:
 
 
 def session_of(body: Any) -> str:
-    """The hook body's ``session_id``; :class:`Failure` ``bad_input`` without one."""
+    """The hook body's ``session_id``; :class:`CheckFailure` ``bad_input`` without one."""
     session = body.get("session_id") if isinstance(body, dict) else None
     if not isinstance(session, str) or not session:
-        raise Failure("bad_input", "expected the PreToolUse hook input (no session_id)")
+        raise CheckFailure("bad_input", "expected the PreToolUse hook input (no session_id)")
     return session
-
-
-def shown(value: object, limit: int = 120) -> str:
-    """An agent-controlled value in a log line: quoted, escaped (no line breaks), clipped;
-    ``-`` for None."""
-    if value is None:
-        return "-"
-    text = str(value)
-    return json.dumps(text[:limit] + ("..." if len(text) > limit else ""))

@@ -56,17 +56,14 @@ from trajwatch.breaker.check import CheckClient
 from trajwatch.breaker.hook import (
     MAX_BODY_BYTES,
     MAX_DEPTH,
-    Failure,
-    FailurePolicy,
-    answer,
     decision_of,
     parse,
     read_capped,
     session_of,
-    shown,
     tool_of,
 )
 from trajwatch.breaker.state import OPEN, SCOPES, Breakers
+from trajwatch.check_failure import CheckFailure, FailurePolicy, hook_answer, shown
 
 log = logging.getLogger("trajwatch.breaker")
 _UNAUTHORIZED = {"WWW-Authenticate": 'Bearer realm="trajwatch breaker"'}
@@ -161,7 +158,7 @@ def create_app(
             body = await read_capped(
                 request.stream(), request.headers.get("content-length"), max_body_bytes
             )
-        except Failure as too_large:
+        except CheckFailure as too_large:
             return JSONResponse({"error": too_large.detail}, 413)
         headers = {k.lower(): v for k, v in request.headers.items()}
         payload = None
@@ -231,16 +228,16 @@ def create_app(
 
     async def judged(session: str, body: bytes, agent: str | None) -> dict[str, Any]:
         """The hook's answer for a well-formed call: an open breaker denies, else the
-        check answers (raising :class:`Failure`), else no decision."""
+        check answers (raising :class:`~trajwatch.check_failure.CheckFailure`), else no decision."""
         state, reason = await run_in_threadpool(breakers.state, "session", session)
         if state == OPEN:
-            return answer("deny", f"trajwatch breaker open for this session: {reason}")
+            return hook_answer("deny", f"trajwatch breaker open for this session: {reason}")
         if agent:
             state, reason = await run_in_threadpool(breakers.state, "agent", agent)
             if state == OPEN:
-                return answer("deny", f"trajwatch breaker open for agent {agent}: {reason}")
+                return hook_answer("deny", f"trajwatch breaker open for agent {agent}: {reason}")
         if check is None:
-            return answer(None)
+            return hook_answer(None, "")
         return await check.ask(body)
 
     async def pre_tool_use(request: Request) -> JSONResponse:
@@ -256,16 +253,17 @@ def create_app(
                 parsed = parse(body, max_depth)
                 tool = tool_of(parsed)
                 session = session_of(parsed)
-                hook_answer = await judged(session, body, request.query_params.get("agent"))
-            except Failure:
+                reply = await judged(session, body, request.query_params.get("agent"))
+            except CheckFailure:
                 raise
             except ClientDisconnect:
-                raise Failure("bad_input", "the caller went away mid-body") from None
+                raise CheckFailure("bad_input", "the caller went away mid-body") from None
             except Exception as exc:  # a bug must still be a decision, never a 500
                 log.exception("hook: %s", type(exc).__name__)
-                raise Failure("internal", f"{type(exc).__name__} in the breaker") from exc
-        except Failure as failure:
-            decision, hook_answer = policy.judge(tool, failure)
+                raise CheckFailure("internal", f"{type(exc).__name__} in the breaker") from exc
+        except CheckFailure as failure:
+            decision, reason = policy.judge(tool, failure)
+            reply = hook_answer(decision, reason)
             metrics.failures.labels(failure.cause, decision).inc()
             log.warning(
                 "hook failure: session=%s tool=%s cause=%s (%s) decision=%s",
@@ -276,9 +274,9 @@ def create_app(
                 decision,
             )
         else:
-            decision = decision_of(hook_answer) or "none"
+            decision = decision_of(reply) or "none"
             if decision != "none":
-                reason = hook_answer["hookSpecificOutput"].get("permissionDecisionReason")
+                reason = reply["hookSpecificOutput"].get("permissionDecisionReason")
                 log.info(
                     "hook %s: session=%s tool=%s reason=%s",
                     decision,
@@ -286,8 +284,8 @@ def create_app(
                     shown(tool),
                     shown(reason, 300),
                 )
-        metrics.decisions.labels(decision_of(hook_answer) or "none").inc()
-        return JSONResponse(hook_answer)
+        metrics.decisions.labels(decision_of(reply) or "none").inc()
+        return JSONResponse(reply)
 
     async def healthz(request: Request) -> JSONResponse:
         reachable = await run_in_threadpool(breakers.reachable)

@@ -18,7 +18,8 @@ from urllib.parse import quote
 
 from models.errors import ConfigError
 from trajwatch.breaker.check import DEFAULT_TIMEOUT
-from trajwatch.breaker.hook import DECISIONS, MAX_BODY_BYTES, MAX_DEPTH, READ_ONLY_TOOLS
+from trajwatch.breaker.hook import MAX_BODY_BYTES, MAX_DEPTH
+from trajwatch.check_failure import DECISIONS, READ_ONLY_TOOLS
 from trajwatch.settings import Settings
 
 DEFAULT_URL = "http://127.0.0.1:4319"
@@ -158,14 +159,16 @@ def _call(
 def _serve(args: argparse.Namespace, settings: Settings) -> int:
     from trajwatch.breaker.auth import Credentials
     from trajwatch.breaker.check import CheckClient
-    from trajwatch.breaker.hook import FailurePolicy
     from trajwatch.breaker.server import run
+    from trajwatch.check_failure import FailurePolicy
 
     credentials = Credentials.from_settings(settings, hook_without_token=args.hook_without_token)
     policy = FailurePolicy(
         dangerous=args.on_check_failure_dangerous,
         other=args.on_check_failure_other,
         read_only_tools=FailurePolicy.tools(args.read_only_tools),
+        settings=("--on-check-failure-dangerous", "--on-check-failure-other"),
+        speaker="trajwatch breaker",
     )
     check = (
         CheckClient(

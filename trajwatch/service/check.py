@@ -25,7 +25,7 @@ The body is read through a bounded view (:mod:`trajwatch.service.check_input`: d
 value count and names cut to what the detectors read). Whatever keeps the check from
 judging the call whole — a body that is not a proposed call, something cut from it that a
 verdict of the view would allow, an exception — is answered by the
-:class:`~trajwatch.service.check_failure.FailurePolicy` (deny for a dangerous tool by
+:class:`~trajwatch.check_failure.FailurePolicy` (deny for a dangerous tool by
 default), never by an error status (:mod:`trajwatch.service.check_route`).
 """
 
@@ -40,7 +40,7 @@ from features.calls.actions import tool_call_fields
 from features.redact.engine import redact
 from ingest.pipeline.probe import Probe
 from models.records import Action, Alert, Severity, Step, StepKind
-from trajwatch.service.check_failure import HOOK_EVENT, CheckFailure, FailurePolicy, hook_answer
+from trajwatch.check_failure import HOOK_EVENT, CheckFailure, FailurePolicy, hook_answer
 from trajwatch.service.check_input import bounded_body
 
 log = logging.getLogger("trajwatch.service.check")

@@ -21,7 +21,7 @@ The body itself is capped by the caller (``check_max_body_bytes``).
 
 :func:`bounded_body` returns the view and what was cut (``too_deep``, ``too_large``): the
 check judges the view, and when the view is allowed although something was cut, the call
-was not seen whole, and its :class:`~trajwatch.service.check_failure.FailurePolicy`
+was not seen whole, and its :class:`~trajwatch.check_failure.FailurePolicy`
 decides (deny for a dangerous tool by default).
 """
 
@@ -32,7 +32,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from trajwatch.service.check_failure import CheckFailure
+from trajwatch.check_failure import CheckFailure
 
 __all__ = ["CUT", "MAX_ARGUMENT_LEVELS", "MAX_NAME_CHARS", "MAX_NODES", "Bounded", "bounded_body"]
 

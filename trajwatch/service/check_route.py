@@ -26,8 +26,8 @@ from starlette.routing import Route
 
 from ingest.pipeline.probe import Probe
 from ingest.sources.otlp_http import BodyTooLarge, capped
+from trajwatch.check_failure import CheckFailure, CheckMetrics, FailurePolicy
 from trajwatch.service.check import Outcome, Seen, check, failed
-from trajwatch.service.check_failure import CheckFailure, CheckMetrics, FailurePolicy
 
 __all__ = ["check_route"]
 

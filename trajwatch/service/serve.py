@@ -81,8 +81,8 @@ from models.records import Alert, DeadLetter
 from models.store import Store
 from trajwatch.actions import ActionsConfig, Dispatcher
 from trajwatch.actions import start as start_actions
+from trajwatch.check_failure import CheckMetrics, FailurePolicy
 from trajwatch.listing import alert_line
-from trajwatch.service.check_failure import CheckMetrics, FailurePolicy
 from trajwatch.service.check_route import check_route
 from trajwatch.service.cpu_placement import place
 from trajwatch.service.gc_tuning import tune_gc

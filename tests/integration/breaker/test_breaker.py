@@ -36,9 +36,10 @@ from tests.support.webhook_receiver import SECRET
 from trajwatch.actions import signing
 from trajwatch.breaker.auth import Credentials, Tokens
 from trajwatch.breaker.check import CheckClient
-from trajwatch.breaker.hook import FailurePolicy, nesting
+from trajwatch.breaker.hook import nesting
 from trajwatch.breaker.server import Effect, create_app
 from trajwatch.breaker.state import Breakers
+from trajwatch.check_failure import FailurePolicy
 from trajwatch.cli import main as cli
 from trajwatch.settings import Settings
 

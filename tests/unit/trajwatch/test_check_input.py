@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from features.egress import targets
-from trajwatch.service.check_failure import CheckFailure
+from trajwatch.check_failure import CheckFailure
 from trajwatch.service.check_input import (
     CUT,
     MAX_ARGUMENT_LEVELS,

@@ -1,4 +1,5 @@
-"""What ``POST /v1/check`` answers when it cannot judge a call as designed.
+"""What a pre-execution check answers when it cannot judge a call as designed: ``serve``'s
+``POST /v1/check`` and ``trajwatch breaker``'s Claude Code hook, one notion for both.
 
 Claude Code treats a hook's non-2xx answer, a connection failure and a timeout as a
 *non-blocking* error: the tool call runs. So the check never answers 4xx/5xx to a body it
@@ -36,6 +37,7 @@ __all__ = [
     "CheckFailure",
     "CheckMetrics",
     "FailurePolicy",
+    "hook_answer",
     "shown",
 ]
 
@@ -66,20 +68,25 @@ class CheckFailure(Exception):
         self.detail = detail
 
 
+SERVE_SETTINGS = ("TRAJWATCH_CHECK_FAILURE_DANGEROUS", "TRAJWATCH_CHECK_FAILURE_OTHER")
+"""The names ``serve`` sets the two decisions by (the breaker's are its flags)."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FailurePolicy:
     """What a failure decides: ``dangerous`` for a tool outside ``read_only_tools`` (or an
-    unknown one), ``other`` for a read-only one; each one of :data:`DECISIONS`."""
+    unknown one), ``other`` for a read-only one; each one of :data:`DECISIONS`. ``settings``
+    names the two as the operator sets them (shown in errors and reasons); ``speaker`` opens
+    each reason (``trajwatch``, ``trajwatch breaker``)."""
 
     dangerous: str = "deny"
     other: str = "ask"
     read_only_tools: frozenset[str] = field(default_factory=lambda: frozenset(READ_ONLY_TOOLS))
+    settings: tuple[str, str] = SERVE_SETTINGS
+    speaker: str = "trajwatch"
 
     def __post_init__(self) -> None:
-        for name, value in (
-            ("TRAJWATCH_CHECK_FAILURE_DANGEROUS", self.dangerous),
-            ("TRAJWATCH_CHECK_FAILURE_OTHER", self.other),
-        ):
+        for name, value in zip(self.settings, (self.dangerous, self.other), strict=True):
             if value not in DECISIONS:
                 raise ConfigError(
                     f"{name} must be one of {', '.join(DECISIONS)}, got {value!r}; "
@@ -97,18 +104,24 @@ class FailurePolicy:
     def decide(self, tool: str | None) -> str:
         return self.other if self.read_only(tool) else self.dangerous
 
+    def judge(self, tool: str | None, failure: CheckFailure) -> tuple[str, str]:
+        """The decision for ``tool`` after ``failure``, and the reason the agent and the
+        operator read."""
+        decision = self.decide(tool)
+        read_only = self.read_only(tool)
+        reason = (
+            f"{self.speaker}: the check failed ({failure.cause}: {failure.detail}); "
+            f"{shown(tool) if tool else 'an unknown tool'} is "
+            f"{'read-only' if read_only else 'not read-only'}, so: {decision} "
+            f"({self.settings[1] if read_only else self.settings[0]})"
+        )
+        return decision, reason
+
     def answer(self, failure: CheckFailure, tool: str | None, shape: str | None) -> dict[str, Any]:
         """The check's answer after ``failure`` for ``tool``, in the request's ``shape``
         (``hook``, ``trajwatch``, or None when the body was too broken to tell: then both
         keys, so either kind of client reads it). Logged, not counted (the caller counts)."""
-        decision = self.decide(tool)
-        kind = "read-only" if self.read_only(tool) else "not read-only"
-        setting = "OTHER" if self.read_only(tool) else "DANGEROUS"
-        reason = (
-            f"trajwatch: the check could not judge this call ({failure.cause}: "
-            f"{failure.detail}); {shown(tool) if tool else 'an unknown tool'} is {kind}, "
-            f"so: {decision} (TRAJWATCH_CHECK_FAILURE_{setting})"
-        )
+        decision, reason = self.judge(tool, failure)
         log.warning(
             "check failed (%s: %s); tool %s, decision %s",
             failure.cause,
@@ -165,6 +178,8 @@ class CheckMetrics:
 
 def shown(value: object, limit: int = 120) -> str:
     """An agent-controlled value in a log line or reason: quoted, escaped (no line breaks),
-    clipped to ``limit`` characters."""
-    text = "" if value is None else str(value)
+    clipped to ``limit`` characters; ``-`` for None."""
+    if value is None:
+        return "-"
+    text = str(value)
     return json.dumps(text[:limit] + ("..." if len(text) > limit else ""))
