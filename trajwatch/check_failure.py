@@ -137,7 +137,7 @@ class FailurePolicy:
         return out
 
 
-def hook_answer(decision: str, reason: str, *, context: bool = False) -> dict[str, Any]:
+def hook_answer(decision: str | None, reason: str, *, context: bool = False) -> dict[str, Any]:
     """A ``PreToolUse`` answer: ``deny`` or ``ask`` with the reason shown, else no decision
     (the reason as ``additionalContext`` when ``context``)."""
     out: dict[str, Any] = {"hookEventName": HOOK_EVENT}
