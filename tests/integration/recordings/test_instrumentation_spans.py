@@ -1,0 +1,65 @@
+"""Agent frameworks' own instrumentations, replayed from ``fixtures/spans/``.
+
+Each fixture is written from the instrumentation's source at a pinned version (its
+folder's README says which); replaying it must store what the run did - every tool call,
+one session a run, the goal, END last - and raise the alerts the run deserves, no others.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from models.records import Alert, DeadLetter, SessionInfo, Step, StepKind
+from models.store import Store
+from tests.support.paths import ROOT
+from trajwatch.config import detector_set, load_config
+from trajwatch.service.replay import replay
+from trajwatch.settings import Settings
+
+SPANS = ROOT / "fixtures" / "spans"
+
+
+@dataclass
+class Replayed:
+    sessions: dict[str, SessionInfo]
+    steps: dict[str, list[Step]]
+    alerts: list[Alert]
+    dead: list[DeadLetter]
+
+    def kinds(self, session: str, kind: StepKind) -> list[Step]:
+        return [s for s in self.steps[session] if s.kind == kind]
+
+    def detectors(self, session: str) -> set[str]:
+        return {a.detector for a in self.alerts if a.session_id == session}
+
+
+def replayed(folder: str, tmp_path: Path) -> Replayed:
+    """The fixture folder replayed with every detector, as ``trajwatch replay`` does."""
+    url = f"sqlite:///{tmp_path / 'replay.db'}"
+    files = sorted(p for p in (SPANS / folder).iterdir() if p.name != "README.md")
+    detectors = detector_set(load_config(ROOT / "trajwatch.toml"))
+    replay(files, settings=Settings(db_url=url), detectors=detectors)
+    with Store.open(url) as store:
+        sessions = {s.session_id: s for s in store.sessions()}
+        return Replayed(
+            sessions=sessions,
+            steps={sid: store.steps(sid) for sid in sessions},
+            alerts=store.alerts(),
+            dead=store.dead_letters(),
+        )
+
+
+def test_copilot_cli_raw_file_is_spans(tmp_path: Path) -> None:
+    """Copilot CLI's ``otel-raw.jsonl``: bare ``ResourceSpans`` objects, pretty-printed
+    back to back, are span batches (they were session events: a dead letter each)."""
+    run = replayed("copilot-cli", tmp_path)
+    assert run.dead == []
+    (session,) = run.sessions
+    assert session == "0e5c1f0a-7d1e-4c55-9a51-3c2f7e1d9b10"
+    calls = run.kinds(session, StepKind.TOOL_CALL)
+    assert [c.tool for c in calls] == ["view", "view", "edit", "bash"]
+    assert len(run.kinds(session, StepKind.TOOL_RESULT)) == 4
+    assert len(run.kinds(session, StepKind.MODEL_CALL)) == 5
+    assert run.steps[session][-1].kind == StepKind.END
+    assert run.alerts == []
