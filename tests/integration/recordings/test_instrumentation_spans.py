@@ -63,3 +63,32 @@ def test_copilot_cli_raw_file_is_spans(tmp_path: Path) -> None:
     assert len(run.kinds(session, StepKind.MODEL_CALL)) == 5
     assert run.steps[session][-1].kind == StepKind.END
     assert run.alerts == []
+
+
+def test_openllmetry_langgraph(tmp_path: Path) -> None:
+    """OpenLLMetry >= 0.50 puts LangChain's callback JSON (``inputs``, ``input_str``,
+    ``kwargs.tool_call_id``, ``metadata``, a serialised ``ToolMessage``) in
+    ``gen_ai.tool.call.arguments``/``result``: unwrapped, the same call is the same action
+    and an edit keeps its path. The graph span (no input) and the root chain under it
+    (the user's message) are one run: one start, with the goal."""
+    run = replayed("openllmetry-langgraph", tmp_path)
+    assert run.dead == []
+    assert set(run.sessions) == {"thread-01", "thread-02"}
+    loop, edit = run.sessions["thread-01"], run.sessions["thread-02"]
+    assert loop.goal == "Make the failing test in tests/test_api.py pass"
+    assert edit.goal == "Fix the off-by-one error in src/pager.py"
+    for session in run.sessions:
+        assert len(run.kinds(session, StepKind.START)) == 1
+        assert run.steps[session][-1].kind == StepKind.END
+    calls = run.kinds("thread-01", StepKind.TOOL_CALL)
+    assert len(calls) == 15
+    assert {c.action for c in calls[1:]} == {'run_tests(path="tests/test_api.py")'}
+    assert all(c.call_id and c.call_id.startswith("call_") for c in calls)
+    results = run.kinds("thread-01", StepKind.TOOL_RESULT)
+    assert results[1].result.startswith("FAILED tests/test_api.py::test_retry")
+    loops = [a for a in run.alerts if a.session_id == "thread-01"]
+    assert {a.detector for a in loops} == {"runaway_loop"}
+    assert "critical" in {a.severity for a in loops}
+    written = run.kinds("thread-02", StepKind.TOOL_CALL)[1]
+    assert written.tool == "write_file" and '"path":"src/pager.py"' in written.arguments
+    assert run.detectors("thread-02") == {"premature_completion"}
