@@ -54,6 +54,10 @@ OpenTelemetry SDK):
   ``LlmResponse`` (``{content: {parts}, finish_reason, model_version}``) as JSON in
   ``gcp.vertex.agent.llm_request``/``llm_response``; ``execute_tool (merged)`` (tool
   ``(merged tools)``) repeats the parallel calls it merges and is no call.
+- **LlamaIndex** through OpenInference (read at openinference-instrumentation-llama-index
+  4.6.1): every dispatcher span of an LLM instance is an ``LLM`` span, named
+  ``<Class>.<method>``; ``…._prepare_chat_with_tools`` (the message assembly before each
+  ``chat``/``astream_chat``: no tokens, no output) is no model call.
 - **Claude Code**'s own spans (scope ``com.anthropic.claude_code.tracing``, behind
   ``CLAUDE_CODE_ENHANCED_TELEMETRY_BETA``): ``claude_code.interaction`` (one user turn,
   ``user_prompt``), ``claude_code.llm_request`` (``model``, ``input_tokens``,
@@ -139,6 +143,10 @@ _CONTENT_EVENTS = frozenset(
     {_DETAILS_EVENT, "gen_ai.choice", *_MESSAGE_EVENTS, *_CONTENT_EVENTS_OLD}
 )
 """Span events that carry GenAI content (see the module docstring)."""
+_LLAMA_INDEX_NOT_CALLS = ("._prepare_chat_with_tools",)
+"""LlamaIndex LLM methods that call no model: ``FunctionCallingLLM._prepare_chat_with_tools``
+(abstract, so its dispatcher wraps every implementation in a span, ``<Class>.<method>``)
+assembles the messages and tools the next ``chat``/``astream_chat`` sends."""
 _CLAUDE_CODE = "claude_code."
 """The prefix of Claude Code's span names (scope ``com.anthropic.claude_code.tracing``)."""
 
@@ -166,9 +174,14 @@ def to_genai(span: SpanRecord) -> SpanRecord:
         _MARKERS.isdisjoint(attrs)
         and name not in _MARKED_NAMES
         and not name.startswith(("Function: ", _CLAUDE_CODE))
+        and not name.endswith(_LLAMA_INDEX_NOT_CALLS)
         and not any(event.name in _CONTENT_EVENTS for event in span.events)
     ):
         return span
+    if name.endswith(_LLAMA_INDEX_NOT_CALLS) and attrs.get("openinference.span.kind") == "LLM":
+        # LlamaIndex's dispatcher spans every method of an LLM, and OpenInference calls
+        # each such span LLM: the tool-calling models' message assembly is no model call
+        return dataclasses.replace(span, attributes={**attrs, "gen_ai.operation.name": NOT_A_STEP})
     out: dict[str, Any] = {}
     failed = _genai_events(span, attrs, out)
     failed |= _openllmetry(span, attrs, out)

@@ -92,3 +92,19 @@ def test_openllmetry_langgraph(tmp_path: Path) -> None:
     written = run.kinds("thread-02", StepKind.TOOL_CALL)[1]
     assert written.tool == "write_file" and '"path":"src/pager.py"' in written.arguments
     assert run.detectors("thread-02") == {"premature_completion"}
+
+
+def test_openinference_llama_index(tmp_path: Path) -> None:
+    """Each turn of a LlamaIndex tool-calling agent has two LLM spans; the message
+    assembly (``_prepare_chat_with_tools``: no tokens, no output) is no model call."""
+    run = replayed("openinference-llama-index", tmp_path)
+    assert run.dead == []
+    (session,) = run.sessions
+    models = run.kinds(session, StepKind.MODEL_CALL)
+    assert len(models) == 3
+    assert all(m.tokens_in and m.tokens_out == 30 for m in models)
+    assert [c.tool for c in run.kinds(session, StepKind.TOOL_CALL)] == [
+        "search_issues",
+        "get_issue",
+    ]
+    assert run.alerts == []
