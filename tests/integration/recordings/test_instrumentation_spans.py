@@ -57,6 +57,8 @@ def test_copilot_cli_raw_file_is_spans(tmp_path: Path) -> None:
     assert run.dead == []
     (session,) = run.sessions
     assert session == "0e5c1f0a-7d1e-4c55-9a51-3c2f7e1d9b10"
+    goal = "Add input validation to parseConfig in src/config.ts and make the tests pass"
+    assert run.sessions[session].goal == goal  # the first model call's user message
     calls = run.kinds(session, StepKind.TOOL_CALL)
     assert [c.tool for c in calls] == ["view", "view", "edit", "bash"]
     assert len(run.kinds(session, StepKind.TOOL_RESULT)) == 4
@@ -102,6 +104,8 @@ def test_openinference_llama_index(tmp_path: Path) -> None:
     (session,) = run.sessions
     models = run.kinds(session, StepKind.MODEL_CALL)
     assert len(models) == 3
+    goal = "How many open issues labelled bug does the payments repo have?"
+    assert run.sessions[session].goal == goal  # no start carries it: the first model call
     assert all(m.tokens_in and m.tokens_out == 30 for m in models)
     assert [c.tool for c in run.kinds(session, StepKind.TOOL_CALL)] == [
         "search_issues",
