@@ -54,6 +54,11 @@ OpenTelemetry SDK):
   ``LlmResponse`` (``{content: {parts}, finish_reason, model_version}``) as JSON in
   ``gcp.vertex.agent.llm_request``/``llm_response``; ``execute_tool (merged)`` (tool
   ``(merged tools)``) repeats the parallel calls it merges and is no call.
+- **The OpenAI Agents SDK** through OpenInference (read at
+  openinference-instrumentation-openai-agents 2.6.0): the trace's root ``AGENT`` span is
+  named after the workflow and names no agent; :func:`restate` gives it the ``agent.name``
+  of its first agent span. The task is on the ``generation``/``response`` spans'
+  ``llm.input_messages`` only (a response span numbers them from 1).
 - **LlamaIndex** through OpenInference (read at openinference-instrumentation-llama-index
   4.6.1): every dispatcher span of an LLM instance is an ``LLM`` span, named
   ``<Class>.<method>``; ``…._prepare_chat_with_tools`` (the message assembly before each
@@ -210,6 +215,7 @@ def restate(spans: Iterable[SpanRecord]) -> list[SpanRecord]:
     whose parent is elsewhere still says nothing on its own."""
     batch = [to_genai(span) for span in spans]
     batch = _lift_run_inputs(batch)
+    batch = _named_runs(batch)
     outcomes: dict[str, str] = {}
     for span in batch:
         if span.name == "claude_code.tool.execution" and span.parent_span_id:
@@ -247,6 +253,40 @@ def _lift_run_inputs(batch: list[SpanRecord]) -> list[SpanRecord]:
             }
             if add:
                 span = dataclasses.replace(span, attributes={**span.attributes, **add})
+        out.append(span)
+    return out
+
+
+def _named_runs(batch: list[SpanRecord]) -> list[SpanRecord]:
+    """The batch with each OpenInference ``AGENT`` span that names no agent given the
+    ``agent.name`` of its first ``AGENT`` child in the batch: the OpenAI Agents SDK's
+    trace root (``OpenInferenceTracingProcessor.on_trace_start``: named after the
+    workflow, ``Agent workflow``) runs the agent its first agent span names."""
+    named: dict[str, tuple[int, str]] = {}
+    for span in batch:
+        name = span.attributes.get("agent.name")
+        if (
+            span.parent_span_id
+            and isinstance(name, str)
+            and name
+            and span.attributes.get("openinference.span.kind") == "AGENT"
+        ):
+            first = named.get(span.parent_span_id)
+            if first is None or span.start_ns < first[0]:
+                named[span.parent_span_id] = (span.start_ns, name)
+    if not named:
+        return batch
+    out = []
+    for span in batch:
+        attrs = span.attributes
+        given = named.get(span.span_id)
+        if (
+            given is not None
+            and attrs.get("openinference.span.kind") == "AGENT"
+            and not attrs.get("agent.name")
+            and not attrs.get("gen_ai.agent.name")
+        ):
+            span = dataclasses.replace(span, attributes={**attrs, "agent.name": given[1]})
         out.append(span)
     return out
 

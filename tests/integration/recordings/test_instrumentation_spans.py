@@ -112,3 +112,21 @@ def test_openinference_llama_index(tmp_path: Path) -> None:
         "get_issue",
     ]
     assert run.alerts == []
+
+
+def test_openinference_openai_agents(tmp_path: Path) -> None:
+    """The OpenAI Agents SDK through OpenInference: the agent's name is ``agent.name`` (not
+    the resource's ``service.name``), the task the model calls' first user message - also
+    on a Responses model's spans, which number their input messages from 1."""
+    run = replayed("openinference-openai-agents", tmp_path)
+    assert run.dead == []
+    by_agent = {info.agent: info for info in run.sessions.values()}
+    assert set(by_agent) == {"Travel Planner", "Support Agent"}
+    assert by_agent["Travel Planner"].goal == (
+        "Find a hotel in Lisbon for 12-14 June under 150 EUR a night"
+    )
+    support = by_agent["Support Agent"]
+    assert support.goal == "Why was order 8812 charged twice?"
+    (first, *_) = run.kinds(support.session_id, StepKind.MODEL_CALL)
+    assert first.detail["user_message"] == "Why was order 8812 charged twice?"
+    assert run.alerts == []
