@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from detectors.intent_drift.detector import IntentDrift
 from models.records import Alert, DeadLetter, SessionInfo, Step, StepKind
 from models.store import Store
 from tests.support.paths import ROOT
@@ -129,4 +130,28 @@ def test_openinference_openai_agents(tmp_path: Path) -> None:
     assert support.goal == "Why was order 8812 charged twice?"
     (first, *_) = run.kinds(support.session_id, StepKind.MODEL_CALL)
     assert first.detail["user_message"] == "Why was order 8812 charged twice?"
+    assert run.alerts == []
+
+
+def test_openinference_smolagents_final_answer(tmp_path: Path) -> None:
+    """smolagents' ``final_answer`` tool call is the answer: a summary of a fetched page,
+    made of its words, is judged as an answer, not weighed as an action the page steered
+    ("possible prompt injection")."""
+    run = replayed("openinference-smolagents", tmp_path)
+    assert run.dead == []
+    (session,) = run.sessions
+    calls = run.kinds(session, StepKind.TOOL_CALL)
+    assert [c.tool for c in calls] == [
+        "web_search",
+        "visit_webpage",
+        "visit_webpage",
+        "final_answer",
+    ]
+    assert "HBM bandwidth" in calls[-1].arguments
+    drift = IntentDrift()
+    scores = {}
+    for step in run.steps[session]:
+        assert drift.update(step) == []
+        scores[step.step_id] = drift.score
+    assert scores[calls[-1].step_id] == 0.0  # was 0.125: a weight of 1 "from the page"
     assert run.alerts == []
