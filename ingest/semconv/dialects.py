@@ -514,8 +514,12 @@ def _adk(span: SpanRecord, attrs: Mapping[str, Any], out: dict[str, Any]) -> Non
             out["gen_ai.operation.name"] = NOT_A_STEP
             return
         arguments = json_value(attrs.get("gcp.vertex.agent.tool_call_args"))
-        _put(out, attrs, "gen_ai.tool.call.arguments", arguments or None)
         response = json_value(attrs.get("gcp.vertex.agent.tool_response"))
+        # Without content capture ADK (legacy schema, tracing.py ``trace_tool_call``)
+        # writes "{}" for both: arguments unknown. With it, "{}" beside a response is a
+        # call that took no arguments.
+        recorded = response not in ({}, None, "")
+        _put(out, attrs, "gen_ai.tool.call.arguments", arguments or ({} if recorded else None))
         # ADK wraps a response that is not a dict as {"result": value}; it writes
         # "<not specified>" when the call had no response event
         if isinstance(response, Mapping) and set(response) == {"result"}:

@@ -58,6 +58,7 @@ from typing import Any
 from features.calls.actions import tool_call_fields
 from features.calls.canonical import canonical_json
 from features.calls.codeact import code_blocks, prompt_tools
+from features.calls.unknown import UNRECORDED
 from features.redact.engine import redact
 from features.text.clip import excerpt
 from features.text.hosts import host_of
@@ -804,7 +805,10 @@ def _tool_drafts(span: SpanRecord, base: dict[str, Any], ref: str) -> list[Draft
     if tool is None:
         tool = span.name.removeprefix("execute_tool ").strip() or None
     call_id = real_id(first_str(attrs, ("gen_ai.tool.call.id", "tool_call.id")))
-    fields = tool_call_fields(tool, _tool_arguments(attrs))
+    arguments = _tool_arguments(attrs)
+    fields = tool_call_fields(tool, arguments)
+    if arguments is None:  # not recorded (content capture off): unknown, not "none"
+        fields["detail"][UNRECORDED] = True
     call = _step(
         span, StepKind.TOOL_CALL, span.start_ns, end_ts=span.end_ns, call_id=call_id, **fields
     )

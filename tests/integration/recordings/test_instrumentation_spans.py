@@ -155,3 +155,17 @@ def test_openinference_smolagents_final_answer(tmp_path: Path) -> None:
         scores[step.step_id] = drift.score
     assert scores[calls[-1].step_id] == 0.0  # was 0.125: a weight of 1 "from the page"
     assert run.alerts == []
+
+
+def test_adk_without_content_unknown_is_never_equal(tmp_path: Path) -> None:
+    """ADK 2.x records tool names only (no content capture): every call's arguments are
+    unknown, and unknown is never equal - seven reads of seven files are no loop, paying
+    the return flight after the outbound one is no duplicate payment."""
+    run = replayed("adk-no-content", tmp_path)
+    assert run.dead == []
+    reads = run.kinds("sess-files-0001", StepKind.TOOL_CALL)
+    assert [c.tool for c in reads] == ["read_file"] * 7
+    assert all(c.arguments is None and c.detail["arguments_unrecorded"] for c in reads)
+    pays = [c for c in run.kinds("sess-trip-0002", StepKind.TOOL_CALL) if c.tool == "send_payment"]
+    assert len(pays) == 2
+    assert run.alerts == []
