@@ -194,7 +194,9 @@ class DuplicateSideEffect(Detector):
         match: _Entry | None = None
         same = ""
         by_key = self._keys.get(key) if key else None
-        by_call = self._calls.get(digest) if cls is not None else None
+        # arguments not recorded or masked: unknown, never "identical arguments"
+        known = cls is not None and not features_of(step).unknown_arguments
+        by_call = self._calls.get(digest) if known else None
         if by_key is not None and by_key.status != "error":
             match, same = by_key, f"idempotency key {key!r}"
         elif (
@@ -214,7 +216,7 @@ class DuplicateSideEffect(Detector):
             if alert is not None:
                 alerts.append(alert)
         entry.finding = finding
-        if cls is not None:
+        if known:
             self._put(self._calls, digest, entry)
         if key:
             self._put(self._keys, key, _Entry(**{f: getattr(entry, f) for f in entry.__slots__}))

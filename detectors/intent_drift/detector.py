@@ -177,7 +177,10 @@ class IntentDrift(Detector):
         kind = step.kind
         if kind == StepKind.TOOL_CALL:
             if final_answer_tool(step.tool):
-                return self._on_answer(step) + self._on_call(step)
+                # the answer, judged as one (sub-goals abandoned), not as an action: a
+                # summary of what the run read is made of the results' words, and scored
+                # as a call it was "steered by a result" (smolagents' final_answer tool)
+                return self._on_answer(step)
             return self._on_call(step)
         if kind == StepKind.TOOL_RESULT:
             self._log.informed = True

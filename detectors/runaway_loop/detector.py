@@ -69,6 +69,7 @@ from detectors.runaway_loop.retries import (
 )
 from features.calls.action_keys import body_crc, head_crc, near_key
 from features.calls.step_features import features_of
+from features.calls.unknown import result_unknown
 from models.records import Action, Alert, Severity, Step, StepKind
 
 __all__ = ["RunawayLoop", "near_key"]
@@ -256,6 +257,11 @@ class RunawayLoop(Detector):
         alerts = self._check_cycle(step) if calls and not calls[-1].checked else []
         features = features_of(step)
         key, words, exact, label = features.action
+        if features.unknown_arguments:
+            # arguments not recorded or masked: unknown is never equal, so the call
+            # repeats none (a key of its own, below every crc32) and says no words
+            key = exact = -1 - step.seq
+            words = frozenset()
         names, values = features.arguments
         seen = self._seen
         novel = key not in seen
@@ -342,6 +348,12 @@ class RunawayLoop(Detector):
             return []
         failed = step.status == "error"
         text = step.error if failed and step.error else step.result
+        masked = result_unknown(text)
+        if masked:
+            # a placeholder says nothing: never the same answer or error as another, so
+            # a result of its own (as the publisher's digests differ) - never "no change"
+            text = None
+            call.head = call.body = head_crc(f"\x00masked result of call {call.seq}")
         if text:
             # text.lstrip()[:_BODY] without copying a long result whole: a prefix holding
             # a non-space character strips the same; only all-space prefixes need more
@@ -357,7 +369,7 @@ class RunawayLoop(Detector):
         # the error signature and text ignore leading space: the unstripped text will do
         if failed:
             self._answers = None
-            alerts = self._on_failure(step, call, text or "")
+            alerts = [] if masked else self._on_failure(step, call, text or "")
         else:
             alerts = self._on_success(call)
             alerts += self._same_answer(step, call, text or "")

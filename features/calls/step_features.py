@@ -42,6 +42,7 @@ from features.calls.action_keys import action_facts, argument_facts, numbers_crc
 from features.calls.effects import call_effect
 from features.calls.facts import CallFacts, call_facts, read_tool, sending_tool, target_hosts
 from features.calls.tool_view import DEFAULT_APPROVAL_RE, ToolView, approval_view, parsed_view
+from features.calls.unknown import arguments_unknown
 from features.calls.vectors import (
     StepTerms,
     goal_text,
@@ -88,6 +89,7 @@ _LAZY = (
     "_instructs",
     "_goal",
     "_effect",
+    "_unknown",
 )
 
 
@@ -122,6 +124,7 @@ class StepFeatures:
     _instructs: tuple[int, bool]
     _goal: str | None
     _effect: tuple[str | None, bool]
+    _unknown: bool
 
     def __init__(self, step: Step) -> None:
         set_ = object.__setattr__
@@ -256,6 +259,14 @@ class StepFeatures:
         step = self.step
         facts = action_facts(step.tool, step.action or step.tool or "")
         return _keep(self, "_action", facts)
+
+    @property
+    def unknown_arguments(self) -> bool:
+        """Whether the call's arguments are unknown (not recorded, or masked): no call is
+        the same as another by them (:func:`features.calls.unknown.arguments_unknown`)."""
+        if self._unknown is not _UNSET:
+            return self._unknown
+        return _keep(self, "_unknown", arguments_unknown(self.step))
 
     @property
     def arguments(self) -> tuple[frozenset[str], tuple[str, ...]]:

@@ -13,6 +13,9 @@ producer writes it:
   (older SDKs and Collectors, and Grafana Tempo's API, still write them);
 - Tempo's ``/api/traces/<id>`` shape ``{"batches": [...]}``, its v2 envelope
   ``{"trace": {...}}`` and Jaeger's ``/api/v3/traces`` envelope ``{"result": {...}}``;
+- a bare ``ResourceSpans`` object (``{"resource": ..., "scopeSpans": [...]}``, no
+  ``resourceSpans`` list around it), as GitHub Copilot CLI's ``otel-raw.jsonl`` holds them,
+  pretty-printed back to back: read as a batch of that one entry;
 - ids in base64 (protobuf's JSON mapping, as Tempo writes them) as well as hex. The
   two are told apart by length alone (hex is 32/16 characters, base64 22-24/11-12),
   so the reading is deterministic.
@@ -96,6 +99,9 @@ def _snake(camel: str) -> str:
 
 _TOP_KEYS = _spellings("resourceSpans", "batches", *_OTHER_SIGNALS)
 _RS_KEYS = _spellings("resource", "schemaUrl", *(c for c, _, _ in _SCOPE_LISTS))
+_BARE_KEYS = tuple(sorted(_spellings(*(c for c, _, _ in _SCOPE_LISTS))))
+"""A ``ResourceSpans`` object's list of scopes under any of its spellings: the mark of a
+bare one (its ``resource`` is optional, and other objects have one too)."""
 _SS_KEYS = _spellings("scope", "instrumentationLibrary", "spans", "schemaUrl")
 
 
@@ -173,12 +179,15 @@ def _is_jaeger_v1(doc: Mapping[str, Any]) -> bool:
 
 
 def _unwrap(doc: Any) -> Any:
-    """The traces object inside a query API's envelope (Tempo v2, Jaeger v3), else ``doc``."""
+    """The traces object inside a query API's envelope (Tempo v2, Jaeger v3), a bare
+    ``ResourceSpans`` object as a batch of one, else ``doc``."""
     if isinstance(doc, Mapping) and not _TOP_KEYS.intersection(doc):
         for key in _ENVELOPES:
             inner = doc.get(key)
             if isinstance(inner, Mapping) and _TOP_KEYS.intersection(inner):
                 return inner
+        if isinstance(_first(doc, _BARE_KEYS), list):
+            return {"resourceSpans": [doc]}
     return doc
 
 

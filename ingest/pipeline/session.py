@@ -27,7 +27,8 @@ from ingest.pipeline.session_state import (
 from models.records import SessionInfo, Step, StepKind
 from models.store import SessionCursor
 
-_START, _END = StepKind.START, StepKind.END  # read once: a member read is an enum lookup
+# read once: a member read is an enum lookup
+_START, _END, _MODEL_CALL = StepKind.START, StepKind.END, StepKind.MODEL_CALL
 
 
 @dataclass(slots=True)
@@ -158,8 +159,15 @@ def restore(stored: Stored, detectors: DetectorSet, options: PipelineOptions) ->
 
 def updated_info(info: SessionInfo, step: Step) -> SessionInfo:
     """Session facts a step teaches: the goal and policy from the (outermost) start,
-    the outcome from the end, the first event time from any step."""
+    the outcome from the end, the first event time from any step. A session whose start
+    carries no goal (many instrumentations put the task on the model call only: the
+    OpenAI Agents SDK's, LangGraph's and LlamaIndex's through OpenInference, ADK's) takes
+    the user message of its first model call that has one, as the detectors do."""
     started = step.ts if info.started_ts is None else min(info.started_ts, step.ts)
+    if step.kind == _MODEL_CALL and not info.goal:
+        message = step.detail.get("user_message")
+        if isinstance(message, str) and message.strip():
+            info = replace(info, goal=message)
     if step.kind == _START and not step.detail.get("subagent"):
         detail = step.detail
         # a later turn's input is a further user message, not the session's goal

@@ -25,7 +25,14 @@ OpenTelemetry SDK):
   ``gen_ai.prompt.{i}.role``/``content`` and ``gen_ai.completion.{i}.content``/
   ``finish_reason``. A ``workflow`` is the agent run only at the root of its trace
   (LangChain makes every chain with no traced parent one); ``task`` spans are chains.
-  A system message in the run's input is its ``gen_ai.system_instructions``.
+  A system message in the run's input is its ``gen_ai.system_instructions``. Since 0.50
+  (read at opentelemetry-instrumentation-langchain 0.62.4) a tool span also carries
+  ``gen_ai.operation.name`` and the same callback JSON in ``gen_ai.tool.call.arguments``/
+  ``result``: unwrapped there as well (the call's own arguments, its ``ToolMessage``'s
+  content; the call id from the message or from the input's ``kwargs.tool_call_id``); and
+  LangGraph's graph is a span of its own (``invoke_agent <graph>``, no input), parenting
+  the root chain (``workflow``, ``gen_ai.provider.name`` ``langgraph``): one run, whose
+  input :func:`restate` gives to the graph span.
 - **LangSmith** OTel export: ``langsmith.span.kind`` ``tool`` | ``llm`` | ``chain`` |
   ``prompt`` | …, run inputs/outputs as JSON in ``gen_ai.prompt``/``gen_ai.completion``
   (a tool run's ``{"input": …}``/``{"output": …}``).
@@ -47,6 +54,15 @@ OpenTelemetry SDK):
   ``LlmResponse`` (``{content: {parts}, finish_reason, model_version}``) as JSON in
   ``gcp.vertex.agent.llm_request``/``llm_response``; ``execute_tool (merged)`` (tool
   ``(merged tools)``) repeats the parallel calls it merges and is no call.
+- **The OpenAI Agents SDK** through OpenInference (read at
+  openinference-instrumentation-openai-agents 2.6.0): the trace's root ``AGENT`` span is
+  named after the workflow and names no agent; :func:`restate` gives it the ``agent.name``
+  of its first agent span. The task is on the ``generation``/``response`` spans'
+  ``llm.input_messages`` only (a response span numbers them from 1).
+- **LlamaIndex** through OpenInference (read at openinference-instrumentation-llama-index
+  4.6.1): every dispatcher span of an LLM instance is an ``LLM`` span, named
+  ``<Class>.<method>``; ``…._prepare_chat_with_tools`` (the message assembly before each
+  ``chat``/``astream_chat``: no tokens, no output) is no model call.
 - **Claude Code**'s own spans (scope ``com.anthropic.claude_code.tracing``, behind
   ``CLAUDE_CODE_ENHANCED_TELEMETRY_BETA``): ``claude_code.interaction`` (one user turn,
   ``user_prompt``), ``claude_code.llm_request`` (``model``, ``input_tokens``,
@@ -132,6 +148,10 @@ _CONTENT_EVENTS = frozenset(
     {_DETAILS_EVENT, "gen_ai.choice", *_MESSAGE_EVENTS, *_CONTENT_EVENTS_OLD}
 )
 """Span events that carry GenAI content (see the module docstring)."""
+_LLAMA_INDEX_NOT_CALLS = ("._prepare_chat_with_tools",)
+"""LlamaIndex LLM methods that call no model: ``FunctionCallingLLM._prepare_chat_with_tools``
+(abstract, so its dispatcher wraps every implementation in a span, ``<Class>.<method>``)
+assembles the messages and tools the next ``chat``/``astream_chat`` sends."""
 _CLAUDE_CODE = "claude_code."
 """The prefix of Claude Code's span names (scope ``com.anthropic.claude_code.tracing``)."""
 
@@ -159,9 +179,14 @@ def to_genai(span: SpanRecord) -> SpanRecord:
         _MARKERS.isdisjoint(attrs)
         and name not in _MARKED_NAMES
         and not name.startswith(("Function: ", _CLAUDE_CODE))
+        and not name.endswith(_LLAMA_INDEX_NOT_CALLS)
         and not any(event.name in _CONTENT_EVENTS for event in span.events)
     ):
         return span
+    if name.endswith(_LLAMA_INDEX_NOT_CALLS) and attrs.get("openinference.span.kind") == "LLM":
+        # LlamaIndex's dispatcher spans every method of an LLM, and OpenInference calls
+        # each such span LLM: the tool-calling models' message assembly is no model call
+        return dataclasses.replace(span, attributes={**attrs, "gen_ai.operation.name": NOT_A_STEP})
     out: dict[str, Any] = {}
     failed = _genai_events(span, attrs, out)
     failed |= _openllmetry(span, attrs, out)
@@ -189,6 +214,8 @@ def restate(spans: Iterable[SpanRecord]) -> list[SpanRecord]:
     exported together (a parent ends after its children, in the same batch); a child
     whose parent is elsewhere still says nothing on its own."""
     batch = [to_genai(span) for span in spans]
+    batch = _lift_run_inputs(batch)
+    batch = _named_runs(batch)
     outcomes: dict[str, str] = {}
     for span in batch:
         if span.name == "claude_code.tool.execution" and span.parent_span_id:
@@ -203,6 +230,65 @@ def restate(spans: Iterable[SpanRecord]) -> list[SpanRecord]:
         else span
         for span in batch
     ]
+
+
+def _lift_run_inputs(batch: list[SpanRecord]) -> list[SpanRecord]:
+    """The batch with the input of each span marked as its parent's run (``_PARENT_RUN``)
+    given to that parent, where the parent has none of its own."""
+    lifted = {
+        span.parent_span_id: span.attributes
+        for span in batch
+        if span.parent_span_id and span.attributes.get(_PARENT_RUN)
+    }
+    if not lifted:
+        return batch
+    out = []
+    for span in batch:
+        given = lifted.get(span.span_id)
+        if given is not None:
+            add = {
+                key: given[key]
+                for key in ("gen_ai.input.messages", "gen_ai.system_instructions")
+                if key in given and key not in span.attributes
+            }
+            if add:
+                span = dataclasses.replace(span, attributes={**span.attributes, **add})
+        out.append(span)
+    return out
+
+
+def _named_runs(batch: list[SpanRecord]) -> list[SpanRecord]:
+    """The batch with each OpenInference ``AGENT`` span that names no agent given the
+    ``agent.name`` of its first ``AGENT`` child in the batch: the OpenAI Agents SDK's
+    trace root (``OpenInferenceTracingProcessor.on_trace_start``: named after the
+    workflow, ``Agent workflow``) runs the agent its first agent span names."""
+    named: dict[str, tuple[int, str]] = {}
+    for span in batch:
+        name = span.attributes.get("agent.name")
+        if (
+            span.parent_span_id
+            and isinstance(name, str)
+            and name
+            and span.attributes.get("openinference.span.kind") == "AGENT"
+        ):
+            first = named.get(span.parent_span_id)
+            if first is None or span.start_ns < first[0]:
+                named[span.parent_span_id] = (span.start_ns, name)
+    if not named:
+        return batch
+    out = []
+    for span in batch:
+        attrs = span.attributes
+        given = named.get(span.span_id)
+        if (
+            given is not None
+            and attrs.get("openinference.span.kind") == "AGENT"
+            and not attrs.get("agent.name")
+            and not attrs.get("gen_ai.agent.name")
+        ):
+            span = dataclasses.replace(span, attributes={**attrs, "agent.name": given[1]})
+        out.append(span)
+    return out
 
 
 def _failed(span: SpanRecord, error: str) -> SpanRecord:
@@ -221,28 +307,35 @@ def _openllmetry(span: SpanRecord, attrs: Mapping[str, Any], out: dict[str, Any]
         _operation(out, attrs, "execute_tool")
         tool = _text(attrs.get("traceloop.entity.name")) or span.name.removesuffix(".tool")
         _put(out, attrs, "gen_ai.tool.name", tool)
-        _put(out, attrs, "gen_ai.tool.call.arguments", _tool_input(attrs))
-        output = json_value(attrs.get("traceloop.entity.output"))
+        entered = _callback_json(attrs, _TOOL_INPUTS, _TOOL_INPUT_KEYS)
+        arguments = _tool_input(entered, attrs)
+        _put_over_callback(out, attrs, "gen_ai.tool.call.arguments", arguments, _TOOL_INPUT_KEYS)
+        ended = _callback_json(attrs, _TOOL_OUTPUTS, _TOOL_OUTPUT_KEYS)
+        output = json_value(attrs.get("traceloop.entity.output")) if ended is None else ended
         if isinstance(output, Mapping) and "output" in output:
             output = output["output"]
         result, call_id, failed = _tool_output(output)
-        _put(out, attrs, "gen_ai.tool.call.result", result)
+        _put_over_callback(out, attrs, "gen_ai.tool.call.result", result, _TOOL_OUTPUT_KEYS)
+        given = entered.get("kwargs") if entered is not None else None
+        if call_id is None and isinstance(given, Mapping):
+            call_id = _text(given.get("tool_call_id"))
         _put(out, attrs, "gen_ai.tool.call.id", call_id)
     elif kind == "agent" or (kind == "workflow" and span.parent_span_id is None):
         _operation(out, attrs, "invoke_agent" if kind == "agent" else "invoke_workflow")
         if kind == "agent":
             _put(out, attrs, "gen_ai.agent.name", _text(attrs.get("traceloop.entity.name")))
-        entered = json_value(attrs.get("traceloop.entity.input"))
-        if isinstance(entered, Mapping) and "inputs" in entered:
-            entered = entered["inputs"]
-        _put_goal(out, attrs, _user_text(entered))
-        system = [
-            m["content"]
-            for m in _chat_messages(entered)
-            if m.get("role") == "system" and isinstance(m.get("content"), str) and m["content"]
-        ]
-        if system:  # a SystemMessage the caller passed: the run's instructions
-            _put(out, attrs, "gen_ai.system_instructions", "\n".join(system))
+        _put_run_input(out, attrs)
+    elif (
+        kind == "workflow"
+        and span.parent_span_id is not None
+        and attrs.get("gen_ai.provider.name") == "langgraph"
+    ):
+        # The root chain of a LangGraph run, parented by OpenLLMetry (>= 0.50, patch.py)
+        # to the graph's own ``invoke_agent <graph>`` span, which has no input: one run.
+        # Its input goes to that span (:func:`restate`); it is no agent of its own.
+        out["gen_ai.operation.name"] = NOT_A_STEP
+        out[_PARENT_RUN] = True
+        _put_run_input(out, attrs)
     request = attrs.get("llm.request.type")
     if request == "chat" or request == "completion":
         _operation(out, attrs, "chat" if request == "chat" else "text_completion")
@@ -251,18 +344,72 @@ def _openllmetry(span: SpanRecord, attrs: Mapping[str, Any], out: dict[str, Any]
     return failed
 
 
-def _tool_input(attrs: Mapping[str, Any]) -> Any:
+_TOOL_INPUTS = ("traceloop.entity.input", "gen_ai.tool.call.arguments")
+_TOOL_OUTPUTS = ("traceloop.entity.output", "gen_ai.tool.call.result")
+_TOOL_INPUT_KEYS = frozenset({"input_str", "tags", "metadata", "inputs", "kwargs"})
+"""The keys of the JSON OpenLLMetry's ``on_tool_start`` writes (``callback_handler.py``):
+LangChain's callback arguments, the tool's own arguments only under ``inputs``."""
+_TOOL_OUTPUT_KEYS = frozenset({"output", "kwargs"})
+"""The keys of the JSON its ``on_tool_end`` writes."""
+_PARENT_RUN = "trajwatch.parent_run"
+"""Set by :func:`to_genai` on a span that is its parent's run (LangGraph's root chain under
+the graph span): :func:`restate` gives its input to the parent."""
+
+
+def _callback_json(
+    attrs: Mapping[str, Any], names: tuple[str, ...], keys: frozenset[str]
+) -> Mapping[str, Any] | None:
+    """The LangChain callback's arguments as OpenLLMetry writes them (an object of only
+    ``keys``, in the first of ``names`` holding one): since 0.50 in the GenAI attributes
+    too, where the call's own arguments and result belong."""
+    for name in names:
+        value = json_value(attrs.get(name))
+        if isinstance(value, Mapping) and value and keys.issuperset(value):
+            return value
+    return None
+
+
+def _tool_input(entered: Mapping[str, Any] | None, attrs: Mapping[str, Any]) -> Any:
     """A traced tool's arguments: LangChain's ``inputs`` (or ``input_str``, the Python
     ``str()`` of them), a decorated function's ``{"args", "kwargs"}`` as it is."""
-    entered = json_value(attrs.get("traceloop.entity.input"))
-    if not isinstance(entered, Mapping):
-        return entered
+    if entered is None:
+        return json_value(attrs.get("traceloop.entity.input"))
     inputs = entered.get("inputs")
     if isinstance(inputs, Mapping) and inputs:
         return dict(inputs)
     if "input_str" in entered:
         return _python_literal(entered["input_str"])
     return entered
+
+
+def _put_over_callback(
+    out: dict[str, Any], attrs: Mapping[str, Any], key: str, value: Any, keys: frozenset[str]
+) -> None:
+    """:func:`_put`, but over a ``key`` that holds the callback's JSON (OpenLLMetry >= 0.50
+    puts it in ``gen_ai.tool.call.arguments``/``result``): the call id, the graph's step
+    and checkpoint in it would make each call of the same action another one."""
+    present = json_value(attrs.get(key))
+    if isinstance(present, Mapping) and present and keys.issuperset(present):
+        if value is not None and value != "":
+            out[key] = value
+        return
+    _put(out, attrs, key, value)
+
+
+def _put_run_input(out: dict[str, Any], attrs: Mapping[str, Any]) -> None:
+    """A chain run's task and instructions, from the ``inputs`` OpenLLMetry logs for it:
+    the first user message, and the system messages the caller passed."""
+    entered = json_value(attrs.get("traceloop.entity.input"))
+    if isinstance(entered, Mapping) and "inputs" in entered:
+        entered = entered["inputs"]
+    _put_goal(out, attrs, _user_text(entered))
+    system = [
+        m["content"]
+        for m in _chat_messages(entered)
+        if m.get("role") == "system" and isinstance(m.get("content"), str) and m["content"]
+    ]
+    if system:  # a SystemMessage the caller passed: the run's instructions
+        _put(out, attrs, "gen_ai.system_instructions", "\n".join(system))
 
 
 def _langsmith(span: SpanRecord, attrs: Mapping[str, Any], out: dict[str, Any]) -> bool:
@@ -367,8 +514,12 @@ def _adk(span: SpanRecord, attrs: Mapping[str, Any], out: dict[str, Any]) -> Non
             out["gen_ai.operation.name"] = NOT_A_STEP
             return
         arguments = json_value(attrs.get("gcp.vertex.agent.tool_call_args"))
-        _put(out, attrs, "gen_ai.tool.call.arguments", arguments or None)
         response = json_value(attrs.get("gcp.vertex.agent.tool_response"))
+        # Without content capture ADK (legacy schema, tracing.py ``trace_tool_call``)
+        # writes "{}" for both: arguments unknown. With it, "{}" beside a response is a
+        # call that took no arguments.
+        recorded = response not in ({}, None, "")
+        _put(out, attrs, "gen_ai.tool.call.arguments", arguments or ({} if recorded else None))
         # ADK wraps a response that is not a dict as {"result": value}; it writes
         # "<not specified>" when the call had no response event
         if isinstance(response, Mapping) and set(response) == {"result"}:

@@ -58,6 +58,7 @@ from typing import Any
 from features.calls.actions import tool_call_fields
 from features.calls.canonical import canonical_json
 from features.calls.codeact import code_blocks, prompt_tools
+from features.calls.unknown import UNRECORDED
 from features.redact.engine import redact
 from features.text.clip import excerpt
 from features.text.hosts import host_of
@@ -272,15 +273,36 @@ def _first_user_text(attrs: Mapping[str, Any]) -> str | None:
                 text = _message_text(message)
                 if text:
                     return text
-    # OpenInference flattened messages: llm.input_messages.<i>.message.role/content
-    i = 0
+    # OpenInference flattened messages: llm.input_messages.<i>.message.role and content
+    # (or content parts, message.contents.<j>.message_content.text). The OpenAI Agents
+    # SDK's response spans number them from 1, keeping 0 for the instructions.
+    i = 0 if "llm.input_messages.0.message.role" in attrs else 1
     while f"llm.input_messages.{i}.message.role" in attrs:
         if attrs[f"llm.input_messages.{i}.message.role"] == "user":
-            content = attrs.get(f"llm.input_messages.{i}.message.content")
-            if isinstance(content, str) and content:
-                return content
+            text = _flattened_content(attrs, f"llm.input_messages.{i}.message.")
+            if text:
+                return text
         i += 1
     return None
+
+
+def _flattened_content(attrs: Mapping[str, Any], prefix: str) -> str | None:
+    """An OpenInference flattened message's text: ``content``, else its text parts."""
+    content = attrs.get(prefix + "content")
+    if isinstance(content, str) and content:
+        return content
+    texts = []
+    for j in range(_MAX_PARTS):
+        text = attrs.get(f"{prefix}contents.{j}.message_content.text")
+        if text is None and f"{prefix}contents.{j}.message_content.type" not in attrs:
+            break
+        if isinstance(text, str) and text:
+            texts.append(text)
+    return "\n".join(texts) or None
+
+
+_MAX_PARTS = 64
+"""Content parts of one flattened message read: a bound, not a limit met."""
 
 
 def _system_text(attrs: Mapping[str, Any]) -> str | None:
@@ -414,14 +436,20 @@ def _base(span: SpanRecord, session_attribute: str | None) -> dict[str, Any]:
     }
 
 
+_AGENT_NAMES = (
+    "gen_ai.agent.name",
+    "gen_ai.workflow.name",
+    "traceloop.workflow.name",
+    "agent.name",
+)
+
+
 def _step(span: SpanRecord, kind: StepKind, ts: int, **fields: Any) -> Step:
     # A workflow's name is its agent name: the GenAI conventions (v0.1.0 of their own
     # repository) replaced gen_ai.workflow.name with gen_ai.agent.name; older
-    # instrumentations still send the first, OpenLLMetry its traceloop.* spelling.
-    agent = first_str(
-        span.attributes,
-        ("gen_ai.agent.name", "gen_ai.workflow.name", "traceloop.workflow.name"),
-    )
+    # instrumentations still send the first, OpenLLMetry its traceloop.* spelling,
+    # OpenInference ``agent.name`` (the OpenAI Agents SDK's agent spans).
+    agent = first_str(span.attributes, _AGENT_NAMES)
     if agent is None:
         agent = first_str(span.resource, ("service.name",))
     return Step(
@@ -777,7 +805,10 @@ def _tool_drafts(span: SpanRecord, base: dict[str, Any], ref: str) -> list[Draft
     if tool is None:
         tool = span.name.removeprefix("execute_tool ").strip() or None
     call_id = real_id(first_str(attrs, ("gen_ai.tool.call.id", "tool_call.id")))
-    fields = tool_call_fields(tool, _tool_arguments(attrs))
+    arguments = _tool_arguments(attrs)
+    fields = tool_call_fields(tool, arguments)
+    if arguments is None:  # not recorded (content capture off): unknown, not "none"
+        fields["detail"][UNRECORDED] = True
     call = _step(
         span, StepKind.TOOL_CALL, span.start_ns, end_ts=span.end_ns, call_id=call_id, **fields
     )

@@ -9,6 +9,7 @@ names and contents are made up.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import lzma
 from pathlib import Path
@@ -507,3 +508,56 @@ def test_token_usage_records_give_the_calls_their_tokens(keep_counts: bool) -> N
     assert [c.text for c in calls] == ["Shell and apply_patch.", None]
     windows = [c.detail.get("context_window") for c in calls]
     assert windows == ([272_000, 272_000] if keep_counts else [None, None])
+
+
+def masked_rollout(calls: int, *, arguments_too: bool = False) -> Rollout:
+    """A rollout as a publisher masked it before sharing it: each output (and with
+    ``arguments_too`` each call's arguments) replaced by a placeholder of the content's
+    length and digest."""
+    r = rollout_with_a_test_loop()
+    del r.lines[4:]  # session_meta, turn_context, the prompt, the first call
+    for i in range(calls):
+        command = {"cmd": f"sed -n 1,200p src/module_{i}.py", "workdir": "/workspace/dates"}
+        arguments = json.dumps(command)
+        if arguments_too:
+            digest = hashlib.sha256(arguments.encode()).hexdigest()[:12]
+            arguments = f"[REDACTED_ARGUMENTS len={len(arguments)} sha={digest}]"
+        output = f"def f{i}():\n    return {i}\n" * (5 + i)
+        digest = hashlib.sha256(output.encode()).hexdigest()[:12]
+        r.line("response_item", {"type": "reasoning", "summary": [], "encrypted_content": None})
+        r.line(
+            "response_item",
+            {
+                "type": "function_call",
+                "name": "exec_command",
+                "arguments": arguments,
+                "call_id": f"call_m{i}",
+            },
+        )
+        r.line(
+            "response_item",
+            {
+                "type": "function_call_output",
+                "call_id": f"call_m{i}",
+                "output": f"[redacted_output len={len(output)} sha={digest}]",
+            },
+        )
+        r.tokens(14_000 + 500 * i, 30)
+    return r
+
+
+@pytest.mark.parametrize("arguments_too", [False, True])
+def test_a_masked_rollout_is_no_loop(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], arguments_too: bool
+) -> None:
+    """Placeholders carry no information: masked outputs are not "the same answer",
+    masked calls not the same call (a real masked rollout was killed as a loop)."""
+    path = masked_rollout(12, arguments_too=arguments_too).write(tmp_path)
+    db = f"sqlite:///{tmp_path / 'r.db'}"
+    assert main(["replay", "--db", db, str(path)]) == 0
+    capsys.readouterr()
+    with Store.open(db) as store:
+        (session,) = store.sessions()
+        calls = [s for s in store.steps(session.session_id) if s.kind == "tool_call"]
+        assert len(calls) == 12
+        assert store.alerts() == []
