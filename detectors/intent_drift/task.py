@@ -103,7 +103,8 @@ class TaskState:
 
 def set_goal(task: TaskState, text: str) -> None:
     """Add the goal's ``text`` (a start step's, or the first user message's) to the task:
-    it may arrive after the opening calls have seeded the scope."""
+    it may arrive after the opening calls have seeded the scope. The first text names the
+    goal (:attr:`TaskState.goal`); later ones (a further turn) add their words."""
     words = goal_words(text, MAX_GOAL_WORDS - len(task.goal_words))
     task.goal_words.update(words)
     # stems of the goal's longer words: ``charter`` is about a goal's ``chartered``
@@ -113,7 +114,7 @@ def set_goal(task: TaskState, text: str) -> None:
             break
         task.goal_stems.update(w[:n] for n in range(5, len(w)))
     task.goal_refs.update(_REF_RE.findall(text)[:8])
-    task.goal = " ".join(text.split())[:100]
+    task.goal = task.goal or " ".join(text.split())[:100]  # the first request names it
     fake = Step(step_id="goal", session_id="", kind=StepKind.MODEL_CALL, ts=0, text=text)
     terms = step_terms(fake)
     for p in terms.paths:

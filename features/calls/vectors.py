@@ -36,6 +36,7 @@ from urllib.parse import urlsplit
 from features.calls.canonical import arguments_value
 from features.text.frozen import freeze, thaw
 from features.text.hosts import host_of
+from features.text.requests import substantive
 from models.records import Step, StepKind
 
 __all__ = [
@@ -818,12 +819,13 @@ def directory_of(path: str) -> str:
 def goal_text(step: Step) -> str | None:
     """The task text a step carries, if it is the kind of step that carries one: a start
     step's ``text`` (the goal), else the first user message a model call saw
-    (``detail["user_message"]``)."""
+    (``detail["user_message"]``); None when that text asks for nothing
+    (:func:`features.text.requests.substantive`: "continue" is not a task)."""
     if step.kind == StepKind.START and step.text:
-        return step.text
+        return step.text if substantive(step.text) else None
     if step.kind == StepKind.MODEL_CALL and isinstance(step.detail, Mapping):
         message = step.detail.get("user_message")
-        if isinstance(message, str) and message.strip():
+        if isinstance(message, str) and substantive(message):
             return message
     return None
 

@@ -62,9 +62,18 @@ class Reorderer(Generic[T]):
         """What is held, in no particular order."""
         return [item for _, _, item in self._heap]
 
-    def pop_ready(self) -> list[T]:
-        """Items the watermark has passed, in ``(ts, arrival)`` order."""
+    def pop_ready(self, *, before: int | None = None) -> list[T]:
+        """Items the watermark has passed, in ``(ts, arrival)`` order; with ``before``,
+        only those earlier than it (a barrier: something due at ``before`` is not here yet).
+
+        >>> r: Reorderer[str] = Reorderer(lateness_ns=0)
+        >>> r.push(1, "a"); r.push(5, "b"); r.push(9, "c")
+        >>> r.pop_ready(before=5), r.pop_ready()
+        (['a'], ['b', 'c'])
+        """
         mark = self.watermark
+        if mark is not None and before is not None:
+            mark = min(mark, before - 1)
         out: list[T] = []
         while self._heap and mark is not None and self._heap[0][0] <= mark:
             out.append(heapq.heappop(self._heap)[2])

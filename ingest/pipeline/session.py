@@ -16,6 +16,7 @@ from detectors.registry import DetectorSet
 from detectors.score_series import ScoreChunk, ScoreRecorder
 from features.session.compaction import CompactionInference
 from features.session.trajectory import TrajectoryFeatures
+from features.text.requests import substantive
 from ingest.pipeline.options import PipelineOptions
 from ingest.pipeline.session_state import (
     SessionState,
@@ -170,8 +171,9 @@ def updated_info(info: SessionInfo, step: Step) -> SessionInfo:
             info = replace(info, goal=message)
     if step.kind == _START and not step.detail.get("subagent"):
         detail = step.detail
-        # a later turn's input is a further user message, not the session's goal
-        goal = info.goal or (None if detail.get("turn") else step.text) or None
+        # the session's goal is its first substantive request: a later turn adds to the
+        # task (the detectors read it), and "continue" never becomes it
+        goal = info.goal or (step.text if substantive(step.text) else None)
         return replace(
             info,
             goal=goal,

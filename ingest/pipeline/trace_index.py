@@ -23,6 +23,9 @@ class _Trace:
     """The session its spans' resource names (``session.id`` among the resource
     attributes): read only when no span of the trace names one of its own."""
     parents: dict[str, str | None] = field(default_factory=dict)
+    roles: dict[str, str] = field(default_factory=dict)
+    """Each span's role (:func:`ingest.semconv.spans.span_role`), for the spans whose
+    role was given: what :mod:`ingest.pipeline.agent_roles` reads."""
     tool_calls: dict[str, Draft] = field(default_factory=dict)
 
 
@@ -48,10 +51,11 @@ class TraceIndex:
         parent_span_id: str | None,
         session: str | None,
         resource_session: str | None = None,
+        role: str | None = None,
     ) -> None:
-        """Learn one span's place in its tree and, if it names one, the trace's session
-        (``session``: named by the span itself; ``resource_session``: by its resource, the
-        weaker claim, see :meth:`session_of`)."""
+        """Learn one span's place in its tree (and ``role``, when given) and, if it names
+        one, the trace's session (``session``: named by the span itself;
+        ``resource_session``: by its resource, the weaker claim, see :meth:`session_of`)."""
         trace = self._get(trace_id)
         if session and trace.session is None:
             trace.session = session
@@ -59,6 +63,8 @@ class TraceIndex:
             trace.resource_session = resource_session
         if len(trace.parents) < MAX_SPANS_PER_TRACE:
             trace.parents.setdefault(span_id, parent_span_id)
+            if role is not None:
+                trace.roles.setdefault(span_id, role)
 
     def observe_draft(self, draft: Draft) -> None:
         """Learn from one draft: its trace's session and, for tool calls, the call."""
@@ -81,6 +87,13 @@ class TraceIndex:
             return None
         trace = self._traces.get(trace_id)
         return (trace.session or trace.resource_session) if trace else None
+
+    def tree(self, trace_id: str) -> tuple[dict[str, str | None], dict[str, str]] | None:
+        """The spans of ``trace_id`` seen so far: span id → parent span id, and span id →
+        role (for the spans observed with one); None when the trace is not (or no longer)
+        known. Read-only views: the caller must not change them."""
+        trace = self._traces.get(trace_id)
+        return None if trace is None else (trace.parents, trace.roles)
 
     def enclosing_tool_call(self, trace_id: str | None, span_id: str | None) -> Draft | None:
         """The nearest ancestor span that is a tool call, if the index has seen it."""

@@ -109,6 +109,9 @@ def spans_to_drafts(
     session_attribute: str | None = None,
     arrival: int = 0,
     memory: CodeMemory | None = None,
+    main: AbstractSet[str] | None = None,
+    held: AbstractSet[str] = frozenset(),
+    restated: bool = False,
 ) -> list[Draft]:
     """Map a batch of spans to drafts. Pure but for ``memory``; spans that mean nothing
     to trajwatch (plain CHAIN or framework spans without errors) produce no draft.
@@ -118,19 +121,51 @@ def spans_to_drafts(
     model calls and traced calls under step spans not seen yet (:class:`CodeMemory`);
     without it a CodeAct step shows its code actions only when its children are in the
     same batch.
+
+    ``main`` names the agent spans that are the session's run; without it they are
+    judged from the batch alone (the outermost ones: right for a whole trace, not for a
+    piece of one; the pipeline decides from the trace, :mod:`ingest.pipeline.agent_roles`).
+    The spans in ``held`` (agents whose role is not decided yet) give no drafts here: the
+    caller maps each with :func:`agent_span_drafts` once it is. ``restated``: ``spans``
+    went through :func:`~ingest.semconv.dialects.restate` already.
     """
-    batch = restate(spans)
+    batch = list(spans) if restated else restate(spans)
     by_id = {s.span_id: s for s in batch}
-    main = _main_agents(batch, by_id)
+    if main is None:
+        main = _main_agents(batch, by_id)
     children = _children(batch)
     if memory is not None:
         _remember(batch, by_id, memory)
     drafts: list[Draft] = []
     for span in batch:
+        if span.span_id in held:
+            continue
         for draft in _span_drafts(span, by_id, main, session_attribute, children, memory):
             draft.arrival = arrival + len(drafts)
             drafts.append(draft)
     return drafts
+
+
+def agent_span_drafts(
+    span: SpanRecord, *, main: bool, session_attribute: str | None = None, arrival: int = 0
+) -> list[Draft]:
+    """The drafts of one (restated) agent span whose role was decided after its batch
+    (``held`` by :func:`spans_to_drafts`): ``main`` if it is the session's run."""
+    drafts = _span_drafts(
+        span, {span.span_id: span}, {span.span_id} if main else set(), session_attribute, {}
+    )
+    for i, draft in enumerate(drafts):
+        draft.arrival = arrival + i
+    return drafts
+
+
+def span_role(span: SpanRecord) -> str:
+    """:func:`operation_of`, with an ``invoke_workflow`` agent span as ``workflow``: what
+    the trace index keeps of a (restated) span for :mod:`ingest.pipeline.agent_roles`."""
+    role = operation_of(span)
+    if role == "agent" and span.attributes.get(OPERATION) == "invoke_workflow":
+        return "workflow"
+    return role
 
 
 def operation_of(span: SpanRecord) -> str:
@@ -482,7 +517,7 @@ def _span_drafts(
     if role == "model":
         parent = by_id.get(span.parent_span_id or "")
         if parent is None or operation_of(parent) != "model":
-            model = _model_draft(span, base, ref, _agent_context(span, by_id, main))
+            model = _model_draft(span, base, ref, _agent_context(span))
             drafts.append(model)
             text = model.step.text
             if text and "<execute_" in text and (parent is None or not is_code_step(parent)):
@@ -703,14 +738,16 @@ def _smolagents_tools(attrs: Mapping[str, Any]) -> set[str]:
     return names
 
 
-def _agent_context(
-    span: SpanRecord, by_id: Mapping[str, SpanRecord], main: AbstractSet[str]
-) -> str:
-    """``main``, or the sub-agent span the model call runs under: a sub-agent has its
+def _agent_context(span: SpanRecord) -> str:
+    """The context window a model call belongs to: the agent its span names
+    (``gen_ai.agent.id``, else ``gen_ai.agent.name``), else ``main``. A sub-agent has its
     own context window, so its prompt sizes are not comparable with the main agent's.
-    Only ancestors in the same batch are visible; elsewhere a call counts as ``main``."""
-    parent = _agent_parent(span, by_id)
-    return "main" if parent is None or parent.span_id in main else parent.span_id
+    Read from the span alone, not from the agent span above it: that one ends (and is
+    exported) after the call, so what is known of it depends on how the spans were
+    batched, and the context must not."""
+    attrs = span.attributes
+    agent = first_str(attrs, ("gen_ai.agent.id", "gen_ai.agent.name"))
+    return f"agent:{agent}" if agent else "main"
 
 
 def _output_finish(attrs: Mapping[str, Any]) -> str | None:
