@@ -43,9 +43,14 @@ class BearerToken:
         if self._token is None:
             return True
         values = request.headers.getlist("authorization")
-        if len(values) != 1:
-            return False
-        scheme, _, given = values[0].strip().partition(" ")
+        return len(values) == 1 and self.matches(values[0])
+
+    def matches(self, value: str) -> bool:
+        """Whether one ``authorization`` value (an HTTP header, a gRPC metadata entry) is
+        ``Bearer <token>``, compared in constant time (always, when none is configured)."""
+        if self._token is None:
+            return True
+        scheme, _, given = value.strip().partition(" ")
         # headers arrive decoded as latin-1: encoding back gives the bytes that were sent
         candidate = given.strip().encode("latin-1", "replace")
         matched = hmac.compare_digest(candidate, self._token)

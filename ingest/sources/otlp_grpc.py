@@ -37,7 +37,6 @@ receiver the requests came through. Requests are counted in the receiver's
 from __future__ import annotations
 
 import asyncio
-import hmac
 import queue
 import socket
 import threading
@@ -49,6 +48,7 @@ import grpc
 from google.protobuf.any_pb2 import Any as AnyMessage
 from google.protobuf.duration_pb2 import Duration
 
+from ingest.sources.bearer import BearerToken
 from ingest.sources.otlp_http import (
     RETRY_AFTER_S,
     Accepted,
@@ -109,15 +109,13 @@ def add_handlers(
     and no parse in the event loop; ``server`` must have been made with
     :func:`server_options` (gRPC's own inflation off)."""
     metrics = metrics or ReceiverMetrics()
-    token = f"Bearer {auth_token}".encode() if auth_token else None
+    token = BearerToken(auth_token)
 
     async def receive(
         signal: str, request: bytes, context: grpc.aio.ServicerContext[Any, Any]
     ) -> Answer:
         """The pipeline thread's answer to an accepted request, or :class:`_Refused`."""
-        if token is not None and not hmac.compare_digest(
-            _metadata(context, "authorization").encode(), token
-        ):
+        if not token.matches(_metadata(context, "authorization")):
             raise _Refused(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
         body = _inflate(request, max_body_bytes)
         if not accepting():
