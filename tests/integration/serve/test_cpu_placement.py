@@ -138,7 +138,8 @@ def test_trajwatch_serve_places_all_its_threads(tmp_path: Path, choice: str) -> 
         _, err = child.communicate(timeout=30)
     assert child.returncode == 0, err.decode()
     assert len(threads) >= 3, "the event loop, the pipeline thread and the log's syncer"
-    started = err.decode().splitlines()[0]
+    # the banner (a warning may come first: no TRAJWATCH_AUTH_TOKEN here)
+    started = next(line for line in err.decode().splitlines() if "OTLP/HTTP on" in line)
     if choice == "auto":
         [cpus] = set(threads.values())
         assert len(cpus) == 1
