@@ -64,6 +64,7 @@ from trajwatch.breaker.hook import (
 )
 from trajwatch.breaker.state import OPEN, SCOPES, Breakers
 from trajwatch.check_failure import CheckFailure, FailurePolicy, hook_answer, shown
+from trajwatch.service.listen import bind
 
 log = logging.getLogger("trajwatch.breaker")
 _UNAUTHORIZED = {"WWW-Authenticate": 'Bearer realm="trajwatch breaker"'}
@@ -336,6 +337,7 @@ def run(
     check, the failure policy, the token configuration without a token in it)."""
     import uvicorn
 
+    sock = bind(host, port, command="breaker")  # a taken port: one line, before anything starts
     policy = policy or FailurePolicy()
     effects: list[Effect] = []
     if langgraph_url:
@@ -381,7 +383,8 @@ def run(
             "requires one refuses each check (a failure, decided by the failure policy)"
         )
     try:
-        uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+        config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False)
+        uvicorn.Server(config).run(sockets=[sock])
     finally:
         for effect in effects:
             effect.close()
