@@ -4,12 +4,12 @@ the modules of the built-in ones, and a :class:`DetectorSet` built from the conf
 
 from __future__ import annotations
 
-import difflib
 import inspect
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from detectors.base import Detector
+from models.errors import did_you_mean
 
 REGISTRY: dict[str, type[Detector]] = {}
 
@@ -46,7 +46,7 @@ class DetectorSet:
             if name not in REGISTRY:
                 raise ValueError(
                     f"unknown detector `{name}`{where}; known: {', '.join(sorted(REGISTRY))}"
-                    + _suggest(name, REGISTRY)
+                    + did_you_mean(name, REGISTRY)
                 )
         prototypes = []
         for name in sorted(REGISTRY):
@@ -99,7 +99,7 @@ def check_parameters(detector: type[Detector], params: Mapping[str, Any], where:
                 continue
             raise ValueError(
                 f"unknown parameter `{key}` for detector `{detector.name}`{where}; "
-                f"valid: {', '.join(valid)}" + _suggest(key, valid)
+                f"valid: {', '.join(valid)}" + did_you_mean(key, valid)
             )
         expected = _TYPE_OF.get(type(accepted[key].default))
         if expected is not None and not _is(value, expected[0]):
@@ -123,11 +123,6 @@ def _is(value: Any, expected: type) -> bool:
     if expected is float:
         return isinstance(value, int | float)
     return isinstance(value, expected)
-
-
-def _suggest(word: str, choices: Iterable[str]) -> str:
-    close = difflib.get_close_matches(word, list(choices), n=1)
-    return f" (did you mean `{close[0]}`?)" if close else ""
 
 
 BUILTIN: tuple[str, ...] = (

@@ -61,7 +61,7 @@ from typing import Any
 
 from detectors.calibration import Bands, Calibration, calibrated
 from detectors.registry import REGISTRY, DetectorSet, load_builtin, parameters
-from models.errors import ConfigError
+from models.errors import ConfigError, did_you_mean
 from models.records import Action, Severity
 from trajwatch.actions import ssrf
 from trajwatch.actions.endpoints import ActionsConfig, Endpoint, RetryPolicy
@@ -76,9 +76,10 @@ def load_config(path: Path | None) -> dict[str, Any]:
     if path is None:
         return {}
     config = _read_toml(path, "config file")
-    for table in ("detectors", "policies", "actions", "webhooks", "calibration"):
+    for table in SECTIONS:
         if not isinstance(config.get(table, {}), dict):
             raise ConfigError(f"config file {path}: `{table}` must be a table; write [{table}]")
+    _known_names(config, f"config file {path}")
     for name, values in config.get("detectors", {}).items():
         if not isinstance(values, dict):
             raise ConfigError(
@@ -88,6 +89,65 @@ def load_config(path: Path | None) -> dict[str, Any]:
     config["_base"] = str(path.parent)
     config["_path"] = str(path)
     return config
+
+
+SECTIONS = ("detectors", "policies", "actions", "webhooks", "calibration", "kafka")
+"""The config's tables. Names inside ``[detectors]``, ``[calibration]`` (detectors) and
+``[kafka]`` are checked where they are read; ``[webhooks]`` names are the user's own."""
+
+_KEYS: dict[str, tuple[str, ...]] = {
+    "policies": ("paths", "default", "derived", "agents"),
+    "actions": (
+        "shadow", "cooldown_s", "corroborate", "confirmed_kills", "agents", "retry", "rules",
+        "explorer_url", "allow_private", "allow_addresses",
+    ),
+    "actions.retry": ("max_attempts", "backoff_s", "max_backoff_s", "timeout_s", "lease_s"),
+    "actions.agents.*": ("shadow", "cooldown_s"),
+    "webhooks.*": ("url", "secret_env"),
+}
+"""The keys each fixed table of the config takes (``*``: any name the user chose)."""
+
+
+def _known_names(config: Mapping[str, Any], origin: str) -> None:
+    """Raise ConfigError for a table or key the config does not read — a misspelling would
+    otherwise be silently ignored — naming it, the closest known one and all of them."""
+    for name, value in config.items():
+        if name not in SECTIONS and not isinstance(value, Mapping):
+            homes = [f"[{t}]" for t, keys in _KEYS.items() if name in keys and "*" not in t]
+            raise ConfigError(
+                f"{origin}: `{name}` is outside any table; put it under "
+                + (" or ".join(homes) if homes else "the table it belongs to")
+                + f" (the tables are {', '.join(f'[{t}]' for t in SECTIONS)})"
+            )
+        if name not in SECTIONS:
+            raise ConfigError(
+                f"{origin}: unknown table [{name}]{did_you_mean(name, SECTIONS, form='[{}]')}; "
+                f"the tables are {', '.join(f'[{t}]' for t in SECTIONS)}"
+            )
+    for where, keys in _KEYS.items():
+        for table, values in _tables(config, where.split(".")):
+            for key in values if isinstance(values, Mapping) else ():
+                if key not in keys:
+                    raise ConfigError(
+                        f"{origin}: unknown key `{key}` in [{table}]{did_you_mean(key, keys)}; "
+                        f"valid: {', '.join(keys)}"
+                    )
+
+
+def _tables(table: Any, parts: list[str], at: str = "") -> list[tuple[str, Any]]:
+    """(dotted name, value) of each table ``parts`` reaches from ``table`` (``*``: every
+    entry); a part that is absent or not a table reaches nothing (its reader says why)."""
+    if not parts:
+        return [(at, table)]
+    if not isinstance(table, Mapping):
+        return []
+    head, rest = parts[0], parts[1:]
+    names = list(table) if head == "*" else [head] if head in table else []
+    return [
+        found
+        for name in names
+        for found in _tables(table[name], rest, f"{at}.{name}" if at else name)
+    ]
 
 
 def _read_toml(path: Path, what: str) -> dict[str, Any]:

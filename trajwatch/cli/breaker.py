@@ -151,10 +151,24 @@ def _call(
         answer = response.json()
     except ValueError:
         answer = None
+    if response.status_code == 404 and isinstance(answer, dict) and "known" in answer:
+        raise ConfigError(_unknown(answer, base))
     if not response.ok or not isinstance(answer, dict):
         error = answer.get("error") if isinstance(answer, dict) else response.text[:200]
         raise ConfigError(f"the breaker at {base} answered {response.status_code}: {error}")
     return answer
+
+
+def _unknown(answer: dict[str, Any], base: str) -> str:
+    """The one line for a close the breaker refused: it never opened that key."""
+    known = [str(k) for k in answer.get("known") or []]
+    nearest = answer.get("closest")
+    line = f"the breaker at {base}: {answer.get('error')}"
+    if nearest:
+        line += f" (did you mean `{nearest}`?)"
+    if not known:
+        return line + "; it holds no breaker yet: a kill or rollback webhook opens one"
+    return line + f"; give one it holds: {', '.join(known)} (trajwatch breaker show lists all)"
 
 
 def _serve(args: argparse.Namespace, settings: Settings) -> int:
