@@ -15,9 +15,24 @@ SEVERITIES = ("critical", "warn", "info")
 
 def alerts(store: Store, *, session: str | None = None, since_ns: int | None = None) -> list[Alert]:
     """Stored alerts, of one session or all, raised at or after ``since_ns`` (event time),
-    in the store's order (session, onset, detector)."""
+    oldest first (the newest at the bottom of a terminal); alerts raised at the same time
+    keep the store's order (session, onset, detector)."""
     found = store.alerts([session] if session else None)
-    return [a for a in found if since_ns is None or a.ts >= since_ns]
+    return sorted((a for a in found if since_ns is None or a.ts >= since_ns), key=_raised)
+
+
+def sessions(store: Store) -> list[SessionActivity]:
+    """Every stored session with its activity, oldest start first (a session whose start is
+    not stored yet by its latest step); ties by session id."""
+    return sorted(store.session_activity(), key=_started)
+
+
+def _raised(a: Alert) -> int:
+    return a.ts
+
+
+def _started(a: SessionActivity) -> tuple[int, str]:
+    return (a.info.started_ts or a.last_ts or 0, a.info.session_id)
 
 
 def alerts_json(found: Sequence[Alert]) -> dict[str, Any]:

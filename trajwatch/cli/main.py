@@ -521,7 +521,7 @@ def _list(args: argparse.Namespace, settings: Settings, flags: dict[str, str]) -
                 json.dumps(listing.alerts_json(found)) if args.json else listing.alerts_text(found)
             )
         else:
-            activity = store.session_activity()
+            activity = listing.sessions(store)
             stops = listing.stopped(store.outbox().list())
             out = (
                 json.dumps(listing.sessions_json(activity, stops))
