@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from detectors.base import Detector
+from features.prices.table import Prices
 from models.errors import did_you_mean
 
 REGISTRY: dict[str, type[Detector]] = {}
@@ -23,10 +24,14 @@ def register(cls: type[Detector]) -> type[Detector]:
 
 
 class DetectorSet:
-    """Prototypes built once from config; ``for_session`` clones them per session."""
+    """Prototypes built once from config; ``for_session`` clones them per session.
+    ``prices``: the list prices the pipeline gives a model call that reported no cost of
+    its own, before the detectors see it (the budgets read cost): the config's judgement
+    travels as one object to every pipeline, live and replayed alike."""
 
-    def __init__(self, prototypes: list[Detector]) -> None:
+    def __init__(self, prototypes: list[Detector], *, prices: Prices | None = None) -> None:
         self.prototypes = prototypes
+        self.prices = prices if prices is not None else Prices.bundled()
 
     @classmethod
     def from_config(

@@ -34,6 +34,9 @@ shadow = true                   # shadow mode for one agent
 url = "https://breaker.example.com/trajwatch"
 secret_env = "BREAKER_WEBHOOK_SECRET"   # or a list of variables
 
+[prices]                        # list prices, $ per million tokens, for model calls that
+"my-finetune" = { input = 3.0, output = 12.0 }  # report no cost (features/prices/)
+
 [calibration]                   # alert scores as probabilities (detectors/calibration.py),
 warn = 0.5                      # fitted by the tuning notebooks; with warn/critical the
 critical = 0.9                  # severity comes from the probability too
@@ -61,6 +64,7 @@ from typing import Any
 
 from detectors.calibration import Bands, Calibration, calibrated
 from detectors.registry import REGISTRY, DetectorSet, load_builtin, parameters
+from features.prices.table import Prices, rates_from
 from models.errors import ConfigError, did_you_mean
 from models.records import Action, Severity
 from trajwatch.actions import ssrf
@@ -91,9 +95,10 @@ def load_config(path: Path | None) -> dict[str, Any]:
     return config
 
 
-SECTIONS = ("detectors", "policies", "actions", "webhooks", "calibration", "kafka")
+SECTIONS = ("detectors", "policies", "actions", "webhooks", "calibration", "prices", "kafka")
 """The config's tables. Names inside ``[detectors]``, ``[calibration]`` (detectors) and
-``[kafka]`` are checked where they are read; ``[webhooks]`` names are the user's own."""
+``[kafka]`` are checked where they are read; ``[webhooks]`` and ``[prices]`` names are the
+user's own (endpoints, models)."""
 
 _KEYS: dict[str, tuple[str, ...]] = {
     "policies": ("paths", "default", "derived", "agents"),
@@ -242,14 +247,28 @@ def detector_set(config: Mapping[str, Any]) -> DetectorSet:
     except ValueError as exc:
         raise ConfigError(str(exc)) from exc
     fitted, bands = calibrations(config)
-    if not fitted:
-        return detectors
     return DetectorSet(
         [
             calibrated(p, fitted[p.name], bands) if p.name in fitted else p
             for p in detectors.prototypes
-        ]
+        ],
+        prices=prices(config),
     )
+
+
+def prices(config: Mapping[str, Any]) -> Prices:
+    """The bundled list prices (:mod:`features.prices.table`) with the config's
+    ``[prices]`` rows added or replacing theirs: ``"model" = { input = N, output = N }``,
+    US dollars per million tokens. Raises ConfigError naming the row that is wrong."""
+    table = config.get("prices", {})
+    origin = config.get("_path", "the config")
+    if not isinstance(table, Mapping):
+        raise ConfigError(f"{origin}: `prices` must be a table; write [prices]")
+    try:
+        rows = rates_from(table, where=f"{origin}: [prices]")
+    except ValueError as exc:
+        raise ConfigError(f"{exc}; e.g. \"my-model\" = {{ input = 3.0, output = 15.0 }}") from None
+    return Prices.bundled().overridden(rows) if rows else Prices.bundled()
 
 
 def calibrations(config: Mapping[str, Any]) -> tuple[dict[str, Calibration], Bands | None]:
