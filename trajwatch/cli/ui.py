@@ -51,6 +51,10 @@ def command(*, host: str, port: int) -> list[str]:
         "true",
         "--browser.gatherUsageStats",
         "false",
+        # a viewer's toolbar: no "Deploy" button (it offers to publish the app to
+        # Streamlit's cloud) and no developer menu; the explorer is a tool, not a draft
+        "--client.toolbarMode",
+        "viewer",
     ]
 
 
