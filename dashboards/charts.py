@@ -34,6 +34,8 @@ HOST_COLOURS = alt.Scale(
 )
 WIDTH = "container"
 TIMELINE_HEIGHT = 300
+LABEL_LINES = 4
+"""Lines the timeline's alert labels are spread over, from the top."""
 
 
 def _tips(*fields: str) -> list[alt.Tooltip]:
@@ -47,9 +49,14 @@ def _tips(*fields: str) -> list[alt.Tooltip]:
 def timeline(steps: pl.DataFrame, evidence: pl.DataFrame, alerts: pl.DataFrame) -> alt.LayerChart:
     """Steps by kind over seq, tool calls coloured by action cluster; model-session
     boundaries (compactions) and checkpoints as rules; alert evidence ringed, onsets as
-    red rules labelled with the detector."""
+    red rules labelled with the detector (stacked, so close onsets stay readable). Each
+    step is drawn at its ``x`` (its seq; a step that arrived late where its time puts it,
+    the tooltip saying where it was stored); the tooltip shows its time (UTC)."""
     data = steps.select(
         "seq",
+        "x",
+        "ts",
+        "placed",
         "kind",
         "tool",
         "cluster",
@@ -65,19 +72,24 @@ def timeline(steps: pl.DataFrame, evidence: pl.DataFrame, alerts: pl.DataFrame) 
         .otherwise(pl.lit("not a tool call"))
         .alias("colour")
     )
-    x = alt.X("seq:Q", title="step", scale=alt.Scale(nice=False))
+    # padded: the first and the last dot (a late start is drawn at -0.5) are not cut
+    x = alt.X("x:Q", title="step", scale=alt.Scale(nice=False, padding=12))
     y = alt.Y("kind:N", sort=KINDS, title=None)
     base = alt.Chart(data)
     marks = base.mark_circle(size=45, opacity=0.85).encode(
         x=x,
         y=y,
         color=alt.Color("colour:N", title="action cluster", scale=_cluster_scale(data)),
-        tooltip=_tips("seq:Q", "kind:N", "tool:N", "status:N", "model_session:Q", "preview:N"),
+        tooltip=[
+            *_tips("seq:Q", "kind:N", "tool:N", "status:N"),
+            alt.Tooltip("ts:T", title="time (UTC)", format="%Y-%m-%d %H:%M:%S"),
+            *_tips("model_session:Q", "placed:N", "preview:N"),
+        ],
     )
     layers: list[alt.Chart] = [marks]
     bounds = data.filter(pl.col("compaction").is_not_null())
     if bounds.height:
-        rules = alt.Chart(bounds).encode(x=alt.X("seq:Q"))
+        rules = alt.Chart(bounds).encode(x=alt.X("x:Q"))
         layers.append(
             rules.mark_rule(strokeDash=[6, 3], color="#1f77b4").encode(
                 tooltip=_tips("seq:Q", "compaction:N")
@@ -93,43 +105,56 @@ def timeline(steps: pl.DataFrame, evidence: pl.DataFrame, alerts: pl.DataFrame) 
         layers.append(
             alt.Chart(checkpoints)
             .mark_point(shape="triangle-up", size=120, color="#2ca02c", filled=True)
-            .encode(x=alt.X("seq:Q"), y=y, tooltip=_tips("seq:Q", "checkpoint:N"))
+            .encode(x=alt.X("x:Q"), y=y, tooltip=_tips("seq:Q", "checkpoint:N"))
         )
     if evidence.height:
-        ev = evidence.join(steps.select("seq", "kind"), on="seq", how="inner")
+        ev = evidence.join(steps.select("seq", "x", "kind"), on="seq", how="inner")
         layers.append(
             alt.Chart(ev)
             .mark_point(size=220, strokeWidth=2, filled=False)
             .encode(
-                x=alt.X("seq:Q"),
+                x=alt.X("x:Q"),
                 y=y,
                 color=alt.Color("severity:N", scale=SEVERITY_COLOURS, title="alert"),
                 tooltip=_tips("detector:N", "severity:N", "seq:Q", "onset:N"),
             )
         )
     if alerts.height:
-        onsets = alt.Chart(alerts.select("detector", "severity", "onset_step", "reason"))
+        at = steps.select(pl.col("seq").alias("onset_step"), pl.col("x").alias("onset_x"))
+        alerts = alerts.join(at, on="onset_step", how="left").with_columns(
+            pl.col("onset_x").fill_null(pl.col("onset_step").cast(pl.Float64))
+        )
+        onsets = alt.Chart(alerts.select("detector", "severity", "onset_step", "onset_x", "reason"))
         layers.append(
             onsets.mark_rule(strokeWidth=2).encode(
-                x=alt.X("onset_step:Q"),
+                x=alt.X("onset_x:Q"),
                 color=alt.Color("severity:N", scale=SEVERITY_COLOURS, legend=None),
                 tooltip=_tips("detector:N", "severity:N", "onset_step:Q", "reason:N"),
             )
         )
-        # labels right of their rule, or left of it in the last third (kept inside)
+        # labels right of their rule, or left of it in the last third (kept inside); one
+        # line each from the top, in onset order, so onsets a few steps apart do not overlap
         last = int(steps.select(pl.col("seq").max()).item() or 0)
-        labelled = alerts.select("detector", "severity", "onset_step").unique()
+        labelled = (
+            alerts.select("detector", "severity", "onset_step", "onset_x")
+            .unique()
+            .sort("onset_x", "detector")
+            .with_row_index("line")
+            .with_columns((8 + 13 * (pl.col("line") % LABEL_LINES)).alias("dy"))
+        )
         sides: tuple[tuple[Literal["left", "right"], pl.DataFrame], ...] = (
             ("left", labelled.filter(pl.col("onset_step") < last * 2 / 3)),
             ("right", labelled.filter(pl.col("onset_step") >= last * 2 / 3)),
         )
         for side, rows in sides:
-            if rows.height:
+            for dy, line in rows.group_by("dy", maintain_order=True):
                 layers.append(
-                    alt.Chart(rows)
-                    .mark_text(align=side, dx=3 if side == "left" else -3, dy=8, fontWeight="bold")
+                    alt.Chart(line)
+                    .mark_text(
+                        align=side, dx=3 if side == "left" else -3, dy=int(dy[0]), fontWeight="bold"
+                    )
                     .encode(
-                        x=alt.X("onset_step:Q"),
+                        x=alt.X("onset_x:Q"),
                         y=alt.YValue(0),
                         text=alt.Text("detector:N"),
                         color=alt.Color("severity:N", scale=SEVERITY_COLOURS, legend=None),
@@ -302,21 +327,32 @@ def scores(scores: pl.DataFrame, thresholds: pl.DataFrame, marks: pl.DataFrame) 
     )
 
 
+GRAPH_HEIGHT = 440
+GRAPH_DOMAIN = [-1.45, 1.45]
+"""The sub-goal graph's nodes sit on the unit circle, their labels at radius 1.22: the
+domain leaves room for both (a node on the edge of the plot was cut in half)."""
+
+
 def subgoal_graph(
     nodes: pl.DataFrame, edges: pl.DataFrame, layout: pl.DataFrame
-) -> alt.LayerChart | alt.FacetChart:
-    """The sub-goal graph: action clusters placed on a circle in the order first reached,
-    sized by actions; moves between them as lines (wider: more moves). Zoom and pan."""
+) -> alt.LayerChart:
+    """The sub-goal graph: action clusters placed on a circle in the order first reached
+    (clockwise from the top), sized by actions, each labelled outside the circle with its
+    tools and count; moves between them as lines (wider: more moves). The plot keeps its
+    aspect and fills the page's width; zoom and pan."""
     placed = nodes.join(layout, on="cluster")
-    ends = edges.join(layout.rename({"cluster": "source", "x": "x1", "y": "y1"}), on="source").join(
-        layout.rename({"cluster": "target", "x": "x2", "y": "y2"}), on="target"
+    at = layout.select("cluster", "x", "y")
+    ends = edges.join(at.rename({"cluster": "source", "x": "x1", "y": "y1"}), on="source").join(
+        at.rename({"cluster": "target", "x": "x2", "y": "y2"}), on="target"
     )
+    x_scale = alt.Scale(domain=GRAPH_DOMAIN, nice=False, zero=False)
+    y_scale = alt.Scale(domain=GRAPH_DOMAIN, nice=False, zero=False)
     links = (
         alt.Chart(ends)
-        .mark_rule(opacity=0.5, color="#888")
+        .mark_rule(opacity=0.45, color="#888")
         .encode(
-            x=alt.X("x1:Q", axis=None),
-            y=alt.Y("y1:Q", axis=None),
+            x=alt.X("x1:Q", axis=None, scale=x_scale),
+            y=alt.Y("y1:Q", axis=None, scale=y_scale),
             x2=alt.X2("x2:Q"),
             y2=alt.Y2("y2:Q"),
             strokeWidth=alt.StrokeWidth("moves:Q", scale=alt.Scale(range=[1, 8]), legend=None),
@@ -325,22 +361,33 @@ def subgoal_graph(
     )
     dots = (
         alt.Chart(placed)
-        .mark_circle(opacity=0.9)
+        .mark_circle(opacity=0.9, stroke="white", strokeWidth=1)
         .encode(
-            x=alt.X("x:Q"),
-            y=alt.Y("y:Q"),
-            size=alt.Size("actions:Q", scale=alt.Scale(range=[80, 900]), legend=None),
+            x=alt.X("x:Q", axis=None, scale=x_scale),
+            y=alt.Y("y:Q", axis=None, scale=y_scale),
+            size=alt.Size("actions:Q", scale=alt.Scale(range=[120, 1400]), legend=None),
             color=alt.Color("cluster:N", scale=alt.Scale(scheme="tableau20"), legend=None),
-            tooltip=_tips("cluster:N", "actions:Q", "new_paths:Q", "first_seq:Q", "last_seq:Q"),
+            tooltip=_tips(
+                "cluster:N", "tools:N", "actions:Q", "new_paths:Q", "first_seq:Q", "last_seq:Q"
+            ),
         )
     )
     labels = (
         alt.Chart(placed)
-        .mark_text(dy=-14)
-        .encode(x=alt.X("x:Q"), y=alt.Y("y:Q"), text=alt.Text("cluster:N"))
+        .mark_text(fontSize=12, fontWeight="bold")
+        .encode(
+            x=alt.X("lx:Q", axis=None, scale=x_scale),
+            y=alt.Y("ly:Q", axis=None, scale=y_scale),
+            text=alt.Text("label:N"),
+        )
     )
     return (
         alt.layer(links, dots, labels)
-        .properties(width=WIDTH, height=360, title="Sub-goal graph (action clusters)")
+        .properties(
+            width=WIDTH, height=GRAPH_HEIGHT, title="Sub-goal graph (action clusters)"
+        )
+        .configure_view(stroke=None)
         .interactive()
     )
+
+

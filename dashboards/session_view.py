@@ -25,6 +25,8 @@ incidents); the stored ones cost a read instead of ~0.1 ms a step.
 
 from __future__ import annotations
 
+import bisect
+import datetime as dt
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -41,8 +43,10 @@ from features.session.trajectory import TrajectoryFeatures
 from features.text.clip import analysed_step
 from features.text.hosts import host_in
 from ingest.pipeline.session_state import load_state, roll_forward
-from models.records import Alert, Step, StepKind
+from models.records import Alert, Step, StepKind, step_to_json
 
+LABEL_TOOLS_CHARS = 28
+"""Characters of a cluster's tools in its label on the sub-goal graph (all in its tooltip)."""
 PREVIEW_CHARS = 160
 """Characters of an argument, result or text shown in the step table (the whole field is
 in the step details)."""
@@ -66,6 +70,8 @@ STEP_COLUMNS = pl.Schema(
         "preview": pl.Utf8(),
         "step_id": pl.Utf8(),
         "source_ref": pl.Utf8(),
+        "x": pl.Float64(),
+        "placed": pl.Utf8(),
     }
 )
 
@@ -108,11 +114,80 @@ def _compaction(step: Step) -> str | None:
     return f"{how} {before or '?'}→{after or '?'} tokens"
 
 
+def time_positions(steps: Sequence[Step]) -> list[float]:
+    """Where each step (in seq order) is drawn on the timeline: at its seq, but a step that
+    arrived late (older than a step placed before it) where its time puts it, half a step
+    before the first earlier-placed step that is not older. A plain OTLP deployment's
+    root span, which ends last, is the session's start: it is stored near the run's end
+    and drawn first.
+
+    >>> def at(seq, ts):
+    ...     return Step(step_id=str(seq), session_id="s", kind=StepKind.TOOL_CALL, ts=ts, seq=seq)
+    >>> time_positions([at(0, 10), at(1, 20), at(2, 30), at(3, 5), at(4, 25), at(5, 40)])
+    [0.0, 1.0, 2.0, -0.5, 1.5, 5.0]
+    """
+    in_order_ts: list[int] = []
+    in_order_seq: list[int] = []
+    out: list[float] = []
+    for step in steps:
+        if not in_order_ts or step.ts >= in_order_ts[-1]:
+            in_order_ts.append(step.ts)
+            in_order_seq.append(step.seq)
+            out.append(float(step.seq))
+        else:
+            after = in_order_seq[bisect.bisect_right(in_order_ts, step.ts)]
+            out.append(after - 0.5)
+    return out
+
+
+def step_details(step: Step, start_ns: int | None) -> dict[str, Any]:
+    """The step's fields as the details panel shows them: its times in UTC (ISO 8601, to
+    the microsecond) rather than nanoseconds, how long after ``start_ns`` (the session's
+    start) it happened and how long it took; the rest as stored (:func:`step_to_json`).
+
+    >>> step = Step(step_id="s/1", session_id="s", kind=StepKind.TOOL_CALL,
+    ...             ts=1_796_594_230_028_903_200, end_ts=1_796_594_230_303_833_000)
+    >>> shown = step_details(step, 1_796_594_000_000_000_000)
+    >>> shown["ts"], shown["after_start"], shown["took"]
+    ('2026-12-06T21:57:10.028903Z', '3m 50.0s', '0.275 s')
+    """
+    shown: dict[str, Any] = {}
+    for key, value in step_to_json(step).items():
+        if key == "ts":
+            shown["ts"] = _utc(step.ts)
+            if start_ns is not None:
+                shown["after_start"] = _span(step.ts - start_ns)
+        elif key == "end_ts":
+            shown["end_ts"] = None if step.end_ts is None else _utc(step.end_ts)
+            if step.end_ts is not None:
+                shown["took"] = f"{(step.end_ts - step.ts) / 1e9:.3f} s"
+        else:
+            shown[key] = value
+    return shown
+
+
+def _utc(ns: int) -> str:
+    seconds, rest = divmod(ns, 1_000_000_000)
+    moment = dt.datetime.fromtimestamp(seconds, tz=dt.UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S") + f".{rest // 1000:06d}Z"
+
+
+def _span(ns: int) -> str:
+    sign, ns = ("-" if ns < 0 else ""), abs(ns)
+    minutes, seconds = divmod(ns / 1e9, 60)
+    hours, minutes = divmod(int(minutes), 60)
+    if hours:
+        return f"{sign}{hours}h {minutes}m {seconds:.0f}s"
+    return f"{sign}{minutes}m {seconds:.1f}s" if minutes else f"{sign}{seconds:.1f}s"
+
+
 def steps_table(steps: Sequence[Step]) -> pl.DataFrame:
     """One row per step in seq order, plus ``cum_tokens`` and ``cum_cost`` (running sums
-    of tokens in+out and of cost)."""
+    of tokens in+out and of cost); ``x`` is where the timeline draws it
+    (:func:`time_positions`) and ``placed`` says so for a step drawn away from its seq."""
     rows: list[dict[str, Any]] = []
-    for s in steps:
+    positions = time_positions(steps)
+    for s, x in zip(steps, positions, strict=True):
         host = _egress_host(s)
         cluster = s.detail.get("cluster")
         progress = s.detail.get("progress")
@@ -137,6 +212,8 @@ def steps_table(steps: Sequence[Step]) -> pl.DataFrame:
                 "preview": _preview(s),
                 "step_id": s.step_id,
                 "source_ref": s.source_ref,
+                "x": x,
+                "placed": None if x == s.seq else f"stored as step {s.seq}: it arrived late",
             }
         )
     frame = pl.DataFrame(
@@ -478,24 +555,44 @@ def subgoals(steps: Sequence[Step]) -> Subgoals:
         ],
         schema={"source": pl.Int64(), "target": pl.Int64(), "moves": pl.Int64()},
     )
+    tools = clusters.select("cluster", "tools")
+    nodes = nodes.join(tools, on="cluster", how="left").with_columns(
+        pl.format(
+            "{} · {} ×{}",
+            pl.col("cluster"),
+            pl.col("tools").fill_null("?").str.slice(0, LABEL_TOOLS_CHARS),
+            pl.col("actions"),
+        ).alias("label")
+    )
     return Subgoals(graph, clusters, nodes, edges)
 
 
+LABEL_RADIUS = 1.22
+"""Where a node's label sits, outside the unit circle the nodes are on."""
+
+
 def graph_layout(graph: nx.DiGraph) -> pl.DataFrame:
-    """``cluster, x, y`` of a deterministic layout of the sub-goal graph (the nodes in
-    the order first reached, on a circle: a loop shows as edges going back)."""
+    """``cluster, x, y, lx, ly`` of a deterministic layout of the sub-goal graph: the nodes
+    in the order first reached, clockwise on the unit circle from the top (a loop shows as
+    edges going back), each label (``lx, ly``) outside the circle beside its node."""
     import math
 
     order = sorted(graph.nodes, key=lambda n: (graph.nodes[n].get("first_seq", 0), n))
     count = max(len(order), 1)
+    rows = []
+    for i, n in enumerate(order):
+        angle = math.pi / 2 - 2 * math.pi * i / count
+        x, y = math.cos(angle), math.sin(angle)
+        rows.append(
+            {"cluster": int(n), "x": x, "y": y, "lx": LABEL_RADIUS * x, "ly": LABEL_RADIUS * y}
+        )
     return pl.DataFrame(
-        [
-            {
-                "cluster": int(n),
-                "x": math.cos(2 * math.pi * i / count),
-                "y": math.sin(2 * math.pi * i / count),
-            }
-            for i, n in enumerate(order)
-        ],
-        schema={"cluster": pl.Int64(), "x": pl.Float64(), "y": pl.Float64()},
+        rows,
+        schema={
+            "cluster": pl.Int64(),
+            "x": pl.Float64(),
+            "y": pl.Float64(),
+            "lx": pl.Float64(),
+            "ly": pl.Float64(),
+        },
     )

@@ -23,9 +23,9 @@ from alembic.script import ScriptDirectory
 from models.errors import UserError
 from models.migrations import alembic_config, current_revision
 from models.open_errors import shown, sqlite_file
-from models.records import Alert, Delivery, SessionInfo
+from models.records import Alert, Delivery
 from models.store import SessionActivity, Store
-from trajwatch.listing import stopped
+from trajwatch.listing import session_state, stopped
 
 SEVERITY_ORDER = ("critical", "warn", "info")
 STOPPING = ("kill", "rollback")
@@ -118,18 +118,6 @@ def breaker_state(deliveries: Sequence[Delivery], alerts: Sequence[Alert] = ()) 
         if found:
             return f"{_strongest(found)} {label}"
     return f"{_strongest(stopping)} (shadow)"
-
-
-def session_state(info: SessionInfo, stopped_as: str | None) -> str:
-    """A session's state as the explorer shows it: ``killed``/``rolled back`` when a
-    breaker received that action (``stopped_as``: :func:`trajwatch.listing.stopped`),
-    whatever the session reported; else ``live`` until its end is stored, then its end
-    status (or ``ended``)."""
-    if stopped_as is not None:
-        return stopped_as
-    if info.ended_ts is None:
-        return "live"
-    return info.end_status or "ended"
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,12 +4,13 @@ the modules of the built-in ones, and a :class:`DetectorSet` built from the conf
 
 from __future__ import annotations
 
-import difflib
 import inspect
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from detectors.base import Detector
+from features.prices.table import Prices
+from models.errors import did_you_mean
 
 REGISTRY: dict[str, type[Detector]] = {}
 
@@ -23,10 +24,14 @@ def register(cls: type[Detector]) -> type[Detector]:
 
 
 class DetectorSet:
-    """Prototypes built once from config; ``for_session`` clones them per session."""
+    """Prototypes built once from config; ``for_session`` clones them per session.
+    ``prices``: the list prices the pipeline gives a model call that reported no cost of
+    its own, before the detectors see it (the budgets read cost): the config's judgement
+    travels as one object to every pipeline, live and replayed alike."""
 
-    def __init__(self, prototypes: list[Detector]) -> None:
+    def __init__(self, prototypes: list[Detector], *, prices: Prices | None = None) -> None:
         self.prototypes = prototypes
+        self.prices = prices if prices is not None else Prices.bundled()
 
     @classmethod
     def from_config(
@@ -46,7 +51,7 @@ class DetectorSet:
             if name not in REGISTRY:
                 raise ValueError(
                     f"unknown detector `{name}`{where}; known: {', '.join(sorted(REGISTRY))}"
-                    + _suggest(name, REGISTRY)
+                    + did_you_mean(name, REGISTRY)
                 )
         prototypes = []
         for name in sorted(REGISTRY):
@@ -99,7 +104,7 @@ def check_parameters(detector: type[Detector], params: Mapping[str, Any], where:
                 continue
             raise ValueError(
                 f"unknown parameter `{key}` for detector `{detector.name}`{where}; "
-                f"valid: {', '.join(valid)}" + _suggest(key, valid)
+                f"valid: {', '.join(valid)}" + did_you_mean(key, valid)
             )
         expected = _TYPE_OF.get(type(accepted[key].default))
         if expected is not None and not _is(value, expected[0]):
@@ -123,11 +128,6 @@ def _is(value: Any, expected: type) -> bool:
     if expected is float:
         return isinstance(value, int | float)
     return isinstance(value, expected)
-
-
-def _suggest(word: str, choices: Iterable[str]) -> str:
-    close = difflib.get_close_matches(word, list(choices), n=1)
-    return f" (did you mean `{close[0]}`?)" if close else ""
 
 
 BUILTIN: tuple[str, ...] = (

@@ -21,6 +21,9 @@ registry, the decoders, the command line) raises the same family.
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
+
 
 class TrajwatchError(Exception):
     """Root of trajwatch's exceptions."""
@@ -63,3 +66,23 @@ class DecodeError(TrajwatchError):
         super().__init__(f"{location}: {reason}" if location else reason)
         self.reason = reason
         self.location = location
+
+
+def closest(word: str, known: Iterable[str]) -> str | None:
+    """The known name closest to ``word`` (difflib's ratio, at least 0.6), or None: the
+    suggestion an "unknown name" error makes."""
+    close = difflib.get_close_matches(word, list(known), n=1)
+    return close[0] if close else None
+
+
+def did_you_mean(word: str, known: Iterable[str], *, form: str = "`{}`") -> str:
+    """The tail of an "unknown name" message: ``" (did you mean `closest`?)"`` (see
+    :func:`closest`), else ``""``. ``form`` spells the suggestion (``"[{}]"`` for a table).
+
+    >>> did_you_mean("acitons", ["detectors", "actions", "webhooks"], form="[{}]")
+    ' (did you mean [actions]?)'
+    >>> did_you_mean("zzz", ["actions"])
+    ''
+    """
+    match = closest(word, known)
+    return f" (did you mean {form.format(match)}?)" if match is not None else ""

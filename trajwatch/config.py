@@ -34,6 +34,9 @@ shadow = true                   # shadow mode for one agent
 url = "https://breaker.example.com/trajwatch"
 secret_env = "BREAKER_WEBHOOK_SECRET"   # or a list of variables
 
+[prices]                        # list prices, $ per million tokens, for model calls that
+"my-finetune" = { input = 3.0, output = 12.0 }  # report no cost (features/prices/)
+
 [calibration]                   # alert scores as probabilities (detectors/calibration.py),
 warn = 0.5                      # fitted by the tuning notebooks; with warn/critical the
 critical = 0.9                  # severity comes from the probability too
@@ -61,7 +64,8 @@ from typing import Any
 
 from detectors.calibration import Bands, Calibration, calibrated
 from detectors.registry import REGISTRY, DetectorSet, load_builtin, parameters
-from models.errors import ConfigError
+from features.prices.table import Prices, rates_from
+from models.errors import ConfigError, did_you_mean
 from models.records import Action, Severity
 from trajwatch.actions import ssrf
 from trajwatch.actions.endpoints import ActionsConfig, Endpoint, RetryPolicy
@@ -76,9 +80,10 @@ def load_config(path: Path | None) -> dict[str, Any]:
     if path is None:
         return {}
     config = _read_toml(path, "config file")
-    for table in ("detectors", "policies", "actions", "webhooks", "calibration"):
+    for table in SECTIONS:
         if not isinstance(config.get(table, {}), dict):
             raise ConfigError(f"config file {path}: `{table}` must be a table; write [{table}]")
+    _known_names(config, f"config file {path}")
     for name, values in config.get("detectors", {}).items():
         if not isinstance(values, dict):
             raise ConfigError(
@@ -88,6 +93,66 @@ def load_config(path: Path | None) -> dict[str, Any]:
     config["_base"] = str(path.parent)
     config["_path"] = str(path)
     return config
+
+
+SECTIONS = ("detectors", "policies", "actions", "webhooks", "calibration", "prices", "kafka")
+"""The config's tables. Names inside ``[detectors]``, ``[calibration]`` (detectors) and
+``[kafka]`` are checked where they are read; ``[webhooks]`` and ``[prices]`` names are the
+user's own (endpoints, models)."""
+
+_KEYS: dict[str, tuple[str, ...]] = {
+    "policies": ("paths", "default", "derived", "agents"),
+    "actions": (
+        "shadow", "cooldown_s", "corroborate", "confirmed_kills", "agents", "retry", "rules",
+        "explorer_url", "allow_private", "allow_addresses",
+    ),
+    "actions.retry": ("max_attempts", "backoff_s", "max_backoff_s", "timeout_s", "lease_s"),
+    "actions.agents.*": ("shadow", "cooldown_s"),
+    "webhooks.*": ("url", "secret_env"),
+}
+"""The keys each fixed table of the config takes (``*``: any name the user chose)."""
+
+
+def _known_names(config: Mapping[str, Any], origin: str) -> None:
+    """Raise ConfigError for a table or key the config does not read — a misspelling would
+    otherwise be silently ignored — naming it, the closest known one and all of them."""
+    for name, value in config.items():
+        if name not in SECTIONS and not isinstance(value, Mapping):
+            homes = [f"[{t}]" for t, keys in _KEYS.items() if name in keys and "*" not in t]
+            raise ConfigError(
+                f"{origin}: `{name}` is outside any table; put it under "
+                + (" or ".join(homes) if homes else "the table it belongs to")
+                + f" (the tables are {', '.join(f'[{t}]' for t in SECTIONS)})"
+            )
+        if name not in SECTIONS:
+            raise ConfigError(
+                f"{origin}: unknown table [{name}]{did_you_mean(name, SECTIONS, form='[{}]')}; "
+                f"the tables are {', '.join(f'[{t}]' for t in SECTIONS)}"
+            )
+    for where, keys in _KEYS.items():
+        for table, values in _tables(config, where.split(".")):
+            for key in values if isinstance(values, Mapping) else ():
+                if key not in keys:
+                    raise ConfigError(
+                        f"{origin}: unknown key `{key}` in [{table}]{did_you_mean(key, keys)}; "
+                        f"valid: {', '.join(keys)}"
+                    )
+
+
+def _tables(table: Any, parts: list[str], at: str = "") -> list[tuple[str, Any]]:
+    """(dotted name, value) of each table ``parts`` reaches from ``table`` (``*``: every
+    entry); a part that is absent or not a table reaches nothing (its reader says why)."""
+    if not parts:
+        return [(at, table)]
+    if not isinstance(table, Mapping):
+        return []
+    head, rest = parts[0], parts[1:]
+    names = list(table) if head == "*" else [head] if head in table else []
+    return [
+        found
+        for name in names
+        for found in _tables(table[name], rest, f"{at}.{name}" if at else name)
+    ]
 
 
 def _read_toml(path: Path, what: str) -> dict[str, Any]:
@@ -182,14 +247,28 @@ def detector_set(config: Mapping[str, Any]) -> DetectorSet:
     except ValueError as exc:
         raise ConfigError(str(exc)) from exc
     fitted, bands = calibrations(config)
-    if not fitted:
-        return detectors
     return DetectorSet(
         [
             calibrated(p, fitted[p.name], bands) if p.name in fitted else p
             for p in detectors.prototypes
-        ]
+        ],
+        prices=prices(config),
     )
+
+
+def prices(config: Mapping[str, Any]) -> Prices:
+    """The bundled list prices (:mod:`features.prices.table`) with the config's
+    ``[prices]`` rows added or replacing theirs: ``"model" = { input = N, output = N }``,
+    US dollars per million tokens. Raises ConfigError naming the row that is wrong."""
+    table = config.get("prices", {})
+    origin = config.get("_path", "the config")
+    if not isinstance(table, Mapping):
+        raise ConfigError(f"{origin}: `prices` must be a table; write [prices]")
+    try:
+        rows = rates_from(table, where=f"{origin}: [prices]")
+    except ValueError as exc:
+        raise ConfigError(f"{exc}; e.g. \"my-model\" = {{ input = 3.0, output = 15.0 }}") from None
+    return Prices.bundled().overridden(rows) if rows else Prices.bundled()
 
 
 def calibrations(config: Mapping[str, Any]) -> tuple[dict[str, Calibration], Bands | None]:

@@ -7,7 +7,7 @@ import datetime as dt
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from models.records import Alert, Delivery
+from models.records import Alert, Delivery, SessionInfo
 from models.store import SessionActivity, Store
 
 SEVERITIES = ("critical", "warn", "info")
@@ -15,9 +15,24 @@ SEVERITIES = ("critical", "warn", "info")
 
 def alerts(store: Store, *, session: str | None = None, since_ns: int | None = None) -> list[Alert]:
     """Stored alerts, of one session or all, raised at or after ``since_ns`` (event time),
-    in the store's order (session, onset, detector)."""
+    oldest first (the newest at the bottom of a terminal); alerts raised at the same time
+    keep the store's order (session, onset, detector)."""
     found = store.alerts([session] if session else None)
-    return [a for a in found if since_ns is None or a.ts >= since_ns]
+    return sorted((a for a in found if since_ns is None or a.ts >= since_ns), key=_raised)
+
+
+def sessions(store: Store) -> list[SessionActivity]:
+    """Every stored session with its activity, oldest start first (a session whose start is
+    not stored yet by its latest step); ties by session id."""
+    return sorted(store.session_activity(), key=_started)
+
+
+def _raised(a: Alert) -> int:
+    return a.ts
+
+
+def _started(a: SessionActivity) -> tuple[int, str]:
+    return (a.info.started_ts or a.last_ts or 0, a.info.session_id)
 
 
 def alerts_json(found: Sequence[Alert]) -> dict[str, Any]:
@@ -67,14 +82,14 @@ def stopped(deliveries: Iterable[Delivery]) -> dict[str, str]:
     return found
 
 
-def session_state(activity: SessionActivity, stopped_as: str | None = None) -> str:
+def session_state(info: SessionInfo, stopped_as: str | None = None) -> str:
     """``killed`` or ``rolled back`` when a breaker received that action for the session
     (``stopped_as``, from :func:`stopped`): what the session ended as, whatever status it
-    reported itself; else ``ended`` once its end is stored (with its status), else
-    ``live``."""
+    reported itself; else ``ended`` once its end is stored (with the status it reported:
+    the agent's word, not a verdict), else ``live``. The CLI and the explorer both say it
+    so."""
     if stopped_as is not None:
         return stopped_as
-    info = activity.info
     if info.ended_ts is None:
         return "live"
     return f"ended ({info.end_status})" if info.end_status else "ended"
@@ -92,7 +107,7 @@ def sessions_json(
             {
                 "session_id": a.info.session_id,
                 "agent": a.info.agent,
-                "state": session_state(a, stops.get(a.info.session_id)),
+                "state": session_state(a.info, stops.get(a.info.session_id)),
                 "end_status": a.info.end_status,
                 "started_ts": a.info.started_ts,
                 "last_ts": a.last_ts,
@@ -118,7 +133,7 @@ def sessions_text(
     lines = [header]
     for a in activities:
         badges = " ".join(f"{a.alerts[s]} {s}" for s in SEVERITIES if a.alerts.get(s))
-        state = session_state(a, stops.get(a.info.session_id))
+        state = session_state(a.info, stops.get(a.info.session_id))
         lines.append(
             f"{a.info.session_id[:40]:<40} {(a.info.agent or '-')[:18]:<18} "
             f"{state[:16]:<16} {a.steps:>6} {a.tokens_in + a.tokens_out:>10}  "

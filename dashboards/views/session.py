@@ -24,14 +24,15 @@ from dashboards.session_view import (
     graph_layout,
     replay_detectors,
     score_lines,
+    step_details,
     steps_table,
     stored_series,
     subgoals,
     threshold_lines,
 )
-from dashboards.store_view import alerts_table, breaker_state, session_state
-from models.records import Alert, Step, step_to_json
-from trajwatch.listing import stopped
+from dashboards.store_view import alerts_table, breaker_state
+from models.records import Alert, Step
+from trajwatch.listing import session_state, stopped
 
 REFRESH_S = 5.0
 """How often the view reloads while its session is live (the Sessions page's period)."""
@@ -201,7 +202,7 @@ def _show(ctx: Context, session_id: str) -> bool:
     ):
         _replay_note(alerts, _replayed(*key, steps, ctx))
 
-    _details(session_id, steps, table, alerts, focus)
+    _details(session_id, steps, table, alerts, focus, info.started_ts)
     _subgoals(_subgoals_of(*key[:4], steps))
     return live
 
@@ -256,6 +257,7 @@ def _details(
     table: pl.DataFrame,
     alerts: Sequence[Alert],
     focus: str | None,
+    started_ts: int | None,
 ) -> None:
     st.subheader("Steps")
     kinds = st.multiselect("Kinds", sorted(set(table["kind"].to_list())), key="d_kinds")
@@ -265,6 +267,7 @@ def _details(
         shown.with_columns(pl.col("seq").is_in(list(evidence)).alias("evidence")).select(
             "seq",
             "evidence",
+            pl.col("ts").alias("time (UTC)"),
             "kind",
             "tool",
             "cluster",
@@ -296,7 +299,8 @@ def _details(
     step = steps[int(seq)]
     if int(seq) in evidence:
         st.markdown(":red[**This step is evidence of an alert.**]")
-    st.json(step_to_json(step), expanded=True)
+    start = started_ts if started_ts is not None else min(s.ts for s in steps)
+    st.json(step_details(step, start), expanded=True)
 
 
 def _subgoals(found: Subgoals) -> None:
@@ -304,8 +308,13 @@ def _subgoals(found: Subgoals) -> None:
     if found.nodes.is_empty():
         st.caption("No tool calls: no action clusters.")
         return
-    left, right = st.columns([3, 2])
-    left.altair_chart(
+    # the graph gets the page's width (in a column it was wider than the column, and cut)
+    st.altair_chart(
         charts.subgoal_graph(found.nodes, found.edges, graph_layout(found.graph)), width="stretch"
     )
-    right.dataframe(found.clusters, hide_index=True, width="stretch", key="clusters_table")
+    st.caption(
+        "A node is a run of related tool calls (the same action cluster, or the paths the run "
+        "already touched), named by the cluster it started in; ×N counts its calls. A line is a "
+        "move from one run to the next (wider: more moves); coming back to a node is a revisit."
+    )
+    st.dataframe(found.clusters, hide_index=True, width="stretch", key="clusters_table")

@@ -361,6 +361,10 @@ class Pipeline:
         alerts: list[Alert] = []
         touched: dict[str, None] = {}
         merge_sources(resolved, ids)
+        # after the merge, so a cost a source reported wins over a list price
+        priced = self.detectors.prices.priced
+        for draft, _ in resolved:
+            draft.step = priced(draft.step)
         placed: set[str] = set()
         stats, failed = self.stats, self._detector_failed
         for (draft, session_id), step_id, parent in zip(resolved, ids, parents, strict=True):

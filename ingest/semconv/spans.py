@@ -59,6 +59,7 @@ from features.calls.actions import tool_call_fields
 from features.calls.canonical import canonical_json
 from features.calls.codeact import code_blocks, prompt_tools
 from features.calls.unknown import UNRECORDED
+from features.prices.reported import reported_cost
 from features.redact.engine import redact
 from features.text.clip import excerpt
 from features.text.hosts import host_of
@@ -790,6 +791,7 @@ def _model_draft(span: SpanRecord, base: dict[str, Any], ref: str, context: str)
         finish_reason=finish if isinstance(finish, str) else None,
         tokens_in=first_int(attrs, _INPUT_TOKENS),
         tokens_out=first_int(attrs, _OUTPUT_TOKENS),
+        cost=reported_cost(attrs),
         text=excerpt(output) if output else None,
         status="error" if span.status_code == STATUS_ERROR else "ok",
         error=excerpt(_error_text(span) or "") or None,

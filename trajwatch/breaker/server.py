@@ -17,8 +17,9 @@ the hook never fails open (:mod:`trajwatch.breaker.hook`).
 - ``POST /v1/breakers/{key}/close`` (operator token; ``trajwatch breaker close SESSION``):
   the explicit re-enable of a session's breaker, or with ``?scope=agent`` (``close --agent
   NAME``) an agent's; ``?trial=1`` makes it half-open instead; ``?by=WHO`` (the CLI's
-  ``--by``) goes into the audit trail beside the token's name. ``GET /v1/breakers[/{key}]``
-  (operator token; ``?scope=agent``): state and audit trail.
+  ``--by``) goes into the audit trail beside the token's name. A key no webhook opened
+  is 404 with ``known`` (the scope's latest keys) and ``closest`` (the likeliest meant).
+  ``GET /v1/breakers[/{key}]`` (operator token; ``?scope=agent``): state and audit trail.
 - ``POST /v1/hooks/claude-code/pre-tool-use[?agent=NAME]`` (hook token): the Claude Code
   ``PreToolUse`` HTTP hook. Deny, with the alert's reason shown to the agent, when the
   session's breaker is open — or, opt-in, the agent's when the hook's URL names the agent
@@ -62,8 +63,9 @@ from trajwatch.breaker.hook import (
     session_of,
     tool_of,
 )
-from trajwatch.breaker.state import OPEN, SCOPES, Breakers
+from trajwatch.breaker.state import OPEN, SCOPES, Breakers, UnknownBreaker
 from trajwatch.check_failure import CheckFailure, FailurePolicy, hook_answer, shown
+from trajwatch.service.listen import bind
 
 log = logging.getLogger("trajwatch.breaker")
 _UNAUTHORIZED = {"WWW-Authenticate": 'Bearer realm="trajwatch breaker"'}
@@ -213,9 +215,20 @@ def create_app(
         key = request.path_params["key"]
         by = "".join(c for c in request.query_params.get("by", "") if c.isprintable())
         source = f"close by {name}" + (f" ({by[:MAX_BY_CHARS]})" if by else "")
-        state = await run_in_threadpool(
-            breakers.close, key, scope=scope, trial=trial, source=source
-        )
+        try:
+            state = await run_in_threadpool(
+                breakers.close, key, scope=scope, trial=trial, source=source
+            )
+        except UnknownBreaker as unknown:
+            log.warning("close of %s %s refused: no breaker for it", scope, shown(key))
+            return JSONResponse(
+                {
+                    "error": f"no breaker for {scope} {key!r}: none was ever opened for it",
+                    "known": unknown.known,
+                    "closest": unknown.closest,
+                },
+                404,
+            )
         log.info("breaker of %s %s now %s: %s", scope, shown(key), state, source)
         return JSONResponse({scope: key, "state": state, "by": source})
 
@@ -336,6 +349,7 @@ def run(
     check, the failure policy, the token configuration without a token in it)."""
     import uvicorn
 
+    sock = bind(host, port, command="breaker")  # a taken port: one line, before anything starts
     policy = policy or FailurePolicy()
     effects: list[Effect] = []
     if langgraph_url:
@@ -381,7 +395,8 @@ def run(
             "requires one refuses each check (a failure, decided by the failure policy)"
         )
     try:
-        uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+        config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False)
+        uvicorn.Server(config).run(sockets=[sock])
     finally:
         for effect in effects:
             effect.close()

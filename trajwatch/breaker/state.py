@@ -18,6 +18,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from models.errors import closest
+
 OPEN, HALF_OPEN, CLOSED = "open", "half-open", "closed"
 OPENING = {"trajwatch.kill": OPEN, "trajwatch.rollback": OPEN, "trajwatch.alert": HALF_OPEN}
 SCOPES = ("session", "agent")
@@ -31,6 +33,23 @@ create table if not exists audit (
     reason text, source text not null);
 create table if not exists effects (key text primary key, at real not null, outcome text);
 """
+
+
+SHOW_KNOWN = 10
+"""Known keys an :class:`UnknownBreaker` carries for the message (the latest changed)."""
+
+
+class UnknownBreaker(LookupError):
+    """A close of a breaker this state never held (nothing opened it: a typo, or another
+    breaker's session). ``known``: the scope's keys, latest changed first (at most
+    :data:`SHOW_KNOWN`); ``closest``: the known key nearest to ``key``, or None."""
+
+    def __init__(self, scope: str, key: str, known: list[str], nearest: str | None) -> None:
+        super().__init__(f"no breaker for {scope} {key!r}")
+        self.scope = scope
+        self.key = key
+        self.known = known
+        self.closest = nearest
 
 
 class Breakers:
@@ -159,7 +178,9 @@ class Breakers:
     ) -> str:
         """Re-enable the breaker of a session (or, with ``scope="agent"``, an agent);
         half-open with ``trial``. ``source`` goes into the audit trail (who closed it).
-        Returns the new state."""
+        Returns the new state. A key no webhook ever opened (nor a close before) raises
+        :class:`UnknownBreaker` and changes nothing: "closed" would read as success for a
+        misspelt session while the real one stays open."""
         if scope not in SCOPES:
             raise ValueError(f"scope must be one of {', '.join(SCOPES)}, got {scope!r}")
         state = HALF_OPEN if trial else CLOSED
@@ -167,12 +188,27 @@ class Breakers:
             cur = self._db.cursor()
             cur.execute("begin immediate")
             try:
+                held = cur.execute(
+                    "select 1 from breakers where scope = ? and key = ?", (scope, key)
+                ).fetchone()
+                if held is None:
+                    raise self._unknown(cur, scope, key)
                 self._set(cur, scope, key, state, reason, None, source)
                 cur.execute("commit")
             except BaseException:
                 cur.execute("rollback")
                 raise
         return state
+
+    @staticmethod
+    def _unknown(cur: sqlite3.Cursor, scope: str, key: str) -> UnknownBreaker:
+        keys = [
+            str(row[0])
+            for row in cur.execute(
+                "select key from breakers where scope = ? order by updated desc", (scope,)
+            )
+        ]
+        return UnknownBreaker(scope, key, keys[:SHOW_KNOWN], closest(key, keys))
 
     def state(self, scope: str, key: str) -> tuple[str, str | None]:
         with self._lock:

@@ -20,6 +20,7 @@ from models.errors import ConfigError
 from trajwatch.breaker.check import DEFAULT_TIMEOUT
 from trajwatch.breaker.hook import MAX_BODY_BYTES, MAX_DEPTH
 from trajwatch.check_failure import DECISIONS, READ_ONLY_TOOLS
+from trajwatch.service.listen import port
 from trajwatch.settings import Settings
 
 DEFAULT_URL = "http://127.0.0.1:4319"
@@ -33,7 +34,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser, positive: Callable[[st
     br.add_argument("session", nargs="?", help="close/show: the session (or, with --agent, agent)")
     br.add_argument("--agent", action="store_true", help="close/show: an agent's breaker")
     br.add_argument("--host", default="127.0.0.1", help="address to listen on")
-    br.add_argument("--port", type=int, default=4319, help="port (default: 4319)")
+    br.add_argument("--port", type=port, default=4319, help="port (default: 4319)")
     br.add_argument("--state", default="trajwatch-breaker.db", help="its SQLite state file")
     br.add_argument(
         "--check-url",
@@ -150,10 +151,24 @@ def _call(
         answer = response.json()
     except ValueError:
         answer = None
+    if response.status_code == 404 and isinstance(answer, dict) and "known" in answer:
+        raise ConfigError(_unknown(answer, base))
     if not response.ok or not isinstance(answer, dict):
         error = answer.get("error") if isinstance(answer, dict) else response.text[:200]
         raise ConfigError(f"the breaker at {base} answered {response.status_code}: {error}")
     return answer
+
+
+def _unknown(answer: dict[str, Any], base: str) -> str:
+    """The one line for a close the breaker refused: it never opened that key."""
+    known = [str(k) for k in answer.get("known") or []]
+    nearest = answer.get("closest")
+    line = f"the breaker at {base}: {answer.get('error')}"
+    if nearest:
+        line += f" (did you mean `{nearest}`?)"
+    if not known:
+        return line + "; it holds no breaker yet: a kill or rollback webhook opens one"
+    return line + f"; give one it holds: {', '.join(known)} (trajwatch breaker show lists all)"
 
 
 def _serve(args: argparse.Namespace, settings: Settings) -> int:

@@ -53,6 +53,7 @@ from trajwatch.cli import actions as actions_cli
 from trajwatch.cli import breaker as breaker_cli
 from trajwatch.cli.times import parse_since
 from trajwatch.config import actions_config, defaults_toml, detector_set, load_config
+from trajwatch.service.listen import port
 from trajwatch.service.replay import SKIP_REASON, ReplaySummary, replay
 from trajwatch.settings import Settings
 
@@ -161,7 +162,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     sp.add_argument("--db", help="store URL (default: $TRAJWATCH_DB_URL or sqlite:///trajwatch.db)")
     sp.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
-    sp.add_argument("--port", type=int, default=4318, help="port (default: 4318, OTLP/HTTP's)")
+    sp.add_argument("--port", type=port, default=4318, help="port (default: 4318, OTLP/HTTP's)")
     sp.add_argument(
         "--grpc-port",
         type=_port_or_off,
@@ -186,7 +187,7 @@ def _parser() -> argparse.ArgumentParser:
     ui = sub.add_parser("ui", parents=[common], help="the explorer: a Streamlit app on the store")
     ui.add_argument("--db", help="store URL (default: $TRAJWATCH_DB_URL or sqlite:///trajwatch.db)")
     ui.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
-    ui.add_argument("--port", type=int, default=8501, help="port (default: 8501)")
+    ui.add_argument("--port", type=port, default=8501, help="port (default: 8501)")
     ui.add_argument(
         "--config", type=Path, help="TOML config (default: ./trajwatch.toml if present)"
     )
@@ -520,7 +521,7 @@ def _list(args: argparse.Namespace, settings: Settings, flags: dict[str, str]) -
                 json.dumps(listing.alerts_json(found)) if args.json else listing.alerts_text(found)
             )
         else:
-            activity = store.session_activity()
+            activity = listing.sessions(store)
             stops = listing.stopped(store.outbox().list())
             out = (
                 json.dumps(listing.sessions_json(activity, stops))

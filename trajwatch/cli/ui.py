@@ -18,6 +18,7 @@ from pathlib import Path
 from models.errors import ConfigError
 from models.open_errors import sqlite_file
 from trajwatch.cli.extras import require_extra
+from trajwatch.service.listen import ensure_free
 
 
 def app_path() -> Path:
@@ -50,6 +51,10 @@ def command(*, host: str, port: int) -> list[str]:
         "true",
         "--browser.gatherUsageStats",
         "false",
+        # a viewer's toolbar: no "Deploy" button (it offers to publish the app to
+        # Streamlit's cloud) and no developer menu; the explorer is a tool, not a draft
+        "--client.toolbarMode",
+        "viewer",
     ]
 
 
@@ -76,6 +81,7 @@ def run_ui(db_url: str, config: Path | None, *, host: str, port: int) -> int:
         )
     if config is not None and not config.exists():
         raise ConfigError(f"config file {config} does not exist; fix --config or $TRAJWATCH_CONFIG")
+    ensure_free(host, port, command="ui")  # Streamlit's own refusal is a log line and exit 1
     print(f"trajwatch explorer on http://{host}:{port}/ (Ctrl-C stops it)", flush=True)
     # The process becomes Streamlit's server: SIGTERM and Ctrl-C reach it directly, and
     # stopping `trajwatch ui` cannot leave an orphaned server behind.

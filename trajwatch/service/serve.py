@@ -46,6 +46,7 @@ import contextlib
 import logging
 import math
 import queue
+import socket
 import sys
 import threading
 import time
@@ -87,6 +88,7 @@ from trajwatch.service.check_route import check_route
 from trajwatch.service.cpu_placement import place
 from trajwatch.service.gc_tuning import tune_gc
 from trajwatch.service.http_protocol import bounded_protocol
+from trajwatch.service.listen import bind
 from trajwatch.service.logs import log_to_stderr
 from trajwatch.settings import Settings
 
@@ -572,13 +574,15 @@ class Service:
                 accepting=lambda: not self._draining and self.ingest.failed is None,
             )
 
-    def run(self) -> int:
-        """Serve until SIGTERM/SIGINT (or :meth:`shutdown`); then drain. Exit status."""
+    def run(self, sock: socket.socket | None = None) -> int:
+        """Serve until SIGTERM/SIGINT (or :meth:`shutdown`); then drain. Exit status.
+        ``sock``: the OTLP/HTTP listening socket, already bound
+        (:func:`~trajwatch.service.listen.bind`); else uvicorn binds ``host:port`` itself."""
         try:
             if self.grpc is not None:  # first: a port in use fails before anything runs
                 self.grpc.start()
             self.ingest.start()
-            self.server.run()
+            self.server.run(sockets=None if sock is None else [sock])
         finally:
             if self.grpc is not None:  # its requests in flight answered, as uvicorn's were
                 self.grpc.stop()
@@ -605,9 +609,11 @@ def serve(
 ) -> int:
     """``trajwatch serve``: run until signalled, printing each new alert to stdout as it
     is committed and trajwatch's log lines (an undelivered kill among them) to stderr;
-    the exit status. Owns the process: its threads are placed first, as
+    the exit status. A port it cannot listen on is a :class:`~models.errors.ConfigError`
+    before anything starts. Owns the process: its threads are placed first, as
     ``settings.cpu`` says (:mod:`trajwatch.service.cpu_placement`; an embedded :class:`Service`
     leaves its host's threads alone)."""
+    sock = bind(host, port, command="serve")  # a taken port: one line, before anything starts
     cpu = place(settings.cpu, single=True)
     log_to_stderr("serve")
     if settings.auth_token is None:
@@ -643,4 +649,4 @@ def serve(
         file=sys.stderr,
         flush=True,
     )
-    return service.run()
+    return service.run(sock)

@@ -347,6 +347,34 @@ def test_an_agents_open_breaker_stops_its_other_sessions_until_the_agent_is_clos
     assert bad.status_code == 400
 
 
+def test_closing_a_breaker_it_never_opened_is_an_error_naming_the_ones_it_holds(
+    breaker: Running,
+) -> None:
+    """Issue 25, item 12: ``close <typo>`` printed "closed" and exited 0 while the real
+    session's breaker stayed open."""
+    empty = close_cli(breaker.base, "s1")
+    assert empty.returncode == 2 and empty.stdout == ""
+    assert "holds no breaker yet" in empty.stderr and len(empty.stderr.splitlines()) == 1
+    assert send(breaker.base, "al_1:breaker:kill", kill(session="session-7f3a")).ok
+    typo = close_cli(breaker.base, "session-7f3b")
+    assert typo.returncode == 2 and typo.stdout == ""
+    (line,) = typo.stderr.splitlines()
+    assert line.startswith("trajwatch: error: the breaker at http://127.0.0.1:")
+    assert "no breaker for session 'session-7f3b'" in line
+    assert "(did you mean `session-7f3a`?)" in line and "give one it holds: session-7f3a" in line
+    agent = close_cli(breaker.base, "codewrite", "--agent")
+    assert agent.returncode == 2 and "(did you mean `codewright`?)" in agent.stderr
+    answer = requests.post(
+        f"{breaker.base}/v1/breakers/nope/close", headers=OPERATOR, timeout=5
+    )
+    assert answer.status_code == 404
+    assert answer.json()["known"] == ["session-7f3a"] and answer.json()["closest"] is None
+    # nothing changed: the real one is still open, and no audit row names the typo
+    assert breaker.breakers.state("session", "session-7f3a")[0] == "open"
+    assert breaker.breakers.listing("session-7f3b")["breakers"] == []
+    assert close_cli(breaker.base, "session-7f3a").returncode == 0
+
+
 # --- the hook: its token, its input, its failures ---------------------------------------
 
 

@@ -35,7 +35,7 @@ def modules(package: str) -> list[Path]:
     return sorted((ROOT / package).rglob("*.py"))
 
 
-FEATURE_PACKAGES = ["redact", "text", "egress", "calls", "session", "policy"]
+FEATURE_PACKAGES = ["redact", "text", "egress", "calls", "session", "policy", "prices"]
 """``features``' packages in import order: each may import only those before it (and itself)."""
 
 

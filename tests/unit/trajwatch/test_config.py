@@ -96,3 +96,38 @@ def test_the_documented_defaults_are_the_constructors_defaults() -> None:
     root = ROOT
     documented = (root / "detectors" / "defaults.toml").read_text()
     assert documented == defaults_toml(), "run: trajwatch defaults > detectors/defaults.toml"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "[acitons]\nshadow = true\n",
+            "unknown table [acitons] (did you mean [actions]?); the tables are [detectors], ",
+        ),
+        ("[policy]\ndefault = 'x'\n", "unknown table [policy] (did you mean [policies]?)"),
+        ("[actions]\nshadw = true\n", "unknown key `shadw` in [actions] (did you mean `shadow`?)"),
+        ("[actions.retry]\nmax_attempt = 3\n", "`max_attempt` in [actions.retry] (did you mean"),
+        ("[actions.agents.cw]\nshadows = true\n", "`shadows` in [actions.agents.cw] (did you"),
+        ("[policies]\npath = ['p']\n", "unknown key `path` in [policies] (did you mean `paths`?)"),
+        ("[webhooks.b]\nurl = 'https://a.example'\nsecret = 'X'\n", "`secret` in [webhooks.b]"),
+        ("cooldown_s = 60\n", "`cooldown_s` is outside any table; put it under [actions]"),
+    ],
+)
+def test_a_misspelt_table_or_key_is_an_error_with_a_suggestion(
+    tmp_path: Path, text: str, expected: str
+) -> None:
+    """Issue 25, item 12: a misspelt name was silently ignored (the table's defaults ran)."""
+    path = write(tmp_path / "trajwatch.toml", text)
+    with pytest.raises(ConfigError) as raised:
+        load_config(path)
+    assert str(raised.value).startswith(f"config file {path}: ")
+    assert expected in str(raised.value)
+
+
+def test_the_documented_example_config_loads(tmp_path: Path) -> None:
+    """The config module's docstring shows every table: each of its names is known."""
+    import trajwatch.config
+
+    text = (trajwatch.config.__doc__ or "").split("```toml\n")[1].split("```")[0]
+    assert load_config(write(tmp_path / "trajwatch.toml", text))["actions"]["shadow"] is False

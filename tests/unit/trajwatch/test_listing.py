@@ -31,7 +31,9 @@ def test_alerts_and_sessions_list_what_replay_stored(
     assert replayed["alerts"], "the two loop runs raise alerts"
 
     listed = _json(capsys, "alerts", "--db", db_url, "--json")
-    assert listed == {"alerts": replayed["alerts"]}  # the same shape, the same alerts
+    replayed_by_id = {a["id"]: a for a in replayed["alerts"]}
+    assert len(listed["alerts"]) == len(replayed_by_id)  # the same alerts, the same shape
+    assert all(a == replayed_by_id[a["id"]] for a in listed["alerts"])  # (oldest first)
 
     one = replayed["alerts"][0]["session_id"]
     only = _json(capsys, "alerts", "--db", db_url, "--session", one, "--json")["alerts"]
@@ -113,3 +115,18 @@ def test_a_session_whose_kill_was_delivered_is_killed_whatever_it_reported(
     assert main(["sessions", "--db", db_url]) == 0
     line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith(kill.session_id))
     assert " killed " in line
+
+
+def test_alerts_list_oldest_first_and_sessions_by_start(
+    db_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 25, item 13: they listed in the store's order (session id, onset, detector):
+    a warn after the critical it led to, a September session before a May one."""
+    main(["replay", *map(str, RUNS), "--db", db_url, "--json"])
+    capsys.readouterr()
+    assert main(["alerts", "--db", db_url]) == 0
+    times = [line.split()[0] for line in capsys.readouterr().out.splitlines()[1:]]
+    assert len(times) == 4 and times == sorted(times)
+    sessions = _json(capsys, "sessions", "--db", db_url, "--json")["sessions"]
+    starts = [s["started_ts"] for s in sessions]
+    assert len(starts) == 2 and starts == sorted(starts)
