@@ -1,12 +1,13 @@
 # The README's two commands: `make run` (set up, start the live service on the embedded
 # SQLite store, send it a simulated agent fleet over OTLP/HTTP, print the alerts as they
-# are raised and a summary) and `make test` (set up, run every test).
+# are raised and a summary) and `make test` (set up, run every test; `make test-quick`: the
+# tests that need no PostgreSQL, no Chromium and no child process).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 DB ?= sqlite:///trajwatch.db
 
-.PHONY: run replay test lint bench eval eval-blind clean
+.PHONY: run replay test test-quick lint bench eval eval-blind clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +31,11 @@ replay: $(VENV)/.installed
 
 test: $(VENV)/.installed
 	$(BIN)/python -m pytest -q
+
+# The quick loop: no child processes (servers, brokers, browsers, notebooks) and SQLite
+# only, so it needs neither PostgreSQL nor Chromium (tests/README.md).
+test-quick: $(VENV)/.installed
+	$(BIN)/python -m pytest -q -m "not slow and not postgres"
 
 lint: $(VENV)/.installed
 	$(BIN)/ruff check trajwatch ingest features detectors models dashboards tests benchmarks fixtures notebooks

@@ -11,7 +11,31 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
 
 from models.store import Store
+from tests.support.children import python_children
 from tests.support.tansu import KafkaBroker, start_s3_server
+
+# ---------------------------------------------------------------------------------------
+# Markers: a test that starts a child Python process is marked `slow`.
+#
+# The quick loop (`-m "not slow"`, `make test-quick`) must not wait on interpreters
+# starting: a test not marked `slow` that starts one fails, naming the command.
+# ---------------------------------------------------------------------------------------
+
+
+@pytest.fixture(autouse=True)
+def _child_processes_only_in_slow_tests(request: pytest.FixtureRequest) -> Iterator[None]:
+    if request.node.get_closest_marker("slow") is not None:
+        yield
+        return
+    with python_children() as started:
+        yield
+    if started:
+        pytest.fail(
+            f"{request.node.nodeid} starts a child Python process ({started[0]}); mark it "
+            "@pytest.mark.slow (tests/README.md), or drive the code in-process",
+            pytrace=False,
+        )
+
 
 # ---------------------------------------------------------------------------------------
 # Database fixtures (models/): `dialect`, `db_url`, `store`.

@@ -169,6 +169,7 @@ def _cli_env(receiver: Receiver, tmp: Path) -> dict[str, str]:
     }
 
 
+@pytest.mark.slow  # a replay process, killed and restarted
 def test_a_process_killed_after_the_alert_commit_delivers_once_after_restart(
     db_url: str, tmp_path: Path
 ) -> None:

@@ -223,6 +223,7 @@ def test_a_replayed_webhook_is_applied_once(breaker: Running) -> None:
 # --- the operator's endpoints: re-enable and list ---------------------------------------
 
 
+@pytest.mark.slow  # trajwatch breaker close as a process
 def test_kill_opens_the_breaker_hook_denies_then_allows_after_close(
     breaker: Running, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -248,6 +249,7 @@ def test_kill_opens_the_breaker_hook_denies_then_allows_after_close(
     assert 'breaker of session "s1" now closed: close by alice (alice@laptop)' in logged
 
 
+@pytest.mark.slow  # trajwatch breaker close as a process
 def test_close_without_the_operator_token_is_refused_and_the_breaker_stays_open(
     breaker: Running,
 ) -> None:
@@ -294,6 +296,7 @@ def test_close_without_the_operator_token_is_refused_and_the_breaker_stays_open(
     assert breaker.breakers.state("session", "s1")[0] == "open"
 
 
+@pytest.mark.slow  # trajwatch breaker show as a process
 def test_listing_needs_the_operator_token(breaker: Running) -> None:
     assert send(breaker.base, "al_1:breaker:kill", kill()).ok
     for path in ("/v1/breakers", "/v1/breakers/s1", "/v1/breakers/codewright?scope=agent"):
@@ -310,6 +313,7 @@ def test_listing_needs_the_operator_token(breaker: Running) -> None:
     assert json.loads(shown.stdout)["breakers"][0]["state"] == "open"
 
 
+@pytest.mark.slow  # trajwatch breaker close as a process
 def test_an_agents_open_breaker_stops_its_other_sessions_until_the_agent_is_closed(
     breaker: Running,
 ) -> None:
@@ -347,6 +351,7 @@ def test_an_agents_open_breaker_stops_its_other_sessions_until_the_agent_is_clos
     assert bad.status_code == 400
 
 
+@pytest.mark.slow  # trajwatch breaker close as a process
 def test_closing_a_breaker_it_never_opened_is_an_error_naming_the_ones_it_holds(
     breaker: Running,
 ) -> None:
@@ -755,6 +760,7 @@ def test_tokens_are_named_and_compared_whole() -> None:
         Tokens.parse("alice=short", variable="T")
 
 
+@pytest.mark.slow  # trajwatch breaker as a process
 def test_the_command_logs_its_start_without_a_token_and_serves_healthz(tmp_path: Path) -> None:
     port = free_port()
     environ = {k: v for k, v in os.environ.items() if not k.startswith("TRAJWATCH_")}

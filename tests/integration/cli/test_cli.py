@@ -396,6 +396,7 @@ def cli(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow  # the trajwatch command as a process
 def test_as_a_real_process(tmp_path: Path) -> None:
     path = str(recording(tmp_path))
     refused = PG.format(user="postgres", port=free_port(), db="test")

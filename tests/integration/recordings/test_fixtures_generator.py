@@ -132,6 +132,7 @@ def _json_spans(out: Path, row: dict[str, str]) -> list[list[dict[str, Any]]]:
     return batches
 
 
+@pytest.mark.slow  # the generator run as a process
 def test_same_seed_gives_identical_bytes(generated: Path) -> None:
     _run_cli(generated / "b", generated / "policies_b", seed=7)
     a = sorted(p.relative_to(generated / "a") for p in (generated / "a").rglob("*") if p.is_file())
@@ -141,6 +142,7 @@ def test_same_seed_gives_identical_bytes(generated: Path) -> None:
         assert (generated / "a" / rel).read_bytes() == (generated / "b" / rel).read_bytes(), rel
 
 
+@pytest.mark.slow  # the generator run as a process
 def test_other_seed_changes_tasks_and_order(generated: Path) -> None:
     _run_cli(generated / "c", generated / "policies_c", seed=8)
     la, lc = _labels(generated / "a"), _labels(generated / "c")

@@ -61,6 +61,7 @@ def placed_in_a_child(choice: str, command: str) -> dict[str, object]:
 
 
 @needs_two_cpus
+@pytest.mark.slow  # a fresh interpreter per placement
 def test_auto_keeps_every_thread_of_serve_on_the_cpu_it_started_on() -> None:
     placed = placed_in_a_child("auto", "serve")
     allowed = sorted(os.sched_getaffinity(0))
@@ -69,6 +70,7 @@ def test_auto_keeps_every_thread_of_serve_on_the_cpu_it_started_on() -> None:
 
 
 @needs_two_cpus
+@pytest.mark.slow  # a fresh interpreter per placement
 def test_auto_leaves_a_worker_and_all_leaves_anything_to_the_os() -> None:
     allowed = sorted(os.sched_getaffinity(0))
     for choice, command in (("auto", "worker"), ("all", "serve"), ("all", "worker")):
@@ -78,6 +80,7 @@ def test_auto_leaves_a_worker_and_all_leaves_anything_to_the_os() -> None:
 
 
 @needs_two_cpus
+@pytest.mark.slow  # a fresh interpreter per placement
 def test_a_cpu_number_pins_any_command_to_it() -> None:
     last = max(os.sched_getaffinity(0))
     placed = placed_in_a_child(str(last), "worker")

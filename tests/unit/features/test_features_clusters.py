@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -30,6 +31,7 @@ def test_tokenize_splits_identifiers() -> None:
     ]
 
 
+@pytest.mark.slow  # a fresh interpreter, another hash seed
 def test_vectors_are_the_same_in_another_process() -> None:
     code = (
         "from features.calls.vectors import text_vector; "

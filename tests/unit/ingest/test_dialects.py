@@ -515,6 +515,7 @@ def _spans_only_replay(base: Path, dialect: str) -> tuple[dict[str, list[tuple]]
     return steps, alerts
 
 
+@pytest.mark.slow  # the generator run as a process, twice
 def test_the_same_runs_spelled_by_openllmetry_or_the_ai_sdk_give_the_same_steps_and_alerts(
     tmp_path: Path,
 ) -> None:

@@ -190,6 +190,7 @@ def test_trail_traces_replay_as_agent_steps(
     assert len(labelled) > 5  # evidence links back to TRAIL span ids
 
 
+@pytest.mark.slow  # the trajwatch command as a process
 def test_console_script_prints_a_summary(tmp_path: Path) -> None:
     write_bundle(tmp_path / "bundle")
     proc = subprocess.run(
