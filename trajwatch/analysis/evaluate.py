@@ -44,9 +44,9 @@ from features.calls.step_features import analysed_view
 from ingest.formats.trail import decode_trail
 from ingest.sources.files import read_file
 from models.errors import InputError
-from models.records import Action, Alert, Step, StepKind
+from models.records import Alert, Step, StepKind
 from models.store import Store
-from trajwatch.actions.policy import ActionPolicy, plan
+from trajwatch.actions.policy import STOPS, ActionPolicy, plan
 from trajwatch.service.replay import replay
 from trajwatch.settings import Settings
 
@@ -396,7 +396,6 @@ class FalseKills:
         }
 
 
-_STOPS = frozenset({Action.KILL, Action.ROLLBACK})
 
 
 class Recorded(Protocol):
@@ -418,11 +417,11 @@ def false_kills(
     alerts = store.alerts(sorted(healthy))
     stopped: dict[str, set[str]] = defaultdict(set)
     for decision in plan(policy or ActionPolicy(), alerts, {}, {}):
-        if decision.fires and decision.action in _STOPS:
+        if decision.fires and decision.action in STOPS:
             stopped[decision.alert.detector].add(decision.alert.session_id)
     killed = set().union(*stopped.values()) if stopped else set()
     ranked = sorted(((d, len(s)) for d, s in stopped.items()), key=lambda x: (-x[1], x[0]))
-    recommended = {a.session_id for a in alerts if a.action in _STOPS}
+    recommended = {a.session_id for a in alerts if a.action in STOPS}
     return FalseKills(
         healthy=len(healthy),
         killed=len(killed),
