@@ -97,6 +97,7 @@ def oversized_attribute(attributes: Mapping[str, Any], cap: int) -> str | None:
             )
     return None
 
+
 @dataclass(slots=True)
 class Draft:
     """``step`` carries everything the source said; ``step.session_id`` may be "".
@@ -133,6 +134,7 @@ def compaction_key(tokens_before: int | None, tokens_after: int | None) -> str |
     if tokens_before is None or tokens_after is None:
         return None
     return f"compaction/{tokens_before}-{tokens_after}"
+
 
 @dataclass(slots=True)
 class Decoded:

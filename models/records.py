@@ -252,6 +252,11 @@ class Alert:
     """Event time of the step that raised the alert."""
     raised_seq: int = UNSEQUENCED
     """Seq of the step on which the detector fired (>= onset_seq)."""
+    superseded: str | None = None
+    """Why the alert no longer stands, when it does not: its session, judged again in
+    event-time order after a late step, did not raise it (:mod:`ingest.pipeline.rejudge`).
+    Kept with its actions' audit trail; a settled session's standing alerts are those
+    without it."""
 
     def to_json(self) -> dict[str, Any]:
         """The stable JSON shape of ``trajwatch replay --json``; scripts depend on it."""
@@ -268,6 +273,7 @@ class Alert:
             "reason": self.reason,
             "action": str(self.action),
             "checkpoint_id": self.checkpoint_id,
+            "superseded": self.superseded,
         }
 
 

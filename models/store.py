@@ -45,10 +45,12 @@ from sqlalchemy import (
     any_,
     bindparam,
     create_engine,
+    delete,
     event,
     func,
     literal_column,
     select,
+    update,
 )
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
@@ -310,11 +312,14 @@ class Store:
         with self._read() as connection:
             return _session_steps(connection, session_id, start, end)
 
-    def alerts(self, session_ids: Sequence[str] | None = None) -> list[Alert]:
-        """The alerts of the sessions in ``session_ids`` (all if None), ordered by
-        ``(session_id, onset_seq, detector, alert_id)``."""
+    def alerts(
+        self, session_ids: Sequence[str] | None = None, *, superseded: bool = False
+    ) -> list[Alert]:
+        """The standing alerts of the sessions in ``session_ids`` (all if None), ordered by
+        ``(session_id, onset_seq, detector, alert_id)``; with ``superseded``, also those
+        a re-judgement no longer raises (:attr:`~models.records.Alert.superseded`)."""
         with self._read() as connection:
-            return _session_alerts(connection, session_ids)
+            return _session_alerts(connection, session_ids, superseded=superseded)
 
     def dead_letters(self, limit: int = 100) -> list[DeadLetter]:
         """The ``limit`` most recently stored dead letters, newest first."""
@@ -483,9 +488,36 @@ class StoreUnit:
         """:meth:`Store.steps`, as this transaction sees them."""
         return _session_steps(self._connection, session_id, start, end)
 
-    def alerts(self, session_ids: Sequence[str]) -> list[Alert]:
+    def alerts(self, session_ids: Sequence[str], *, superseded: bool = False) -> list[Alert]:
         """:meth:`Store.alerts` of ``session_ids``, as this transaction sees them."""
-        return _session_alerts(self._connection, session_ids)
+        return _session_alerts(self._connection, session_ids, superseded=superseded)
+
+    def replace_session_steps(self, session_id: str, steps: Sequence[Step]) -> None:
+        """Store ``steps`` (made storable) as the whole of session ``session_id``, in place
+        of what it held, and drop its detectors' score chunks (the checkpoint written with
+        the steps stores them again): a session judged again in event-time order
+        (:mod:`ingest.pipeline.rejudge`)."""
+        connection = self._connection
+        connection.execute(delete(_score_chunks).where(_score_chunks.c.session_id == session_id))
+        connection.execute(delete(_steps).where(_steps.c.session_id == session_id))
+        self.add_steps(steps)
+
+    def restate_alerts(self, alerts: Sequence[Alert]) -> None:
+        """Write ``alerts`` (stored already, by id) over their rows: a re-judgement raised
+        them again, with its own onset, evidence and score, and clears or sets
+        ``superseded``."""
+        if not alerts:
+            return
+        columns = [c for c in _alert_row(alerts[0]) if c != "alert_id"]
+        statement = (
+            update(_alerts)
+            .where(_alerts.c.alert_id == bindparam("key"))
+            .values({c: bindparam(c) for c in columns})
+        )
+        rows = [{**_alert_row(a), "key": a.alert_id} for a in alerts]
+        for row in rows:
+            del row["alert_id"]
+        self._connection.execute(statement, rows)
 
     def step_sources(self, step_ids: Collection[str]) -> dict[str, tuple[str, str]]:
         """``(source, source_ref)`` of the stored steps among ``step_ids``: which input
@@ -916,10 +948,14 @@ _KIND_INDEX = _STEP_FIELDS.index("kind")
 _DETAIL_INDEX = _STEP_FIELDS.index("detail")
 
 
-def _session_alerts(connection: Connection, session_ids: Sequence[str] | None) -> list[Alert]:
-    """The alerts of ``session_ids`` (all if None), ordered by ``(session_id, onset_seq,
-    detector, alert_id)``."""
+def _session_alerts(
+    connection: Connection, session_ids: Sequence[str] | None, *, superseded: bool = False
+) -> list[Alert]:
+    """The standing alerts of ``session_ids`` (all if None; with ``superseded``, the
+    superseded ones too), ordered by ``(session_id, onset_seq, detector, alert_id)``."""
     query = select(*(_alerts.c[f.name] for f in dataclasses.fields(Alert)))
+    if not superseded:
+        query = query.where(_alerts.c.superseded.is_(None))
     rows = _select_in(connection, query, _alerts.c.session_id, session_ids)
     rows.sort(key=lambda r: (r["session_id"], r["onset_seq"], r["detector"], r["alert_id"]))
     return [
@@ -979,6 +1015,7 @@ def _alert_row(alert: Alert) -> dict[str, Any]:
         "action": str(alert.action),
         "checkpoint_id": alert.checkpoint_id,
         "ts": alert.ts,
+        "superseded": alert.superseded,
     }
 
 

@@ -147,6 +147,8 @@ class AlertRow(Base):
     action: Mapped[str] = mapped_column(String(16))
     checkpoint_id: Mapped[str | None] = mapped_column(NAME)
     ts: Mapped[int] = mapped_column(BigInteger)
+    superseded: Mapped[str | None] = mapped_column(Text)
+    """Why the alert no longer stands (see :attr:`models.records.Alert.superseded`)."""
 
 
 DELIVERY_STATUSES = ("pending", "delivered", "dead", "disabled", "shadow", "suppressed")

@@ -3,9 +3,12 @@
 Spans reach us children-first and batch by batch; session events may be
 re-delivered late. A :class:`Reorderer` holds items until the watermark
 (the largest event time seen minus ``lateness_ns``) passes them, then releases
-them sorted by ``(event time, arrival)``. Live and replay use the same
-lateness, so they release the same items in the same order; an item that
-arrives behind the watermark is released at once (the caller flags it late).
+them sorted by ``(event time, tie, arrival)``: ``tie`` is a stable key the caller derives
+from the item's content (:func:`ingest.pipeline.event_order.tie_key`), so items with one
+event time come out in the same order however they were batched; arrival breaks only the
+ties the content cannot. Live and replay use the same lateness, so they release the same
+items in the same order; an item that arrives behind the watermark is released at once
+(the session it joins judges it late).
 Memory is bounded by what arrives within one lateness window; :meth:`Reorderer.flush`
 releases the rest at the end of a partition's input.
 """
@@ -17,10 +20,11 @@ from typing import Generic, TypeVar
 
 T = TypeVar("T")
 
-_Entry = tuple[int, int, T]
-"""``(ts, arrival, item)``: a plain tuple, compared in C (a dataclass's generated ``__lt__``
-is a Python call per comparison, ~8 per push and pop); the arrival is unique within a
-reorderer, so the item itself is never compared."""
+_Entry = tuple[int, object, int, T]
+"""``(ts, tie, arrival, item)``: a plain tuple, compared in C (a dataclass's generated
+``__lt__`` is a Python call per comparison, ~8 per push and pop); the arrival is unique
+within a reorderer, so the item itself is never compared. Every ``tie`` one reorderer is
+given must compare with every other (the same type)."""
 
 
 class Reorderer(Generic[T]):
@@ -52,18 +56,20 @@ class Reorderer(Generic[T]):
             return None
         return self.max_ts - self.lateness_ns
 
-    def push(self, ts: int, item: T) -> None:
-        heapq.heappush(self._heap, (ts, self._arrivals, item))
+    def push(self, ts: int, item: T, tie: object = 0) -> None:
+        """Hold ``item`` at event time ``ts``; ``tie`` orders it among items of the same
+        event time (then arrival)."""
+        heapq.heappush(self._heap, (ts, tie, self._arrivals, item))
         self._arrivals += 1
         if self.max_ts is None or ts > self.max_ts:
             self.max_ts = ts
 
     def items(self) -> list[T]:
         """What is held, in no particular order."""
-        return [item for _, _, item in self._heap]
+        return [entry[3] for entry in self._heap]
 
     def pop_ready(self, *, before: int | None = None) -> list[T]:
-        """Items the watermark has passed, in ``(ts, arrival)`` order; with ``before``,
+        """Items the watermark has passed, in ``(ts, tie, arrival)`` order; with ``before``,
         only those earlier than it (a barrier: something due at ``before`` is not here yet).
 
         >>> r: Reorderer[str] = Reorderer(lateness_ns=0)
@@ -76,11 +82,11 @@ class Reorderer(Generic[T]):
             mark = min(mark, before - 1)
         out: list[T] = []
         while self._heap and mark is not None and self._heap[0][0] <= mark:
-            out.append(heapq.heappop(self._heap)[2])
+            out.append(heapq.heappop(self._heap)[3])
         return out
 
     def flush(self) -> list[T]:
         """Everything still held, in order (end of input)."""
-        out = [item for _, _, item in sorted(self._heap)]
+        out = [entry[3] for entry in sorted(self._heap)]
         self._heap.clear()
         return out

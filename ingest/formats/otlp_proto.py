@@ -37,8 +37,6 @@ from models.records import DeadLetter
 PROTOBUF = "application/x-protobuf"
 
 
-
-
 def decode_otlp_proto(
     data: bytes,
     *,

@@ -48,6 +48,7 @@ from ingest.pipeline.lookups import Lookups, look_up
 from ingest.pipeline.options import PipelineOptions
 from ingest.pipeline.ordering import Ordering
 from ingest.pipeline.probe import Probe
+from ingest.pipeline.rejudge import rejudge, superseded
 from ingest.pipeline.resolution import Resolved
 from ingest.pipeline.sequencing import sequence
 from ingest.pipeline.session import LiveSession, read_stored, restore, updated_info
@@ -276,14 +277,19 @@ class Pipeline:
                 # its detectors saw a step the store does not hold: no roll-forward
                 # could see it again, so the checkpoint must be past it
                 self._sessions[step.session_id].checkpoint_due = True
-            touched = released.touched
+            settled = self._settle(unit, released.touched, every_session=checkpoint_all)
+            raised = released.alerts
+            if settled:  # the judgement in order replaces what arrival order raised
+                raised = [a for a in raised if a.session_id not in settled]
+                raised += [a for alerts in settled.values() for a in alerts]
+            touched = list(dict.fromkeys([*released.touched, *settled]))
             if checkpoint_all:
                 behind = (
                     s for s, session in self._sessions.items() if session.upto < session.next_seq
                 )
                 touched = list(dict.fromkeys([*touched, *behind]))
             every = self.settings.checkpoint_steps
-            new_alerts, refused_alerts = unit.add_alerts_or_reject(released.alerts)
+            new_alerts, refused_alerts = unit.add_alerts_or_reject(raised)
             for alert, reason in refused_alerts:
                 self._reject(alert, reason)
             checkpoints = {
@@ -396,9 +402,7 @@ class Pipeline:
             stats.sessions.add(session_id)
             if draft.step.kind in LINKED and parent not in stored and parent not in placed:
                 parent = None
-            for final, features, form in sequence(
-                session, draft, step_id, parent, checked=checked
-            ):
+            for final, features, form in sequence(session, draft, step_id, parent, checked=checked):
                 placed.add(final.step_id)
                 steps.append(final)
                 if isinstance(form, str):  # the reason it cannot be stored
@@ -413,6 +417,57 @@ class Pipeline:
                 # dead letter, not the batch's end
                 session.scores.judge(view, alerts, partial(failed, final))
         return Released(steps, storable, unstorable, alerts, list(touched))
+
+    def _settle(
+        self, unit: StoreUnit, touched: Sequence[str], *, every_session: bool
+    ) -> dict[str, list[Alert]]:
+        """Judge again, in event-time order, each unsettled session that settles now
+        (:mod:`ingest.pipeline.rejudge`): one ``touched`` whose end is placed, one idle for
+        ``settings.settle_idle_ms`` of event time, or (``every_session``: the input ends)
+        every live one. Its steps are stored again at their new places, the alerts it
+        raised before and no longer raises are marked superseded, those it raises again
+        are restated; returns, per session settled, the alerts it raises that are not
+        stored yet (the caller stores and delivers them)."""
+        due = [s for s in touched if (live := self._sessions[s]).unsettled and live.info.ended_ts]
+        if every_session:
+            due += [s for s, live in self._sessions.items() if live.unsettled]
+        else:
+            due += self._idle_unsettled()
+        out: dict[str, list[Alert]] = {}
+        for session_id in dict.fromkeys(due):
+            previous = self._sessions[session_id]
+            again = rejudge(
+                unit.steps(session_id),
+                previous,
+                self.detectors,
+                self.settings,
+                self._detector_failed,
+            )
+            for step, reason in again.unstorable:
+                self._reject(step, reason)
+            unit.replace_session_steps(session_id, again.storable)
+            self._sessions[session_id] = again.session
+            stored = {a.alert_id: a for a in unit.alerts([session_id], superseded=True)}
+            raised = {a.alert_id: a for a in again.alerts}
+            unit.restate_alerts(
+                [a for i, a in raised.items() if i in stored]
+                + [superseded(a) for i, a in stored.items() if i not in raised and not a.superseded]
+            )
+            out[session_id] = [a for i, a in raised.items() if i not in stored]
+            self.stats.rejudged += 1
+            self.stats.rejudged_steps += len(again.steps)
+        return out
+
+    def _idle_unsettled(self) -> list[str]:
+        """The live unsettled sessions whose last step is ``settle_idle_ms`` or more of event
+        time behind the newest event time any partition has seen."""
+        newest = [t for p in self._ordering.partitions() if (t := self.newest_event_time(p))]
+        if not newest:
+            return []
+        horizon = max(newest) - self.settings.settle_idle_ms * 1_000_000
+        return [
+            s for s, live in self._sessions.items() if live.unsettled and live.last_ts < horizon
+        ]
 
     def _session(self, session_id: str, found: Lookups) -> LiveSession:
         """The live session ``session_id``; restored from what the store holds of it

@@ -21,15 +21,15 @@ def env(name: str) -> dict[str, Any]:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PipelineOptions:
-    session_attribute: str | None = field(
-        default=None, metadata=env("TRAJWATCH_SESSION_ATTRIBUTE")
-    )
+    session_attribute: str | None = field(default=None, metadata=env("TRAJWATCH_SESSION_ATTRIBUTE"))
     """Span attribute naming the session, read after gen_ai.conversation.id and session.id."""
     lateness_ms: int = field(default=10_000, metadata=env("TRAJWATCH_LATENESS_MS"))
     """How far behind the newest event time a step may arrive and still be put in order."""
-    max_attribute_bytes: int = field(
-        default=1 << 20, metadata=env("TRAJWATCH_MAX_ATTRIBUTE_BYTES")
-    )
+    settle_idle_ms: int = field(default=300_000, metadata=env("TRAJWATCH_SETTLE_IDLE_MS"))
+    """A session with a late step (placed behind its last) is judged again in event-time
+    order when it settles: at its end, at the end of the input, or once its last step is
+    this far (event time) behind the newest any partition has seen."""
+    max_attribute_bytes: int = field(default=1 << 20, metadata=env("TRAJWATCH_MAX_ATTRIBUTE_BYTES"))
     """A span with a larger attribute value is dead-lettered."""
     compaction_drop: float = field(default=0.5, metadata=env("TRAJWATCH_COMPACTION_DROP"))
     """Inferred compaction: the input tokens fall by at least this fraction..."""
@@ -64,6 +64,7 @@ class PipelineOptions:
 
 _RULES: tuple[tuple[str, str, Callable[[Any], bool]], ...] = (
     ("lateness_ms", ">= 0", lambda v: v >= 0),
+    ("settle_idle_ms", ">= 0", lambda v: v >= 0),
     ("compaction_drop", "in (0, 1)", lambda v: 0 < v < 1),
     ("max_attribute_bytes", ">= 1", lambda v: v >= 1),
     ("compaction_min_tokens", ">= 1", lambda v: v >= 1),

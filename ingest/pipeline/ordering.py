@@ -26,6 +26,7 @@ from features.redact.engine import redact_step
 from features.session.ordering import Reorderer
 from ingest.decoded import Draft, SpanRecord
 from ingest.pipeline.agent_roles import MAIN, UNDECIDED, agent_role, settled_role
+from ingest.pipeline.event_order import tie_key
 from ingest.pipeline.intake import make_storable
 from ingest.pipeline.options import PipelineOptions
 from ingest.pipeline.resolution import Resolved, resolve
@@ -40,7 +41,7 @@ from ingest.semconv.spans import (
     span_role,
     spans_to_drafts,
 )
-from models.records import Step
+from models.records import Step, StepKind
 from models.storable import Unstorable
 
 
@@ -180,7 +181,7 @@ class Ordering:
         for draft in drafts:
             self.stats.drafts += 1
             # The one gate every step passes: nothing a decoder left unredacted goes on.
-            draft.step = redact_step(draft.step)
+            draft.step = redact_step(_with_context(draft))
             try:
                 make_storable(draft)
             except Unstorable as error:
@@ -191,7 +192,7 @@ class Ordering:
             draft.position = position
             self.arrival += 1
             self._traces.observe_draft(draft)
-            reorderer.push(draft.step.ts, draft)
+            reorderer.push(draft.step.ts, draft, tie_key(draft.step))
 
     def partitions(self) -> list[str]:
         """The partitions holding ordering state."""
@@ -239,3 +240,14 @@ class Ordering:
         ready, self._ready = self._ready, []
         traces = self._traces
         return [resolve(draft, traces) for draft in ready]
+
+
+def _with_context(draft: Draft) -> Step:
+    """The draft's step, with the context window it belongs to in its detail when that is
+    not the main agent's (``detail.context``): a re-judgement re-infers compactions per
+    context from the stored steps (:mod:`ingest.pipeline.rejudge`)."""
+    step = draft.step
+    context = draft.context
+    if context is None or context == "main" or step.kind is not StepKind.MODEL_CALL:
+        return step
+    return step.with_(detail={**step.detail, "context": context})

@@ -16,6 +16,7 @@ from typing import Any
 from features.calls.step_features import StepFeatures
 from features.text.clip import analysed_step
 from ingest.decoded import Draft
+from ingest.pipeline.event_order import order_key
 from ingest.pipeline.session import LiveSession, updated_info
 from models.records import Step, StepKind, step_replacer
 from models.storable import Unstorable, storable_placed, storable_step
@@ -42,7 +43,10 @@ def sequence(
     ``session``; an inferred or signalled compaction may come first. ``checked``: the
     draft's step was made storable (:func:`ingest.pipeline.intake.make_storable`)."""
     out: list[Sequenced] = []
-    step = once_per_session_instructions(session, draft.step)
+    step = draft.step
+    if order_key(step) >= session.last_key:
+        # a late step keeps its copy: where it belongs, it may be the first
+        step = once_per_session_instructions(session, step)
     session_id = session.info.session_id
     if step.kind == _COMPACTION:
         session.compaction.explicit()
@@ -86,13 +90,21 @@ def place(
 ) -> Placed:
     """``step`` at the session's next position, with ``identity`` (its step id, session
     id and parent step id) when given: one copy; with the features of a tool call (the
-    trajectory features read them first), and the entries added to its detail (a step
-    older than the session's last is marked ``late``)."""
+    trajectory features read them first), and the entries added to its detail. A step
+    whose event-time place (:func:`~ingest.pipeline.event_order.order_key`) is behind the
+    last step placed is marked ``late`` and leaves the session *unsettled*: judged where it
+    arrived until the session is re-judged in event-time order
+    (:mod:`ingest.pipeline.rejudge`)."""
     if step.kind == _COMPACTION:
         session.model_session += 1
     elif step.kind == _END:  # a run's end: its whole analysis is worth keeping
         session.checkpoint_due = True
-    late = step.ts < session.last_ts
+    key = order_key(step)
+    late = key < session.last_key
+    if late:
+        session.unsettled = True
+    else:
+        session.last_key = key
     detail = step.detail
     # only a tool call has trajectory features (observe gives {} for the rest)
     if step.kind == _TOOL_CALL:

@@ -17,6 +17,7 @@ from detectors.score_series import ScoreChunk, ScoreRecorder
 from features.session.compaction import CompactionInference
 from features.session.trajectory import TrajectoryFeatures
 from features.text.requests import substantive
+from ingest.pipeline.event_order import BEFORE_ALL, OrderKey
 from ingest.pipeline.options import PipelineOptions
 from ingest.pipeline.session_state import (
     SessionState,
@@ -60,6 +61,13 @@ class LiveSession:
     """Digest of the system instructions last stored in the session: a model call repeating
     them (the GenAI conventions put ``gen_ai.system_instructions`` on every inference
     span) does not store them again. Live only: after a restart they are stored once more."""
+    last_key: OrderKey = BEFORE_ALL
+    """The event-time place (:func:`~ingest.pipeline.event_order.order_key`) of the last
+    step placed in order: a step placed behind it is *late*."""
+    unsettled: bool = False
+    """A late step was placed since the session was last judged in event-time order: its
+    alerts are provisional until a re-judgement (:mod:`ingest.pipeline.rejudge`) when it
+    settles."""
     turns: dict[str, int] = field(default_factory=dict)
     """Turn index by trace, for a conversation traced one trace per turn; the trace of
     turn 0 owns the session's ``start`` and ``end``. Kept in the state; a session stored
@@ -83,6 +91,7 @@ class LiveSession:
                 info=self.info,
                 compaction=self.compaction,
                 turns=self.turns,
+                order=(self.last_key, self.unsettled),
                 analysis=self.analysis,
                 upto=self.upto,
             ),
@@ -148,6 +157,7 @@ def restore(stored: Stored, detectors: DetectorSet, options: PipelineOptions) ->
     session.compaction = state.compaction
     session.features = state.features
     session.turns = state.turns
+    session.last_key, session.unsettled = state.order
     for detector in session.detectors:
         if detector.name in state.detectors:  # just unpickled: its own
             detector.load_state_dict(state.detectors[detector.name], owned=True)

@@ -40,6 +40,7 @@ from detectors.score_series import ScoreRecorder
 from features.session.compaction import CompactionInference
 from features.session.trajectory import TrajectoryFeatures
 from features.text.clip import analysed_step
+from ingest.pipeline.event_order import BEFORE_ALL, OrderKey
 from models.records import SessionInfo, Step
 
 VERSION = 4
@@ -64,6 +65,10 @@ class SessionState:
     compaction: CompactionInference
     features: TrajectoryFeatures
     turns: dict[str, int]
+    order: tuple[OrderKey, bool]
+    """The session's last in-order place and whether it is unsettled
+    (:attr:`~ingest.pipeline.session.LiveSession.last_key`, ``unsettled``); a state written
+    before these were kept reads ``(BEFORE_ALL, False)``."""
     detectors: dict[str, dict[str, Any]]
     """Each detector's ``state_dict()``, by detector name."""
     upto: int
@@ -91,6 +96,7 @@ def dump_state(
     turns: dict[str, int],
     analysis: bytes | None,
     upto: int,
+    order: tuple[OrderKey, bool] = (BEFORE_ALL, False),
 ) -> bytes:
     """The bytes of a session's state: its facts now, and ``analysis``
     (:func:`dump_analysis`; None: fresh detectors and features) reflecting its steps below
@@ -101,6 +107,7 @@ def dump_state(
         "info": info,
         "compaction": compaction,
         "turns": turns,
+        "order": order,
         "upto": upto,
         "analysis": analysis,
     }
@@ -152,6 +159,7 @@ def load_state(data: bytes) -> SessionState | None:
         compaction=payload["compaction"],
         features=analysis["features"],
         turns=payload["turns"],
+        order=payload.get("order", (BEFORE_ALL, False)),
         detectors=analysis["detectors"],
         upto=upto,
         analysis=stored,

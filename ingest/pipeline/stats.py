@@ -37,3 +37,8 @@ class Stats:
     session facts); see :mod:`models.storable`."""
     store_rejected: int = 0
     """Placed steps the store still refused (a last resort: the pipeline checks first)."""
+    rejudged: int = 0
+    """Sessions judged again in event-time order after a late step
+    (:mod:`ingest.pipeline.rejudge`), counted once per settling."""
+    rejudged_steps: int = 0
+    """The steps those re-judgements placed and judged again: their cost."""

@@ -124,13 +124,17 @@ def test_replaying_twice_stores_nothing_twice(store: Store) -> None:
     assert second.stats.duplicates == first.stats.steps
 
 
-def test_late_event_behind_the_watermark_is_appended_and_flagged(store: Store) -> None:
+def test_late_event_behind_the_watermark_takes_its_place_when_the_session_settles(
+    store: Store,
+) -> None:
     events = coding_session()
     late = events.pop(5)  # a tool_call that arrives after everything else
-    run(store, [*events, late], lateness_ms=0)
+    pipeline = run(store, [*events, late], lateness_ms=0)
     steps = store.steps("s1")
-    (flagged,) = [s for s in steps if s.detail.get("late")]
-    assert flagged.call_id == late["call_id"] and flagged.seq == len(steps) - 1
+    assert pipeline.stats.rejudged == 1
+    assert [s.ts for s in steps] == sorted(s.ts for s in steps)
+    (placed,) = [s for s in steps if s.call_id == late["call_id"] and s.kind == StepKind.TOOL_CALL]
+    assert placed.seq == 5 and not any(s.detail.get("late") for s in steps)
 
 
 def _otlp_batches() -> list[bytes]:
