@@ -42,11 +42,14 @@ class Severity(StrEnum):
 
 
 class Action(StrEnum):
-    """What an alert recommends the circuit breaker does."""
+    """What an alert recommends the circuit breaker (or the runtime) does: ``notify`` a
+    person, ``kill`` the run, ``rollback`` it to its last clean checkpoint, or ``resume``
+    a run whose worker died, from its last checkpoint (not a stop: the run goes on)."""
 
     NOTIFY = "notify"
     KILL = "kill"
     ROLLBACK = "rollback"
+    RESUME = "resume"
 
 
 UNSEQUENCED = -1
@@ -247,7 +250,8 @@ class Alert:
     reason: str
     action: Action = Action.NOTIFY
     checkpoint_id: str | None = None
-    """For ``rollback``: the last clean checkpoint before the onset."""
+    """For ``rollback``: the last clean checkpoint before the onset; for ``resume``: the
+    checkpoint to resume from (else the session's last)."""
     ts: int = 0
     """Event time of the step that raised the alert."""
     raised_seq: int = UNSEQUENCED
