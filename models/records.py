@@ -42,11 +42,14 @@ class Severity(StrEnum):
 
 
 class Action(StrEnum):
-    """What an alert recommends the circuit breaker does."""
+    """What an alert recommends the circuit breaker (or the runtime) does: ``notify`` a
+    person, ``kill`` the run, ``rollback`` it to its last clean checkpoint, or ``resume``
+    a run whose worker died, from its last checkpoint (not a stop: the run goes on)."""
 
     NOTIFY = "notify"
     KILL = "kill"
     ROLLBACK = "rollback"
+    RESUME = "resume"
 
 
 UNSEQUENCED = -1
@@ -247,7 +250,8 @@ class Alert:
     reason: str
     action: Action = Action.NOTIFY
     checkpoint_id: str | None = None
-    """For ``rollback``: the last clean checkpoint before the onset."""
+    """For ``rollback``: the last clean checkpoint before the onset; for ``resume``: the
+    checkpoint to resume from (else the session's last)."""
     ts: int = 0
     """Event time of the step that raised the alert."""
     raised_seq: int = UNSEQUENCED
@@ -346,7 +350,9 @@ class DeadLetter:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SessionInfo:
     """What is known about a session beyond its steps (from ``session_start`` or the
-    agent span): the goal anchor and the policy and budget it runs under."""
+    agent span): the goal anchor, the policy and budget it runs under, and where it works
+    (:mod:`features.session.workspace`: ``workspace`` is the working directory,
+    ``revision`` the commit checked out at the start)."""
 
     session_id: str
     goal: str | None = None
@@ -359,3 +365,22 @@ class SessionInfo:
     ended_ts: int | None = None
     end_status: str | None = None
     claimed_done: bool | None = None
+    # added after the first release: new fields go last (see __setstate__)
+    branch: str | None = None
+    revision: str | None = None
+    host: str | None = None
+
+    def __setstate__(self, state: Any) -> None:
+        """Unpickled from a session's stored state: the field values in order, as the
+        slotted dataclass pickles them. A state pickled before later fields were added
+        is shorter: those fields take their defaults (the generic ``__setstate__`` would
+        leave them unset, and reading one would raise)."""
+        values = list(state)
+        for i, f in enumerate(dataclasses.fields(self)):
+            if i < len(values):
+                value = values[i]
+            elif f.default_factory is not dataclasses.MISSING:
+                value = f.default_factory()
+            else:
+                value = f.default
+            object.__setattr__(self, f.name, value)

@@ -931,6 +931,13 @@ class StoreUnit:
         rows = _select_in(self._connection, query, _sessions.c.session_id, session_ids)
         return {row["session_id"]: row["agent"] for row in rows}
 
+    def sessions(self, session_ids: Sequence[str]) -> list[SessionInfo]:
+        """:meth:`Store.sessions` of ``session_ids`` as this transaction sees them."""
+        query = select(*(_sessions.c[f] for f in ("session_id", *_INFO_FIELDS)))
+        rows = _select_in(self._connection, query, _sessions.c.session_id, session_ids)
+        rows.sort(key=lambda row: row["session_id"])
+        return [SessionInfo(**row) for row in rows]
+
     def checkpoints(self, session_ids: Sequence[str]) -> list[tuple[str, int, str, str | None]]:
         """(session, seq, checkpoint id, workspace commit) of the sessions' checkpoints."""
         return _outbox.checkpoints(self._connection, session_ids)

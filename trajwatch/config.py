@@ -27,7 +27,7 @@ backoff_s = 2.0
 detector = "egress_gaming"      # omit for any detector
 severity = "critical"           # this severity or above
 agents = ["codewright"]         # omit for any agent
-action = "kill"                 # notify | kill | rollback | recommended | none
+action = "kill"                 # notify | kill | rollback | resume | recommended | none
 [actions.agents.codewright]
 shadow = true                   # shadow mode for one agent
 [webhooks.breaker]              # endpoints by name; the secrets come from the environment

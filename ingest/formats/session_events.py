@@ -379,7 +379,7 @@ def event_drafts(event: Mapping[str, Any], *, arrival: int = 0) -> list[Draft]:
 
 def _start_detail(event: Mapping[str, Any]) -> dict[str, Any]:
     detail: dict[str, Any] = {}
-    for key in ("workspace", "repository", "commit", "policy_id", "model"):
+    for key in ("workspace", "repository", "commit", "branch", "host", "policy_id", "model"):
         if event.get(key) is not None:
             detail[key] = event[key]
     if event.get("budget"):

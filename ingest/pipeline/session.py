@@ -16,6 +16,7 @@ from detectors.registry import DetectorSet
 from detectors.score_series import ScoreChunk, ScoreRecorder
 from features.session.compaction import CompactionInference
 from features.session.trajectory import TrajectoryFeatures
+from features.session.workspace import with_workspace
 from features.text.requests import substantive
 from ingest.pipeline.event_order import BEFORE_ALL, OrderKey
 from ingest.pipeline.options import PipelineOptions
@@ -185,11 +186,9 @@ def updated_info(info: SessionInfo, step: Step) -> SessionInfo:
         # task (the detectors read it), and "continue" never becomes it
         goal = info.goal or (step.text if substantive(step.text) else None)
         return replace(
-            info,
+            with_workspace(info, detail),
             goal=goal,
             agent=info.agent or step.agent,
-            workspace=info.workspace or detail.get("workspace"),
-            repository=info.repository or detail.get("repository"),
             policy_id=info.policy_id or detail.get("policy_id"),
             budget=info.budget or detail.get("budget") or {},
             started_ts=started,

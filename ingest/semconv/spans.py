@@ -20,7 +20,8 @@ span                                          steps
 ``chat`` / ``text_completion`` /              ``model_call`` at span start
 ``generate_content``, OpenInference ``LLM``
 ``execute_tool``, OpenInference ``TOOL``      ``tool_call`` at start, ``tool_result`` at end
-``invoke_agent``, OpenInference ``AGENT``     ``start`` (goal from the input) at start;
+``invoke_agent``, OpenInference ``AGENT``     ``start`` (goal from the input, workspace facts
+                                              from :mod:`ingest.semconv.workspace`) at start;
                                               ``end`` at end for the outermost agent of a batch
                                               (or the agent an outermost workflow wraps)
 HTTP or MCP ``CLIENT`` span                   ``egress`` at start, linked to its tool call
@@ -85,6 +86,7 @@ from ingest.semconv.codeact import (
     tagged_action_drafts,
 )
 from ingest.semconv.dialects import restate
+from ingest.semconv.workspace import workspace_detail
 from models.records import Step, StepKind
 
 COMPACTION_EVENT = "trajwatch.compaction"
@@ -907,7 +909,7 @@ def _main_agents(batch: Iterable[SpanRecord], by_id: Mapping[str, SpanRecord]) -
 def _agent_drafts(span: SpanRecord, outermost: bool, base: dict[str, Any], ref: str) -> list[Draft]:
     attrs = _messages_decoded(span.attributes, _AGENT_MESSAGES)
     goal = _goal_text(attrs)
-    detail: dict[str, Any] = {"subagent": not outermost}
+    detail: dict[str, Any] = {"subagent": not outermost, **workspace_detail(span)}
     instructions = _system_text(attrs)
     if instructions:
         detail["system_instructions"] = excerpt(instructions, 4096)

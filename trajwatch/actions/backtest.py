@@ -86,14 +86,14 @@ def to_text(reports: Sequence[AgentReport], since: str) -> str:
         return f"no alerts stored since {since}"
     lines = [
         f"since {since}: what the policy would have fired",
-        f"{'agent':<24} {'alerts':>6} {'notify':>6} {'kill':>5} {'rollbk':>6} "
+        f"{'agent':<24} {'alerts':>6} {'notify':>6} {'kill':>5} {'rollbk':>6} {'resume':>6} "
         f"{'shadow':>6} {'cooled':>6} {'none':>5} {'no-ckpt':>7}",
     ]
     for r in reports:
         lines.append(
             f"{r.agent[:24]:<24} {r.alerts:>6} {r.fired['notify']:>6} {r.fired['kill']:>5} "
-            f"{r.fired['rollback']:>6} {sum(r.shadow.values()):>6} {r.suppressed:>6} "
-            f"{r.no_action:>5} {r.rollback_fallbacks:>7}"
+            f"{r.fired['rollback']:>6} {r.fired['resume']:>6} {sum(r.shadow.values()):>6} "
+            f"{r.suppressed:>6} {r.no_action:>5} {r.rollback_fallbacks:>7}"
         )
     lines.append("cooled: suppressed by the per-session cooldown; no-ckpt: rollbacks sent as kill")
     return "\n".join(lines)

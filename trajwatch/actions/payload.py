@@ -1,12 +1,14 @@
 """The webhook body of one decided action: Standard Webhooks' ``{"type", "timestamp",
 "data"}`` envelope, compact JSON, at most :data:`MAX_BYTES`.
 
-``type`` is ``trajwatch.kill``, ``trajwatch.rollback`` or ``trajwatch.alert`` (notify);
-``timestamp`` the alert's event time (ISO 8601, UTC), so the body — built once, when the
-outbox row is written — is the same bytes on every attempt and every replay. ``data``
-carries what a breaker needs to act and a person needs to check: the alert, the session
-and agent, the evidence step references, the checkpoint to roll back to, and a link into
-the explorer. Every text in it comes from the stored (redacted) alert.
+``type`` is ``trajwatch.kill``, ``trajwatch.rollback``, ``trajwatch.resume`` or
+``trajwatch.alert`` (notify); ``timestamp`` the alert's event time (ISO 8601, UTC), so the
+body — built once, when the outbox row is written — is the same bytes on every attempt and
+every replay. ``data`` carries what a breaker needs to act and a person needs to check: the
+alert, the session and agent, the evidence step references, the checkpoint to roll back to
+or resume from, for a resume where the session works and the commit to resume at
+(``workspace``), and a link into the explorer. Every text in it comes from the stored
+(redacted) alert.
 """
 
 from __future__ import annotations
@@ -17,12 +19,16 @@ from typing import Any
 from urllib.parse import quote
 
 from models.records import Action
-from trajwatch.actions.policy import Decision
+from trajwatch.actions.policy import Decision, Workspace
 
 MAX_BYTES = 20_000
 """Bodies stay under this; evidence, then the reason, are cut to fit."""
 
-TYPES = {Action.KILL: "trajwatch.kill", Action.ROLLBACK: "trajwatch.rollback"}
+TYPES = {
+    Action.KILL: "trajwatch.kill",
+    Action.ROLLBACK: "trajwatch.rollback",
+    Action.RESUME: "trajwatch.resume",
+}
 """Event type per action; notify is ``trajwatch.alert``."""
 
 
@@ -65,6 +71,15 @@ def body(decision: Decision, *, explorer_url: str | None = None) -> str:
         },
         "link": explorer_link(explorer_url, alert.session_id, alert.alert_id),
     }
+    if decision.action == Action.RESUME:
+        where = decision.workspace or Workspace()
+        data["workspace"] = {
+            "host": where.host,
+            "directory": where.directory,
+            "repository": where.repository,
+            "branch": where.branch,
+            "commit": decision.commit,
+        }
     envelope = {
         "type": event_type(decision.action),
         "timestamp": _iso(alert.ts),

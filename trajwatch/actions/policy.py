@@ -1,12 +1,12 @@
 """The action policy: which alerts lead to which action, in which mode — pure decisions.
 
 An :class:`ActionPolicy` maps an alert (its detector and severity) and the agent (or
-workflow) name of its session to ``notify``, ``kill``, ``rollback`` or nothing, by the
-first matching :class:`Rule`; with no rules written, an alert's own recommended action
-(:attr:`Alert.action`) is the decision. A per-session cooldown suppresses an action when an
-action at least as strong (notify < rollback < kill) fired in the same session less than
-``cooldown_ns`` of event time before; a stronger one always goes through. Shadow mode,
-globally or per agent, records the decision without sending it.
+workflow) name of its session to ``notify``, ``resume``, ``kill``, ``rollback`` or nothing,
+by the first matching :class:`Rule`; with no rules written, an alert's own recommended
+action (:attr:`Alert.action`) is the decision. A per-session cooldown suppresses an action
+when an action at least as strong (notify < resume < rollback < kill) fired in the same
+session less than ``cooldown_ns`` of event time before; a stronger one always goes through.
+Shadow mode, globally or per agent, records the decision without sending it.
 
 Kill discipline (:func:`corroborated`): a kill or rollback a detector *recommends* fires only
 with evidence that holds beyond one rule — a second, independent signal in the same session
@@ -19,6 +19,13 @@ gated. ``corroborate = false`` turns the discipline off.
 A rollback names the last clean checkpoint before the alert's onset (the detector's own
 ``checkpoint_id`` when it gave one) and its workspace commit; with no checkpoint before the
 onset it says so and falls back to kill.
+
+A resume (a run whose worker died: start it again where it stopped) names the session's
+last checkpoint up to the alert (the detector's own when it gave one), and where the
+session works (:class:`Workspace`, from its record) with the commit to resume at: the
+checkpoint's, else the one checked out at the start. It is no stop, so the kill
+discipline does not gate it; but it is withheld (notify) in a session where a kill or
+rollback fired: resuming would undo the stop.
 
 Nothing here does I/O or reads a clock: the store's outbox sink, the backtest and replay's
 ``would_fire`` all call :func:`plan` with what they read, so the three decide alike.
@@ -45,7 +52,7 @@ from dataclasses import dataclass, field
 
 from models.records import Action, Alert, Severity
 
-RANK = {Action.NOTIFY: 0, Action.ROLLBACK: 1, Action.KILL: 2}
+RANK = {Action.NOTIFY: 0, Action.RESUME: 1, Action.ROLLBACK: 2, Action.KILL: 3}
 """How strong an action is, for the cooldown: a stronger one is never suppressed."""
 _SEVERITY = {Severity.INFO: 0, Severity.WARN: 1, Severity.CRITICAL: 2}
 
@@ -60,6 +67,19 @@ class Checkpoint:
     seq: int
     checkpoint_id: str
     commit: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Workspace:
+    """Where a session works, as its record says (:class:`~models.records.SessionInfo`):
+    what a resume names beside the checkpoint. Unknown fields are None."""
+
+    host: str | None = None
+    directory: str | None = None
+    repository: str | None = None
+    branch: str | None = None
+    revision: str | None = None
+    """The commit checked out at the session's start."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -152,13 +172,26 @@ class Decision:
     """``enforce`` or ``shadow``."""
     why: str
     checkpoint: Checkpoint | None = None
-    """For a rollback: the checkpoint to return to."""
+    """For a rollback: the checkpoint to return to; for a resume: the one to resume from."""
+    workspace: Workspace | None = None
+    """For a resume: where the session works (None when its record names nothing)."""
     fallback: bool = False
     """A rollback with no checkpoint before the onset, turned into a kill."""
 
     @property
     def fires(self) -> bool:
         return self.status == "fire"
+
+    @property
+    def commit(self) -> str | None:
+        """The workspace commit the action returns to: the checkpoint's; for a resume with
+        no checkpoint, the one checked out at the session's start; None when unknown (a
+        checkpoint that recorded none is newer than the start: its commit is unknown)."""
+        if self.checkpoint is not None:
+            return self.checkpoint.commit
+        if self.action == Action.RESUME and self.workspace is not None:
+            return self.workspace.revision
+        return None
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -172,7 +205,7 @@ class Decision:
             "mode": self.mode,
             "why": self.why,
             "checkpoint_id": None if self.checkpoint is None else self.checkpoint.checkpoint_id,
-            "commit": None if self.checkpoint is None else self.checkpoint.commit,
+            "commit": self.commit,
         }
 
 
@@ -211,6 +244,19 @@ def rollback_target(alert: Alert, checkpoints: Sequence[Checkpoint]) -> Checkpoi
             if checkpoint.checkpoint_id == alert.checkpoint_id:
                 return checkpoint
     return before[-1] if before else None
+
+
+def resume_target(alert: Alert, checkpoints: Sequence[Checkpoint]) -> Checkpoint | None:
+    """The checkpoint a resume starts from: the detector's own choice when it named one of
+    the session's checkpoints recorded up to the step that raised ``alert``, else the last
+    of those (every checkpoint when that step is unknown); None when there is none."""
+    upto = alert.raised_seq if alert.raised_seq >= 0 else None
+    known = [c for c in checkpoints if upto is None or c.seq <= upto]
+    if alert.checkpoint_id is not None:
+        for checkpoint in reversed(known):
+            if checkpoint.checkpoint_id == alert.checkpoint_id:
+                return checkpoint
+    return known[-1] if known else None
 
 
 def order(alerts: Iterable[Alert]) -> list[Alert]:
@@ -299,11 +345,13 @@ def plan(
     checkpoints: Mapping[str, Sequence[Checkpoint]],
     ledger: Ledger | None = None,
     earlier: Iterable[Alert] = (),
+    workspaces: Mapping[str, Workspace] | None = None,
 ) -> list[Decision]:
     """Decide every alert (in :func:`order`), recording what fires in ``ledger`` (a fresh
     one if None) so later alerts of the same session see the cooldown. ``earlier``: the
     sessions' alerts decided before (the store's), which the kill discipline reads beside
-    the alerts decided here before each one."""
+    the alerts decided here before each one. ``workspaces``: where each session works,
+    for the resumes (a session not in it: unknown)."""
     ledger = Ledger() if ledger is None else ledger
     seen: dict[str, list[Alert]] = defaultdict(list)
     for alert in order(earlier):
@@ -321,6 +369,9 @@ def plan(
                 if ledger.stopped(alert.session_id):
                     action, why = Action.NOTIFY, f"{why}; a stop already fired in this session"
                 target = carried
+        if action == Action.RESUME and ledger.stopped(alert.session_id):
+            action = Action.NOTIFY
+            why += "; resume withheld: a kill or rollback fired in this session"
         before.append(alert)
         if action is None:
             decisions.append(
@@ -328,8 +379,19 @@ def plan(
             )
             continue
         checkpoint = None
+        workspace = None
         fallback = False
-        if action == Action.ROLLBACK:
+        if action == Action.RESUME:
+            checkpoint = resume_target(alert, checkpoints.get(alert.session_id, ()))
+            workspace = (workspaces or {}).get(alert.session_id)
+            commit = checkpoint.commit if checkpoint is not None else None
+            if checkpoint is None:
+                commit = workspace.revision if workspace is not None else None
+                why += f"; no checkpoint: resume from the start ({commit or 'no commit recorded'})"
+            else:
+                commit = commit or "no commit recorded"
+                why += f"; resume from checkpoint {checkpoint.checkpoint_id} ({commit})"
+        elif action == Action.ROLLBACK:
             checkpoint = rollback_target(target, checkpoints.get(alert.session_id, ()))
             if checkpoint is None:
                 action, fallback = Action.KILL, True
@@ -353,6 +415,7 @@ def plan(
                 mode=mode,
                 why=why,
                 checkpoint=checkpoint,
+                workspace=workspace,
                 fallback=fallback,
             )
         )

@@ -14,11 +14,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ingest.pipeline.sinks import Committed, Sink
-from models.records import Delivery, delivery_id
+from models.records import Action, Alert, Delivery, delivery_id
 from models.store import StoreUnit
 from trajwatch.actions import payload
 from trajwatch.actions.endpoints import ActionsConfig
-from trajwatch.actions.policy import Decision, Ledger, checkpoints_by_session, plan
+from trajwatch.actions.policy import (
+    ActionPolicy,
+    Decision,
+    Ledger,
+    Workspace,
+    checkpoints_by_session,
+    plan,
+)
 
 
 class ActionSink(Sink):
@@ -42,6 +49,7 @@ class ActionSink(Sink):
             checkpoints_by_session(unit.checkpoints(sessions)),
             Ledger(unit.fired_actions(sessions)),
             earlier=[a for a in unit.alerts(sessions) if a.alert_id not in new],
+            workspaces=workspaces(committed.alerts, unit, self.config.policy),
         )
         rows = outbox_rows(decisions, list(self.config.endpoints), self.config.explorer_url)
         self.queued += unit.add_deliveries(rows)
@@ -50,6 +58,30 @@ class ActionSink(Sink):
         wake = getattr(self._dispatcher, "wake", None)
         if committed.alerts and wake is not None:
             wake()
+
+
+def workspaces(
+    alerts: Sequence[Alert], unit: StoreUnit, policy: ActionPolicy
+) -> dict[str, Workspace]:
+    """Where the sessions that may be resumed work, from their records: those of the
+    ``alerts`` recommending a resume, or all of them when a rule of ``policy`` sends one
+    (no read when none may be)."""
+    if any(rule.action == Action.RESUME for rule in policy.rules):
+        resuming = {a.session_id for a in alerts}
+    else:
+        resuming = {a.session_id for a in alerts if a.action == Action.RESUME}
+    if not resuming:
+        return {}
+    return {
+        info.session_id: Workspace(
+            host=info.host,
+            directory=info.workspace,
+            repository=info.repository,
+            branch=info.branch,
+            revision=info.revision,
+        )
+        for info in unit.sessions(sorted(resuming))
+    }
 
 
 def outbox_rows(

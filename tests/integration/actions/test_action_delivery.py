@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from detectors.testing import Session
+from features.session.workspace import with_workspace
 from ingest.formats.table import delivered
 from ingest.pipeline.engine import Pipeline
 from ingest.pipeline.sinks import Committed
@@ -478,3 +479,124 @@ def test_backtest_reports_per_agent_what_a_candidate_policy_would_fire(
         assert store.count("deliveries") == 0  # a backtest writes nothing
     assert cli.main(["actions", "backtest", "--since", "3000w", "--db", db]) == 0
     assert "would have fired" in capsys.readouterr().out
+
+
+def test_a_resume_is_delivered_signed_retried_and_once_with_its_checkpoint_and_commit(
+    db_url: str, receiver: Receiver
+) -> None:
+    """``resume`` goes the way kill and rollback go: outbox row in the alert's commit,
+    Standard Webhooks signature, retried under one webhook-id, queued once however often
+    its alert is committed; it names the last checkpoint up to the alert, where the session
+    works and the commit to resume at; a session a kill stopped is never resumed."""
+    s = Session("sess-stall", agent="coder", workspace="/home/ci/dates")
+    start = s.start()
+    start = start.with_(
+        detail={
+            **start.detail,
+            "repository": "git@github.com:acme/dates.git",
+            "branch": "fix/parser",
+            "commit": "0a0a0a0",
+            "host": "build-7",
+        }
+    )
+    steps = [
+        start,
+        s.checkpoint("ck-1", "abc1234"),
+        *s.tool("bash", {"command": "pytest -q"}),
+        s.checkpoint("ck-2", "def5678"),
+        s.tool("bash", {"command": "pytest -q tests/slow"})[0],  # a call with no result
+    ]
+    bare = Session("sess-bare", agent="coder")  # no checkpoint, no workspace facts
+    bare_steps = [bare.start(), bare.tool("bash", {"command": "make"})[0]]
+    killed = Session("sess-killed", agent="coder")
+    killed_steps = [killed.start(), killed.checkpoint("ck-k", "fff0000")]
+
+    def stalled(n: int, session: str, onset: int, ts: int, action: Action) -> Alert:
+        return Alert(
+            alert_id=f"al_st{n}",
+            session_id=session,
+            detector="stalled_run",
+            severity=Severity.WARN,
+            score=0.8,
+            onset_seq=onset,
+            onset_step_id=f"{session}#{onset}",
+            evidence=({"step": onset},),
+            reason="a tool call with no result, silent past its cadence",
+            action=action,
+            ts=ts,
+            raised_seq=onset,
+        )
+
+    resume = stalled(1, "sess-stall", 5, steps[-1].ts + 1, Action.RESUME)
+    resume_bare = stalled(2, "sess-bare", 1, bare_steps[-1].ts + 1, Action.RESUME)
+    kill = stalled(3, "sess-killed", 1, killed_steps[-1].ts, Action.KILL)
+    after_kill = stalled(4, "sess-killed", 1, killed_steps[-1].ts + 1, Action.RESUME)
+    alerts = [resume, resume_bare, kill, after_kill]
+
+    def answer(got: Received) -> Answer:  # each webhook-id fails once, then is taken
+        return Answer(503) if receiver.counts()[got.webhook_id] == 1 else Answer(200)
+
+    receiver.answer = answer
+    # the operator confirmed the kill: this tests that no resume follows a stop
+    policy = ActionPolicy(confirmed=frozenset({"stalled_run"}))
+    actions = dataclasses.replace(config(receiver.url), policy=policy)
+    dispatcher = Dispatcher(db_url, actions).start()
+    store = Store.open(db_url)
+    try:
+        sink = ActionSink(actions, dispatcher)
+        with store.unit() as unit:
+            for session, mine in (
+                (s, steps),
+                (bare, bare_steps),
+                (killed, killed_steps),
+            ):
+                info = with_workspace(
+                    SessionInfo(session_id=session.session_id, agent="coder"), mine[0].detail
+                )
+                unit.upsert_session(
+                    info, SessionCursor(session_id=session.session_id, next_seq=len(mine))
+                )
+                unit.add_steps(mine)
+            unit.add_alerts(alerts)
+            sink.in_transaction(unit, Committed(steps=steps, alerts=alerts, dead_letters=[]))
+        sink.after_commit(Committed(steps=[], alerts=alerts, dead_letters=[]))
+        assert dispatcher.drain(20)
+        rows = {d.alert_id: d for d in store.outbox().list()}
+        assert {a: str(r.action) for a, r in rows.items()} == {
+            "al_st1": "resume",
+            "al_st2": "resume",
+            "al_st3": "kill",
+            "al_st4": "notify",  # withheld: resuming would undo the kill
+        }
+        assert "resume withheld: a kill or rollback fired" in (rows["al_st4"].decision or "")
+        assert all((r.status, r.attempts) == ("delivered", 2) for r in rows.values())
+        assert receiver.rejected == 0 and receiver.applied_twice() == 0
+        assert set(receiver.applied) == {r.delivery_id for r in rows.values()}
+        sent = receiver.applied["al_st1:breaker:resume"]
+        assert sent["type"] == "trajwatch.resume"
+        assert sent["data"]["checkpoint"] == {
+            "checkpoint_id": "ck-2",
+            "commit": "def5678",
+            "step": 4,
+        }
+        assert sent["data"]["workspace"] == {
+            "host": "build-7",
+            "directory": "/home/ci/dates",
+            "repository": "git@github.com:acme/dates.git",
+            "branch": "fix/parser",
+            "commit": "def5678",  # the checkpoint's, not the start's
+        }
+        assert "resume from checkpoint ck-2 (def5678)" in sent["data"]["decision"]
+        both = [r for r in receiver.received if r.webhook_id == "al_st1:breaker:resume"]
+        assert len(both) == 2 and both[0].body == both[1].body  # one id, one body per retry
+        bare_sent = receiver.applied["al_st2:breaker:resume"]["data"]
+        assert bare_sent["checkpoint"] is None
+        assert bare_sent["workspace"]["commit"] is None
+        assert "no checkpoint: resume from the start" in bare_sent["decision"]
+        # the same alerts committed again (a replay, a redelivered batch) queue nothing
+        with store.unit() as unit:
+            sink.in_transaction(unit, Committed(steps=[], alerts=alerts, dead_letters=[]))
+        assert sink.queued == 4 and store.count("deliveries") == 4
+    finally:
+        dispatcher.stop()
+        store.close()

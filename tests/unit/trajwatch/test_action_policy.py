@@ -16,6 +16,7 @@ from trajwatch.actions.policy import (
     Checkpoint,
     Ledger,
     Rule,
+    Workspace,
     plan,
 )
 from trajwatch.config import actions_config, load_config
@@ -101,9 +102,7 @@ def test_a_rollback_names_the_last_checkpoint_before_the_onset_or_falls_back_to_
     )
     named = alert(3, action=Action.ROLLBACK, onset=10, checkpoint_id="ck-a", session="s3")
     checkpoints["s3"] = checkpoints["s1"]
-    decided = {
-        d.alert.alert_id: d for d in plan(UNGATED, [late, early, named], {}, checkpoints)
-    }
+    decided = {d.alert.alert_id: d for d in plan(UNGATED, [late, early, named], {}, checkpoints)}
     assert decided["al_0001"].checkpoint == Checkpoint(6, "ck-b", "bbb222")
     assert decided["al_0003"].checkpoint == Checkpoint(2, "ck-a", "aaa111")  # the detector's
     fallback = decided["al_0002"]
@@ -139,6 +138,96 @@ def test_the_cooldown_remembers_actions_fired_in_earlier_commits() -> None:
     assert decision.status == "suppressed"
 
 
+# -- resume ---------------------------------------------------------------------------
+
+
+def test_a_resume_names_the_last_checkpoint_up_to_the_alert_and_the_commit_to_resume_at() -> None:
+    checkpoints = {
+        "s1": [
+            Checkpoint(2, "ck-a", "aaa111"),
+            Checkpoint(6, "ck-b", None),  # recorded no commit
+            Checkpoint(12, "ck-c", "ccc333"),
+            Checkpoint(30, "ck-after", "ddd444"),  # after the step that raised the alert
+        ],
+    }
+    checkpoints["s3"] = checkpoints["s1"]
+    where = Workspace(host="ci-7", directory="/w/app", revision="0a0a0a0")
+    workspaces = {"s1": where, "s2": where, "s3": where}
+    last = alert(1, action=Action.RESUME, onset=10)  # raised at 12
+    bare = alert(2, action=Action.RESUME, onset=10, session="s2")
+    named = alert(3, action=Action.RESUME, onset=10, checkpoint_id="ck-b", session="s3")
+    decided = {
+        d.alert.alert_id: d
+        for d in plan(ActionPolicy(), [last, bare, named], {}, checkpoints, workspaces=workspaces)
+    }
+    assert decided["al_0001"].checkpoint == Checkpoint(12, "ck-c", "ccc333")
+    assert decided["al_0001"].commit == "ccc333"
+    assert "resume from checkpoint ck-c (ccc333)" in decided["al_0001"].why
+    # no checkpoint: from the start, at the commit the session started on
+    assert (decided["al_0002"].checkpoint, decided["al_0002"].commit) == (None, "0a0a0a0")
+    assert "no checkpoint: resume from the start (0a0a0a0)" in decided["al_0002"].why
+    # the detector's own checkpoint; its commit unknown (the start's is older than it)
+    assert decided["al_0003"].checkpoint == Checkpoint(6, "ck-b", None)
+    assert decided["al_0003"].commit is None
+    assert all(d.action == Action.RESUME and d.fires for d in decided.values())
+    assert all(d.workspace == where for d in decided.values())
+
+
+def test_a_resume_is_no_stop_but_never_follows_one() -> None:
+    # the kill discipline does not gate it: alone, it fires
+    [alone] = plan(ActionPolicy(), [alert(1, action=Action.RESUME)], {}, {})
+    assert (alone.action, alone.status) == (Action.RESUME, "fire")
+    # a session a kill or rollback stopped (in this commit or an earlier one) is not resumed
+    for stop in (Action.KILL, Action.ROLLBACK):
+        ledger = Ledger([("s1", 0, stop)])
+        [held] = plan(UNGATED, [alert(2, action=Action.RESUME, ts_s=3600)], {}, {}, ledger)
+        assert held.action == Action.NOTIFY and "resume withheld" in held.why
+    kill_then_resume = [alert(3, action=Action.KILL), alert(4, action=Action.RESUME, ts_s=1)]
+    decided = [d.action for d in plan(UNGATED, kill_then_resume, {}, {})]
+    assert decided == [Action.KILL, Action.NOTIFY]
+
+
+def test_the_cooldown_ranks_resume_between_notify_and_rollback() -> None:
+    policy = ActionPolicy(cooldown_ns=60 * SECOND, corroborate=False)
+    alerts = [
+        alert(1, action=Action.RESUME, ts_s=0),
+        alert(2, action=Action.RESUME, ts_s=10),  # as strong, within 60 s: suppressed
+        alert(3, action=Action.NOTIFY, ts_s=20),  # weaker: suppressed
+        alert(4, action=Action.ROLLBACK, ts_s=30, onset=40),  # stronger: goes
+    ]
+    decided = {d.alert.alert_id: d.status for d in plan(policy, alerts, {}, {})}
+    assert decided == {
+        "al_0001": "fire",
+        "al_0002": "suppressed",
+        "al_0003": "suppressed",
+        "al_0004": "fire",
+    }
+    assert [a.value for a in Action] == ["notify", "kill", "rollback", "resume"]
+
+
+def test_a_resume_payload_is_its_own_type_with_the_workspace() -> None:
+    import json
+
+    where = Workspace(host="ci-7", directory="/w/app", repository="acme/app", branch="main")
+    checkpoints = {"s1": [Checkpoint(3, "ck-1", "abc1234")]}
+    [decision] = plan(
+        ActionPolicy(), [alert(1, action=Action.RESUME)], {}, checkpoints, workspaces={"s1": where}
+    )
+    data = json.loads(payload.body(decision))["data"]
+    assert json.loads(payload.body(decision))["type"] == "trajwatch.resume"
+    assert data["action"] == "resume"
+    assert data["checkpoint"] == {"checkpoint_id": "ck-1", "commit": "abc1234", "step": 3}
+    assert data["workspace"] == {
+        "host": "ci-7",
+        "directory": "/w/app",
+        "repository": "acme/app",
+        "branch": "main",
+        "commit": "abc1234",
+    }
+    [kill] = plan(UNGATED, [alert(2)], {}, {})
+    assert "workspace" not in json.loads(payload.body(kill))["data"]  # kill bodies unchanged
+
+
 # -- the kill discipline -------------------------------------------------------------
 
 
@@ -150,8 +239,9 @@ def test_a_lone_recommended_kill_is_withheld_and_notifies() -> None:
 
 def test_an_independent_signal_later_carries_the_withheld_kill() -> None:
     drift = alert(1, detector="intent_drift", onset=10, ts_s=1)
-    egress = alert(2, detector="egress_gaming", severity=Severity.WARN, action=Action.NOTIFY,
-                   onset=20, ts_s=2)
+    egress = alert(
+        2, detector="egress_gaming", severity=Severity.WARN, action=Action.NOTIFY, onset=20, ts_s=2
+    )
     decided = plan(ActionPolicy(), [drift, egress], {}, {})
     assert [d.action for d in decided] == [Action.NOTIFY, Action.KILL]
     assert "corroborates intent_drift's withheld kill (al_0001)" in decided[1].why
@@ -174,8 +264,9 @@ def test_two_detectors_of_one_family_are_one_signal() -> None:
 
 def test_an_info_alert_corroborates_nothing() -> None:
     drift = alert(1, detector="intent_drift")
-    info = alert(2, detector="egress_gaming", severity=Severity.INFO, action=Action.NOTIFY,
-                 onset=15, ts_s=1)
+    info = alert(
+        2, detector="egress_gaming", severity=Severity.INFO, action=Action.NOTIFY, onset=15, ts_s=1
+    )
     assert [d.action for d in plan(ActionPolicy(), [drift, info], {}, {})] == [Action.NOTIFY] * 2
 
 
@@ -187,10 +278,12 @@ def test_the_stores_earlier_alerts_corroborate_across_commits() -> None:
 
 def test_a_withheld_kill_is_carried_once_a_stop_already_fired() -> None:
     drift = alert(1, detector="intent_drift", onset=10)
-    egress = alert(2, detector="egress_gaming", severity=Severity.WARN, action=Action.NOTIFY,
-                   onset=20, ts_s=2)
-    [decision] = plan(ActionPolicy(), [egress], {}, {}, Ledger([("s1", 0, Action.KILL)]),
-                      earlier=[drift])
+    egress = alert(
+        2, detector="egress_gaming", severity=Severity.WARN, action=Action.NOTIFY, onset=20, ts_s=2
+    )
+    [decision] = plan(
+        ActionPolicy(), [egress], {}, {}, Ledger([("s1", 0, Action.KILL)]), earlier=[drift]
+    )
     assert decision.action == Action.NOTIFY and "a stop already fired" in decision.why
 
 
@@ -206,8 +299,9 @@ def test_operator_confirmed_kills_are_not_gated() -> None:
 
 def test_a_withheld_rollback_carried_later_returns_before_the_first_onset() -> None:
     drift = alert(1, detector="intent_drift", action=Action.ROLLBACK, onset=10)
-    egress = alert(2, detector="egress_gaming", severity=Severity.WARN, action=Action.NOTIFY,
-                   onset=40, ts_s=3)
+    egress = alert(
+        2, detector="egress_gaming", severity=Severity.WARN, action=Action.NOTIFY, onset=40, ts_s=3
+    )
     checkpoints = {"s1": [Checkpoint(5, "ck-clean", "aaa"), Checkpoint(30, "ck-dirty", "bbb")]}
     decided = plan(ActionPolicy(), [drift, egress], {}, checkpoints)
     assert decided[1].action == Action.ROLLBACK
@@ -343,8 +437,9 @@ def test_the_outbox_keeps_the_discipline_across_commits(store: Store) -> None:
 
     sink = ActionSink(ActionsConfig(endpoints={"b": Endpoint("b", "https://breaker.example/")}))
     drift = alert(1, detector="intent_drift", onset=10, ts_s=1)
-    egress = alert(2, detector="egress_gaming", severity=Severity.WARN, action=Action.NOTIFY,
-                   onset=20, ts_s=2)
+    egress = alert(
+        2, detector="egress_gaming", severity=Severity.WARN, action=Action.NOTIFY, onset=20, ts_s=2
+    )
     for new in ([drift], [egress]):
         with store.unit() as unit:
             unit.add_alerts(new)

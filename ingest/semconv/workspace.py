@@ -1,0 +1,62 @@
+"""Where an agent span's run works, read from the OTel attributes that say it.
+
+An agent (``invoke_agent``) span's ``start`` step carries, in its ``detail``, the keys
+every other input writes too (:mod:`features.session.workspace`):
+
+=============  ===========================================================================
+detail key     attributes, first set wins (on the span, else on its resource)
+=============  ===========================================================================
+``host``       ``host.name``
+``workspace``  ``process.working_directory``
+``repository`` ``vcs.repository.url.full``
+``branch``     ``vcs.ref.head.name``; ``vcs.repository.ref.name`` (deprecated name)
+``commit``     ``vcs.ref.head.revision``; ``vcs.repository.ref.revision`` (deprecated name)
+=============  ===========================================================================
+
+The names are the OpenTelemetry semantic conventions' (all "development" status):
+``host.name`` from the host resource, ``process.working_directory`` from the process
+registry (``ATTR_PROCESS_WORKING_DIRECTORY`` of ``@opentelemetry/semantic-conventions``;
+not ``process.cwd``, which no convention defines), and the VCS registry, which renamed
+``vcs.repository.ref.*`` to ``vcs.ref.head.*``. A span's own attribute wins over its
+resource's, key by key: a process running several agents in different checkouts says
+so on each agent span, one running one says it once on its resource. Values are kept as
+sent (the pipeline's redaction gate handles credentials in a repository URL; the
+workspace key ignores them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ingest.decoded import SpanRecord
+from ingest.semconv.attributes import first_str
+
+__all__ = ["WORKSPACE_ATTRIBUTES", "workspace_detail"]
+
+WORKSPACE_ATTRIBUTES: Mapping[str, tuple[str, ...]] = {
+    "host": ("host.name",),
+    "workspace": ("process.working_directory",),
+    "repository": ("vcs.repository.url.full",),
+    "branch": ("vcs.ref.head.name", "vcs.repository.ref.name"),
+    "commit": ("vcs.ref.head.revision", "vcs.repository.ref.revision"),
+}
+"""Start ``detail`` key → the attributes read for it, current name first."""
+
+
+def workspace_detail(span: SpanRecord) -> dict[str, str]:
+    """The workspace facts ``span`` (or, key by key, its resource) names, as start
+    ``detail`` entries; empty when it names none.
+
+    >>> span = SpanRecord(trace_id="t", span_id="a", parent_span_id=None, name="invoke_agent",
+    ...     kind=1, start_ns=0, end_ns=1, attributes={"process.working_directory": "/w/b"},
+    ...     resource={"host.name": "ci-7", "process.working_directory": "/w/a",
+    ...               "vcs.repository.ref.revision": "9d59409"})
+    >>> workspace_detail(span)
+    {'host': 'ci-7', 'workspace': '/w/b', 'commit': '9d59409'}
+    """
+    facts: dict[str, str] = {}
+    for key, names in WORKSPACE_ATTRIBUTES.items():
+        value = first_str(span.attributes, names) or first_str(span.resource, names)
+        if value is not None and value.strip():
+            facts[key] = value.strip()
+    return facts
