@@ -24,7 +24,8 @@ at all for a session whose steps arrived in order.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, fields, replace
 from functools import partial
 
@@ -35,13 +36,16 @@ from ingest.decoded import Draft
 from ingest.formats.step_lines import DERIVED_DETAIL
 from ingest.pipeline.event_order import order_key
 from ingest.pipeline.options import PipelineOptions
+from ingest.pipeline.resolution import CAUSE_SPAN
 from ingest.pipeline.sequencing import sequence
 from ingest.pipeline.session import LiveSession, Stored, restore
-from models.records import UNSEQUENCED, Alert, SessionInfo, Step
+from models.records import UNSEQUENCED, Alert, SessionInfo, Step, StepKind
 from models.store import SessionCursor
 
 DERIVED_COMPACTIONS = ("/compaction-inferred", "/compaction-signalled")
 """Suffixes of the ids of compaction steps sequencing derives from a model call."""
+
+_TOOL_CALL, _TOOL_RESULT, _EGRESS = StepKind.TOOL_CALL, StepKind.TOOL_RESULT, StepKind.EGRESS
 
 SUPERSEDED = "superseded: the session was judged again in event-time order after a late step"
 """The reason stored on an alert a re-judgement no longer raises."""
@@ -70,7 +74,26 @@ def in_event_order(stored: Sequence[Step]) -> list[Step]:
     detail."""
     kept = [step for step in stored if not step.step_id.endswith(DERIVED_COMPACTIONS)]
     kept.sort(key=order_key)
-    return [_as_drafted(step) for step in kept]
+    ids = {step.step_id for step in kept}
+    calls = {s.source_ref: s.step_id for s in kept if s.kind == _TOOL_CALL and s.source_ref}
+    return [_linked(_as_drafted(step), ids, calls) for step in kept]
+
+
+def _linked(step: Step, ids: AbstractSet[str], calls: Mapping[str, str]) -> Step:
+    """A step whose parent was not a step when it was released, linked as a release in
+    order links it: a tool result to its call, an egress step to the tool call of the span
+    it was caused in (``detail.cause_span``), when the session has it."""
+    if step.parent_step_id is not None:
+        return step
+    if step.kind == _TOOL_RESULT and step.call_id:
+        call = f"{step.session_id}/tool_call/{step.call_id}"
+        return step.with_(parent_step_id=call) if call in ids else step
+    cause = step.detail.get(CAUSE_SPAN) if step.kind == _EGRESS else None
+    call = calls.get(cause) if isinstance(cause, str) else None
+    if call is None:
+        return step
+    detail = {key: value for key, value in step.detail.items() if key != CAUSE_SPAN}
+    return step.with_(parent_step_id=call, detail=detail)
 
 
 def rejudge(

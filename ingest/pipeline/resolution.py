@@ -39,7 +39,19 @@ def resolve(draft: Draft, traces: TraceIndex) -> Resolved:
     if draft.step.kind == _EGRESS:
         call = traces.enclosing_tool_call(draft.trace_id, draft.parent_span_id)
         parent = call.step_id_for(session_id) if call else None
+        if call is None and draft.parent_span_id:
+            # its parent span is not in this stage's tree (another partition's, read by
+            # another worker): the span it names, for a judgement in order to link
+            cause = f"{draft.trace_id}:{draft.parent_span_id}"
+            draft.step = draft.step.with_(detail={**draft.step.detail, CAUSE_SPAN: cause})
     return Resolved(draft, session_id, parent)
+
+
+CAUSE_SPAN = "cause_span"
+"""``detail`` key of an egress step whose cause was not in the span tree when it was
+released: the ``trace:span`` reference of its parent span. A re-judgement
+(:mod:`ingest.pipeline.rejudge`) links the step to the session's tool call of that span
+and drops the key, as a release that knew the span would have."""
 
 
 def session_of(draft: Draft, traces: TraceIndex) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -36,6 +37,7 @@ from tests.support.paths import ROOT
 from tests.support.tansu import KafkaBroker
 from tests.support.wait import wait_until
 from trajwatch.config import detector_set, load_config
+from trajwatch.service.replay import replay
 from trajwatch.service.worker import _sqlite_lock
 from trajwatch.settings import Settings
 
@@ -466,3 +468,39 @@ def test_the_stages_run_apart_and_one_worker_may_store_into_sqlite(
             assert_same(store, reference)
     finally:
         running.stop_all()
+
+
+def file_replay(paths: list[Path], path: Path) -> tuple[dict[str, Step], set[str]]:
+    """``trajwatch replay`` of the recorded files themselves: other batches, one partition
+    a file, nothing of Kafka."""
+    settings = Settings(db_url=f"sqlite:///{path}")
+    replay(paths, settings=settings, detectors=detector_set(load_config(CONFIG)))
+    with Store.open(settings.db_url) as store:
+        return stored(store)
+
+
+def test_sessions_spread_over_partitions_with_a_worker_killed_settle_to_a_file_replay(
+    options: KafkaOptions, workers: Workers, worker_db: str, tmp_path: Path
+) -> None:
+    """Issue 27: each export batch keyed at random, so a session's spans lie in every
+    partition and are read at each partition's pace, one of two workers SIGKILLed
+    mid-stream: once the sessions settle, the stored steps and standing alerts are those
+    of a replay of the recorded files (not of the same messages)."""
+    count = 12
+    rng = random.Random(27)
+    runs = [[(rng.randbytes(8), value) for _, value in run] for run in recorded_runs(count)]
+    victim = workers.start()
+    workers.start()
+    produce(options, runs[: count // 2])
+    reference = file_replay(RECORDED[:count], tmp_path / "replay.db")
+    assert len(reference[1]) > 0, "the input raises alerts: the comparison means something"
+    with Store.open(worker_db) as store:
+        wait_until(lambda: store.count("steps") > 0, 30, "a stored step")
+        victim.send_signal(signal.SIGKILL)  # mid-stream: no goodbye, no commit
+        victim.wait()
+        produce(options, runs[count // 2 :])
+        workers.start()
+        deadline = time.monotonic() + 90
+        while stored(store) != reference and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert_same(store, reference)
