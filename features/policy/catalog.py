@@ -25,8 +25,8 @@ __all__ = [
     "derived_policy",
     "instructions_of",
     "resolve_policy_id",
-    "task_of",
     "rule_sentences",
+    "task_of",
 ]
 
 DERIVED_MODES = ("off", "warn", "enforce")

@@ -103,6 +103,13 @@ _TOOL_RESULT = StepKind.TOOL_RESULT
 _EGRESS = StepKind.EGRESS
 _APPROVAL = StepKind.APPROVAL
 _END = StepKind.END
+_COMPACTION = StepKind.COMPACTION
+_OBJECT_RE = re.compile(
+    r"[\w.+-]{1,64}@[\w-]{1,63}(?:\.[\w-]{1,63}){1,4}|https?://[^\s\"'<>]{3,200}"
+    r"|(?<![\w/])(?:[\w.-]{1,64}/){1,8}[\w.-]{1,64}"
+)
+"""Objects a person's message names (an address, a URL, a path): the calls that use them
+are the ones the person asked for."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,6 +284,10 @@ class Policy:
                 return [], [r for r, _ in found] if approved else []
             self._approval(step, history)
             return [], []
+        if kind == _COMPACTION:
+            # the next user message is the summary of the conversation, not a person
+            history.question, history.summary_next, history.user_objects = None, True, ()
+            return [], []
         if kind == _END and history.awaiting:
             out = [
                 Violation(r, APPROVAL, seq, d)
@@ -388,6 +399,7 @@ class Policy:
                 decided
                 or state in _APPROVED
                 or (state == _ASKED and not self.require_approval_answer)
+                or (h.user_objects and any(o in rules.view.text for o in h.user_objects))
             ):
                 honoured.append(rule_name)
             else:
@@ -506,8 +518,10 @@ class Policy:
                 and view.writes
             ):
                 honoured.append(FORBIDDEN_WRITE)
-        # forbidden actions: each kept by a call of its kind, broken by the action
-        for fa in self.forbidden_actions:
+        # forbidden actions: each kept by a call of its kind, broken by the action; a file
+        # write is not the action its content describes (a migration written, not run)
+        acts = self.forbidden_actions if view.commands or not view.writes else ()
+        for fa in acts:
             m = fa.action.search(text)
             if m:
                 what = f"ran `{_clip(m.group(0))}` in `{_clip(text, 120)}`"
@@ -550,17 +564,23 @@ class Policy:
         question names (else every rule, for the turn), unless it is a refusal."""
         detail = _detail(step)
         message = detail.get("user_message")
-        if isinstance(message, str) and message.strip() and message != h.last_user:
-            first = h.last_user is None
-            h.last_user = message
-            if h.question is not None and not first:
-                h.ensure(self)
-                named = tuple(
-                    i for i, p in enumerate(self.require_approval_for) if p.search(h.question)
-                )
-                h.request_named = named
-                answer = approval_answer(message)
-                self._answer(h, answer is not False)
+        if isinstance(message, str) and message.strip():
+            if h.last_user is None:
+                h.last_user = message  # the task (some instrumentations repeat it on every call)
+            elif h.summary_next:
+                h.summary_next = False  # the compaction's summary: nobody answered anything
+                h.user_objects = ()
+            elif message != h.last_user or h.question is not None:
+                # a person's new message: it answers the agent's question, and what it
+                # names (an address, a path, an id) it asked for
+                h.user_objects = tuple(_OBJECT_RE.findall(message[:2000]))[:16]
+                if h.question is not None:
+                    h.ensure(self)
+                    named = tuple(
+                        i for i, p in enumerate(self.require_approval_for) if p.search(h.question)
+                    )
+                    h.request_named = named
+                    self._answer(h, approval_answer(message) is not False)
             h.question = None
         text = (step.text or "").rstrip()
         if text.endswith(("?", "\uff1f", "\u061f")):
@@ -793,7 +813,11 @@ class PolicyState:
     question: str | None = None
     """The agent's last message when it ended on a question (a request for approval)."""
     last_user: str | None = None
-    """The latest user message seen on a model call."""
+    """The first user message seen on a model call (the task)."""
+    summary_next: bool = False
+    """A compaction was seen: the next user message is its summary."""
+    user_objects: tuple[str, ...] = ()
+    """What the person's latest message (after the task) names: addresses, URLs, paths."""
 
     def ensure(self, policy: Policy) -> None:
         """Size the per-rule lists for ``policy`` (a state starts empty)."""

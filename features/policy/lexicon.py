@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 
 __all__ = [
+    "AFTER_RE",
     "ASK_RE",
     "BEFORE_RE",
     "DATABASE_RE",
@@ -30,7 +31,6 @@ __all__ = [
     "READ_ONLY_RE",
     "READ_RE",
     "WITHOUT_RE",
-    "AFTER_RE",
 ]
 
 _B = r"(?<![\w])"  # a word start that also holds before non-ASCII letters

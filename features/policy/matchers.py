@@ -21,8 +21,8 @@ from collections.abc import Sequence
 __all__ = [
     "DB_CALL",
     "KUBECTL_MUTATING",
-    "SQL_WRITE",
     "MIGRATION",
+    "SQL_WRITE",
     "command",
     "identifier_other_than",
     "mail_outside",
@@ -32,6 +32,8 @@ __all__ = [
 
 _SEG = r"[^;&|\n]{0,240}?"
 """The rest of one shell segment, bounded."""
+_FLAGS = r"(?:\s+--?[\w-]{1,40}(?:=[^\s;&|]{0,200}|\s+(?!-)[^\s;&|]{1,200})?){0,8}?"
+"""Global flags between a program and its subcommand, each with its value if any."""
 
 KUBECTL_MUTATING = (
     "apply",
@@ -84,23 +86,30 @@ def command(
     than ``except_namespaces``.
 
     >>> p = re.compile(command("terraform", ["apply", "destroy"]))
-    >>> bool(p.search("terraform -chdir=infra apply -auto-approve")), bool(p.search("terraform plan"))
-    (True, False)
-    >>> p = re.compile(command("kubectl", ["set image"], namespaces=["prod"]))
-    >>> [bool(p.search(c)) for c in ("kubectl -n prod set image d/x a=b", "kubectl -n staging set image d/x a=b")]
+    >>> [bool(p.search(c)) for c in ("terraform -chdir=x apply -auto-approve", "terraform plan")]
     [True, False]
+    >>> bool(re.search(command("helm", ["upgrade"]), "helm diff upgrade api ./chart"))
+    False
+    >>> p = re.compile(command("kubectl", ["set image"], namespaces=["prod"]))
+    >>> bool(p.search("kubectl -n prod set image d/x a=b"))
+    True
+    >>> bool(p.search("kubectl -n staging set image d/x a=b"))
+    False
     """
     out = rf"\b{re.escape(program)}\b"
-    if subcommands:
-        alts = "|".join(_words(s) for s in subcommands)
-        out += rf"(?={_SEG}\b(?:{alts})\b)"
     ns_flag = r"\s(?:-n|--namespace)(?:\s+|=)"
-    if namespaces:
+    if namespaces:  # anywhere in the segment: before the subcommand or after it
         names = "|".join(re.escape(n) for n in namespaces)
         out += rf"(?={_SEG}{ns_flag}(?:{names})(?![\w-]))"
     if except_namespaces:
         names = "|".join(re.escape(n) for n in except_namespaces)
         out += rf"(?={_SEG}{ns_flag}(?!(?:{names})(?![\w-]))[\w-])"
+    if subcommands:
+        # the subcommand is the first word that is not a global flag or its value
+        # (``terraform -chdir=x apply``, ``kubectl -n prod rollout restart``), so
+        # ``helm diff upgrade`` (the diff plugin) is not an upgrade
+        alts = "|".join(_words(s) for s in subcommands)
+        out += rf"{_FLAGS}\s+(?:{alts})(?![\w-])"
     return out
 
 
@@ -109,15 +118,16 @@ def push_to(branch: str) -> str:
     ``refs/heads/main``), not a branch that merely contains the name.
 
     >>> p = re.compile(push_to("main"))
-    >>> [bool(p.search(c)) for c in ("git push origin HEAD:main", "git push -u origin feat/main-fix",
+    >>> [bool(p.search(c)) for c in ("git push origin HEAD:main",
+    ...                              "git push -u origin feat/main-fix",
     ...                              "git checkout main && git push origin feat")]
     [True, False, False]
     """
     b = re.escape(branch)
-    return rf"\bgit\b[^;&|\n]{{0,120}}?\bpush\b(?={_SEG}[\s:](?:refs/heads/)?{b}(?![\w./-]))"
+    return PUSH + rf"(?={_SEG}[\s:](?:refs/heads/)?{b}(?![\w./-]))"
 
 
-PUSH = r"\bgit\b[^;&|\n]{0,120}?\bpush\b"
+PUSH = command("git", ["push"])
 """Any ``git push``."""
 
 
@@ -127,7 +137,8 @@ def mail_outside(domain: str | None) -> str:
     the tool's name (:class:`features.calls.tool_view.ToolView`).
 
     >>> p = re.compile(mail_outside("acme.de"))
-    >>> [bool(p.search(t)) for t in ("send_email hi x@vendor.es", "send_email hi x@acme.de", "read_file x@vendor.es")]
+    >>> [bool(p.search(t)) for t in ("send_email hi x@vendor.es", "send_email hi x@acme.de",
+    ...                              "read_file x@vendor.es")]
     [True, False, False]
     """
     head = r"(?i)^[\w.:-]{0,80}?mail[\w.:-]{0,80}\s[\s\S]{0,4000}?[\w.+-]@"
@@ -141,7 +152,8 @@ def tool_verb(verbs: Sequence[str]) -> str:
     """A tool whose *name* carries one of ``verbs`` (``book_train``, ``mcp__shop__checkout``).
 
     >>> p = re.compile(tool_verb(["book", "pay"]))
-    >>> [bool(p.search(t)) for t in ("mcp__travel__book_train x", "search_hotels Porto", "pay_invoice 3")]
+    >>> [bool(p.search(t)) for t in ("mcp__travel__book_train x", "search_hotels Porto",
+    ...                              "pay_invoice 3")]
     [True, False, True]
     """
     alts = "|".join(re.escape(v) for v in verbs)
