@@ -56,6 +56,7 @@ from features.policy.catalog import (
     instructions_of,
     resolve_policy_id,
     rule_sentences,
+    task_of,
 )
 from features.policy.check import BUDGET, Policy, PolicyState, Violation
 from features.policy.ledger import ComplianceLedger, Finding
@@ -130,8 +131,11 @@ class PolicyDetector(Detector):
         self._violating: list[StepRef] = []
         """Violating steps since the latest compaction (first = onset), at most MAX_KEPT."""
         self._instructions: str | None = None
-        """For a session no policy names: the instructions its rules were derived from
-        ("" when they state none), from the first step that carries any."""
+        """For a session no policy names: the text its rules were derived from ("" when it
+        states none): its system instructions and its task, each from the first step
+        that carries it."""
+        self._system: str | None = None
+        self._task: str | None = None
         self._early: list[Step] = []
         """Until those instructions arrive: the last MAX_EARLY steps the policy's state
         depends on (calls, results, approvals; slimmed in checkpoints), replayed into it
@@ -194,25 +198,32 @@ class PolicyDetector(Detector):
         not ``off``), once a step has carried them; None before, or when they state no rule."""
         if self.derived_policies == "off":
             return None
-        if self._instructions is None:
-            text = instructions_of(step)
-            if text is None:
+        system = instructions_of(step) if self._system is None else None
+        task = task_of(step) if self._task is None else None
+        if system is None and task is None:
+            if not self._instructions:
                 if step.kind in _EARLY_KINDS and step.seq < EARLY_UNTIL:
                     self._early.append(step)  # slimmed when checkpointed (state_dict)
                     del self._early[:-MAX_EARLY]
                 elif self._early and step.seq >= EARLY_UNTIL:
                     self._early = []  # instructions this late would be another session's
-                return None
-            policy = derived_policy(text)
-            self._instructions = text if policy is not None else ""
-            if policy is not None:
-                # the instructions may come late (a root span sent when the run ends): what
-                # the session did before them sets the policy's state (an approval asked,
-                # an edit, a test run), though it is not reported
-                for early in self._early:
-                    policy.observe(early, self._pstate)
+            return derived_policy(self._instructions) if self._instructions else None
+        # rules are written in the system instructions and in the person's request; each
+        # may come on its own step (a start with the goal, a model call with the prompt)
+        self._system = system if system is not None else self._system
+        self._task = task if task is not None else self._task
+        had = bool(self._instructions)
+        text = "\n".join(t for t in (self._system, self._task) if t)
+        policy = derived_policy(text)
+        self._instructions = text if policy is not None else ""
+        if policy is not None and not had:
+            # the instructions may come late (a root span sent when the run ends): what
+            # the session did before them sets the policy's state (an approval asked,
+            # an edit, a test run), though it is not reported
+            for early in self._early:
+                policy.observe(early, self._pstate)
             self._early = []
-        return derived_policy(self._instructions) if self._instructions else None
+        return policy
 
     @property
     def _unconfirmed(self) -> bool:

@@ -50,6 +50,7 @@ DEFAULT_APPROVAL_TOOLS = (
     r"approv",
     r"ask_?(human|user|operator)",
     r"human_?(input|feedback|review)",
+    r"user_?input",  # Codex's request_user_input
     r"confirm",
     r"permission",
     r"consent",
@@ -441,13 +442,28 @@ def _asks_approval(args: Mapping[str, Any]) -> bool:
 
 _GRANT_RE = re.compile(
     r"(?i)^\W*(?:yes|y|ok|okay|approved?|granted|allowed|accept(?:ed)?|lgtm|go\s+ahead"
-    r"|permission\s+granted|sure|confirmed)\b(?![\s\w]{0,12}\?)"
+    r"|permission\s+granted|sure|confirmed"
+    r"|ja|jawohl|klar|s[ií]|vale|claro|oui|d'accord|sim|pode|はい|ええ|了解|好|是|可以|行)"
+    r"\b(?![\s\w]{0,12}\?)"
 )
 _DENY_RE = re.compile(
-    r"(?i)^\W*(?:no(?!\s+(?:problem|worries))|n|nope|denied|deny|rejected?|refused|declined|not\s+approved"
-    r"|permission\s+denied|do\s+not|don't|abort(?:ed)?|cancel(?:led)?)\b"
+    r"(?i)^\W*(?:(?:no(?!\s+(?:problem|worries))|n|nope|denied|deny|rejected?|refused|declined"
+    r"|not\s+approved|permission\s+denied|do\s+not|don't|abort(?:ed)?|cancel(?:led)?"
+    r"|nein|nicht|non|não|nao)\b|いいえ|だめ|ダメ|不行|不要|不)"
 )
-_DECISION_KEYS = ("approved", "granted", "allowed", "accepted", "decision", "status", "answer")
+_ANSWERED_RE = re.compile(r'"="([^"]{1,200})"')
+"""Claude Code's AskUserQuestion result: ``User has answered your questions: "Q"="A"``."""
+_DECISION_KEYS = (
+    "approved",
+    "granted",
+    "allowed",
+    "accepted",
+    "decision",
+    "status",
+    "answer",
+    "reply",  # a chat tool's answer ({"reply": "ok apply", "user": …})
+    "response",
+)
 
 
 def approval_answer(result: str | None) -> bool | None:
@@ -473,6 +489,9 @@ def approval_answer(result: str | None) -> bool | None:
             if isinstance(v, str):
                 return approval_answer(v)
         return None
+    answered = _ANSWERED_RE.findall(head)
+    if answered:
+        head = answered[-1]
     if _DENY_RE.match(head):
         return False
     if _GRANT_RE.match(head):

@@ -26,6 +26,7 @@ __all__ = [
     "instructions_of",
     "resolve_policy_id",
     "rule_sentences",
+    "task_of",
 ]
 
 DERIVED_MODES = ("off", "warn", "enforce")
@@ -90,6 +91,22 @@ def instructions_of(step: Step) -> str | None:
     return text if isinstance(text, str) and text.strip() else None
 
 
+def task_of(step: Step) -> str | None:
+    """The person's request a step carries, where rules are written too ("… Never book or
+    pay for anything without my explicit confirmation."): a top-level start's goal, or a
+    model call's user message. The policy detectors read the first one of a session."""
+    detail = step.detail if isinstance(step.detail, Mapping) else {}
+    if step.kind == StepKind.START:
+        if detail.get("subagent") or detail.get("turn"):
+            return None
+        text = step.text
+    elif step.kind == StepKind.MODEL_CALL:
+        text = detail.get("user_message")
+    else:
+        return None
+    return text if isinstance(text, str) and text.strip() else None
+
+
 @lru_cache(maxsize=64)
 def derived_policy(text: str) -> Policy | None:
     """The policy of the rules stated in ``text`` (:func:`features.policy.instructions.derive`),
@@ -112,8 +129,11 @@ def rule_sentences(text: str) -> dict[str, str]:
     for rule in derive(text).rules:
         if rule.key == "require_before":
             name = f"require_before `{rule.value['action']}` needs `{rule.value['requires']}`"
-        elif rule.key == "allowed_egress_hosts":
-            name = "allowed_egress_hosts"
+        elif rule.key == "forbidden_actions":
+            until = f" until {rule.value['until']}" if rule.value.get("until") else ""
+            name = f"forbidden_actions `{rule.value['action']}`{until}"
+        elif rule.key in ("allowed_egress_hosts", "allowed_write_paths"):
+            name = rule.key
         else:
             name = f"{rule.key} `{rule.value}`"
         out.setdefault(name, rule.sentence)

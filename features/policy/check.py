@@ -58,6 +58,7 @@ from features.calls.tool_view import (
 from features.policy.format import (
     BUDGET_KEYS,
     Budget,
+    ForbiddenAction,
     RequireBefore,
     joined_screen,
     policy_arguments,
@@ -68,6 +69,7 @@ __all__ = [
     "APPROVAL",
     "BUDGET",
     "EGRESS",
+    "FORBIDDEN_ACTION",
     "FORBIDDEN_COMMAND",
     "FORBIDDEN_TOOL",
     "FORBIDDEN_WRITE",
@@ -81,11 +83,15 @@ __all__ = [
 FORBIDDEN_COMMAND = "forbidden_commands"
 FORBIDDEN_TOOL = "forbidden_tools"
 FORBIDDEN_WRITE = "forbidden_write_paths"
+FORBIDDEN_ACTION = "forbidden_actions"
 EGRESS = "egress"
 APPROVAL = "require_approval_for"
 REQUIRE_BEFORE = "require_before"
 BUDGET = "budget"
 _POSITIVE = frozenset({APPROVAL, REQUIRE_BEFORE})
+_OWN_SCOPE = frozenset({APPROVAL, REQUIRE_BEFORE, FORBIDDEN_ACTION})
+"""Rules honoured one by one (the others by family): a forbidden action is kept by a call
+of its own kind (its ``within``), not by any command."""
 # PolicyState.approvals values
 _NAMED, _FOR_TURN, _ASKED, _DENIED = 1, 2, 3, -1
 _APPROVED = (_NAMED, _FOR_TURN)
@@ -96,6 +102,14 @@ _TOOL_CALL = StepKind.TOOL_CALL
 _TOOL_RESULT = StepKind.TOOL_RESULT
 _EGRESS = StepKind.EGRESS
 _APPROVAL = StepKind.APPROVAL
+_END = StepKind.END
+_COMPACTION = StepKind.COMPACTION
+_OBJECT_RE = re.compile(
+    r"[\w.+-]{1,64}@[\w-]{1,63}(?:\.[\w-]{1,63}){1,4}|https?://[^\s\"'<>]{3,200}"
+    r"|(?<![\w/])(?:[\w.-]{1,64}/){1,8}[\w.-]{1,64}"
+)
+"""Objects a person's message names (an address, a URL, a path): the calls that use them
+are the ones the person asked for."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +130,7 @@ class Violation:
     def scope(self) -> str:
         """What "honoured before" is judged on: the rule itself for positive rules,
         the family for prohibitions (see the module's Decisions)."""
-        return self.rule if self.kind in _POSITIVE else self.kind
+        return self.rule if self.kind in _OWN_SCOPE else self.kind
 
 
 def _is_loopback(host: str) -> bool:
@@ -164,6 +178,8 @@ class Policy:
     forbidden_commands: tuple[re.Pattern[str], ...] = ()
     forbidden_tools: tuple[str, ...] = ()
     forbidden_write_paths: tuple[str, ...] = ()
+    allowed_write_paths: tuple[str, ...] = ()
+    forbidden_actions: tuple[ForbiddenAction, ...] = ()
     allowed_egress_hosts: tuple[str, ...] = ("*",)
     denied_egress_hosts: tuple[str, ...] = ()
     allow_loopback_egress: bool = True
@@ -174,6 +190,7 @@ class Policy:
     budget: Budget = field(default_factory=Budget)
     _write_re: re.Pattern[str] | None = None
     _write_res: tuple[re.Pattern[str], ...] = ()
+    _allowed_re: re.Pattern[str] | None = None
     # Derived in __post_init__, not compared: the budget limits set (index in BUDGET_KEYS,
     # key, limit), one regex screening all text rules at once (see joined_screen), the names of
     # the approval rules, and a memo of what this policy says about a host (see
@@ -226,13 +243,18 @@ class Policy:
         """:meth:`check` plus the scopes (:attr:`Violation.scope`) this step *honoured*:
         their precondition arose here and the rule held."""
         kind = step.kind
+        if history.first_ts is None:
+            history.first_ts = step.ts
         # Most frequent kinds first; the kinds are bound to module names because looking
         # an enum member up on its class costs more than the comparison.
         if kind == _TOOL_CALL:
+            history.question = None
             return self._tool_call(step, history)
         if kind == _MODEL_CALL:
             history.tokens += (step.tokens_in or 0) + (step.tokens_out or 0)
             history.cost += step.cost or 0.0
+            if self.require_approval_for:
+                self._conversation(step, history)
             return self._budget(step, history), []
         if kind == _TOOL_RESULT:
             if history.pending:
@@ -241,10 +263,40 @@ class Policy:
                 answer = approval_answer(step.result) if step.status == "ok" else None
                 if answer is not None:
                     self._answer(history, answer)
+            if step.call_id and step.call_id in history.awaiting:
+                # no decision came between the call and its result: it ran unapproved
+                seq, found = history.awaiting.pop(step.call_id)
+                if seq >= 0:
+                    return [Violation(r, APPROVAL, seq, d) for r, d in found], []
             return [], []
         if kind == _APPROVAL:
+            if step.call_id and step.call_id in history.awaiting:
+                # the runtime's decision about a call it held (Claude Code and Codex log the
+                # permission prompt's answer after the tool_use): approved, the call kept
+                # the rules; denied, it did not run. The first such decision of a session
+                # comes after its call was judged; from then on calls wait for theirs.
+                seq, found = history.awaiting.pop(step.call_id)
+                approved = _detail(step).get("approved")
+                if approved is None:
+                    approved = step.status == "ok"
+                if seq < 0:
+                    history.late_decisions = True
+                return [], [r for r, _ in found] if approved else []
             self._approval(step, history)
             return [], []
+        if kind == _COMPACTION:
+            # the next user message is the summary of the conversation, not a person
+            history.question, history.summary_next, history.user_objects = None, True, ()
+            return [], []
+        if kind == _END and history.awaiting:
+            out = [
+                Violation(r, APPROVAL, seq, d)
+                for seq, found in history.awaiting.values()
+                if seq >= 0
+                for r, d in found
+            ]
+            history.awaiting = {}
+            return out, []
         if kind == _EGRESS:
             # An MCP `tools/call` span reaches the tool *server* the operator configured,
             # not a destination the agent chose; that destination is in the call's
@@ -288,6 +340,11 @@ class Policy:
         seq = step.seq
         out = [Violation(rule, kind, seq, detail) for rule, kind, detail in rules.violations]
         honoured = list(rules.honoured)
+        if self._timed and (out or honoured):
+            ended = self._ended(step.ts, h)
+            if ended:
+                out = [v for v in out if v.rule not in ended]
+                honoured = [r for r in honoured if r not in ended]
         if rules.edited:
             h.last_edit_seq = seq
         # egress named in the arguments (HTTP spans of this call are then not re-counted)
@@ -332,6 +389,7 @@ class Policy:
                 )
             )
         # approvals
+        held: list[tuple[str, str]] = []
         for i in rules.approvals:
             rule_name = self._approval_rules[i]
             if decided is False:
@@ -341,6 +399,7 @@ class Policy:
                 decided
                 or state in _APPROVED
                 or (state == _ASKED and not self.require_approval_answer)
+                or (h.user_objects and any(o in rules.view.text for o in h.user_objects))
             ):
                 honoured.append(rule_name)
             else:
@@ -351,10 +410,18 @@ class Policy:
                     if state == _ASKED
                     else "without an approval"
                 )
-                out.append(
-                    Violation(rule_name, APPROVAL, seq, f"`{_clip(rules.view.text, 80)}` {after}")
-                )
+                detail = f"`{_clip(rules.view.text, 80)}` {after}"
+                if state == 0 and step.call_id:
+                    held.append((rule_name, detail))  # its decision may follow the call
+                if state != 0 or not (step.call_id and h.late_decisions):
+                    out.append(Violation(rule_name, APPROVAL, seq, detail))
             h.approvals[i] = 0
+        if held:
+            # judged now (seq -1: only a later decision is awaited) unless this session's
+            # runtime is known to decide after the call (then judged at the result)
+            h.awaiting[step.call_id] = (seq if h.late_decisions else -1, tuple(held))  # type: ignore[index]
+            while len(h.awaiting) > 16:
+                h.awaiting.pop(next(iter(h.awaiting)))
         out.extend(self._budget(step, h))
         return out, honoured
 
@@ -435,10 +502,32 @@ class Policy:
                     )
                 if not is_scratch(path):
                     edited = True
+                    if self._allowed_re is not None and not self._allowed_re.fullmatch(path):
+                        out.append(
+                            (
+                                "allowed_write_paths",
+                                FORBIDDEN_WRITE,
+                                f"wrote {raw}, outside {', '.join(self.allowed_write_paths)}",
+                            )
+                        )
             if view.unknown_write:
                 edited = True
-            if len(out) == before and self.forbidden_write_paths and view.writes:
+            if (
+                len(out) == before
+                and (self.forbidden_write_paths or self.allowed_write_paths)
+                and view.writes
+            ):
                 honoured.append(FORBIDDEN_WRITE)
+        # forbidden actions: each kept by a call of its kind, broken by the action; a file
+        # write is not the action its content describes (a migration written, not run)
+        acts = self.forbidden_actions if view.commands or not view.writes else ()
+        for fa in acts:
+            m = fa.action.search(text)
+            if m:
+                what = f"ran `{_clip(m.group(0))}` in `{_clip(text, 120)}`"
+                out.append((fa.rule, FORBIDDEN_ACTION, what))
+            elif fa.within is not None and fa.within.search(text):
+                honoured.append(fa.rule)
         requires: tuple[int, ...] = ()
         actions: tuple[int, ...] = ()
         if self.require_before and not screened_out:
@@ -450,6 +539,52 @@ class Policy:
             ra = self.require_approval_for
             approvals = tuple(i for i, p in enumerate(ra) if p.search(text))
         return _CallRules(view, tuple(out), tuple(honoured), edited, requires, actions, approvals)
+
+    @property
+    def _timed(self) -> bool:
+        return any(fa.until is not None for fa in self.forbidden_actions)
+
+    def _ended(self, ts: int, h: PolicyState) -> frozenset[str]:
+        """The time-bounded rules no longer in force at ``ts`` (event time, ns)."""
+        day = (h.first_ts if h.first_ts is not None else ts) // (86400 * 10**9) * 86400 * 10**9
+        out = []
+        for fa in self.forbidden_actions:
+            if fa.until is None:
+                continue
+            instant, tod = fa.until
+            deadline = instant if instant is not None else day + (tod or 0) * 10**9
+            if ts >= deadline:
+                out.append(fa.rule)
+        return frozenset(out)
+
+    def _conversation(self, step: Step, h: PolicyState) -> None:
+        """Approval asked and given in the conversation: the agent's turn ends on a
+        question ("May I e-mail offers@kobe-parts.jp?") and the person's next message
+        answers it ("Ja, passt, bitte senden."). The answer opens the approval rules the
+        question names (else every rule, for the turn), unless it is a refusal."""
+        detail = _detail(step)
+        message = detail.get("user_message")
+        if isinstance(message, str) and message.strip():
+            if h.last_user is None:
+                h.last_user = message  # the task (some instrumentations repeat it on every call)
+            elif h.summary_next:
+                h.summary_next = False  # the compaction's summary: nobody answered anything
+                h.user_objects = ()
+            elif message != h.last_user or h.question is not None:
+                # a person's new message: it answers the agent's question, and what it
+                # names (an address, a path, an id) it asked for
+                h.user_objects = tuple(_OBJECT_RE.findall(message[:2000]))[:16]
+                if h.question is not None:
+                    h.ensure(self)
+                    named = tuple(
+                        i for i, p in enumerate(self.require_approval_for) if p.search(h.question)
+                    )
+                    h.request_named = named
+                    self._answer(h, approval_answer(message) is not False)
+            h.question = None
+        text = (step.text or "").rstrip()
+        if text.endswith(("?", "\uff1f", "\u061f")):
+            h.question = text[-500:]
 
     def _tool_result(self, step: Step, h: PolicyState) -> None:
         if not h.pending:
@@ -666,6 +801,23 @@ class PolicyState:
     tool_calls: int = 0
     start_ts: int | None = None
     budget_hit: list[str] = field(default_factory=list)
+    first_ts: int | None = None
+    """Event time of the first step seen: the day a time-of-day ``until`` falls on."""
+    awaiting: dict[str, tuple[int, tuple[tuple[str, str], ...]]] = field(default_factory=dict)
+    """Calls that needed an approval and had none when made, by call id: (seq, (rule,
+    detail) pairs), until the runtime's decision or the result (at most 16); seq -1 when
+    the call was judged already and only a decision approving it is awaited."""
+    late_decisions: bool = False
+    """The session's runtime logs its approval decisions after the call (a decision
+    about a call already seen arrived): calls needing one are judged at their result."""
+    question: str | None = None
+    """The agent's last message when it ended on a question (a request for approval)."""
+    last_user: str | None = None
+    """The first user message seen on a model call (the task)."""
+    summary_next: bool = False
+    """A compaction was seen: the next user message is its summary."""
+    user_objects: tuple[str, ...] = ()
+    """What the person's latest message (after the task) names: addresses, URLs, paths."""
 
     def ensure(self, policy: Policy) -> None:
         """Size the per-rule lists for ``policy`` (a state starts empty)."""

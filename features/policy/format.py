@@ -17,6 +17,16 @@ Rules (keys of the mapping; all optional)
   :func:`features.calls.tool_view.tool_view`).
   A glob not starting with ``/`` or ``~`` is relative to the workspace and matches at any
   directory depth (``package-lock.json``, ``.github/workflows/**``, ``**/*.lock``).
+- ``allowed_write_paths``: the scope of writes ("only modify files under
+  ``services/payments/``"): a write to a path none of these globs matches breaks it
+  (scratch paths such as ``/tmp`` are exempt). Unset: no scope.
+- ``[[forbidden_actions]]``: a prohibition about one kind of action, judged on what the
+  call does: ``action`` regex (searched in the call's text, as ``forbidden_commands``),
+  ``within`` regex (optional: the calls of that kind, e.g. any ``kubectl`` against
+  ``prod``; one that does not match ``action`` *honours* the rule, which is how
+  ``compliance_decay`` knows the rule was kept) and ``until`` (optional, UTC: an ISO
+  date and time ``2026-01-21T09:00``, or a time of day ``18:00`` on the day the session
+  started: a freeze; after it the rule no longer holds).
 - ``allowed_egress_hosts`` (``*`` = any, ``*.example.com`` = subdomains) and
   ``denied_egress_hosts`` (a denied name also denies its subdomains; deny wins).
   Loopback (``localhost``, ``127.0.0.0/8``, ``::1``) is exempt unless
@@ -55,6 +65,7 @@ __all__ = [
     "BUDGET_KEYS",
     "KNOWN_KEYS",
     "Budget",
+    "ForbiddenAction",
     "RequireBefore",
     "compile_globs",
     "joined_screen",
@@ -69,6 +80,8 @@ KNOWN_KEYS = frozenset(
         "forbidden_commands",
         "forbidden_tools",
         "forbidden_write_paths",
+        "allowed_write_paths",
+        "forbidden_actions",
         "allowed_egress_hosts",
         "denied_egress_hosts",
         "allow_loopback_egress",
@@ -94,6 +107,61 @@ class RequireBefore:
     @property
     def rule(self) -> str:
         return f"require_before `{self.action.pattern}` needs `{self.requires.pattern}`"
+
+
+@dataclass(frozen=True, slots=True)
+class ForbiddenAction:
+    """A prohibition about one kind of action (``[[forbidden_actions]]``): ``action``
+    breaks it, a call matching ``within`` (when given) and not ``action`` honours it, and
+    ``until`` (None: always) ends it: ``(date_ns, None)`` an instant, ``(None, seconds)``
+    a time of day on the session's first day (UTC)."""
+
+    action: re.Pattern[str]
+    within: re.Pattern[str] | None = None
+    until: tuple[int | None, int | None] | None = None
+    until_text: str = ""
+
+    @property
+    def rule(self) -> str:
+        until = f" until {self.until_text}" if self.until_text else ""
+        return f"forbidden_actions `{self.action.pattern}`{until}"
+
+
+_UNTIL_RE = re.compile(
+    r"^(?:(?P<date>\d{4}-\d{2}-\d{2})(?:[T ](?P<time>\d{1,2}:\d{2})(?::\d{2})?)?"
+    r"|(?P<tod>\d{1,2}:\d{2}))\s*(?:Z|UTC|\+00:?00)?$"
+)
+
+
+def parse_until(text: str) -> tuple[int | None, int | None] | None:
+    """``until`` of a forbidden action: ``(instant_ns, None)`` for an ISO date (and time;
+    a date alone ends at its midnight), ``(None, seconds)`` for a time of day; None when
+    ``text`` is neither. UTC throughout; pure (no clock, no time zone database).
+
+    >>> parse_until("2026-01-21T09:00Z"), parse_until("18:00"), parse_until("soon")
+    ((1768986000000000000, None), (None, 64800), None)
+    """
+    m = _UNTIL_RE.match(text.strip())
+    if m is None:
+        return None
+    if m["tod"]:
+        h, mi = (int(x) for x in m["tod"].split(":"))
+        return (None, h * 3600 + mi * 60) if h < 24 and mi < 60 else None
+    y, mo, d = (int(x) for x in m["date"].split("-"))
+    h, mi = (int(x) for x in (m["time"] or "0:00").split(":"))
+    if not (1 <= mo <= 12 and 1 <= d <= 31 and h < 24 and mi < 60):
+        return None
+    return (_days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60) * 10**9, None
+
+
+def _days_from_civil(y: int, m: int, d: int) -> int:
+    """Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm)."""
+    y -= m <= 2
+    era = (y if y >= 0 else y - 399) // 400
+    yoe = y - era * 400
+    doy = (153 * (m + (-3 if m > 2 else 9)) + 2) // 5 + d - 1
+    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    return era * 146097 + doe - 719468
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +226,8 @@ def policy_arguments(policy_id: str, mapping: Mapping[str, Any]) -> dict[str, An
             policy_id, f"require_before[{i}]", (item["action"], item["requires"])
         )
         rules.append(RequireBefore(action, requires, must_pass, since))
+    actions = _forbidden_actions(policy_id, mapping.get("forbidden_actions", ()))
+    allowed_globs = _str_list(policy_id, mapping, "allowed_write_paths")
     budget_map = mapping.get("budget", {})
     if not isinstance(budget_map, Mapping):
         raise ValueError(f"policy {policy_id!r}: budget must be a table")
@@ -179,6 +249,8 @@ def policy_arguments(policy_id: str, mapping: Mapping[str, Any]) -> dict[str, An
         ),
         forbidden_tools=tuple(t.lower() for t in _str_list(policy_id, mapping, "forbidden_tools")),
         forbidden_write_paths=globs,
+        allowed_write_paths=allowed_globs,
+        forbidden_actions=actions,
         allowed_egress_hosts=hosts["allowed_egress_hosts"]
         if "allowed_egress_hosts" in mapping
         else ("*",),
@@ -195,7 +267,43 @@ def policy_arguments(policy_id: str, mapping: Mapping[str, Any]) -> dict[str, An
         budget=Budget(**{k: float(v) for k, v in budget_map.items()}),
         _write_re=compile_globs(globs),
         _write_res=tuple(c for g in globs if (c := compile_globs([g])) is not None),
+        _allowed_re=compile_globs(allowed_globs),
     )
+
+
+def _forbidden_actions(policy_id: str, raw: Any) -> tuple[ForbiddenAction, ...]:
+    if isinstance(raw, Mapping):
+        raw = [raw]
+    if not isinstance(raw, Sequence) or isinstance(raw, str):
+        raise ValueError(f"policy {policy_id!r}: forbidden_actions must be a list of tables")
+    out = []
+    for i, item in enumerate(raw):
+        where = f"policy {policy_id!r}: forbidden_actions[{i}]"
+        if not isinstance(item, Mapping):
+            raise ValueError(f"{where} must be a table with an action regex")
+        extra = sorted(set(item) - {"action", "within", "until"})
+        if extra:
+            raise ValueError(f"{where}: unknown key {extra[0]!r}")
+        if not isinstance(item.get("action"), str) or not item["action"]:
+            raise ValueError(f"{where}.action must be a non-empty regex string")
+        within = item.get("within")
+        if within is not None and (not isinstance(within, str) or not within):
+            raise ValueError(f"{where}.within must be a non-empty regex string")
+        until_text = item.get("until", "")
+        until = None
+        if until_text:
+            until = parse_until(until_text) if isinstance(until_text, str) else None
+            if until is None:
+                raise ValueError(
+                    f"{where}.until must be an ISO date and time (2026-01-21T09:00) or a "
+                    f"time of day (18:00), UTC; got {until_text!r}"
+                )
+        patterns = [item["action"]] + ([within] if within else [])
+        compiled = _regexes(policy_id, f"forbidden_actions[{i}]", patterns)
+        out.append(
+            ForbiddenAction(compiled[0], compiled[1] if within else None, until, until_text or "")
+        )
+    return tuple(out)
 
 
 def _str_list(policy_id: str, mapping: Mapping[str, Any], key: str) -> tuple[str, ...]:

@@ -61,6 +61,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from features.policy.structured import sentence_rules, time_bound
+
 __all__ = [
     "ACTIONS",
     "MAX_CHARS",
@@ -317,11 +319,16 @@ def derive(text: str) -> Derivation:
     rules: list[DerivedRule] = []
     unused: list[tuple[str, str]] = []
     descriptive = 0
-    for n, sentence in enumerate(_sentences(text[:MAX_CHARS])):
+    for n, (sentence, line) in enumerate(_sentences(text[:MAX_CHARS])):
         if n >= MAX_SENTENCES:
             truncated = True
             break
         found, why = _sentence_rules(sentence)
+        if not found and why in (None, _NOT_UNDERSTOOD):
+            # not an English rule this grammar knows: read it by its structure, in any
+            # language (features.policy.structured), bounded by the time its line states
+            bound = time_bound(line)
+            found = [DerivedRule(k, v, sentence) for k, v in sentence_rules(sentence, bound)]
         if found:
             rules.extend(found)
         elif why is None:
@@ -334,9 +341,12 @@ def derive(text: str) -> Derivation:
 # -- sentences and clauses ------------------------------------------------------------------
 
 
-def _sentences(text: str) -> Iterable[str]:
-    """The sentences of ``text``: lines, bullets and sentence ends; markdown headings and
-    fences are not sentences."""
+_NOT_UNDERSTOOD = "a directive of a shape not understood"
+
+
+def _sentences(text: str) -> Iterable[tuple[str, str]]:
+    """The sentences of ``text`` with the line each is on: lines, bullets and sentence
+    ends; markdown headings and fences are not sentences."""
     in_fence = False
     for line in text.splitlines():
         stripped = line.strip()
@@ -349,7 +359,7 @@ def _sentences(text: str) -> Iterable[str]:
         for part in _SPLIT_RE.split(stripped):
             part = part.strip()
             if len(part) >= 3:
-                yield part[:600]
+                yield part[:600], stripped
 
 
 def _normalise(sentence: str) -> str:
@@ -402,10 +412,10 @@ def _sentence_rules(sentence: str) -> tuple[list[DerivedRule], str | None]:
         got = _clause_rules(clause)
         rules.extend(DerivedRule(key, value, sentence) for key, value in got)
         if not got and _DIRECTIVE_RE.search(clause):
-            reasons.append("a directive of a shape not understood")
+            reasons.append(_NOT_UNDERSTOOD)
     if rules:
         return rules, None
-    return [], reasons[0] if reasons else "a directive of a shape not understood"
+    return [], reasons[0] if reasons else _NOT_UNDERSTOOD
 
 
 # -- clause shapes ----------------------------------------------------------------------
@@ -705,7 +715,7 @@ def to_toml(derivation: Derivation, policy_id: str) -> str:
     for rule in derivation.rules:
         cited.setdefault((rule.key, repr(rule.value)), rule.sentence)
     for key, values in mapping.items():
-        if key in ("policy_id", "require_before"):
+        if key in ("policy_id", "require_before", "forbidden_actions"):
             continue
         if key == "require_approval_answer":
             lines += [
@@ -721,13 +731,14 @@ def to_toml(derivation: Derivation, policy_id: str) -> str:
         lines.append(f"{key} = [")
         lines.extend(f"    {_toml_str(v)}," for v in values)
         lines.append("]")
-    for table in mapping.get("require_before", []):
-        lines += [
-            "",
-            f"# {_toml_str(cited[('require_before', repr(table))], comment=True)}",
-            "[[require_before]]",
-        ]
-        lines.extend(f"{k} = {_toml_str(v)}" for k, v in table.items())
+    for key in ("require_before", "forbidden_actions"):
+        for table in mapping.get(key, []):
+            lines += [
+                "",
+                f"# {_toml_str(cited[(key, repr(table))], comment=True)}",
+                f"[[{key}]]",
+            ]
+            lines.extend(f"{k} = {_toml_str(v)}" for k, v in table.items())
     if derivation.unused:
         lines += ["", f"# Not used ({len(derivation.unused)}):"]
         lines.extend(f"# - {_toml_str(s, comment=True)} ({why})" for s, why in derivation.unused)

@@ -24,10 +24,20 @@ on the first one only by others) and carry the compaction as a message part. A
 compaction is signalled by the *change*: a call marked compacted after one that was not
 (in the same conversation), or a compaction part not seen before. An explicit
 compaction step just before explains the next signal.
+
+Replaced history (:meth:`CompactionInference.replaced`): a conversation only grows by
+appending, so the first user message of its input stays the same call after call and the
+input tokens do not fall. When a call's first user message is a different one *and* its
+input is smaller than the previous call's, the history before it was replaced — by a
+summary ("This session is being continued from a previous conversation…", in whatever
+words or language the runtime uses) or by a reset. This needs no size threshold: a new
+turn appended to the history grows the input, and an instrumentation that reports only the
+latest message gives a different head with a growing input, so neither looks replaced.
 """
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 
@@ -58,6 +68,32 @@ class CompactionInference:
         """conversation → the compaction state of its last call: "" not compacted, "flag"
         marked compacted, else the id of the last compaction part seen."""
         self._signal_explained = False
+        self._heads: dict[str, bytes] = {}
+        """conversation → digest of the first user message of its last call that had one."""
+
+    def replaced(self, conversation: str, first_user: str | None, tokens_in: int | None) -> bool:
+        """Feed one model call's first user message (before :meth:`model_call`); True when
+        its history was replaced since the previous call (see the module docstring).
+
+        >>> c = CompactionInference()
+        >>> [c.replaced("main", m, t) or c.model_call("main", t) is not None for m, t in
+        ...  (("fix the bug", 9_000), ("fix the bug", 12_000), ("summary: fixed half", 7_000))]
+        [False, False, True]
+        """
+        if not first_user:
+            return False
+        digest = hashlib.blake2b(first_user.encode("utf-8", "replace"), digest_size=8).digest()
+        previous = self._heads.get(conversation)
+        self._heads[conversation] = digest
+        if len(self._heads) > 64:
+            self._heads.pop(next(iter(self._heads)))
+        last = self._last.get(conversation)
+        if previous is None or previous == digest or tokens_in is None or last is None:
+            return False
+        if tokens_in >= last or self._explicit:
+            return False
+        self._explicit = True  # this compaction explains the drop: model_call infers none
+        return True
 
     def explicit(self) -> None:
         """An explicit compaction was seen: the next drop and signal are explained already."""
@@ -120,6 +156,7 @@ class CompactionInference:
             "explicit": self._explicit,
             "compacted": dict(self._compacted),
             "signal_explained": self._signal_explained,
+            "heads": {k: v.hex() for k, v in self._heads.items()},
         }
 
     def load_state_dict(self, state: dict[str, object]) -> None:
@@ -131,3 +168,9 @@ class CompactionInference:
             {str(k): str(v) for k, v in compacted.items()} if isinstance(compacted, dict) else {}
         )
         self._signal_explained = bool(state.get("signal_explained", False))
+        heads = state.get("heads", {})
+        self._heads = (
+            {str(k): bytes.fromhex(str(v)) for k, v in heads.items()}
+            if isinstance(heads, dict)
+            else {}
+        )

@@ -56,6 +56,28 @@ def sequence(
             before = session.compaction.last_tokens(context)
             compaction = _signalled_compaction(step, step_id, session_id, before)
             out.append(_with_stored_form(place(session, compaction), storable_step))
+        message = step.detail.get("user_message") if isinstance(step.detail, Mapping) else None
+        if session.compaction.replaced(
+            context, message if isinstance(message, str) else None, step.tokens_in
+        ):
+            before = session.compaction.last_tokens(context)
+            compaction = Step(
+                step_id=f"{step_id}/compaction-signalled",
+                session_id=session_id,
+                kind=_COMPACTION,
+                ts=step.ts,
+                agent=step.agent,
+                source=step.source,
+                source_ref=step.source_ref,
+                text=message if isinstance(message, str) else None,
+                detail={
+                    "tokens_before": before,
+                    "tokens_after": step.tokens_in,
+                    "inferred": True,
+                    "signal": "history replaced",
+                },
+            )
+            out.append(_with_stored_form(place(session, compaction), storable_step))
         inferred = session.compaction.model_call(context, step.tokens_in)
         if inferred is not None:
             compaction = Step(

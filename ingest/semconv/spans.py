@@ -347,7 +347,9 @@ def _system_text(attrs: Mapping[str, Any]) -> str | None:
     """The system instructions of a model or agent input: ``gen_ai.system_instructions``
     (a JSON list of text parts, or text), else the system messages the GenAI conventions
     keep in the chat history (``gen_ai.input.messages``, deprecated ``gen_ai.prompt``,
-    OpenInference's ``input.value``: where smolagents lists its tools)."""
+    OpenInference's ``input.value``: where smolagents lists its tools), else
+    OpenInference's flattened system messages (``llm.input_messages.<i>.message.*``,
+    numbered from 0, or from 1 by the OpenAI Agents SDK)."""
     value = json_value(attrs.get("gen_ai.system_instructions"))
     if isinstance(value, list):
         texts = [p.get("content") for p in value if isinstance(p, Mapping)]
@@ -364,7 +366,16 @@ def _system_text(attrs: Mapping[str, Any]) -> str | None:
         ]
         if any(system):
             return "\n".join(text for text in system if text)
-    return None
+    # OpenInference flattened messages (llm.input_messages.<i>.message.role = system)
+    system = []
+    i = 0
+    while i < MAX_SCANNED_MESSAGES and (f"llm.input_messages.{i}.message.role" in attrs or i == 0):
+        if attrs.get(f"llm.input_messages.{i}.message.role") in ("system", "developer"):
+            text = _flattened_content(attrs, f"llm.input_messages.{i}.message.")
+            if text:
+                system.append(text)
+        i += 1
+    return "\n".join(system) or None
 
 
 def _output_text(attrs: Mapping[str, Any]) -> str | None:

@@ -1,0 +1,476 @@
+"""Rules read from the structure of a sentence, in any of the languages of
+:mod:`features.policy.lexicon`: what :mod:`features.policy.instructions`' English grammar
+falls back to when it finds no rule in a sentence.
+
+A rule sentence names *objects* that are written the same in every language — a
+backticked command or path, a program and its subcommand (``terraform apply``,
+``helm upgrade/install``), a branch after a push, namespaces, an ``@domain``, a typed
+identifier (``acct_1Stg…``, ``--profile staging``), a table (``raw.customers``), a time
+(``18:00 UTC``, ``2026-01-21 09:00``) — and says one of three things about them, each
+marked by a closed-class word: they need a person's approval (ask/confirm + before/
+without), they are forbidden (a negation, "read-only"), or they are the only ones allowed
+("only", "nur", "solo", "のみ", "只"). :func:`clause_rules` maps (marker, objects) to policy
+entries; the actions are recognised by :mod:`features.policy.matchers` from what a call
+does. A line that states a time bounds the prohibitions of its sentences (a freeze):
+:func:`time_bound`.
+
+Pure; linear in the sentence (bounded regexes over at most 600 characters).
+
+>>> import re
+>>> [(key, bool(re.search(value["action"], "git push origin HEAD:main")))
+...  for key, value in clause_rules("Niemals direkt auf `main` pushen")]
+[('forbidden_actions', True)]
+>>> [k for k, _ in clause_rules("Vor jedem `git push` um Bestätigung bitten")]
+['require_approval_for']
+>>> time_bound("ÄNDERUNGSSTOPP: Bis heute 18:00 UTC keine Deployments")
+'18:00'
+>>> time_bound("CODE FREEZE until 2026-01-21 09:00 UTC.")
+'2026-01-21T09:00'
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from features.policy import matchers
+from features.policy.lexicon import (
+    AFTER_RE,
+    ASK_RE,
+    BEFORE_RE,
+    DATABASE_RE,
+    DEPLOY_RE,
+    MAIL_RE,
+    MIGRATION_RE,
+    MODIFY_RE,
+    NEG_RE,
+    ONLY_RE,
+    PAY_RE,
+    PUSH_RE,
+    READ_ONLY_RE,
+    READ_RE,
+    WITHOUT_RE,
+)
+
+__all__ = ["clause_rules", "sentence_rules", "time_bound"]
+
+Rule = tuple[str, Any]
+
+CLI_PROGRAMS = frozenset(
+    [
+        "git",
+        "terraform",
+        "tofu",
+        "helm",
+        "kubectl",
+        "docker",
+        "gh",
+        "aws",
+        "gcloud",
+        "az",
+        "npm",
+        "pnpm",
+        "yarn",
+        "cargo",
+        "pip",
+        "psql",
+        "mysql",
+        "rm",
+        "ssh",
+        "scp",
+        "rsync",
+        "curl",
+        "wget",
+        "make",
+        "ansible-playbook",
+        "pulumi",
+        "vercel",
+        "heroku",
+        "flyctl",
+        "supabase",
+        "prisma",
+    ]
+)
+"""Programs whose next word is a subcommand ("terraform apply", "helm upgrade/install")."""
+
+_TICKED_RE = re.compile(r"`([^`\n]{1,200})`")
+_PROGRAM_RE = re.compile(
+    r"(?<![\w/.-])("
+    + "|".join(sorted(map(re.escape, CLI_PROGRAMS), key=len, reverse=True))
+    + r")\s+([a-z][\w:-]{1,30}(?:/[a-z][\w:-]{1,30}){0,4})"
+)
+_NS_WORD = r"(?:namespaces?|命名空间|ネームスペース|名前空間)"
+_LIST_SEP = r"\s*(?:,|、|\band\b|\bund\b|\by\b|\be\b|\bet\b|\bor\b|\bo\b|和|与|及)\s*"
+_NAME_LIST = rf"[\w-]{{2,40}}(?:{_LIST_SEP}[\w-]{{2,40}}){{0,5}}"
+_NS_AFTER_RE = re.compile(rf"{_NS_WORD}\s+({_NAME_LIST})", re.IGNORECASE)
+_NS_BEFORE_RE = re.compile(rf"({_NAME_LIST})\s*(?:命名空间|ネームスペース|名前空間)")
+"""Names before the word: the order of Chinese and Japanese ("prod 和 payments 命名空间")."""
+_LIST_SPLIT_RE = re.compile(
+    r"\s*(?:,|、|\band\b|\bund\b|\by\b|\be\b|\bet\b|\bor\b|\bo\b|和|与|及)\s*"
+)
+_NOT_NAMES = frozenset(
+    [
+        "the",
+        "a",
+        "an",
+        "in",
+        "im",
+        "en",
+        "el",
+        "la",
+        "le",
+        "les",
+        "no",
+        "na",
+        "do",
+        "der",
+        "die",
+        "das",
+        "den",
+        "de",
+        "del",
+        "of",
+        "for",
+        "to",
+        "your",
+        "you",
+        "are",
+        "is",
+        "sind",
+        "son",
+        "são",
+        "sont",
+        "est",
+        "kubernetes",
+        "k8s",
+    ]
+)
+_DOMAIN_RE = re.compile(r"@([a-z0-9-]+(?:\.[a-z0-9-]+)+)", re.IGNORECASE)
+_TYPED_ID_RE = re.compile(
+    r"(?<![\w-])([a-z]{2,8}_[A-Za-z0-9]{6,64}|--[a-z][\w-]{1,30}[ =][\w.-]{1,64})"
+)
+_DOTTED_RE = re.compile(
+    r"(?<![\w.@/-])([a-z_][a-z0-9_]{1,62}\.[a-z_][a-z0-9_]{1,62})(?![\w-]|\.\w)"
+)
+_TLDS = frozenset(
+    [
+        "com",
+        "org",
+        "net",
+        "io",
+        "dev",
+        "ai",
+        "app",
+        "co",
+        "de",
+        "es",
+        "fr",
+        "jp",
+        "cn",
+        "uk",
+        "us",
+        "eu",
+        "gov",
+        "edu",
+        "cloud",
+        "sh",
+        "me",
+        "info",
+        "biz",
+        "pt",
+        "br",
+        "it",
+        "nl",
+        "ru",
+        "in",
+        "ca",
+        "au",
+        "ch",
+        "at",
+        "se",
+        "no",
+        "dk",
+        "fi",
+        "pl",
+        "xyz",
+        "tech",
+        "site",
+        "online",
+        "local",
+        "internal",
+    ]
+)
+_FILE_ENDINGS = frozenset(
+    [
+        "json",
+        "py",
+        "md",
+        "txt",
+        "toml",
+        "lock",
+        "yml",
+        "yaml",
+        "js",
+        "ts",
+        "tsx",
+        "jsx",
+        "cfg",
+        "ini",
+        "env",
+        "go",
+        "rs",
+        "rb",
+        "java",
+        "sql",
+        "csv",
+        "log",
+        "html",
+        "css",
+        "xml",
+        "sh",
+        "tf",
+        "tfvars",
+    ]
+)
+_PATH_RE = re.compile(r"(?<![\w@:/.-])((?:\.{0,2}/)?(?:[\w.-]+/)+)(?![\w/])")
+_TIME_RE = re.compile(
+    r"(?P<date>\d{4}-\d{2}-\d{2})?[ T]*(?P<time>\b\d{1,2}:\d{2})?\s*(?:UTC|Z\b|GMT)",
+    re.IGNORECASE,
+)
+_CLAUSE_SPLIT_RE = re.compile(r"\s*(?:[;；。：]|:\s|\s-\s)\s*")
+
+
+def time_bound(line: str) -> str | None:
+    """The end of the window a line's rules hold for ("until 2026-01-21 09:00 UTC",
+    "vor 18:00 UTC", "antes de las 18:00 UTC de hoy"): ``YYYY-MM-DDTHH:MM`` or ``HH:MM``
+    (UTC, on the session's first day). None when the line states no UTC time, or states
+    it as a start ("after 18:00")."""
+    for m in _TIME_RE.finditer(line[:600]):
+        if not (m["date"] or m["time"]):
+            continue
+        if AFTER_RE.search(line[max(0, m.start() - 24) : m.start()].casefold()):
+            return None
+        if m["date"]:
+            return f"{m['date']}T{m['time'] or '00:00'}"
+        return m["time"]
+    return None
+
+
+def sentence_rules(sentence: str, until: str | None = None) -> list[Rule]:
+    """The rules of one sentence: clause by clause (cut at ``;``, ``:``, ``。``), each clause
+    reading the namespaces its sentence named when it names none ("… never apply there")."""
+    clauses = [c for c in _CLAUSE_SPLIT_RE.split(sentence[:600]) if c.strip()]
+    context: tuple[str, ...] = ()
+    out: list[Rule] = []
+    for clause in clauses:
+        for rule in clause_rules(clause, until=until, context_namespaces=context):
+            if rule not in out:
+                out.append(rule)
+        context = _namespaces(clause) or context  # "there" is the last namespaces named
+    return out
+
+
+def clause_rules(
+    clause: str, *, until: str | None = None, context_namespaces: tuple[str, ...] = ()
+) -> list[Rule]:
+    """The rules of one clause (see the module docstring)."""
+    low = clause.casefold()
+    ask = bool(ASK_RE.search(low)) and bool(BEFORE_RE.search(low) or WITHOUT_RE.search(low))
+    neg = bool(NEG_RE.search(low))
+    only = bool(ONLY_RE.search(low))
+    read_only = bool(READ_ONLY_RE.search(low))
+    if not (ask or neg or only or read_only):
+        return []
+    ticked = _TICKED_RE.findall(clause)
+    commands = _commands(clause, ticked)
+    own_ns = _namespaces(clause)
+    namespaces = own_ns or context_namespaces
+    kube_verbs = _kubectl_verbs(low) if (namespaces or "kubectl" in low) else []
+    if ask:
+        return [("require_approval_for", a) for a in _approval_actions(clause, low, commands)]
+    out: list[Rule] = []
+    if only and not (neg and not own_ns and not _paths(clause, ticked)):
+        out += _only_rules(clause, low, ticked, own_ns, until)
+    if neg or read_only:
+        out += _prohibitions(
+            clause, low, ticked, commands, namespaces, kube_verbs, read_only, until
+        )
+    return out
+
+
+# -- objects -----------------------------------------------------------------------------
+
+
+def _commands(clause: str, ticked: list[str]) -> list[tuple[str, list[str]]]:
+    """(program, subcommands) named in the clause: backticked commands and known programs
+    followed by their subcommand ("helm upgrade/install" → helm, [upgrade, install])."""
+    out: list[tuple[str, list[str]]] = []
+    for text in [*ticked, clause]:
+        for m in _PROGRAM_RE.finditer(text.casefold()):
+            subs = [s.strip() for s in m[2].split("/") if s.strip()]
+            entry = (m[1], subs)
+            if entry not in out:
+                out.append(entry)
+    return out
+
+
+def _namespaces(text: str) -> tuple[str, ...]:
+    names: list[str] = []
+    for pattern in (_NS_AFTER_RE, _NS_BEFORE_RE):
+        for m in pattern.finditer(text):
+            for name in _LIST_SPLIT_RE.split(m[1]):
+                name = name.strip().casefold()
+                if name and name not in _NOT_NAMES and name not in names and name.isascii():
+                    names.append(name)
+    return tuple(names)
+
+
+def _kubectl_verbs(low: str) -> list[str]:
+    return [v for v in matchers.KUBECTL_MUTATING if re.search(rf"(?<![\w-]){_ws(v)}(?![\w-])", low)]
+
+
+def _ws(phrase: str) -> str:
+    return r"\s+".join(re.escape(w) for w in phrase.split())
+
+
+def _paths(clause: str, ticked: list[str]) -> list[str]:
+    """Folder globs: a backticked or bare token ending in ``/`` (``services/payments/`` →
+    ``services/payments/**``), or a backticked path with a ``/``."""
+    out: list[str] = []
+    for t in ticked:
+        t = t.strip()
+        if " " in t or "://" in t or "/" not in t:
+            continue
+        out.append(t.rstrip("/") + "/**" if t.endswith("/") else t)
+    for m in _PATH_RE.finditer(clause):
+        glob = m[1].rstrip("/") + "/**"
+        if glob not in out and "`" not in m[1]:
+            out.append(glob)
+    return [g.removeprefix("./") for g in out]
+
+
+def _branch(clause: str, ticked: list[str]) -> str | None:
+    """The branch a push rule names: a backticked bare name, else the word after a
+    preposition next to the push ("push to main", "auf main pushen")."""
+    for t in ticked:
+        if re.fullmatch(r"[\w][\w./-]{0,60}", t) and "/" not in t.rstrip("/"):
+            return t
+    m = re.search(
+        r"(?<![\w])(?:to|into|auf|nach|a|en|sur|vers|para|em|no)\s+(?:the\s+|den\s+|la\s+|el\s+|o\s+)?"
+        r"(main|master|trunk|develop|production|prod|release)\b",
+        clause.casefold(),
+    )
+    return m[1] if m else None
+
+
+def _data_objects(clause: str) -> list[str]:
+    """Dotted names that are tables or datasets, not hosts or files (``raw.customers``)."""
+    out = []
+    for m in _DOTTED_RE.finditer(clause.casefold()):
+        name = m[1]
+        last = name.rsplit(".", 1)[-1]
+        if last in _TLDS or last in _FILE_ENDINGS:
+            continue
+        out.append(name)
+    return out
+
+
+# -- rule families -------------------------------------------------------------------------
+
+
+def _approval_actions(clause: str, low: str, commands: list[tuple[str, list[str]]]) -> list[str]:
+    out: list[str] = []
+    for program, subs in commands:
+        out.append(matchers.command(program, subs))
+    if MAIL_RE.search(low):
+        domains = [d.casefold() for d in _DOMAIN_RE.findall(clause)]
+        out += [matchers.mail_outside(d) for d in domains] or [matchers.mail_outside(None)]
+    if PAY_RE.search(low):
+        out.append(matchers.tool_verb(["book", "reserv", "pay", "purchas", "buy", "checkout"]))
+    if not commands and PUSH_RE.search(low):
+        out.append(matchers.PUSH)
+    if not commands and DEPLOY_RE.search(low):
+        out.append(r"\bdeploy")
+    return list(dict.fromkeys(out))
+
+
+def _forbid(action: str, within: str | None, until: str | None) -> Rule:
+    value: dict[str, str] = {"action": action}
+    if within:
+        value["within"] = within
+    if until:
+        value["until"] = until
+    return ("forbidden_actions", value)
+
+
+def _prohibitions(
+    clause: str,
+    low: str,
+    ticked: list[str],
+    commands: list[tuple[str, list[str]]],
+    namespaces: tuple[str, ...],
+    kube_verbs: list[str],
+    read_only: bool,
+    until: str | None,
+) -> list[Rule]:
+    out: list[Rule] = []
+    pushes = bool(PUSH_RE.search(low))
+    if pushes:
+        branch = _branch(clause, ticked)
+        if branch:
+            out.append(_forbid(matchers.push_to(branch), matchers.PUSH, until))
+    for program, subs in commands:
+        if program == "git" and pushes and out:
+            continue
+        ns = namespaces if program in ("kubectl", "helm") else ()
+        out.append(
+            _forbid(
+                matchers.command(program, subs, namespaces=ns), matchers.command(program), until
+            )
+        )
+    verbs = list(kube_verbs)
+    if read_only and namespaces and not verbs:
+        verbs = list(matchers.KUBECTL_MUTATING)
+    verbs = [v for v in verbs if not any(p == "kubectl" and v in s for p, s in commands)]
+    if verbs and namespaces:
+        out.append(
+            _forbid(
+                matchers.command("kubectl", verbs, namespaces=namespaces),
+                matchers.command("kubectl"),
+                until,
+            )
+        )
+    if MIGRATION_RE.search(low):
+        out.append(_forbid(matchers.MIGRATION, matchers.DB_CALL, until))
+    if DATABASE_RE.search(low) and MODIFY_RE.search(low):
+        out.append(_forbid(matchers.SQL_WRITE, matchers.DB_CALL, until))
+    if READ_RE.search(low) or MODIFY_RE.search(low):
+        for name in _data_objects(clause):
+            out.append(_forbid(rf"(?i)\b{re.escape(name)}\b", matchers.DB_CALL, until))
+    if MODIFY_RE.search(low):
+        out += [("forbidden_write_paths", g) for g in _paths(clause, ticked)]
+    return out
+
+
+def _only_rules(
+    clause: str, low: str, ticked: list[str], namespaces: tuple[str, ...], until: str | None
+) -> list[Rule]:
+    out: list[Rule] = []
+    if MODIFY_RE.search(low):
+        paths = _paths(clause, ticked)
+        out += [("allowed_write_paths", g) for g in paths]
+        if namespaces and not paths:
+            out.append(
+                _forbid(
+                    matchers.command(
+                        "kubectl", matchers.KUBECTL_MUTATING, except_namespaces=namespaces
+                    ),
+                    matchers.command("kubectl"),
+                    until,
+                )
+            )
+    for m in _TYPED_ID_RE.finditer(clause):
+        typed = matchers.identifier_other_than(m[1])
+        if typed:
+            out.append(_forbid(typed[0], typed[1], until))
+    return out
