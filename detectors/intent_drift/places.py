@@ -36,6 +36,7 @@ def hosts_weight(
     words: Collection[str],
     *,
     neutral: Callable[[str], bool],
+    named: Callable[[str], bool] = lambda h: False,
     own_repo: bool,
     scope_hosts: Collection[str],
     scope_words: Collection[str],
@@ -54,7 +55,8 @@ def hosts_weight(
     """(weight, labels, judged) of the hosts a call contacts.
 
     Neutral: registry/docs hosts, any host of a call naming the task's repository
-    (``own_repo``), a host contacted before. In scope: on task, unless the call's new
+    (``own_repo``), a host contacted before. In scope (or ``named`` by the task's
+    words: :func:`detectors.intent_drift.scope.host_named`): on task, unless the call's new
     words continue the current ``stretch`` (its weight) or it follows a hit of a foreign
     stretch (``followed``). A host a result named (``reached``) carries that result's
     call weight, except for a data-carrying request (``sends``: egress_gaming's). A host
@@ -74,7 +76,7 @@ def hosts_weight(
     for h in hosts:
         if neutral(h) or own_repo:
             continue
-        if h in scope_hosts:
+        if h in scope_hosts or named(h):  # in scope, or named by the task's words
             judged = True
             novel = [w for w in words if w not in scope_words and w not in goal_words]
             if stretch and novel and all(w in stretch_words for w in novel):

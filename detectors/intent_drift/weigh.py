@@ -71,6 +71,8 @@ from typing import Any, NamedTuple
 from detectors.intent_drift.places import hosts_weight, paths_weight
 from detectors.intent_drift.scope import (
     from_result,
+    host_named,
+    names_entity,
     names_task_repo,
     neutral_host,
     on_topic,
@@ -239,6 +241,7 @@ class Scope(NamedTuple):
     neutral_hosts: tuple[str, ...]
     topic_share: float
     min_words: int
+    idents: Collection[str] = ()  # the entities the requests name (lower-cased)
 
 
 class Stretch(NamedTuple):
@@ -324,6 +327,7 @@ def weigh_call(
         terms.hosts,
         words,
         neutral=lambda h: neutral_host(h, scope.neutral_hosts),
+        named=lambda h: host_named(h, goal_words),
         own_repo=own_repo,
         scope_hosts=scope.hosts,
         scope_words=scope.words,
@@ -378,6 +382,10 @@ def weigh_call(
             weight = max(weight, by_words)
     if not judged:
         return NEUTRAL, [], None, None, edits
+    if 0 < weight < 2.0 and names_entity(step.arguments, scope.idents):
+        # a call on an entity the task names (its alert, function, branch, ticket) is
+        # on task whatever host or file it goes through; a foreign clone stays 2
+        weight, labels, pending, injected = 0.0, [], None, None
     if weight > 0 and stretch.instructed is not None:
         # off task right after a result that addressed the agent and overrode its task:
         # obeying a planted instruction is a goal hijack on its own
