@@ -100,6 +100,8 @@ def read_result(
     instructs = features.instructs_agent(result_chars)
     if instructs:
         log.instructed, log.since_instructed = step.seq, 0
-    learn_links(task, weight, paths, hosts, pages, log.last_paths)
+    # a neutral call's result (a test run, a build: the work's own tools) reaches what
+    # it names as an on-task one does
+    learn_links(task, max(weight, 0.0), paths, hosts, pages, log.last_paths)
     hits = query_hits(query, weight, instructs, pages, paths)
     log.results.append((step.result[:result_chars].lower(), step.seq, weight, hits))

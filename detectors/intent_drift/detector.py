@@ -63,9 +63,14 @@ from detectors.intent_drift.stretch import StretchState
 from detectors.intent_drift.task import TaskState
 from detectors.intent_drift.weigh import weigh_call
 from detectors.registry import register
+from features.calls.canonical import arguments_value
 from features.calls.step_features import features_of
 from features.session.completion import final_answer_tool
 from models.records import Alert, Step, StepKind
+
+OPENING_CALLS = 8
+"""Calls in which, with no workspace named by a start step, where the calls work is
+taken as the workspace (:func:`detectors.intent_drift.task.find_workspace`)."""
 
 
 @register
@@ -195,14 +200,20 @@ class IntentDrift(Detector):
         elif kind == StepKind.CHECKPOINT:
             self._checkpoints.update(step)
         elif kind == StepKind.MODEL_CALL:
-            if not self._task.goal_words:
-                self._set_goal(features_of(step).goal)
+            # the first substantive user turn is the task, each later one adds to it
+            # ("continue" adds nothing: features.text.requests)
+            self._set_goal(features_of(step).goal)
             drift_answer.note_output(self._answer, step)
         return []
 
     def _set_goal(self, text: str | None) -> None:
-        """The goal's text widens the task, and its figures are observed."""
-        if text:
+        """The goal's text (or a later user turn's, each once) widens the task, and its
+        figures are observed."""
+        if text and drift_task.new_turn(self._task, text):
+            if self._task.goal:
+                # a further request: what the agent does next answers it, and the user
+                # has seen what came before - the current stretch ends here
+                drift_stretch.on_task(self._stretch, 1)
             drift_task.set_goal(self._task, text)
             drift_answer.observe(self._answer, text)
 
@@ -229,6 +240,11 @@ class IntentDrift(Detector):
             return []  # else polling, retries: loops are another detector's business
         features = features_of(step)
         terms = features.terms
+        if not task.workspace and log.calls <= OPENING_CALLS:
+            value = arguments_value(step.arguments)
+            drift_task.find_workspace(
+                task, value if isinstance(value, Mapping) else None, terms.paths
+            )
         words = features.judged_words
         scope = task.scope(
             log.results,

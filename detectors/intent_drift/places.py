@@ -14,6 +14,7 @@ walks. No I/O, no clock.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 
@@ -23,7 +24,29 @@ from detectors.intent_drift.scope import file_reached, inherited, inside, relati
 from features.calls.vectors import CONTENT_DROP, directory_of, tokenize
 from models.records import Step
 
-__all__ = ["MAX_FILES", "MAX_READS", "edit_about_task", "hosts_weight", "paths_weight"]
+__all__ = [
+    "MAX_FILES",
+    "MAX_READS",
+    "changes_existing",
+    "edit_about_task",
+    "hosts_weight",
+    "paths_weight",
+]
+
+_EXISTING_RE = re.compile(r'"old\w*"\s*:|\*\*\* Update File:')
+
+
+def changes_existing(arguments: str | None) -> bool:
+    """Whether an edit's arguments change a file that exists: they carry the text it
+    replaces (``old``, ``old_string``, ``old_str``) or a patch updates it.
+
+    >>> changes_existing('{"path": "a.py", "old_string": "x", "new_string": "y"}')
+    True
+    >>> changes_existing('{"path": "notes.md", "content": "x"}')
+    False
+    """
+    return bool(arguments) and bool(_EXISTING_RE.search(arguments[:4_000]))
+
 
 MAX_FILES = 512
 """Files in reach for edits the detector keeps."""
@@ -36,6 +59,7 @@ def hosts_weight(
     words: Collection[str],
     *,
     neutral: Callable[[str], bool],
+    named: Callable[[str], bool] = lambda h: False,
     own_repo: bool,
     scope_hosts: Collection[str],
     scope_words: Collection[str],
@@ -54,7 +78,8 @@ def hosts_weight(
     """(weight, labels, judged) of the hosts a call contacts.
 
     Neutral: registry/docs hosts, any host of a call naming the task's repository
-    (``own_repo``), a host contacted before. In scope: on task, unless the call's new
+    (``own_repo``), a host contacted before. In scope (or ``named`` by the task's
+    words: :func:`detectors.intent_drift.scope.host_named`): on task, unless the call's new
     words continue the current ``stretch`` (its weight) or it follows a hit of a foreign
     stretch (``followed``). A host a result named (``reached``) carries that result's
     call weight, except for a data-carrying request (``sends``: egress_gaming's). A host
@@ -74,7 +99,7 @@ def hosts_weight(
     for h in hosts:
         if neutral(h) or own_repo:
             continue
-        if h in scope_hosts:
+        if h in scope_hosts or named(h):  # in scope, or named by the task's words
             judged = True
             novel = [w for w in words if w not in scope_words and w not in goal_words]
             if stretch and novel and all(w in stretch_words for w in novel):
@@ -175,6 +200,13 @@ def paths_weight(
                 continue
             read = reads.get(rel)
             if read is None:
+                if changes_existing(step.arguments) and not edit_about_task(
+                    p, words, step.arguments or "", goal_words=goal_words, goal_refs=goal_refs
+                ):
+                    # an existing file changed unseen: nothing on-task read it, named it
+                    # or led to it - a sweep of the agent's own (0.5 a file)
+                    weight = max(weight, 0.5)
+                    labels.append(f"{directory_of(rel) or rel}/")
                 continue  # a new file (notes, an answer): writing output is work
             if edit_about_task(
                 p, words, step.arguments or "", goal_words=goal_words, goal_refs=goal_refs

@@ -16,6 +16,7 @@ weighs a call against (the tables shared, not copied).
 from __future__ import annotations
 
 import re
+import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +29,10 @@ from detectors.intent_drift.scope import (
     neutral_host,
     relative,
     start_anchor,
+    subject_of,
+    task_identifiers,
+    task_names,
+    working_root,
 )
 from detectors.intent_drift.weigh import Scope
 from features.calls.vectors import CONTENT_DROP, StepTerms, step_terms, tokenize
@@ -43,6 +48,9 @@ MAX_HOSTS = 128
 MAX_REACHED = 512
 MAX_PAGES = 256
 MAX_REPOS = 32
+MAX_TURNS = 64
+MAX_NAMED = 128
+MAX_IDENTS = 32
 _REF_RE = re.compile(r"#\d{2,}\b")
 
 
@@ -58,6 +66,7 @@ class TaskState:
     workspace: str = ""
     task_repo: str = ""
     names: set[str] = field(default_factory=set)  # workspace / repository names
+    named: dict[str, None] = field(default_factory=dict)  # names the requests are written with
     files: dict[str, None] = field(default_factory=dict)  # files in reach for edits
     hosts: dict[str, None] = field(default_factory=dict)  # hosts in scope
     contacted: dict[str, None] = field(default_factory=dict)  # every host contacted
@@ -65,6 +74,8 @@ class TaskState:
     reached: dict[str, float] = field(default_factory=dict)  # item a result named → weight
     reads: dict[str, dict[str, Any]] = field(default_factory=dict)  # recent reads: path → ref
     pages: dict[str, float] = field(default_factory=dict)  # page a result linked → weight
+    turns: dict[int, None] = field(default_factory=dict)  # user turns read (their hashes)
+    idents: dict[str, None] = field(default_factory=dict)  # entities the requests name
 
     def rel(self, path: str) -> str:
         """``path`` relative to the workspace (as the files in reach are kept)."""
@@ -98,6 +109,7 @@ class TaskState:
             neutral_hosts,
             topic_share,
             min_words,
+            self.idents,
         )
 
 
@@ -114,15 +126,33 @@ def set_goal(task: TaskState, text: str) -> None:
             break
         task.goal_stems.update(w[:n] for n in range(5, len(w)))
     task.goal_refs.update(_REF_RE.findall(text)[:8])
+    for name in task_names(text, MAX_NAMED):
+        remember(task.named, name, None, MAX_NAMED)
+    for ident in task_identifiers(text, MAX_IDENTS):
+        remember(task.idents, ident, None, MAX_IDENTS)
     task.goal = task.goal or " ".join(text.split())[:100]  # the first request names it
     fake = Step(step_id="goal", session_id="", kind=StepKind.MODEL_CALL, ts=0, text=text)
     terms = step_terms(fake)
     for p in terms.paths:
-        remember(task.files, task.rel(p), None, MAX_FILES)
+        rel = task.rel(p)
+        # a folder the request names (no extension) covers its files: kept with its "/"
+        folder = "." not in rel.rsplit("/", 1)[-1] and "/" in rel.strip("/")
+        remember(task.files, rel.rstrip("/") + "/" if folder else rel, None, MAX_FILES)
     for h in terms.hosts:
         remember(task.hosts, h, None, MAX_HOSTS)
     for r in terms.repos:
         remember(task.repos, r, None, MAX_REPOS)
+
+
+def new_turn(task: TaskState, text: str) -> bool:
+    """Whether the user turn ``text`` is new to the task (recorded as read): a runtime
+    that repeats the request on every model call adds it once. Keyed by a CRC of the
+    text, not Python's ``hash``: a replay in another process must decide the same."""
+    key = zlib.crc32(text.encode("utf-8", "replace"))
+    if key in task.turns:
+        return False
+    remember(task.turns, key, None, MAX_TURNS)
+    return True
 
 
 def anchor_start(task: TaskState, detail: Mapping[str, Any]) -> None:
@@ -138,6 +168,22 @@ def anchor_start(task: TaskState, detail: Mapping[str, Any]) -> None:
         task.names.add(repo.rsplit("/", 1)[-1])
         task.task_repo = repo
     for name in list(task.names):  # as the goal's words are: ``attrs`` -> ``attr``
+        task.names.update(tokenize(name, drop=CONTENT_DROP))
+
+
+def find_workspace(
+    task: TaskState, arguments: Mapping[str, Any] | None, paths: Iterable[str]
+) -> None:
+    """When no start step named the workspace, take it from where an opening call works
+    (:func:`detectors.intent_drift.scope.working_root`): its files are then the task's,
+    as a start step's would be."""
+    if task.workspace:
+        return
+    root = working_root(arguments, paths, task.named.keys() | task.names)
+    if root:
+        task.workspace = root
+        name = root.rsplit("/", 1)[-1].lower()
+        task.names.add(name)
         task.names.update(tokenize(name, drop=CONTENT_DROP))
 
 
@@ -179,6 +225,9 @@ def learn_links(
             rel = task.rel(p)
             if not p.startswith("/") and rel not in own:
                 remember(task.files, rel, None, MAX_FILES)
+                subject = subject_of(rel)  # a failing test's file is the work's
+                if subject:
+                    remember(task.files, subject, None, MAX_FILES)
 
 
 def note_off_task(task: TaskState, terms: StepTerms, weight: float) -> None:

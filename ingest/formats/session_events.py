@@ -293,6 +293,7 @@ def event_drafts(event: Mapping[str, Any], *, arrival: int = 0) -> list[Draft]:
             finish_reason=event.get("finish_reason"),
             text=excerpt(output) if output else None,
             status="ok",
+            detail=_turn_detail(event.get("messages")),
             **common,
         )
         if event.get("response_id"):
@@ -375,6 +376,36 @@ def event_drafts(event: Mapping[str, Any], *, arrival: int = 0) -> list[Draft]:
             arrival=arrival,
         )
     ]
+
+
+def _turn_detail(messages: Any) -> dict[str, Any]:
+    """``{"user_message": ...}`` of a model call's input ``messages`` (chat-completion
+    shape: ``role``, ``content`` as text or as parts with ``text``): the last user
+    turn, where a later request rides (the task is the first substantive request plus
+    what later turns add); ``{}`` when no user turn is there.
+
+    >>> _turn_detail([{"role": "user", "content": "Fix #4"}, {"role": "assistant", "content": "ok"},
+    ...               {"role": "user", "content": [{"type": "text", "text": "Also add docs"}]}])
+    {'user_message': 'Also add docs'}
+    >>> _turn_detail(None)
+    {}
+    """
+    if not isinstance(messages, list):
+        return {}
+    for message in reversed(messages[-64:]):
+        if not isinstance(message, Mapping) or message.get("role") != "user":
+            continue
+        content = message.get("content")
+        if isinstance(content, list):
+            content = " ".join(
+                str(part.get("text"))
+                for part in content
+                if isinstance(part, Mapping) and isinstance(part.get("text"), str)
+            )
+        if isinstance(content, str) and content.strip():
+            return {"user_message": excerpt(content, 4096)}
+        return {}
+    return {}
 
 
 def _start_detail(event: Mapping[str, Any]) -> dict[str, Any]:
