@@ -15,9 +15,10 @@ than wall time on a shared machine. It prints the machine (CPU model, cores, Pyt
 tree the median over ``--repeat`` runs of spans per CPU second and µs of CPU per span,
 the ratio, and then each tree's replay once more attributed by stage
 (:mod:`trajwatch.bench.attribution`, run from this tree's file with the other tree on
-the path; 37f6ddb's layout is known), the current one beside the stage budget
-(``benchmarks/stage_budget.toml``) with every stage over it named. Whether both trees
-stored the same tables (``trajwatch/bench/hashes.py``) is printed too: across a schema
+the path; 37f6ddb's layout is known), side by side with the difference (the stage
+budget is set on ``trajwatch bench``'s spans: ``trajwatch bench --stages`` prints it).
+Whether both trees stored the same tables (``trajwatch/bench/hashes.py``) is printed
+too: across a schema
 change they differ by design.
 
 Run: ``.venv/bin/python benchmarks/bench_speedup.py [--spans 20000] [--repeat 3]
@@ -35,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
@@ -46,7 +48,6 @@ from opentelemetry.trace import SpanKind
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
 from trajwatch.bench.attribution import DESCRIPTIONS
-from trajwatch.bench.budget import load_budget, stage_table
 from trajwatch.bench.hashes import HASH_SEED, table_hashes
 from trajwatch.bench.run import machine
 from trajwatch.bench.spans import encode_batches, length_delimited
@@ -297,6 +298,34 @@ def stages_of(tree: Path, recordings: Path) -> dict[str, object] | None:
     return result
 
 
+def side_by_side(stages: dict[str, dict[str, Any] | None], base_label: str) -> list[str]:
+    """Both trees' stage tables as one: µs of CPU a step by stage (sampled), the
+    baseline's, this tree's and the difference, this tree's largest first; a stage one
+    tree has not is ``-`` there. The stage budget (``benchmarks/stage_budget.toml``) is
+    set on ``trajwatch bench``'s spans, not these: ``trajwatch bench --stages`` shows it."""
+    base = (stages.get("baseline") or {}).get("us_per_step", {})
+    current = (stages.get("current") or {}).get("us_per_step", {})
+    names = sorted(set(base) | set(current), key=lambda n: (-current.get(n, 0.0), n))
+
+    def cell(value: float | None) -> str:
+        return f"{value:9.1f}" if value is not None else f"{'-':>9}"
+
+    lines = [
+        "stages, µs of CPU a step (sampled):",
+        f"{base_label:>9} {'this tree':>9} {'diff':>9}  stage",
+    ]
+    for name in names:
+        b, c = base.get(name), current.get(name)
+        diff = (c or 0.0) - (b or 0.0)
+        what = DESCRIPTIONS.get(name, "")
+        lines.append(f"{cell(b)} {cell(c)} {diff:+9.1f}  {name:<24} {what}".rstrip())
+    totals = [(stages.get(k) or {}).get("total") for k in ("baseline", "current")]
+    if None not in totals:
+        diff = totals[1] - totals[0]
+        lines.append(f"{cell(totals[0])} {cell(totals[1])} {diff:+9.1f}  all of it")
+    return lines
+
+
 def _short_head(tree: Path) -> str:
     """The abbreviated commit checked out at ``tree``, or its path if git cannot tell."""
     done = subprocess.run(
@@ -414,15 +443,8 @@ def main() -> int:
         if same
         else f"  tables differ from the baseline's: {', '.join(differing)}"
     )
-    budget = load_budget()
-    for name, label in (("baseline", base_label), ("current", "this tree")):
-        table = stages.get(name)
-        if not table:
-            continue
-        print(f"\nstages of {label} ({table['steps']:,} steps), µs of CPU a step, sampled:")
-        us = table["us_per_step"]
-        shown = budget if name == "current" else None
-        print("\n".join(stage_table(us, shown, DESCRIPTIONS, total=table["total"])))
+    if stages.get("baseline") or stages.get("current"):
+        print("\n".join(["", *side_by_side(stages, base_label)]))
     return 0
 
 

@@ -475,10 +475,13 @@ def main(argv: list[str] | None = None) -> None:
     if args.json:
         print(json.dumps({"steps": done["steps"], "us_per_step": us, "total": total}))
         return
-    from trajwatch.bench.budget import load_budget, stage_table
+    from trajwatch.bench.budget import calibration, load_budget, stage_table
 
+    budget = load_budget()
+    if budget is not None:
+        budget = budget.scaled(calibration())
     print(f"{done['steps']:,} steps; load {os.getloadavg()[0]:.2f}; µs of CPU a step:")
-    print("\n".join(stage_table(us, load_budget(), DESCRIPTIONS, total=total)))
+    print("\n".join(stage_table(us, budget, DESCRIPTIONS, total=total)))
 
 
 if __name__ == "__main__":
