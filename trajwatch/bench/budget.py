@@ -116,25 +116,26 @@ def stage_table(
 
     >>> b = Budget(stages={"decode": 10.0, "store_steps": 5.0}, total=20.0)
     >>> print("\\n".join(stage_table({"decode": 12.0, "store_steps": 4.0}, b)))
-      µs/step   budget  stage
-         12.0     10.0  decode  OVER
-          4.0      5.0  store_steps
-         16.0     20.0  all of it
+      µs/step   budget        stage
+         12.0     10.0  OVER  decode
+          4.0      5.0        store_steps
+         16.0     20.0        all of it
     over budget: decode
     """
     descriptions = descriptions or {}
-    lines = ["  µs/step   budget  stage"]
+    lines = ["  µs/step   budget        stage"]
     over = over_budget(us, budget)
     for stage, value in sorted(us.items(), key=lambda kv: -kv[1]):
         limit = budget.stages.get(stage) if budget else None
         cell = f"{limit:8.1f}" if limit is not None else f"{'-':>8}"
         what = descriptions.get(stage)
-        flag = "  OVER" if stage in over else ""
-        lines.append(f"{value:9.1f} {cell}  {stage + flag:<24} {what or ''}".rstrip())
+        flag = "OVER" if stage in over else ""
+        lines.append(f"{value:9.1f} {cell} {flag:>5}  {stage:<30} {what or ''}".rstrip())
     whole = sum(us.values()) if total is None else total
     limit = budget.total if budget else None
     cell = f"{limit:8.1f}" if limit is not None else f"{'-':>8}"
-    lines.append(f"{whole:9.1f} {cell}  all of it" + ("  OVER" if "total" in over else ""))
+    flag = "OVER" if "total" in over else ""
+    lines.append(f"{whole:9.1f} {cell} {flag:>5}  all of it")
     lines.append("over budget: " + (", ".join(over) if over else "none"))
     if budget is not None and budget.scale != 1.0:
         lines.append(f"(budget scaled ×{budget.scale:.2f} to this machine by its calibration)")
