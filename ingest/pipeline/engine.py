@@ -448,7 +448,9 @@ class Pipeline:
             unit.replace_session_steps(session_id, again.storable)
             self._sessions[session_id] = again.session
             stored = {a.alert_id: a for a in unit.alerts([session_id], superseded=True)}
-            raised = {a.alert_id: a for a in again.alerts}
+            raised: dict[str, Alert] = {}
+            for alert in again.alerts:  # the first raised of an id stands, as when stored
+                raised.setdefault(alert.alert_id, alert)
             unit.restate_alerts(
                 [a for i, a in raised.items() if i in stored]
                 + [superseded(a) for i, a in stored.items() if i not in raised and not a.superseded]

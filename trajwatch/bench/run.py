@@ -198,6 +198,8 @@ def run_bench(
         "spans": spans,
         "steps": replayed["steps"],
         "alerts": len(replayed["alert_ids"]),
+        "replay_rejudged_sessions": replayed["rejudged"],
+        "replay_rejudged_steps": replayed["rejudged_steps"],
         "repeat": sizes.repeat,
         "replay_spans_per_s": round(replay_rate),
         "replay_spans_per_s_runs": [round(r) for r in replay_rates],
@@ -295,6 +297,8 @@ def _replay(traces: list[list[bytes]], tmp: Path, detectors: Any) -> dict[str, A
         "seconds": wall,
         "cpu_s": cpu,
         "steps": summary.steps,
+        "rejudged": summary.rejudged,
+        "rejudged_steps": summary.rejudged_steps,
         "alert_ids": sorted(a.alert_id for a in summary.alerts),
         "url": url,
         "folder": folder,
@@ -894,6 +898,13 @@ def format_report(report: dict[str, Any], command: str) -> str:
             f"{t['serve_acknowledged_s']} s; {t['serve_retries_503']} × 503; threads: "
             f"TRAJWATCH_CPU={t['serve_threads_cpu']})",
             f"{t['serve_over_from_string']:.4f}",
+        ),
+        (
+            "`replay`: sessions judged again in event-time order (a late step: the root span "
+            "ends last); `benchmarks/bench_rejudge.py` prices it per step",
+            f"{t['replay_rejudged_sessions']:,} settlings, {t['replay_rejudged_steps']:,} steps "
+            f"judged again of {t['steps']:,}",
+            "",
         ),
         (
             "`serve` ÷ `replay` (target ≥ 0.8)",
