@@ -115,3 +115,29 @@ def test_the_positions_of_late_steps() -> None:
 
     assert time_positions([]) == []
     assert time_positions([at(0, 5), at(1, 5), at(2, 1)]) == [0.0, 1.0, -0.5]
+
+
+def test_a_superseded_alert_is_listed_with_why_and_a_standing_one_without() -> None:
+    from dashboards.store_view import alerts_table
+    from ingest.pipeline.rejudge import SUPERSEDED, superseded
+    from models.records import Alert, Severity
+
+    def alert(n: int) -> Alert:
+        return Alert(
+            alert_id=f"al_{n}",
+            session_id="s",
+            detector="runaway_loop",
+            severity=Severity.WARN,
+            score=1.0,
+            onset_seq=n,
+            onset_step_id=f"s/{n}",
+            evidence=(),
+            reason="loop",
+            ts=n,
+        )
+
+    table = alerts_table([alert(1), superseded(alert(2))], [])
+    assert dict(zip(table["alert_id"], table["superseded"], strict=True)) == {
+        "al_1": None,
+        "al_2": SUPERSEDED,
+    }
