@@ -135,6 +135,7 @@ BUILTIN: tuple[str, ...] = (
     "detectors.compliance.decay",
     "detectors.compliance.violation",
     "detectors.duplicate_side_effect",
+    "detectors.early_quit.detector",
     "detectors.egress_gaming.detector",
     "detectors.intent_drift.detector",
     "detectors.premature_completion",

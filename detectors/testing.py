@@ -85,10 +85,13 @@ class Session:
         tokens_out: int = 200,
         text: str | None = None,
         cost: float | None = None,
+        model: str = "m",
+        finish_reason: str | None = None,
     ) -> Step:
         return self._step(
             StepKind.MODEL_CALL,
-            model="m",
+            model=model,
+            finish_reason=finish_reason,
             tokens_in=tokens_in,
             tokens_out=tokens_out,
             text=text,
