@@ -396,7 +396,7 @@ class Pipeline:
 
         for (draft, session_id), step_id, parent in zip(resolved, ids, parents, strict=True):
             # the silences this draft's event time shows, before it (ingest.pipeline.silence)
-            for quiet, due in clocks.due_before(draft.partition, draft.step.ts, live):
+            for quiet, due in clocks.due_before(draft.partition, draft.step.ts, live, session_id):
                 tick = silence_step(quiet, due)
                 touched[quiet.info.session_id] = None
                 draft_of_tick = Draft(tick, tick.step_id)

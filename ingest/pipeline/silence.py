@@ -22,7 +22,9 @@ store, or input read again, never gets a second one for the same bound. A silenc
 does not move the session's ``last_ts`` (the silence goes on) and carries what it
 measured in ``detail.silence_ms`` (its ts minus the last step's).
 
-The clock is per partition: a session is ticked by the partition its last step came from
+A session's own steps are no clock for it: a gap it ends itself gets no silence step (the
+silence was over before anyone could see it). The clock is per partition: a session is
+ticked by the partition its last step came from
 (another recording in a replay, or another Kafka partition, keeps its own time), and only
 while it is live in memory (a session evicted, or not reloaded since a restart, is ticked
 again once a step of it returns).
@@ -104,14 +106,28 @@ class Clocks:
             heapq.heappush(self._heaps.setdefault(partition, []), (due, session_id))
 
     def due_before(
-        self, partition: str, ts: int, live: Callable[[str], LiveSession | None]
+        self,
+        partition: str,
+        ts: int,
+        live: Callable[[str], LiveSession | None],
+        speaker: str,
     ) -> Iterator[tuple[LiveSession, int]]:
-        """The silence steps due on ``partition`` strictly before event time ``ts``, in
-        order, each with its session (``live`` finds it; None: not in memory). The caller
-        places each before taking the next: the next bound is pushed after it is placed."""
+        """The silence steps due on ``partition`` strictly before event time ``ts`` (a
+        draft of session ``speaker`` about to be placed), in order, each with its session
+        (``live`` finds it; None: not in memory). The caller places each before taking the
+        next: the next bound is pushed after it is placed.
+
+        None is placed in ``speaker`` itself: a session's own step is no clock for its
+        silence (it spoke: the silence is over, and nobody could have seen it from the
+        outside); its entries wait for another session's step, by which time it has
+        spoken and they are stale (unless the draft was a re-delivery)."""
         heap = self._heaps.get(partition)
+        held: list[tuple[int, str]] = []
         while heap and heap[0][0] < ts:
             due, session_id = heapq.heappop(heap)
+            if session_id == speaker:
+                held.append((due, session_id))
+                continue
             session = live(session_id)
             if session is None or self._home.get(session_id) != partition:
                 continue
@@ -121,6 +137,9 @@ class Clocks:
             following = next_due(session, self.bounds)
             if following is not None:
                 heapq.heappush(heap, (following, session_id))
+        if heap is not None:
+            for entry in held:
+                heapq.heappush(heap, entry)
 
     def forget_session(self, session_id: str) -> None:
         """``session_id`` left memory (evicted): it is ticked again once it returns."""
