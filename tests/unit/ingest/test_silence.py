@@ -134,3 +134,30 @@ def test_a_gap_the_session_ends_itself_gets_no_silence(tmp_path) -> None:
     store = replay(f"sqlite:///{tmp_path / 'a.db'}", events)
     assert len(store.steps("alone")) == 4
     assert silences(store, "alone") == []
+
+
+def test_a_traced_model_call_keeps_the_tool_calls_it_asks_for() -> None:
+    """A tool span is exported when it ends: a call in flight shows only as the request in
+    its model call's output, which stalled_run reads (its timeout, whether a person answers)."""
+    from ingest.semconv.spans import _tool_requests
+
+    parts = [
+        {"type": "text", "content": "Approval first."},
+        {
+            "type": "tool_call",
+            "id": "c1",
+            "name": "slack__request_approval",
+            "arguments": {"channel": "#ops", "text": "Approve?", "timeout_s": 86400},
+        },
+        {
+            "type": "tool_call",
+            "id": "c2",
+            "name": "shell",
+            "arguments": {"command": ["make"], "timeout_ms": 1200000},
+        },
+    ]
+    attrs = {"gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": parts}])}
+    assert _tool_requests(attrs) == [
+        {"name": "slack__request_approval", "id": "c1", "timeout_s": 86400.0, "human": True},
+        {"name": "shell", "id": "c2", "timeout_s": 1200.0},
+    ]
