@@ -37,7 +37,8 @@ def open_plan_items(args: Any) -> int | None:
         if not isinstance(items, Sequence) or isinstance(items, str) or not items:
             continue
         statuses = [i.get("status") for i in items[:200] if isinstance(i, Mapping)]
-        if not statuses or not all(isinstance(s, str) for s in statuses):
+        texts = [s for s in statuses if isinstance(s, str)]
+        if not texts or len(texts) != len(statuses):
             continue
-        return sum(1 for s in statuses if s.strip().lower() not in _CLOSED)
+        return len([s for s in texts if s.strip().lower() not in _CLOSED])
     return None
