@@ -282,10 +282,11 @@ SIGNAL_GROUPS: Mapping[str, str] = {
 only from different families (a loop and the budget it burns are one signal, not two). A
 detector not named here is a family of its own."""
 STOPS = frozenset({Action.KILL, Action.ROLLBACK})
-ADVISORY = frozenset({"premature_completion"})
-"""Detectors whose alerts never count as the second signal for a stop: premature
-completion judges a run's claim at its end, after the fact — there is nothing left for a
-kill to stop, and a wrong claim is no witness that another detector's stop is right."""
+ADVISORY = frozenset({"premature_completion", "stalled_run", "early_quit"})
+"""Detectors whose alerts never count as the second signal for a stop: they judge a run
+that has already stopped — premature completion and an early quit its claim at its end, a
+stalled run its silence after its worker died. There is nothing left for a kill to stop,
+and none of them witnesses that another detector's stop is right."""
 
 
 def signal_group(detector: str) -> str:
