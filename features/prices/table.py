@@ -26,12 +26,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from features.prices.list_prices import LIST_PRICES
+from features.text.models import holds_model
 from models.records import Step, StepKind
 
 PER = 1_000_000
 """Rates are per this many tokens."""
-_PREFIX_ENDS = "/."
-_SUFFIX_STARTS = "-_:@"
 _MEMO_MAX = 4096
 """Model names remembered with their rate (cleared when full: names are few)."""
 
@@ -115,25 +114,6 @@ class Prices:
 @functools.cache
 def _bundled() -> Prices:
     return Prices({model: Rate(*rates) for model, rates in LIST_PRICES.items()})
-
-
-def holds_model(name: str, key: str) -> bool:
-    """Whether model name ``name`` (lower case) holds table key ``key`` at a prefix
-    boundary, followed by a suffix boundary (the matching the module describes; the
-    context-window table matches the same way).
-
-    >>> holds_model("openai/gpt-4o-2024-08-06", "gpt-4o"), holds_model("gpt-4.1", "gpt-4")
-    (True, False)
-    """
-    start = name.find(key)
-    while start >= 0:
-        end = start + len(key)
-        if (start == 0 or name[start - 1] in _PREFIX_ENDS) and (
-            end == len(name) or name[end] in _SUFFIX_STARTS
-        ):
-            return True
-        start = name.find(key, start + 1)
-    return False
 
 
 def rates_from(table: Mapping[str, Any], *, where: str) -> dict[str, Rate]:

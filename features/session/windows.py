@@ -7,7 +7,7 @@ OpenAI's GPT-5 family 400,000 in total of which 272,000 input (what Codex report
 ``model_context_window``), GPT-4.1 1,047,576, GPT-4o 128,000, o-series 200,000; Google's
 Gemini 2.x and 3 1,048,576 (Gemini 1.5 Pro 2,097,152). A family row (``claude``, ``gpt-5``,
 ``gemini``) covers models newer than the table. Model names match as prices do
-(:func:`features.prices.table.holds_model`: ``gpt-4o-2024-08-06`` is ``gpt-4o``, a provider
+(:func:`features.text.models.holds_model`: ``gpt-4o-2024-08-06`` is ``gpt-4o``, a provider
 prefix is skipped); a window the runtime reported on the call (``detail.context_window``)
 wins over the table. A name nothing matches has no window: nothing is inferred from it.
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from features.prices.table import holds_model
+from features.text.models import holds_model
 
 __all__ = ["CONTEXT_WINDOWS", "context_window"]
 
