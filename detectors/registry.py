@@ -139,6 +139,7 @@ BUILTIN: tuple[str, ...] = (
     "detectors.intent_drift.detector",
     "detectors.premature_completion",
     "detectors.runaway_loop.detector",
+    "detectors.workspace_conflict.detector",
 )
 """The modules of the built-in detectors: importing one runs its ``@register``. A new
 detector is one module (or one family package) plus one line here."""

@@ -50,12 +50,19 @@ from trajwatch.actions.policy import STOPS, ActionPolicy, plan
 from trajwatch.service.replay import replay
 from trajwatch.settings import Settings
 
-FAILURES = ("runaway_loop", "intent_drift", "compliance_decay", "egress_gaming")
+FAILURES = (
+    "runaway_loop",
+    "intent_drift",
+    "compliance_decay",
+    "egress_gaming",
+    "workspace_conflict",
+)
 DETECTOR_FOR = {
     "runaway_loop": ["runaway_loop", "baseline_openlit_repeat3", "baseline_gemini_consecutive5"],
     "intent_drift": ["intent_drift"],
     "compliance_decay": ["compliance_decay"],
     "egress_gaming": ["egress_gaming"],
+    "workspace_conflict": ["workspace_conflict"],
 }
 """Which detectors (and baselines) are scored against each labelled failure."""
 
