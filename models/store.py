@@ -970,6 +970,10 @@ class StoreUnit:
         """How many writes of ``session_id`` are recorded for workspace ``key``."""
         return _workspace_writes.count(self._connection, key, session_id)
 
+    def seq_at(self, session_id: str, ts: int) -> int | None:
+        """The seq of the session's last stored step at or before event time ``ts``."""
+        return _workspace_writes.seq_at(self._connection, session_id, ts)
+
     def prune_workspace_writes(self, key: str, before: int) -> int:
         """Forget the writes of workspace ``key`` older than event time ``before``."""
         return _workspace_writes.prune(self._connection, key, before)

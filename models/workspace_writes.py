@@ -21,12 +21,13 @@ from sqlalchemy import Connection, Table, delete, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 
 from models.records import WorkspaceWrite
-from models.tables import WorkspaceRow, WorkspaceWriteRow
+from models.tables import StepRow, WorkspaceRow, WorkspaceWriteRow
 
-__all__ = ["add", "count", "existing", "lock", "prune", "read"]
+__all__ = ["add", "count", "existing", "lock", "prune", "read", "seq_at"]
 
 _writes: Table = WorkspaceWriteRow.__table__  # type: ignore[assignment]
 _workspaces: Table = WorkspaceRow.__table__  # type: ignore[assignment]
+_steps: Table = StepRow.__table__  # type: ignore[assignment]
 _FIELDS = tuple(c.name for c in _writes.columns)
 
 
@@ -110,3 +111,15 @@ def prune(connection: Connection, key: str, before: int) -> int:
         delete(_writes).where(_writes.c.workspace_key == key).where(_writes.c.ts < before)
     )
     return int(result.rowcount or 0)
+
+
+def seq_at(connection: Connection, session_id: str, ts: int) -> int | None:
+    """The seq of session ``session_id``'s last stored step at or before event time
+    ``ts``; None when it has none."""
+    query = (
+        select(func.max(_steps.c.seq))
+        .where(_steps.c.session_id == session_id)
+        .where(_steps.c.ts <= ts)
+    )
+    found = connection.execute(query).scalar_one()
+    return None if found is None else int(found)

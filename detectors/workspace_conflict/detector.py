@@ -38,7 +38,7 @@ evidence that two sessions share a place: they are not judged unless
 >>> found = detector.judge([b], [a], spans)
 >>> [(c.rule, c.mine.session_id, c.theirs.session_id) for c in found]
 [('same_file', 'B', 'A')]
->>> alerts = detector.alerts(found, spans, {"A": 9, "B": 4})
+>>> alerts = detector.alerts(found, spans, {("A", 240 * 10**9): 9, ("B", 240 * 10**9): 4})
 >>> [(x.session_id, x.onset_seq, x.raised_seq, str(x.severity)) for x in alerts]
 [('B', 4, 4, 'warn'), ('A', 7, 9, 'warn')]
 >>> [ref.get("session_id") for ref in alerts[1].evidence]
@@ -62,7 +62,6 @@ from models.records import Action, Alert, SessionInfo, Severity, Step, Workspace
 __all__ = ["WorkspaceConflict"]
 
 _NS = 1_000_000_000
-_RANK = {Severity.WARN: 1, Severity.CRITICAL: 2}
 _SCORE = {Severity.WARN: 0.6, Severity.CRITICAL: 1.0}
 _HALF = MAX_EVIDENCE // 2
 
@@ -188,45 +187,61 @@ class WorkspaceConflict(Detector):
         self,
         found: Sequence[Conflict],
         spans: Mapping[str, Span],
-        last_seq: Mapping[str, int],
+        seq_at: Mapping[tuple[str, int], int],
         already: Mapping[str, set[tuple[str, str]]] | None = None,
     ) -> list[Alert]:
-        """One alert per session and other session of ``found`` (each side of a pair),
-        the pair's most severe rule deciding; ``already``: session → (other session,
-        severity) alerted before, not raised again. ``last_seq``: each session's last
-        placed seq, where the alert is raised (an alert on the session seen first is
-        raised at its newest step, not at the old write it names)."""
+        """One alert per session, other session and severity of ``found`` (each side of a
+        pair), from the conflicts of that severity found first in event time
+        (:attr:`~detectors.workspace_conflict.rules.Conflict.found_at`): what a commit of
+        any size raises is what one step at a time raises. ``already``: session → (other
+        session, severity) alerted before, not raised again. ``seq_at``: (session, event
+        time) → the session's seq then: the alert is raised at the time its conflict
+        exists (the session that wrote first is raised there, not at the old write its
+        onset names)."""
         already = already or {}
-        pairs: dict[tuple[str, str], list[tuple[Conflict, bool]]] = defaultdict(list)
+        groups: dict[tuple[str, str, Severity], list[tuple[Conflict, bool]]] = defaultdict(list)
         for conflict in found:
             mine, theirs = conflict.mine.session_id, conflict.theirs.session_id
-            pairs[(mine, theirs)].append((conflict, True))
-            pairs[(theirs, mine)].append((conflict, False))
+            groups[(mine, theirs, conflict.severity)].append((conflict, True))
+            groups[(theirs, mine, conflict.severity)].append((conflict, False))
         out: list[Alert] = []
-        for (session, other), items in pairs.items():
-            worst = max(items, key=lambda item: _RANK[item[0].severity])[0]
-            severity = worst.severity
-            if (other, str(severity)) in already.get(session, set()):
+        critical_at = {
+            (session, other): min(c.found_at for c, _ in items)
+            for (session, other, severity), items in groups.items()
+            if severity == Severity.CRITICAL
+        }
+        for (session, other, severity), items in groups.items():
+            done = already.get(session, set())
+            if (other, str(severity)) in done:
                 continue
+            at = min(c.found_at for c, _ in items)
+            if severity == Severity.WARN and (
+                (other, str(Severity.CRITICAL)) in done
+                or critical_at.get((session, other), at + 1) <= at
+            ):
+                continue  # a warning after the pair's critical alert says nothing new
+            first = sorted(
+                ((c, side) for c, side in items if c.found_at == at),
+                key=lambda item: (item[0].rule, item[0].mine.step_id, item[0].theirs.step_id),
+            )
             own = sorted(
-                {(c.mine if side else c.theirs) for c, side in items},
-                key=lambda w: (w.ts, w.step_id),
+                {(c.mine if side else c.theirs) for c, side in first},
+                key=lambda w: (w.ts, w.step_id, w.path),
             )
             theirs = sorted(
-                {(c.theirs if side else c.mine) for c, side in items}
-                | {c.checkpoint for c, _ in items if c.checkpoint is not None},
-                key=lambda w: (w.ts, w.step_id),
+                {(c.theirs if side else c.mine) for c, side in first}
+                | {c.checkpoint for c, _ in first if c.checkpoint is not None},
+                key=lambda w: (w.ts, w.step_id, w.path),
             )
             onset = own[0]
-            newest = max(w.ts for w in (*own, *theirs))
             raised = StepRef(
                 session,
                 onset.step_id,
-                max(last_seq.get(session, onset.seq), onset.seq),
-                newest,
+                max(seq_at.get((session, at), onset.seq), onset.seq),
+                at,
                 onset.source_ref,
             )
-            is_mine = next(side for c, side in items if c is worst)
+            conflict, is_mine = first[0]
             alert = make_alert(
                 self.name,
                 onset=StepRef(session, onset.step_id, onset.seq, onset.ts, onset.source_ref),
@@ -234,7 +249,7 @@ class WorkspaceConflict(Detector):
                 evidence=[],
                 score=_SCORE[severity],
                 severity=severity,
-                reason=_reason(worst, is_mine, spans),
+                reason=_reason(conflict, is_mine, spans),
                 action=Action.NOTIFY,
             )
             evidence: list[Mapping[str, Any]] = [w.ref() for w in own[:_HALF]]

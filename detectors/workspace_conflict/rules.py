@@ -12,8 +12,9 @@ The rules, for writes ``a`` (session A) and ``b`` (session B ≠ A) of one works
   other session is live (started, not ended). Two runs editing one file at once.
 - ``same_branch``: both commit on the branch of one checkout (same host and directory),
   or both push the remote branch, within ``window``, both live.
-- ``force_push``: as ``same_branch`` on the remote branch, one of the pushes forced: the
-  other run's pushed commits are gone from the remote.
+- ``force_push``: A force-pushes the remote branch after B pushed it, B's push made while
+  A was running (A's base did not hold B's commits): they are gone from the remote,
+  whether B still runs or not.
 - ``reset_over``: A resets the whole tree of a checkout (``git reset --hard``, ``stash``,
   ``clean -f``, ``checkout .``) that B shares, while B is live, after B wrote in it
   (within ``window``): B's edits or commits are undone under it.
@@ -90,6 +91,11 @@ class Conflict:
     @property
     def severity(self) -> Severity:
         return SEVERITY[self.rule]
+
+    @property
+    def found_at(self) -> int:
+        """The event time the conflict exists from: the later of its two writes."""
+        return max(self.mine.ts, self.theirs.ts)
 
 
 def same_checkout(a: Span, b: Span) -> bool:
@@ -185,8 +191,14 @@ def _pair_rules(
             yield "same_branch"
         return
     if a.path == b.path == REMOTE and a.op in _PUSHES and b.op in _PUSHES:
+        for forced, pushed, by in ((a, b, sa), (b, a, sb)):
+            # a forced push over a push made after the forcing run began (its base did
+            # not hold those commits): they are gone from the remote, ended run or not
+            if forced.op == "force_push" and pushed.ts <= forced.ts and by.live_at(pushed.ts):
+                yield "force_push"
+                return
         if both_live:
-            yield "force_push" if "force_push" in (a.op, b.op) else "same_branch"
+            yield "same_branch"
         return
     for reset, victim, by, of in ((a, b, sa, sb), (b, a, sb, sa)):
         if (

@@ -89,12 +89,18 @@ class WorkspaceStage:
                     involved = sorted(
                         {c.mine.session_id for c in found} | {c.theirs.session_id for c in found}
                     )
-                    last = {
-                        s: cursor.next_seq - 1
-                        for s, cursor in unit.session_cursors(involved).items()
+                    # raised where each session was when the newer write of its pair
+                    # happened (event time): the same whatever the commits' sizes
+                    moments = {
+                        (w.session_id, c.found_at) for c in found for w in (c.mine, c.theirs)
+                    }
+                    seq_at = {
+                        moment: seq
+                        for moment in sorted(moments)
+                        if (seq := unit.seq_at(*moment)) is not None
                     }
                     already = _alerted(unit.alerts(involved), detector.name)
-                    alerts += detector.alerts(found, spans, last, already)
+                    alerts += detector.alerts(found, spans, seq_at, already)
             # forget what no later write can conflict with (late steps aside: 2 windows)
             unit.prune_workspace_writes(key, max(w.ts for w in mine) - 2 * detector.retention)
         return alerts
