@@ -141,6 +141,12 @@ class WorkspaceConflict(Detector):
     def _reset(self) -> None:
         self._score = 0.0
 
+    @property
+    def thresholds(self) -> dict[str, float]:
+        """The scores its alerts carry (``warn`` 0.6, ``critical`` 1.0); its per-session
+        ``score`` stays 0: the cross-session alerts are raised by the workspace stage."""
+        return {str(k): v for k, v in _SCORE.items()}
+
     def update(self, step: Step) -> list[Alert]:
         """Nothing per session: the findings need other sessions (module docstring)."""
         return []

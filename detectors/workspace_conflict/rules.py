@@ -8,10 +8,11 @@ so it is the same whichever of the two writes is seen first.
 
 The rules, for writes ``a`` (session A) and ``b`` (session B ≠ A) of one workspace key:
 
-- ``same_file``: both write one file, within ``window`` of each other, each while the
-  other session is live (started, not ended). Two runs editing one file at once.
+- ``same_file``: both write one file, within ``window`` of each other, the later write
+  while the earlier writer's session is live (not ended). Two runs editing one file at
+  once.
 - ``same_branch``: both commit on the branch of one checkout (same host and directory),
-  or both push the remote branch, within ``window``, both live.
+  or both push the remote branch, within ``window``, the earlier writer live as above.
 - ``force_push``: A force-pushes the remote branch after B pushed it, B's push made while
   A was running (A's base did not hold B's commits): they are gone from the remote,
   whether B still runs or not.
@@ -181,7 +182,9 @@ def _pair_rules(
     gap = abs(a.ts - b.ts)
     if gap > window:
         return
-    both_live = sb.live_at(a.ts) and sa.live_at(b.ts)
+    # the later write lands while the earlier writer still runs: its work in progress
+    # is overwritten (a run that had ended handed over; a sequential run is no conflict)
+    both_live = sb.live_at(a.ts) if b.ts <= a.ts else sa.live_at(b.ts)
     if a.path == b.path and a.path not in _SPECIAL:
         if a.op in _FILE_OPS and b.op in _FILE_OPS and both_live:
             yield "same_file"
