@@ -207,9 +207,9 @@ class WorkspaceConflict(Detector):
         already = already or {}
         groups: dict[tuple[str, str, Severity], list[tuple[Conflict, bool]]] = defaultdict(list)
         for conflict in found:
-            mine, theirs = conflict.mine.session_id, conflict.theirs.session_id
-            groups[(mine, theirs, conflict.severity)].append((conflict, True))
-            groups[(theirs, mine, conflict.severity)].append((conflict, False))
+            one, two = conflict.mine.session_id, conflict.theirs.session_id
+            groups[(one, two, conflict.severity)].append((conflict, True))
+            groups[(two, one, conflict.severity)].append((conflict, False))
         out: list[Alert] = []
         critical_at = {
             (session, other): min(c.found_at for c, _ in items)
@@ -230,16 +230,16 @@ class WorkspaceConflict(Detector):
                 ((c, side) for c, side in items if c.found_at == at),
                 key=lambda item: (item[0].rule, item[0].mine.step_id, item[0].theirs.step_id),
             )
-            own = sorted(
+            mine: list[WorkspaceWrite] = sorted(
                 {(c.mine if side else c.theirs) for c, side in first},
                 key=lambda w: (w.ts, w.step_id, w.path),
             )
-            theirs = sorted(
+            theirs: list[WorkspaceWrite] = sorted(
                 {(c.theirs if side else c.mine) for c, side in first}
                 | {c.checkpoint for c, _ in first if c.checkpoint is not None},
                 key=lambda w: (w.ts, w.step_id, w.path),
             )
-            onset = own[0]
+            onset = mine[0]
             raised = StepRef(
                 session,
                 onset.step_id,
@@ -258,7 +258,7 @@ class WorkspaceConflict(Detector):
                 reason=_reason(conflict, is_mine, spans),
                 action=Action.NOTIFY,
             )
-            evidence: list[Mapping[str, Any]] = [w.ref() for w in own[:_HALF]]
+            evidence: list[Mapping[str, Any]] = [w.ref() for w in mine[:_HALF]]
             evidence += [w.ref() for w in theirs[:_HALF]]
             out.append(replace(alert, evidence=tuple(evidence)))
         return out

@@ -246,7 +246,8 @@ def _checkout(
         source = next((a for a in before if not a.startswith("-")), None)
     elif verb == "restore":
         files = positional
-        source = (options.get("--source") or options.get("-s") or [None])[0]
+        given = options.get("--source") or options.get("-s") or []
+        source = given[0] if given else None
     else:  # checkout X: a branch or revision switch unless X is "." (no way to tell files)
         files = [p for p in positional if p == "."]
         source = None

@@ -120,6 +120,7 @@ class WorkspaceStage:
             if key is None:
                 continue
             info = infos[sid]
+            found: list[tuple[str, str, str | None]]
             if step.kind == _CHECKPOINT:
                 commit = step.detail.get("commit")
                 if isinstance(commit, str) and commit.strip():
