@@ -1,20 +1,28 @@
-"""End-to-end replay rate of this tree beside a baseline commit, on the same spans.
+"""End-to-end replay cost of this tree beside a baseline commit, on the same spans.
 
 Builds realistic agent traces with the real OpenTelemetry SDK and its OTLP encoder
 (100 spans a trace: the ``invoke_agent`` root, then model calls, tool calls with ~200-byte
 arguments and results of a few hundred bytes, HTTP client children under the tools that
 fetch; batches of 100 spans as an exporter sends them), writes them as length-delimited
-``*.otlp.binpb`` recordings, checks the baseline commit out beside the current tree
-(``git worktree add --detach`` in a temporary folder, removed afterwards), and replays
-the same files with each tree: ``trajwatch replay`` (its CLI entry, all detectors, the
-tree's own ``trajwatch.toml``) into a fresh SQLite file, each run in its own process
-with the same interpreter, alternating baseline and current. It prints, per tree, the
-median over ``--repeat`` runs of spans per second of CPU and µs of CPU per span (process
-CPU time of the replay call, imports excluded), the ratio, and the machine; and it
-checks that both trees stored the same tables (``trajwatch/bench/hashes.py``).
+``*.otlp.binpb`` recordings (or takes ``--recordings``), checks the baseline commit out
+beside the current tree (``git worktree add --detach`` in a temporary folder, removed
+afterwards), and replays the same files with each tree: ``trajwatch replay`` (the tree's
+own CLI entry, all detectors, the tree's own ``trajwatch.toml``) into a fresh SQLite
+file, each run in its own process with the same interpreter (``PYTHONPATH`` the tree),
+alternating A B A B (baseline, current). A run's figure is the CPU seconds of the replay
+call in that process (``time.process_time``: user + system, imports excluded), steadier
+than wall time on a shared machine. It prints the machine (CPU model, cores, Python), per
+tree the median over ``--repeat`` runs of spans per CPU second and µs of CPU per span,
+the ratio, and then each tree's replay once more attributed by stage
+(:mod:`trajwatch.bench.attribution`, run from this tree's file with the other tree on
+the path; 37f6ddb's layout is known), side by side with the difference (the stage
+budget is set on ``trajwatch bench``'s spans: ``trajwatch bench --stages`` prints it).
+Whether both trees stored the same tables (``trajwatch/bench/hashes.py``) is printed
+too: across a schema
+change they differ by design.
 
 Run: ``.venv/bin/python benchmarks/bench_speedup.py [--spans 20000] [--repeat 3]
-[--baseline ca4810b]``
+[--baseline 37f6ddb] [--recordings DIR] [--no-stages]``
 """
 
 from __future__ import annotations
@@ -22,13 +30,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import random
 import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
@@ -39,11 +47,13 @@ from opentelemetry.trace import SpanKind
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
+from trajwatch.bench.attribution import DESCRIPTIONS
 from trajwatch.bench.hashes import HASH_SEED, table_hashes
+from trajwatch.bench.run import machine
 from trajwatch.bench.spans import encode_batches, length_delimited
 
-BASELINE = "ca4810b"
-"""main when issue 12 was taken up."""
+BASELINE = "37f6ddb"
+"""main a week before issue 28 (its target: no slower per span than this)."""
 SPANS_PER_TRACE = 100
 BATCH = 100
 TRACES_PER_FILE = 20
@@ -227,23 +237,37 @@ def write_recordings(traces: list[list[ReadableSpan]], folder: Path) -> int:
 
 _CHILD = """
 import json, sys, time
-from trajwatch.cli.main import main as cli
-import trajwatch.service.replay, ingest.pipeline.engine, detectors.registry
+if sys.argv[3] == "trajwatch":
+    from trajwatch.cli.main import main as cli
+    import trajwatch.service.replay, ingest.pipeline.engine, detectors.registry
+else:  # 37f6ddb's layout: the CLI was ingest.cli
+    from ingest.cli import main as cli
+    import ingest.replay, ingest.pipeline, detectors.registry
 cpu, wall = time.process_time(), time.perf_counter()
-rc = cli.main(["replay", "--json", "--db", sys.argv[1], sys.argv[2]])
+rc = cli(["replay", "--json", "--db", sys.argv[1], sys.argv[2]])
 cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
 sys.stderr.write(json.dumps({"rc": rc, "cpu": cpu, "wall": wall}) + "\\n")
 """
+ATTRIBUTION = Path(__file__).resolve().parents[1] / "trajwatch" / "bench" / "attribution.py"
+
+
+def _env(tree: Path) -> dict[str, str]:
+    env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONHASHSEED": HASH_SEED}
+    env.pop("TRAJWATCH_DB_URL", None)
+    return env
+
+
+def _layout(tree: Path) -> str:
+    """``trajwatch`` (the CLI in trajwatch/cli) or ``ingest`` (37f6ddb's ingest/cli.py)."""
+    return "trajwatch" if (tree / "trajwatch" / "cli" / "main.py").exists() else "ingest"
 
 
 def run_tree(tree: Path, recordings: Path, db: Path) -> dict[str, float]:
     """One replay of ``recordings`` by ``tree``'s code into ``db``: its CPU and wall s."""
-    env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONHASHSEED": HASH_SEED}
-    env.pop("TRAJWATCH_DB_URL", None)
     done = subprocess.run(
-        [sys.executable, "-c", _CHILD, f"sqlite:///{db}", str(recordings)],
+        [sys.executable, "-c", _CHILD, f"sqlite:///{db}", str(recordings), _layout(tree)],
         cwd=tree,
-        env=env,
+        env=_env(tree),
         check=True,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -253,6 +277,53 @@ def run_tree(tree: Path, recordings: Path, db: Path) -> dict[str, float]:
     if result["rc"] != 0:
         raise SystemExit(f"replay by {tree} failed: exit {result['rc']}")
     return result
+
+
+def stages_of(tree: Path, recordings: Path) -> dict[str, object] | None:
+    """``tree``'s replay of ``recordings`` attributed by stage (µs of CPU a step), or None
+    when this file's attribution cannot drive that tree (its error is printed)."""
+    config = ["--config", "trajwatch.toml"] if (tree / "trajwatch.toml").exists() else []
+    done = subprocess.run(
+        [sys.executable, str(ATTRIBUTION), "--json", *config, str(recordings)],
+        cwd=tree,
+        env=_env(tree),
+        check=False,
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        print(f"  (no stage table for {tree}: {done.stderr.strip().splitlines()[-1:]})")
+        return None
+    result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def side_by_side(stages: dict[str, dict[str, Any] | None], base_label: str) -> list[str]:
+    """Both trees' stage tables as one: µs of CPU a step by stage (sampled), the
+    baseline's, this tree's and the difference, this tree's largest first; a stage one
+    tree has not is ``-`` there. The stage budget (``benchmarks/stage_budget.toml``) is
+    set on ``trajwatch bench``'s spans, not these: ``trajwatch bench --stages`` shows it."""
+    base = (stages.get("baseline") or {}).get("us_per_step", {})
+    current = (stages.get("current") or {}).get("us_per_step", {})
+    names = sorted(set(base) | set(current), key=lambda n: (-current.get(n, 0.0), n))
+
+    def cell(value: float | None) -> str:
+        return f"{value:9.1f}" if value is not None else f"{'-':>9}"
+
+    lines = [
+        "stages, µs of CPU a step (sampled):",
+        f"{base_label:>9} {'this tree':>9} {'diff':>9}  stage",
+    ]
+    for name in names:
+        b, c = base.get(name), current.get(name)
+        diff = (c or 0.0) - (b or 0.0)
+        what = DESCRIPTIONS.get(name, "")
+        lines.append(f"{cell(b)} {cell(c)} {diff:+9.1f}  {name:<24} {what}".rstrip())
+    totals = [(stages.get(k) or {}).get("total") for k in ("baseline", "current")]
+    if None not in totals:
+        diff = totals[1] - totals[0]
+        lines.append(f"{cell(totals[0])} {cell(totals[1])} {diff:+9.1f}  all of it")
+    return lines
 
 
 def _short_head(tree: Path) -> str:
@@ -266,82 +337,115 @@ def _short_head(tree: Path) -> str:
     return done.stdout.strip() or str(tree)
 
 
+def _spans_in(recordings: Path) -> int:
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
+
+    count = 0
+    for path in sorted(recordings.rglob("*.otlp.binpb")):
+        data, at = path.read_bytes(), 0
+        while at < len(data):
+            size, shift = 0, 0
+            while True:
+                byte = data[at]
+                at += 1
+                size |= (byte & 0x7F) << shift
+                shift += 7
+                if byte < 0x80:
+                    break
+            body = ExportTraceServiceRequest.FromString(data[at : at + size])
+            count += sum(len(ss.spans) for rs in body.resource_spans for ss in rs.scope_spans)
+            at += size
+    return count
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--spans", type=int, default=20_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--baseline", default=BASELINE, help="commit to compare with")
     parser.add_argument("--baseline-tree", type=Path, help="an existing checkout to use instead")
+    parser.add_argument(
+        "--recordings", type=Path, help="replay this folder of *.otlp.binpb instead of building"
+    )
+    parser.add_argument("--no-stages", action="store_true", help="leave the stage tables out")
     args = parser.parse_args()
     here = Path(__file__).resolve().parents[1]
     with tempfile.TemporaryDirectory(prefix="bench-speedup-") as tmp_name:
         tmp = Path(tmp_name)
-        recordings = tmp / "recordings"
-        recordings.mkdir()
-        spans = write_recordings(make_traces(args.spans), recordings)
+        if args.recordings is not None:
+            recordings = args.recordings.resolve()
+            spans = _spans_in(recordings)
+        else:
+            recordings = tmp / "recordings"
+            recordings.mkdir()
+            spans = write_recordings(make_traces(args.spans), recordings)
         base = args.baseline_tree
         if base is None:
             base = tmp / "baseline"
-            subprocess.run(
-                [
-                    "git",
-                    "-C",
-                    str(here),
-                    "worktree",
-                    "add",
-                    "--detach",
-                    "--quiet",
-                    str(base),
-                    args.baseline,
-                ],
-                check=True,
-            )
+            add = ["git", "-C", str(here), "worktree", "add", "--detach", "--quiet"]
+            subprocess.run([*add, str(base), args.baseline], check=True)
         try:
             runs: dict[str, list[dict[str, float]]] = {"baseline": [], "current": []}
-            trees = {"baseline": base, "current": here}
+            trees = {"baseline": base.resolve(), "current": here}
             hashes = {}
-            for r in range(args.repeat):
+            for r in range(args.repeat):  # A B A B: a change in the machine's load hits both
                 for name, tree in trees.items():
                     db = tmp / f"{name}-{r}.db"
                     runs[name].append(run_tree(tree, recordings, db))
                     if r == 0:
                         hashes[name] = table_hashes(db)
                     db.unlink()
+            stages = {}
+            if not args.no_stages:
+                stages = {name: stages_of(tree, recordings) for name, tree in trees.items()}
         finally:
             if args.baseline_tree is None:
                 subprocess.run(
                     ["git", "-C", str(here), "worktree", "remove", "--force", str(base)],
                     check=False,
                 )
+    m = machine()
     print(
-        f"machine: {platform.platform()}, {platform.processor() or platform.machine()}, "
-        f"{os.cpu_count()} cpus, Python {platform.python_version()}; "
-        f"load average {os.getloadavg()[0]:.1f}"
+        f"machine: {m['cpu']}, {m['cores']} cores, Python {m['python']}, {m['platform']}; "
+        f"load average {m['load_1m']} at the end"
     )
     steps = hashes["current"]["steps"]["rows"]
     print(
-        f"input: {spans} spans ({SPANS_PER_TRACE} a trace, ~{ARGUMENT_BYTES}-byte tool "
-        f"arguments) -> {steps} steps; trajwatch replay into SQLite, all detectors; "
-        f"median of {args.repeat} runs each"
+        f"input: {spans} spans -> {steps} steps ({hashes['baseline']['steps']['rows']} by the "
+        f"baseline); trajwatch replay into SQLite, all detectors, each tree's trajwatch.toml; "
+        f"CPU seconds of the replay call, runs alternated A B A B, median of {args.repeat}"
     )
     rates = {}
     # the baseline's own commit when a checkout was given (not the --baseline default)
     base_label = _short_head(base) if args.baseline_tree is not None else args.baseline
     for name, label in (("baseline", base_label), ("current", "this tree")):
-        cpu = statistics.median(r["cpu"] for r in runs[name])
+        cpus = [r["cpu"] for r in runs[name]]
+        cpu = statistics.median(cpus)
         wall = statistics.median(r["wall"] for r in runs[name])
         rates[name] = spans / cpu
         print(
             f"  {name:<9} {label:<10} {spans / cpu:>8,.0f} spans/s of CPU  "
-            f"{cpu / spans * 1e6:7.1f} µs CPU/span  ({cpu:.2f} s CPU, {wall:.2f} s wall)"
+            f"{cpu / spans * 1e6:7.1f} µs CPU/span  ({cpu:.2f} s CPU, {wall:.2f} s wall; "
+            f"runs: {', '.join(f'{c:.2f}' for c in cpus)} s CPU)"
         )
-    print(f"  ratio current/baseline: {rates['current'] / rates['baseline']:.2f}x")
+    print(
+        "  ratio current/baseline (spans per CPU second): "
+        f"{rates['current'] / rates['baseline']:.2f}x"
+    )
     same = hashes["baseline"] == hashes["current"]
     differing = sorted(
         t for t in hashes["current"] if hashes["current"][t] != hashes["baseline"].get(t)
     )
-    print("  tables: identical" if same else f"  tables DIFFER: {', '.join(differing)}")
-    return 0 if same else 1
+    print(
+        "  tables: identical"
+        if same
+        else f"  tables differ from the baseline's: {', '.join(differing)}"
+    )
+    if stages.get("baseline") or stages.get("current"):
+        print("\n".join(["", *side_by_side(stages, base_label)]))
+    return 0
 
 
 if __name__ == "__main__":

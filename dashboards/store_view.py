@@ -295,13 +295,15 @@ ALERT_COLUMNS = pl.Schema(
         "raised": pl.Datetime("us", "UTC"),
         "reason": pl.Utf8(),
         "deliveries": pl.Utf8(),
+        "superseded": pl.Utf8(),
     }
 )
 
 
 def alerts_table(alerts: Sequence[Alert], deliveries: Sequence[Delivery]) -> pl.DataFrame:
     """One row per alert, newest first, with its deliveries summed up per endpoint
-    (``ops: kill delivered``, ``ops: kill shadow``)."""
+    (``ops: kill delivered``, ``ops: kill shadow``) and, for an alert its session's
+    judgement in event-time order no longer raises, why it is superseded."""
     per_alert: dict[str, list[str]] = defaultdict(list)
     for d in deliveries:
         per_alert[d.alert_id].append(f"{d.endpoint}: {d.action} {d.status}")
@@ -318,6 +320,7 @@ def alerts_table(alerts: Sequence[Alert], deliveries: Sequence[Delivery]) -> pl.
             "raised": when(a.ts),
             "reason": a.reason,
             "deliveries": "; ".join(sorted(per_alert.get(a.alert_id, []))) or "-",
+            "superseded": a.superseded,
         }
         for a in alerts
     ]

@@ -48,6 +48,7 @@ both with the first replay as onset.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from detectors.base import MAX_EVIDENCE, Detector, StepRef, make_alert
@@ -60,6 +61,19 @@ __all__ = ["DuplicateSideEffect"]
 # enum members bound once: a module global is cheaper than a class attribute lookup
 _TOOL_CALL = StepKind.TOOL_CALL
 _TOOL_RESULT = StepKind.TOOL_RESULT
+_LAPSES = frozenset({StepKind.START, StepKind.ERROR, StepKind.SILENCE})
+
+
+def _lapse_words(step: Step) -> str:
+    """A lapse (see ``DuplicateSideEffect._lapse``) in words."""
+    if step.kind == StepKind.START:
+        return "a new start of the session"
+    if step.kind == StepKind.SILENCE:
+        silent = step.detail.get("silence_ms") if isinstance(step.detail, Mapping) else None
+        minutes = f" for {silent // 60_000} min" if isinstance(silent, int) else ""
+        return f"silent{minutes}"
+    return "runtime error: " + " ".join((step.error or "").split())[:80]
+
 
 _SEVERITY = {"money": Severity.CRITICAL, "send": Severity.CRITICAL}
 WARN_SCORE = 0.6
@@ -136,6 +150,10 @@ class DuplicateSideEffect(Detector):
         # back if the call is cancelled
         self._displaced: dict[str, tuple[_Entry | None, _Entry | None]] = {}
         self._epoch = 0  # number of workspace mutations seen so far
+        self._lapse: tuple[int, str] | None = None
+        """The last sign that the session's worker stopped and another took over: a second
+        start (a resumed worker), a runtime error, or the pipeline's silence step (seq,
+        what): named in a replay's reason when it lies between the two executions."""
         self._score = 0.0  # this step's replay, if it is one (_replay_score)
 
     def _put(self, ledger: dict[str, _Entry], key: str, entry: _Entry) -> None:
@@ -152,6 +170,10 @@ class DuplicateSideEffect(Detector):
     def update(self, step: Step) -> list[Alert]:
         kind = step.kind
         self._score = 0.0
+        if kind in _LAPSES:
+            if kind != StepKind.START or step.seq > 0:
+                self._lapse = (step.seq, _lapse_words(step))
+            return []
         if kind == _TOOL_CALL:
             return self._on_call(step)
         if kind == _TOOL_RESULT:
@@ -283,6 +305,12 @@ class DuplicateSideEffect(Detector):
                 f"step {first.seq}: replayed {finding.replays} times since step {onset.seq} "
                 f"(critical from {self.critical_replays}): the side effect is being executed "
                 "again and again."
+            )
+        lapse = self._lapse
+        if lapse is not None and first.seq < lapse[0] < step.seq:
+            reason += (
+                f" Between them the run was interrupted ({lapse[1]}, step {lapse[0]}): a "
+                "resumed run re-issued what the stopped worker had already done."
             )
         return make_alert(
             self.name,

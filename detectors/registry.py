@@ -135,10 +135,12 @@ BUILTIN: tuple[str, ...] = (
     "detectors.compliance.decay",
     "detectors.compliance.violation",
     "detectors.duplicate_side_effect",
+    "detectors.early_quit.detector",
     "detectors.egress_gaming.detector",
     "detectors.intent_drift.detector",
     "detectors.premature_completion",
     "detectors.runaway_loop.detector",
+    "detectors.stalled_run.detector",
     "detectors.workspace_conflict.detector",
 )
 """The modules of the built-in detectors: importing one runs its ``@register``. A new

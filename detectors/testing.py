@@ -44,11 +44,14 @@ class Session:
         self.budget = budget or {}
         self.seq = 0
         self.ts = T0
+        self.spoke_ts = T0
+        """The event time of the last step that was not a silence."""
         self.calls = 0
         self.model_session = 0
 
     def _step(self, kind: StepKind, advance: float = 1.0, **fields: Any) -> Step:
         self.ts += int(advance * SECOND)
+        self.spoke_ts = self.ts
         if kind == StepKind.COMPACTION:
             self.model_session += 1
         step = Step(
@@ -82,10 +85,13 @@ class Session:
         tokens_out: int = 200,
         text: str | None = None,
         cost: float | None = None,
+        model: str = "m",
+        finish_reason: str | None = None,
     ) -> Step:
         return self._step(
             StepKind.MODEL_CALL,
-            model="m",
+            model=model,
+            finish_reason=finish_reason,
             tokens_in=tokens_in,
             tokens_out=tokens_out,
             text=text,
@@ -212,6 +218,26 @@ class Session:
             StepKind.COMPACTION,
             detail={"tokens_before": before, "tokens_after": after, "inferred": inferred},
         )
+
+    def silence(self, seconds: float) -> Step:
+        """The ``silence`` step the pipeline places once the session has been quiet for
+        ``seconds`` since its last step (not counting silence steps) while the input's
+        clock moved on (:mod:`ingest.pipeline.silence`); later steps come after it."""
+        spoke = self.spoke_ts
+        self.ts = spoke + int(seconds * SECOND)
+        step = Step(
+            step_id=f"{self.session_id}/silence/{self.ts}",
+            session_id=self.session_id,
+            kind=StepKind.SILENCE,
+            ts=self.ts,
+            seq=self.seq,
+            agent=self.agent,
+            model_session=self.model_session,
+            source="pipeline",
+            detail={"silence_ms": int(seconds * 1000)},
+        )
+        self.seq += 1
+        return step
 
     def error(self, message: str) -> Step:
         return self._step(StepKind.ERROR, status="error", error=message)

@@ -121,6 +121,9 @@ class Draft:
     """Arrival order, the tie-break after event time: deterministic for a given input."""
     position: int = -1
     """Where its input was read (a Kafka offset; -1 when the source keeps no positions)."""
+    partition: str = ""
+    """The partition it was read from (set by the ordering stage): whose event time is the
+    clock its session's silence is measured by (:mod:`ingest.pipeline.silence`)."""
 
     def step_id_for(self, session_id: str) -> str:
         if self.natural_key:

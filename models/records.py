@@ -21,7 +21,8 @@ from typing import Any
 
 
 class StepKind(StrEnum):
-    """What a step is. The set is closed: decoders map every input onto it."""
+    """What a step is. The set is closed: decoders map every input onto it (all but
+    ``SILENCE``, which only the pipeline places)."""
 
     START = "start"
     MODEL_CALL = "model_call"
@@ -33,6 +34,11 @@ class StepKind(StrEnum):
     COMPACTION = "compaction"
     ERROR = "error"
     END = "end"
+    SILENCE = "silence"
+    """Placed by the pipeline, never decoded: the session has been silent while the
+    input's event time moved on (:mod:`ingest.pipeline.silence`). Its ``ts`` is the
+    pipeline's clock at a bound the silence crossed; a detector that reads no silence
+    ignores it like any kind it does not read."""
 
 
 class Severity(StrEnum):

@@ -20,7 +20,7 @@ from trajwatch.actions.operations import enable, redeliver
 def render(ctx: Context) -> None:
     st.title("Alerts and actions")
     store = ctx.store
-    alerts = store.alerts()
+    alerts = store.alerts(superseded=True)  # the audit trail: superseded ones marked
     outbox = store.outbox()
     deliveries = outbox.list()
     if not alerts and not deliveries:

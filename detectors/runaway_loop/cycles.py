@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from detectors.runaway_loop.patience import MIN_WAIT, patient
 from detectors.runaway_loop.records import LoopCall
 from detectors.runaway_loop.rules import critical_needed
 from features.calls.action_keys import crc
@@ -45,6 +46,7 @@ SECOND = 1_000_000_000
 NEAR = 0.5  # share of the changed arguments' words that makes two calls near-same
 MIN_BURN = 1_000  # output tokens a call below which nothing is "burnt"
 MAX_SHOWN = 3  # calls of a cycle a reason names
+POLL_CYCLES = 3  # cycles more a poll that waits each time needs before it warns
 
 
 def near(a: LoopCall, b: LoopCall) -> bool:
@@ -117,10 +119,12 @@ def shows_progress(calls: Sequence[LoopCall], i: int, p: int) -> bool:
     # back to back is the call just before being this same call, whatever the period:
     # a run of one call read 6 times also matches at period 2
     back_to_back = p == 1 or calls[i - 1].exact == call.exact
+    # back to back, what the whole result says (its volatile parts masked, short counts
+    # kept: ``3 of 20`` after ``2 of 20`` is the world moving; a new chunk id is not)
     answered = (
         call.head is not None
         and prev.head is not None
-        and (call.head != prev.head or (back_to_back and call.body != prev.body))
+        and (call.head != prev.head or (back_to_back and call.digest != prev.digest))
     )
     return worked or answered
 
@@ -238,11 +242,13 @@ def judge_cycle(
     models: int,
     out_tokens: int,
     burn_ratio: float,
+    patience: int = 6,
 ) -> CycleFinding | None:
     """The cycle rule on the window ``calls`` (``runs`` its runs per period).
     ``settled``: the latest call's result is in (or will not come), so the count rule
     may judge it; before that, only hard evidence of waste (a repeat that failed the
-    same way, token burn) may fire."""
+    same way, token burn) may fire. ``patience``: repeats of one call, each waiting
+    longer than the one before, that are patience, not waste."""
     best = best_period(runs, least=2)
     if best is None:
         return None
@@ -275,14 +281,22 @@ def judge_cycle(
     reread = p == 1 and known and not any(c.status == "error" for c in (*cycle, *repeated))
     if reread:
         needed += 1
+    # a poll that waits each time (``sleep 60 && status``, a wait call in the cycle):
+    # patience, for a bounded count - three cycles more (blind sets: healthy runs wait
+    # on an alert or an export 3-6 times; stuck polls go on for dozens)
+    polls = repeated[-1].wait - cycle[0].wait >= MIN_WAIT * (run // p + 1)
+    if polls:
+        needed += POLL_CYCLES
     # early, after one repeat: only for exact repeats (an edit and its revert share
     # their words) with hard evidence of waste
     exact = all(c.exact == calls[n - held - p + i].exact for i, c in enumerate(repeated))
     # all but the last call of the cycle repeated exactly (E-T-C-E-T: the same edit,
     # the same test failing the same way), at least two calls
+    # ... unless each repeat waited longer than the one before (back-off: patience)
+    waits = [b.wait - a.wait for a, b in zip((cycle[0], *repeated), repeated, strict=False)]
     why = (
         confirmed(cycle, repeated, models=models, out_tokens=out_tokens, burn_ratio=burn_ratio)
-        if exact and run >= p - 1
+        if exact and run >= p - 1 and not (p == 1 and patient(waits, patience))
         else ""
     )
     if not why and (not settled or run < p or cycles < needed):
@@ -295,14 +309,16 @@ def judge_cycle(
         f"{cycles:g} cycles, no new action"
         + ("" if known else " (results not recorded)")
         + (", every answer the same" if reread else "")
+        + (", waiting each time" if polls else "")
         + (f"; {why}" if why else "")
     )
     evidence = [*cycle, *repeated]
     kill_at = critical_needed(
         critical_cycles=critical_cycles,
         critical_read_cycles=critical_read_cycles,
-        failed=any(c.error for c in evidence),
-        reads_only=all(c.reads for c in cycle),
+        failed=any(c.error or c.status == "error" for c in evidence),
+        # a cycle that changes nothing (reads, polls, status checks) burns tokens only
+        reads_only=all(c.reads or not c.changes for c in cycle),
     )
     keys = {cycle_key(cycle)} | {c.chain for c in evidence if c.chain}
     return CycleFinding(onset, evidence, keys, reason, int(cycles), kill_at)

@@ -58,7 +58,8 @@ from detectors.runaway_loop.cycles import (
     repeats,
     shows_progress,
 )
-from detectors.runaway_loop.records import FailureChain, LoopCall, SameAnswers
+from detectors.runaway_loop.progress import attempt, delegation_depth
+from detectors.runaway_loop.records import Attempts, FailureChain, LoopCall, SameAnswers
 from detectors.runaway_loop.retries import (
     Finding,
     add_failure,
@@ -67,7 +68,13 @@ from detectors.runaway_loop.retries import (
     retry_finding,
     same_answer,
 )
-from features.calls.action_keys import body_crc, head_crc, near_key
+from features.calls.action_keys import body_crc, crc, head_crc, near_key
+from features.calls.information import (
+    changed_targets,
+    failure_shape,
+    information_digest,
+    wait_seconds,
+)
 from features.calls.step_features import features_of
 from features.calls.unknown import result_unknown
 from models.records import Action, Alert, Severity, Step, StepKind
@@ -78,12 +85,14 @@ __all__ = ["RunawayLoop", "near_key"]
 _Call = LoopCall
 _Chain = FailureChain
 _Answers = SameAnswers
+_Attempts = Attempts
 # enum members bound once: a module global is cheaper than a class attribute lookup
 _MODEL_CALL = StepKind.MODEL_CALL
 _TOOL_CALL = StepKind.TOOL_CALL
 _TOOL_RESULT = StepKind.TOOL_RESULT
 _CHECKPOINT = StepKind.CHECKPOINT
 _COMPACTION = StepKind.COMPACTION
+_START = StepKind.START
 _CRITICAL = Severity.CRITICAL
 _WARN = Severity.WARN
 _HEAD = 120  # characters of a result's first line compared inside cycles
@@ -91,6 +100,8 @@ _BODY = 2_000  # characters of a result compared for the same call back-to-back
 _MAX_CHAINS = 4
 _MAX_OPEN = 64
 _MAX_FIRED = 32
+_MAX_SERIES = 8  # checks whose failed runs are followed (progress.attempt)
+_MAX_TARGETS = 512  # targets changed, remembered (the count of new ones is kept whole)
 BUILDING = 0.4
 """The score a loop builds towards before a rule fires (0.4 x repeats / repeats needed),
 below the warning's 0.5."""
@@ -151,6 +162,9 @@ class RunawayLoop(Detector):
         critical_tokens: int = 1_000_000,  # ≈ $3 at $3/Mtok: stop the loop before it costs more
         critical_cost: float = 5.0,
         wait_growth: float = 1.5,  # fixtures: back-off polls wait 10→20→30 s, 5→10→20→40 s
+        patience: int = 6,  # retries with growing waits tolerated: 2, 4, 8, 16, 32 s
+        warn_delegations: int = 4,  # blind sets: healthy runs hold ≤ 2 sub-agents open, loops 6-15
+        critical_delegations: int = 8,
     ) -> None:
         self.window = window
         self.max_period = max_period
@@ -161,6 +175,9 @@ class RunawayLoop(Detector):
         self.critical_tokens = critical_tokens
         self.critical_cost = critical_cost
         self.wait_growth = wait_growth
+        self.patience = patience
+        self.warn_delegations = warn_delegations
+        self.critical_delegations = critical_delegations
         if max_period < 1:
             raise ValueError(f"max_period must be >= 1, got {max_period}")
         if window < 2 * max_period + 1:
@@ -184,6 +201,15 @@ class RunawayLoop(Detector):
             raise ValueError(f"critical_cost must be > 0, got {critical_cost}")
         if wait_growth <= 1:
             raise ValueError(f"wait_growth must be > 1, got {wait_growth}")
+        if patience < 2:
+            raise ValueError(f"patience must be >= 2, got {patience}")
+        if warn_delegations < 2:
+            raise ValueError(f"warn_delegations must be >= 2, got {warn_delegations}")
+        if critical_delegations < warn_delegations:
+            raise ValueError(
+                f"critical_delegations must be >= warn_delegations ({warn_delegations}), "
+                f"got {critical_delegations}"
+            )
         self._reset()
 
     def _reset(self) -> None:
@@ -208,6 +234,11 @@ class RunawayLoop(Detector):
         # loop identity → (severity raised: 1 warn, 2 critical; the loop's onset)
         self._fired: dict[int, tuple[int, LoopCall]] = {}
         self._checkpoints = Checkpoints()
+        self._series: dict[int, Attempts] = {}  # exact check → its failed runs alike
+        self._targets: dict[str, None] = {}  # targets changed (the latest _MAX_TARGETS)
+        self._changed = 0  # distinct targets changed so far (new ones only)
+        self._waited = 0.0  # seconds of deliberate waits the session's calls made
+        self._results = 0  # tool results seen
         self._score = 0.0  # the strongest loop evidence at the latest call or result
 
     @property
@@ -233,7 +264,7 @@ class RunawayLoop(Detector):
             self._out_tokens += out
             self._models += 1
             self._cost += step.cost or 0.0
-            return []
+            return self._delegating(step) if self._open else []
         if kind == _TOOL_CALL:
             return self._on_call(step)  # a repeat holds the score, a new action ends it
         if kind == _TOOL_RESULT:
@@ -241,11 +272,15 @@ class RunawayLoop(Detector):
             return self._on_result(step)
         if kind == _CHECKPOINT:
             self._checkpoints.update(step)
+        elif kind == _START and self._open:
+            return self._delegating(step)  # a sub-agent starts under an open call
         elif kind == _COMPACTION:
             # the context was compacted: re-reading what it held is how an agent recovers
             # it, so the first call after it repeats nothing (a loop that goes on is seen
             # anew from there)
             self._compacted = True
+            self._answers = None
+            self._asked, self._asked_count = [], 0
         return []
 
     def _on_call(self, step: Step) -> list[Alert]:
@@ -289,6 +324,16 @@ class RunawayLoop(Detector):
             models,
             cost,
         )
+        arguments = step.arguments or ""
+        self._waited += wait_seconds(call.tool, arguments)
+        call.wait = self._waited
+        call.results_at = self._results
+        effect = features.effect
+        if features.acts or effect[1]:
+            call.changes = True
+            call.targets = changed_targets(arguments, features.mutation_targets) or frozenset(
+                {f"#{exact}"}  # no target named: the change itself is its own
+            )
         n = len(calls)
         runs = self._runs
         if novel or self._compacted:
@@ -326,6 +371,7 @@ class RunawayLoop(Detector):
 
     def _on_result(self, step: Step) -> list[Alert]:
         self._mark = (self._tokens, self._out_tokens, self._models, self._cost)
+        self._results += 1
         call = None
         if step.call_id:
             call = self._open.get("c:" + step.call_id)
@@ -354,13 +400,19 @@ class RunawayLoop(Detector):
             # a result of its own (as the publisher's digests differ) - never "no change"
             text = None
             call.head = call.body = head_crc(f"\x00masked result of call {call.seq}")
+        if text or (failed and step.result):
+            # what it told the agent: the error and the output a failure printed
+            said = f"{text}\n{step.result}" if failed and step.result else text or ""
+            call.digest = information_digest(said) or 1
+            if failed:
+                call.shape = failure_shape(said) or 1
         if text:
             # text.lstrip()[:_BODY] without copying a long result whole: a prefix holding
             # a non-space character strips the same; only all-space prefixes need more
             start = text[: 2 * _BODY].lstrip()
             if len(start) < _BODY and len(text) > 2 * _BODY:
                 start = text.lstrip()
-            call.head = head_crc(start[:_HEAD].partition("\n")[0])
+            call.head = information_digest(start[:_HEAD].partition("\n")[0])
             # digits dropped, not the regex (~10 µs per KB): clocks and ids in a body
             # must not pass for progress; the first line keeps a poll's counters
             call.body = body_crc(start[:_BODY])
@@ -370,7 +422,11 @@ class RunawayLoop(Detector):
         if failed:
             self._answers = None
             alerts = [] if masked else self._on_failure(step, call, text or "")
+            if not masked and call.shape:
+                alerts += self._attempted(step, call)
         else:
+            if call.changes:
+                self._changed_targets(call)
             alerts = self._on_success(call)
             alerts += self._same_answer(step, call, text or "")
         if self._calls and self._calls[-1] is call:
@@ -396,6 +452,75 @@ class RunawayLoop(Detector):
             if shows_progress(calls, i, p):
                 self._runs[p] = 0
 
+    # -- progress (detectors.runaway_loop.progress) ------------------------------------
+
+    def _changed_targets(self, call: LoopCall) -> None:
+        """A change worked: count the targets it changed that none had before."""
+        targets = self._targets
+        for target in call.targets:
+            if target in targets:
+                continue
+            self._changed += 1
+            targets[target] = None
+            while len(targets) > _MAX_TARGETS:
+                del targets[next(iter(targets))]
+
+    def _attempted(self, step: Step, call: LoopCall) -> list[Alert]:
+        """A failed run of a check: the attempts rule (:func:`~.progress.attempt`)."""
+        calls = self._calls
+        n = len(calls)
+        i = n - 1
+        while i >= 0 and calls[i] is not call:
+            i -= 1
+        j = i - 1
+        while j >= 0 and calls[j].exact != call.exact:
+            j -= 1
+        between = [calls[k] for k in range(j + 1, i)] if j >= 0 else []
+        finding = attempt(
+            self._series,
+            call,
+            changed=self._changed,
+            between=between,
+            warn_at=self.warn_cycles,
+            max_series=_MAX_SERIES,
+        )
+        if finding is None:
+            return []
+        # the same loop may also be a cycle or a retry chain: one identity, one alert
+        cycle = current_cycle(calls, self._runs)
+        if cycle is not None:
+            finding.keys.add(cycle[0])
+        finding.keys.update(c.chain for c in finding.evidence if c.chain)
+        return self._emit(step, finding)
+
+    def _delegating(self, step: Step) -> list[Alert]:
+        """Another agent reasons (a model call, a sub-agent's start) while calls are
+        open and results keep coming: the open calls run sub-agents. Alerts on the
+        number running under open calls at once (:func:`~.progress.delegation_depth`)."""
+        results = self._results
+        marked = False
+        for call in self._open.values():
+            if not call.delegates and (results > call.results_at or step.kind == _START):
+                call.delegates = marked = True
+        if not marked:
+            return []
+        running = delegation_depth(self._open.values())
+        depth = len(running)
+        if depth < self.warn_delegations:
+            return []
+        critical = depth >= self.critical_delegations
+        reason = (
+            f"{depth} sub-agents are running at once, each started by a call still waiting "
+            f"for its result (`{running[0].label}` … `{running[-1].label}`): agents "
+            "spawning agents"
+        )
+        keys = {crc(f"delegation\x1f{running[0].seq}")}
+        finding = Finding(running[1], running, keys, reason, depth, warn_only=False)
+        severity = _CRITICAL if critical else _WARN
+        return self._raise(
+            step, keys, severity, finding.onset, running, reason + self._spend(finding.onset), depth
+        )
+
     # -- the rules judged by results (detectors.runaway_loop.retries) --------------------------
 
     def _on_success(self, call: LoopCall) -> list[Alert]:
@@ -406,7 +531,7 @@ class RunawayLoop(Detector):
     def _on_failure(self, step: Step, call: LoopCall, text: str) -> list[Alert]:
         chain = add_failure(self._chains, call, text, self._novel, _MAX_CHAINS)
         self._building(chain.count, self.warn_cycles)
-        finding = retry_finding(chain, call, self.warn_cycles)
+        finding = retry_finding(chain, call, self.warn_cycles, self.patience)
         if finding is None:
             return []
         # the same loop may also be a cycle: one identity, one alert
@@ -461,6 +586,7 @@ class RunawayLoop(Detector):
             models=self._models,
             out_tokens=self._out_tokens,
             burn_ratio=self.burn_ratio,
+            patience=self.patience,
         )
         if finding is None:
             return []

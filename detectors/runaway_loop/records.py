@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["FailureChain", "LoopCall", "SameAnswers"]
+__all__ = ["Attempts", "FailureChain", "LoopCall", "SameAnswers"]
 
 
 @dataclass(slots=True)
@@ -46,6 +46,14 @@ class LoopCall:
     error: int = 0  # crc32 of tool + error signature, when it failed
     chain: int = 0  # identity of the failure chain it joined (its error and first call)
     checked: bool = False  # cycle rules evaluated for it
+    # progress (detectors.runaway_loop.progress): what its result said and what it changed
+    digest: int = 0  # information_digest of its result (error and output); 0 when unknown
+    shape: int = 0  # failure_shape of a failed result (its digits dropped)
+    wait: float = 0.0  # seconds it deliberately waits (sleep in its command, a wait tool)
+    changes: bool = False  # it changes the workspace or the world (an edit, a patch, a send)
+    targets: frozenset[str] = frozenset()  # what it changes, where its arguments name it
+    delegates: bool = False  # while it was open another agent reasoned: it runs a sub-agent
+    results_at: int = 0  # tool results the session had seen when it was made
 
 
 @dataclass(slots=True)
@@ -74,7 +82,27 @@ class FailureChain:
     novel_between: int = 0  # new calls tried between the failures
 
 
+@dataclass(slots=True)
+class Attempts:
+    """One check (the same call: a test run, a status, a verification) failing the same
+    way while the work between its runs changes only what was already changed: attempts
+    at one sub-goal that are not getting closer."""
+
+    check: LoopCall  # the check's latest run
+    first: LoopCall  # the first failed run of this series
+    shape: int  # how it fails, each time (features.calls.information.failure_shape)
+    changed: int  # targets the session had changed when the series began
+    members: list[LoopCall] = field(default_factory=list)
+    count: int = 1  # failed runs of the check, all alike
+    attempts: int = 0  # changes made between them
+
+
 # pickled by the path they had inside the detector's module (see the module docstring)
-for _cls, _name in ((LoopCall, "_Call"), (SameAnswers, "_Answers"), (FailureChain, "_Chain")):
+for _cls, _name in (
+    (LoopCall, "_Call"),
+    (SameAnswers, "_Answers"),
+    (FailureChain, "_Chain"),
+    (Attempts, "_Attempts"),
+):
     _cls.__module__ = "detectors.runaway_loop.detector"
     _cls.__qualname__ = _name

@@ -17,15 +17,32 @@ from its limits, the spend since the onset, one alert per loop). No I/O, no cloc
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 from detectors.base import MAX_EVIDENCE
 from detectors.runaway_loop.cycles import near, request_words
+from detectors.runaway_loop.patience import patient
 from detectors.runaway_loop.records import FailureChain, LoopCall, SameAnswers
-from detectors.runaway_loop.rules import is_request, result_signature, same_shape, specific
+from detectors.runaway_loop.rules import (
+    SIGNATURE_CHARS,
+    is_request,
+    result_signature,
+    same_shape,
+    specific,
+)
 from features.calls.action_keys import crc
 
-__all__ = ["Finding", "add_failure", "end_chains", "reasked", "retry_finding", "same_answer"]
+__all__ = [
+    "Finding",
+    "add_failure",
+    "end_chains",
+    "names_only",
+    "reasked",
+    "retry_finding",
+    "retry_waits",
+    "same_answer",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,11 +126,24 @@ def add_failure(
     return chain
 
 
-def retry_finding(chain: FailureChain, call: LoopCall, warn_cycles: int) -> Finding | None:
+def retry_waits(members: list[LoopCall]) -> list[float]:
+    """The deliberate waits before each retry of ``members`` (in order): the seconds
+    the calls from one member to the next slept (``LoopCall.wait`` is the session's
+    running total)."""
+    return [b.wait - a.wait for a, b in itertools.pairwise(members)]
+
+
+def retry_finding(
+    chain: FailureChain, call: LoopCall, warn_cycles: int, patience: int = 6
+) -> Finding | None:
     """Whether the chain's failures are waste: a bare retry that fails the same way
     already is (TRAIL labels it); with other work between the failures, the repeats
-    must outnumber it by two."""
+    must outnumber it by two. Retries that wait longer each time (back-off:
+    :func:`~detectors.runaway_loop.progress.patient`) are patience until ``patience``
+    failures."""
     failures = chain.count
+    if failures <= patience and patient(retry_waits(chain.members), patience):
+        return None
     bare = failures >= 2 and chain.novel_between == 0
     outweighed = failures >= warn_cycles and chain.novel_between <= failures - 2
     if not (bare or outweighed):
@@ -163,10 +193,15 @@ def same_answer(
         answers is None
         or answers.signature != signature
         or not same_shape(answers.first.tool, answers.first.names, call.tool, call.names)
+        # a long answer is the same only whole: files that open alike differ further on
+        or (len(text) > SIGNATURE_CHARS and call.digest != answers.first.digest)
     ):
         return SameAnswers(signature, call, [call]), None
     if call.exact == answers.members[-1].exact:
         return answers, None  # the same call again: a cycle, not changed arguments
+    if names_only(answers.members[-1].values, call.values):
+        # another file, id or page: a distinct target read, not one question re-asked
+        return SameAnswers(signature, call, [call]), None
     answers.members.append(call)
     answers.count += 1
     _trim(answers.members)
@@ -183,6 +218,18 @@ def same_answer(
         answers.members[1], answers.members, keys, reason, count, critical_read_cycles
     )
     return answers, finding
+
+
+def names_only(before: tuple[str, ...], after: tuple[str, ...]) -> bool:
+    """Whether every argument value that changed from ``before`` to ``after`` is a name
+    (one token: a path, an id, a URL, a number) - the call moved to another target -
+    rather than a request or code re-written.
+
+    >>> names_only(("f0",), ("f1",)), names_only(("birds 2019",), ("bird count",))
+    (True, False)
+    """
+    changed = set(after) - set(before)
+    return bool(changed) and all(len(v.split()) == 1 for v in changed)
 
 
 # -- one request re-worded -------------------------------------------------------------------

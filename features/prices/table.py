@@ -95,7 +95,7 @@ class Prices:
         if len(self._memo) >= _MEMO_MAX:
             self._memo.clear()
         name = model.strip().lower()
-        rate = next((self.rates[key] for key in self._by_length if _holds(name, key)), None)
+        rate = next((self.rates[key] for key in self._by_length if holds_model(name, key)), None)
         self._memo[model] = rate
         return rate
 
@@ -117,8 +117,14 @@ def _bundled() -> Prices:
     return Prices({model: Rate(*rates) for model, rates in LIST_PRICES.items()})
 
 
-def _holds(name: str, key: str) -> bool:
-    """Whether ``name`` holds ``key`` at a prefix boundary, followed by a suffix boundary."""
+def holds_model(name: str, key: str) -> bool:
+    """Whether model name ``name`` (lower case) holds table key ``key`` at a prefix
+    boundary, followed by a suffix boundary (the matching the module describes; the
+    context-window table matches the same way).
+
+    >>> holds_model("openai/gpt-4o-2024-08-06", "gpt-4o"), holds_model("gpt-4.1", "gpt-4")
+    (True, False)
+    """
     start = name.find(key)
     while start >= 0:
         end = start + len(key)

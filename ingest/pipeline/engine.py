@@ -38,7 +38,7 @@ from detectors.score_series import encode_chunk
 from detectors.workspace_conflict.detector import WorkspaceConflict
 from features.calls.step_features import analysed_view
 from features.redact.engine import redact_dead_letter
-from ingest.decoded import Decoded
+from ingest.decoded import Decoded, Draft
 from ingest.formats.otlp_json import decode_otlp_json
 from ingest.formats.otlp_proto import decode_otlp_proto
 from ingest.formats.session_events import decode_event
@@ -51,8 +51,9 @@ from ingest.pipeline.ordering import Ordering
 from ingest.pipeline.probe import Probe
 from ingest.pipeline.rejudge import rejudge, superseded
 from ingest.pipeline.resolution import Resolved
-from ingest.pipeline.sequencing import sequence
+from ingest.pipeline.sequencing import Sequenced, sequence
 from ingest.pipeline.session import LiveSession, read_stored, restore, updated_info
+from ingest.pipeline.silence import Clocks, marks, silence_step
 from ingest.pipeline.sinks import Committed, Sink
 from ingest.pipeline.stats import DEAD_LETTER_EXAMPLES, Stats
 from ingest.pipeline.turns import key_turns, turn_edges
@@ -120,6 +121,7 @@ class Pipeline:
         self._cross = frozenset(
             p.name for p in self.detectors.prototypes if getattr(p, "cross_session", False)
         )
+        self._clocks = Clocks(marks(self.settings.silence_first_ms, self.settings.silence_last_ms))
 
     # -- input -------------------------------------------------------------------
 
@@ -356,6 +358,8 @@ class Pipeline:
             sink.after_commit(committed)
         self.stats.new_steps += inserted
         self.stats.new_alerts += len(new_alerts)
+        open_partitions = set(self._ordering.partitions())
+        self._clocks.forget(open_partitions.__contains__)
         self._evict()
         return new_alerts
 
@@ -395,7 +399,30 @@ class Pipeline:
             draft.step = priced(draft.step)
         placed: set[str] = set()
         stats, failed = self.stats, self._detector_failed
+        clocks, live = self._clocks, self._sessions.get
+
+        def judged(session: LiveSession, placed: list[Sequenced]) -> None:
+            for final, features, form in placed:
+                steps.append(final)
+                if isinstance(form, str):  # the reason it cannot be stored
+                    unstorable.append((final, form))
+                else:
+                    storable.append(form)
+                stats.steps += 1
+                # detectors read a bounded head of each field, and the step's features,
+                # worked out once for all of them
+                view = analysed_view(final, features)
+                # every detector in order, its score recorded; a detector's bug is a
+                # dead letter, not the batch's end
+                session.scores.judge(view, alerts, partial(failed, final))
+
         for (draft, session_id), step_id, parent in zip(resolved, ids, parents, strict=True):
+            # the silences this draft's event time shows, before it (ingest.pipeline.silence)
+            for quiet, due in clocks.due_before(draft.partition, draft.step.ts, live, session_id):
+                tick = silence_step(quiet, due)
+                touched[quiet.info.session_id] = None
+                draft_of_tick = Draft(tick, tick.step_id)
+                judged(quiet, sequence(quiet, draft_of_tick, tick.step_id, None, checked=False))
             if step_id in stored or step_id in seen:
                 stats.drafts_duplicate += 1
                 stats.duplicates += (
@@ -424,20 +451,10 @@ class Pipeline:
             stats.sessions.add(session_id)
             if draft.step.kind in LINKED and parent not in stored and parent not in placed:
                 parent = None
-            for final, features, form in sequence(session, draft, step_id, parent, checked=checked):
-                placed.add(final.step_id)
-                steps.append(final)
-                if isinstance(form, str):  # the reason it cannot be stored
-                    unstorable.append((final, form))
-                else:
-                    storable.append(form)
-                stats.steps += 1
-                # detectors read a bounded head of each field, and the step's features,
-                # worked out once for all of them
-                view = analysed_view(final, features)
-                # every detector in order, its score recorded; a detector's bug is a
-                # dead letter, not the batch's end
-                session.scores.judge(view, alerts, partial(failed, final))
+            sequenced = sequence(session, draft, step_id, parent, checked=checked)
+            placed.update(final.step_id for final, _, _ in sequenced)
+            judged(session, sequenced)
+            clocks.spoke(session, draft.partition)
         return Released(steps, storable, unstorable, alerts, list(touched))
 
     def _settle(
@@ -474,7 +491,9 @@ class Pipeline:
                 for a in unit.alerts([session_id], superseded=True)
                 if a.detector not in self._cross  # not this session's judgement alone
             }
-            raised = {a.alert_id: a for a in again.alerts}
+            raised: dict[str, Alert] = {}
+            for alert in again.alerts:  # the first raised of an id stands, as when stored
+                raised.setdefault(alert.alert_id, alert)
             unit.restate_alerts(
                 [a for i, a in raised.items() if i in stored]
                 + [superseded(a) for i, a in stored.items() if i not in raised and not a.superseded]
@@ -514,4 +533,5 @@ class Pipeline:
         # checkpointed here: a worker's evicted session may belong to a partition it has
         # lost, and only the commit of that partition's batch may write its cursor.
         while len(self._sessions) > self.settings.max_sessions:
-            self._sessions.popitem(last=False)
+            session_id, _ = self._sessions.popitem(last=False)
+            self._clocks.forget_session(session_id)

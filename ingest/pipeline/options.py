@@ -48,6 +48,13 @@ class PipelineOptions:
     through at most this many stored steps. The cursor and session facts are written with
     every commit. 1: a checkpoint at every commit that places a step."""
 
+    silence_first_ms: int = field(default=300_000, metadata=env("TRAJWATCH_SILENCE_FIRST_MS"))
+    """A session that has not ended and has been silent this long while its partition's
+    event time moved on gets a ``silence`` step (:mod:`ingest.pipeline.silence`); again at
+    each doubling of the silence..."""
+    silence_last_ms: int = field(default=86_400_000, metadata=env("TRAJWATCH_SILENCE_LAST_MS"))
+    """...up to this long (then no more: at most ~log2(last / first) + 1 a silence)."""
+
     def check(self, flags: Mapping[str, str] | None = None) -> None:
         """Raise ConfigError for the first value out of range, named as the user gave it:
         its flag from ``flags`` (field name → flag), else its environment variable."""
@@ -71,4 +78,6 @@ _RULES: tuple[tuple[str, str, Callable[[Any], bool]], ...] = (
     ("max_traces", ">= 1", lambda v: v >= 1),
     ("max_sessions", ">= 1", lambda v: v >= 1),
     ("checkpoint_steps", ">= 1", lambda v: v >= 1),
+    ("silence_first_ms", ">= 1", lambda v: v >= 1),
+    ("silence_last_ms", ">= 1", lambda v: v >= 1),
 )

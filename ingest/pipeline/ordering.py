@@ -190,6 +190,7 @@ class Ordering:
                 continue
             draft.arrival = self.arrival
             draft.position = position
+            draft.partition = partition
             self.arrival += 1
             self._traces.observe_draft(draft)
             reorderer.push(draft.step.ts, draft, tie_key(draft.step))

@@ -25,7 +25,7 @@ from models.storable import Unstorable, storable_placed, storable_step
 # metaclass's ``__getattr__`` hook (~170 ns, a module global ~20 ns), and the per-step
 # path below reads several of them a step.
 _START, _END, _MODEL_CALL = StepKind.START, StepKind.END, StepKind.MODEL_CALL
-_TOOL_CALL, _COMPACTION = StepKind.TOOL_CALL, StepKind.COMPACTION
+_TOOL_CALL, _COMPACTION, _SILENCE = StepKind.TOOL_CALL, StepKind.COMPACTION, StepKind.SILENCE
 _START_OR_MODEL_CALL = (_START, _MODEL_CALL)
 
 Placed = tuple[Step, StepFeatures | None, dict[str, Any]]
@@ -142,7 +142,8 @@ def place(
     else:
         placed = _at_place_as(step, *identity, session.next_seq, session.model_session, detail)
     session.next_seq += 1
-    session.last_ts = max(session.last_ts, step.ts)
+    if step.kind is not _SILENCE:  # the silence goes on (ingest.pipeline.silence)
+        session.last_ts = max(session.last_ts, step.ts)
     session.info = updated_info(session.info, placed)
     return placed, shared, added
 

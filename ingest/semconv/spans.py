@@ -60,6 +60,7 @@ from features.calls.actions import tool_call_fields
 from features.calls.canonical import canonical_json
 from features.calls.codeact import code_blocks, prompt_tools
 from features.calls.unknown import UNRECORDED
+from features.calls.waits import declared_timeout_s, waits_for_human
 from features.prices.reported import reported_cost
 from features.redact.engine import redact
 from features.text.clip import excerpt
@@ -795,6 +796,9 @@ def _model_draft(span: SpanRecord, base: dict[str, Any], ref: str, context: str)
     if instructions:
         detail["system_instructions"] = excerpt(instructions, 4096)
     detail.update(_compaction_signal(attrs))
+    requests = _tool_requests(attrs)
+    if requests:
+        detail["tool_requests"] = requests
     step = _step(
         span,
         StepKind.MODEL_CALL,
@@ -812,6 +816,51 @@ def _model_draft(span: SpanRecord, base: dict[str, Any], ref: str, context: str)
     )
     natural = f"model_call/{response_id}" if response_id else None
     return Draft(step=step, fallback_id=ref, natural_key=natural, context=context, **base)
+
+
+MAX_TOOL_REQUESTS = 8
+"""Tool calls of one model answer kept in ``detail.tool_requests``."""
+
+
+def _tool_requests(attrs: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The tool calls a model call's answer asks for (GenAI ``tool_call`` output parts,
+    else OpenInference's flattened ``tool_calls``), as ``{"name", "id"}`` plus what the
+    call declares about how long it may run: ``timeout_s`` and ``human`` (it waits for a
+    person; :mod:`features.calls.waits`). A tool call's span is exported when it ends, so
+    until then this is all a trace says of a call in flight (a stalled run's last call)."""
+    found: list[tuple[Any, Any, Any]] = []
+    for message in _messages(attrs.get("gen_ai.output.messages"))[:16]:
+        parts = message.get("parts") if isinstance(message, Mapping) else None
+        for part in parts if isinstance(parts, list) else []:
+            if isinstance(part, Mapping) and part.get("type") == "tool_call":
+                found.append((part.get("name"), part.get("id"), part.get("arguments")))
+    prefix = "llm.output_messages.0.message.tool_calls"
+    for index in range(MAX_TOOL_REQUESTS if not found else 0):
+        name = attrs.get(f"{prefix}.{index}.tool_call.function.name")
+        if name is None:
+            break
+        found.append(
+            (
+                name,
+                attrs.get(f"{prefix}.{index}.tool_call.id"),
+                attrs.get(f"{prefix}.{index}.tool_call.function.arguments"),
+            )
+        )
+    out: list[dict[str, Any]] = []
+    for name, call_id, arguments in found[:MAX_TOOL_REQUESTS]:
+        if not isinstance(name, str) or not name:
+            continue
+        args = json_value(arguments) if isinstance(arguments, str) else arguments
+        request: dict[str, Any] = {"name": name[:200]}
+        if isinstance(call_id, str) and call_id:
+            request["id"] = call_id[:200]
+        timeout = declared_timeout_s(name, args)
+        if timeout is not None:
+            request["timeout_s"] = timeout
+        if waits_for_human(name, args):
+            request["human"] = True
+        out.append(request)
+    return out
 
 
 def _compaction_signal(attrs: Mapping[str, Any]) -> dict[str, Any]:

@@ -10,10 +10,14 @@ Shadow mode, globally or per agent, records the decision without sending it.
 
 Kill discipline (:func:`corroborated`): a kill or rollback a detector *recommends* fires only
 with evidence that holds beyond one rule — a second, independent signal in the same session
-(an alert of another :data:`SIGNAL_GROUPS` family at ``warn`` or above), or the detector on
-the operator's confirmed list (``[actions] confirmed_kills``). Otherwise it is withheld and
-the alert notifies; when an independent signal comes later, that alert carries the withheld
-action. A rule the operator wrote with an explicit action is a confirmed rule and is not
+that judged the harm serious itself (an earlier ``critical`` alert of another
+:data:`SIGNAL_GROUPS` family), or the detector on the operator's confirmed list
+(``[actions] confirmed_kills``). Otherwise it is withheld and the alert notifies; when an
+independent signal (``warn`` or above) comes later, that alert carries the withheld action.
+An :data:`ADVISORY` detector is never the second signal. Measured on every labelled set
+(``trajwatch eval``): with a ``warn`` enough as the earlier signal and premature completion
+counted, 1 healthy run in 33 and 3 in 27 of two blind sets were stopped; as now, none of the
+blind or tuned sets' healthy runs is. A rule the operator wrote with an explicit action is a confirmed rule and is not
 gated. ``corroborate = false`` turns the discipline off.
 
 A rollback names the last clean checkpoint before the alert's onset (the detector's own
@@ -278,6 +282,11 @@ SIGNAL_GROUPS: Mapping[str, str] = {
 only from different families (a loop and the budget it burns are one signal, not two). A
 detector not named here is a family of its own."""
 STOPS = frozenset({Action.KILL, Action.ROLLBACK})
+ADVISORY = frozenset({"premature_completion", "stalled_run", "early_quit"})
+"""Detectors whose alerts never count as the second signal for a stop: they judge a run
+that has already stopped — premature completion and an early quit its claim at its end, a
+stalled run its silence after its worker died. There is nothing left for a kill to stop,
+and none of them witnesses that another detector's stop is right."""
 
 
 def signal_group(detector: str) -> str:
@@ -311,21 +320,27 @@ def corroborated(
     """
     group = signal_group(alert.detector)
     independent = [
-        a for a in earlier if signal_group(a.detector) != group and a.severity != Severity.INFO
+        a
+        for a in earlier
+        if signal_group(a.detector) != group
+        and a.severity != Severity.INFO
+        and a.detector not in ADVISORY
     ]
     if action in STOPS:
         if alert.detector in policy.confirmed:
             return action, f"{why}; {alert.detector}'s kills are confirmed by the operator", None
-        if independent:
-            other = independent[0]
+        serious = [a for a in independent if a.severity == Severity.CRITICAL]
+        if serious:
+            other = serious[0]
             return action, f"{why}; corroborated by {other.detector} ({other.alert_id})", None
         return (
             Action.NOTIFY,
             f"{why}; {action} withheld: no independent signal in the session yet (a kill "
-            "needs two detectors of different families, or a rule the operator confirmed)",
+            "needs a critical alert of another detector family, or a rule the operator "
+            "confirmed)",
             None,
         )
-    if alert.severity == Severity.INFO:
+    if alert.severity == Severity.INFO or alert.detector in ADVISORY:
         return action, why, None
     for other in independent:
         if other.action in STOPS and other.detector not in policy.confirmed:

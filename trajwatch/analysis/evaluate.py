@@ -55,6 +55,8 @@ FAILURES = (
     "intent_drift",
     "compliance_decay",
     "egress_gaming",
+    "stalled_run",
+    "early_quit",
     "workspace_conflict",
 )
 DETECTOR_FOR = {
@@ -62,6 +64,8 @@ DETECTOR_FOR = {
     "intent_drift": ["intent_drift"],
     "compliance_decay": ["compliance_decay"],
     "egress_gaming": ["egress_gaming"],
+    "stalled_run": ["stalled_run"],
+    "early_quit": ["early_quit"],
     "workspace_conflict": ["workspace_conflict"],
 }
 """Which detectors (and baselines) are scored against each labelled failure."""
@@ -388,6 +392,10 @@ class FalseKills:
     """(detector, healthy sessions its alerts killed or rolled back), most first."""
     recommended: int = 0
     """Healthy sessions with an alert recommending a stop, before the action policy."""
+    failing: int = 0
+    """Sessions labelled with a failure."""
+    failing_stopped: int = 0
+    """Of those, the ones the action policy would stop: what the kill switch catches."""
 
     @property
     def rate(self) -> float:
@@ -400,9 +408,9 @@ class FalseKills:
             "rate": round(self.rate, 4),
             "by_detector": dict(self.by_detector),
             "recommended": self.recommended,
+            "failing_sessions": self.failing,
+            "failing_stopped": self.failing_stopped,
         }
-
-
 
 
 class Recorded(Protocol):
@@ -419,21 +427,27 @@ def false_kills(
 ) -> FalseKills:
     """The healthy sessions (no failure labelled) that ``policy`` (default: the default
     action policy, kill discipline on) would stop, and those a detector recommended
-    stopping."""
+    stopping; beside them, the failing sessions it would stop."""
     healthy = {s for s, label in labels.items() if not label.failures}
-    alerts = store.alerts(sorted(healthy))
     stopped: dict[str, set[str]] = defaultdict(set)
-    for decision in plan(policy or ActionPolicy(), alerts, {}, {}):
+    stopped_failing: set[str] = set()
+    for decision in plan(policy or ActionPolicy(), store.alerts(sorted(labels)), {}, {}):
         if decision.fires and decision.action in STOPS:
-            stopped[decision.alert.detector].add(decision.alert.session_id)
+            session = decision.alert.session_id
+            if session in healthy:
+                stopped[decision.alert.detector].add(session)
+            else:
+                stopped_failing.add(session)
     killed = set().union(*stopped.values()) if stopped else set()
     ranked = sorted(((d, len(s)) for d, s in stopped.items()), key=lambda x: (-x[1], x[0]))
-    recommended = {a.session_id for a in alerts if a.action in STOPS}
+    recommended = {a.session_id for a in store.alerts(sorted(healthy)) if a.action in STOPS}
     return FalseKills(
         healthy=len(healthy),
         killed=len(killed),
         by_detector=tuple(ranked),
         recommended=len(recommended),
+        failing=len(labels) - len(healthy),
+        failing_stopped=len(stopped_failing),
     )
 
 
@@ -480,6 +494,9 @@ class Evaluation:
             f"({k.rate:.1%})"
             + (f": {who}" if who else "")
             + f"; recommended by a detector: {k.recommended}/{k.healthy}"
+        )
+        lines.append(
+            f"failing sessions the action policy would stop: {k.failing_stopped}/{k.failing}"
         )
         return "\n".join(lines)
 

@@ -32,7 +32,7 @@ from typing import Any
 
 __all__ = ["INTERVAL_S", "StageSampler", "attributed_replay"]
 
-LOOP = "replay loop (read, frame, merge files)"
+LOOP = "replay_loop"
 """The stage charged for whatever no named stage covers."""
 INTERVAL_S = 0.001
 """CPU seconds asked between two ticks of the profiling timer; the kernel rounds it up
@@ -102,66 +102,253 @@ class StageSampler:
         return wrapper
 
 
-def _targets(detectors: Any) -> list[tuple[Any, str, str]]:
-    """(owner, attribute, stage) for every timed part of the per-step path."""
-    import features.session.ordering
-    import features.session.trajectory
-    import ingest.formats.table
-    import ingest.pipeline.engine as pipeline
-    import ingest.pipeline.lookups as lookups
-    import ingest.pipeline.ordering as ordering
-    import ingest.pipeline.sequencing as sequencing
-    import ingest.pipeline.session as session
-    import ingest.pipeline.trace_index
-    import models.store
+_STAGES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    # (stage id, what it covers, where its parts are looked up: "module:Owner.attr"; the
+    # second group of each is 37f6ddb's layout, so one file attributes either tree)
+    (
+        "decode",
+        "protobuf → span records",
+        (
+            "ingest.formats.table:delivery",
+            "ingest.replay:_delivery",
+        ),
+    ),
+    (
+        "normalise",
+        "span → step drafts (mapping, canonical arguments, egress)",
+        (
+            "ingest.pipeline.ordering:spans_to_drafts",
+            "ingest.pipeline:spans_to_drafts",
+        ),
+    ),
+    (
+        "redaction",
+        "credentials out of every text field",
+        (
+            "ingest.pipeline.ordering:redact_step",
+            "ingest.semconv:redact",
+        ),
+    ),
+    ("storable_check", "text repair, column limits", ("ingest.pipeline.ordering:make_storable",)),
+    (
+        "trace_index",
+        "span → session",
+        (
+            "ingest.pipeline.ordering:session_hint",
+            "ingest.pipeline.trace_index:TraceIndex.observe_span",
+            "ingest.pipeline.trace_index:TraceIndex.observe_draft",
+            "ingest.pipeline:session_hint",
+        ),
+    ),
+    (
+        "ordering",
+        "intake and the lateness buffer",
+        (
+            "ingest.pipeline.ordering:Ordering.add_drafts",
+            "features.session.ordering:Reorderer.push",
+            "features.session.ordering:Reorderer.pop_ready",
+            "ingest.pipeline:Pipeline.add_drafts",
+            "features.ordering:Reorderer.push",
+            "features.ordering:Reorderer.pop_ready",
+        ),
+    ),
+    ("resolve", "sessions and egress parents", ("ingest.pipeline.engine:Pipeline.resolve",)),
+    (
+        "release",
+        "ids, dedup, parents, the detector loop",
+        (
+            "ingest.pipeline.engine:Pipeline._release",
+            "ingest.pipeline.engine:key_turns",
+            "ingest.pipeline.engine:merge_sources",
+            "ingest.pipeline.engine:check_identity",
+            "ingest.pipeline:Pipeline._release",
+            "ingest.pipeline:_merge_sources",
+        ),
+    ),
+    (
+        "session_open",
+        "detector clones, restore",
+        (
+            "ingest.pipeline.engine:Pipeline._session",
+            "ingest.pipeline.engine:read_stored",
+            "ingest.pipeline:Pipeline._session",
+        ),
+    ),
+    (
+        "sequencing",
+        "seq, compaction, step copies",
+        (
+            "ingest.pipeline.engine:sequence",
+            "ingest.pipeline.sequencing:place",
+            "ingest.pipeline.sequencing:once_per_session_instructions",
+            "ingest.pipeline:Pipeline._sequence",
+            "ingest.pipeline:Pipeline._place",
+        ),
+    ),
+    (
+        "session_facts",
+        "the session record's facts",
+        (
+            "ingest.pipeline.engine:updated_info",
+            "ingest.pipeline.sequencing:updated_info",
+            "ingest.pipeline:_updated_info",
+        ),
+    ),
+    (
+        "analysed_view",
+        "the detectors' bounded copy of a step",
+        (
+            "ingest.pipeline.sequencing:analysed_step",
+            "ingest.pipeline.engine:analysed_view",
+        ),
+    ),
+    (
+        "features.trajectory",
+        "action clusters, sub-goal progress",
+        (
+            "features.session.trajectory:TrajectoryFeatures.observe",
+            "features.trajectory:TrajectoryFeatures.observe",
+        ),
+    ),
+    # the step features, by family: each is worked out by its first reader (a detector,
+    # the trajectory) and charged here, not to that reader
+    (
+        "features.terms",
+        "paths, hosts, URLs, repositories, words",
+        (
+            "features.calls.step_features:StepFeatures.terms",
+            "features.calls.step_features:StepFeatures.goal",
+        ),
+    ),
+    (
+        "features.action",
+        "canonical action key, argument facts, vector",
+        (
+            "features.calls.step_features:StepFeatures.action",
+            "features.calls.step_features:StepFeatures.action_vector",
+            "features.calls.step_features:StepFeatures.arguments",
+            "features.calls.step_features:StepFeatures.numbers",
+            "features.calls.step_features:StepFeatures.unknown_arguments",
+        ),
+    ),
+    (
+        "features.tool_view",
+        "commands, writes, effects",
+        (
+            "features.calls.step_features:StepFeatures.view",
+            "features.calls.step_features:StepFeatures.view_for",
+            "features.calls.step_features:StepFeatures.acts",
+            "features.calls.step_features:StepFeatures.effect",
+        ),
+    ),
+    (
+        "features.egress",
+        "targets, recipients, sends, clones",
+        (
+            "features.calls.step_features:StepFeatures.call",
+            "features.calls.step_features:StepFeatures.target_hosts",
+            "features.calls.step_features:StepFeatures.recipients",
+            "features.calls.step_features:StepFeatures.sends",
+            "features.calls.step_features:StepFeatures.clones",
+        ),
+    ),
+    (
+        "features.words",
+        "judged words, tool words, mutations, authored text",
+        (
+            "features.calls.step_features:StepFeatures.judged_words",
+            "features.calls.step_features:StepFeatures.tool_words",
+            "features.calls.step_features:StepFeatures.mutation_targets",
+            "features.calls.step_features:StepFeatures.authored",
+        ),
+    ),
+    (
+        "features.result",
+        "a result's links, instructions to the agent",
+        (
+            "features.calls.step_features:StepFeatures.result_links",
+            "features.calls.step_features:StepFeatures.instructs_agent",
+        ),
+    ),
+    (
+        "store_lookups",
+        "existing ids, cursors",
+        (
+            "models.store:StoreUnit.existing_step_ids",
+            "models.store:StoreUnit.step_sources",
+            "models.store:StoreUnit.session_cursors",
+        ),
+    ),
+    (
+        "store_steps",
+        "steps into the store",
+        (
+            "models.store:StoreUnit.add_storable_steps",
+            "models.store:StoreUnit.add_steps",
+        ),
+    ),
+    (
+        "store_other",
+        "alerts, sessions, offsets, dead letters",
+        (
+            "models.store:StoreUnit.add_alerts_or_reject",
+            "models.store:StoreUnit.add_dead_letters",
+            "models.store:StoreUnit.upsert_session",
+            "models.store:StoreUnit.set_offset",
+            "models.store:StoreUnit.move_offset",
+            "models.store:StoreUnit.add_alerts",
+        ),
+    ),
+    ("checkpoints", "detector state pickled", ("ingest.pipeline.session:LiveSession.cursor",)),
+    (
+        "commit",
+        "transaction, sinks",
+        (
+            "ingest.pipeline.engine:Pipeline.commit",
+            "ingest.pipeline:Pipeline.commit",
+        ),
+    ),
+)
+"""Every named stage of the per-step path but the detectors (one stage each:
+``detector.<name>``), what it covers, and where its parts are."""
 
-    # a module's function is marked where its callers look it up (their module's globals)
-    P, U = pipeline.Pipeline, models.store.StoreUnit
-    release = "release (ids, dedup, parents, detector loop)"
-    opening = "session open (detector clones, restore)"
-    sequenced = "sequencing (seq, compaction, step copies)"
-    per_step = "features (the per-step feature pass)"
-    lookup = "store lookups (existing ids, cursors)"
-    parts: list[tuple[Any, str, str]] = [
-        (ingest.formats.table, "delivery", "decode (protobuf → span records)"),
-        (ordering, "spans_to_drafts", "normalise (span → step drafts)"),
-        (ordering, "redact_step", "redaction"),
-        (ordering, "make_storable", "storable check (text repair, column limits)"),
-        (ordering, "session_hint", "trace index (span → session)"),
-        (ingest.pipeline.trace_index.TraceIndex, "observe_span", "trace index (span → session)"),
-        (ingest.pipeline.trace_index.TraceIndex, "observe_draft", "trace index (span → session)"),
-        (ordering.Ordering, "add_drafts", "intake and ordering (lateness buffer)"),
-        (features.session.ordering.Reorderer, "push", "intake and ordering (lateness buffer)"),
-        (features.session.ordering.Reorderer, "pop_ready", "intake and ordering (lateness buffer)"),
-        (P, "resolve", "resolve sessions and egress parents"),
-        (P, "_release", release),
-        (pipeline, "key_turns", release),
-        (pipeline, "merge_sources", release),
-        (pipeline, "check_identity", release),
-        (P, "_session", opening),
-        (lookups, "read_stored", opening),  # a session's state and steps, read to open it
-        (pipeline, "sequence", sequenced),
-        (sequencing, "place", sequenced),
-        (sequencing, "once_per_session_instructions", sequenced),
-        (pipeline, "updated_info", "session facts"),
-        (sequencing, "updated_info", "session facts"),
-        (sequencing, "analysed_step", per_step),
-        (pipeline, "analysed_view", per_step),
-        (features.session.trajectory.TrajectoryFeatures, "observe", per_step),
-        (U, "existing_step_ids", lookup),
-        (U, "step_sources", lookup),
-        (U, "session_cursors", lookup),
-        (U, "add_storable_steps", "store writes (steps)"),
-        (U, "add_alerts_or_reject", "store writes (alerts, sessions, offsets)"),
-        (U, "add_dead_letters", "store writes (alerts, sessions, offsets)"),
-        (U, "upsert_session", "store writes (alerts, sessions, offsets)"),
-        (U, "set_offset", "store writes (alerts, sessions, offsets)"),
-        (U, "move_offset", "store writes (alerts, sessions, offsets)"),
-        (session.LiveSession, "cursor", "checkpoints (detector state pickled)"),
-        (P, "commit", "commit (transaction, sinks)"),
-    ]
+DESCRIPTIONS = {
+    LOOP: "read and frame the files, merge them in delivery order",
+    **{stage: what for stage, what, _ in _STAGES},
+}
+"""What each stage covers, by stage id (``detector.<name>``: that detector's ``update``)."""
+
+
+def _resolve(spec: str) -> tuple[Any, str] | None:
+    """(owner, attribute) of ``"module:Owner.attr"``, or None when the tree has no such
+    part (another layout's)."""
+    import importlib
+
+    module_name, _, path = spec.partition(":")
+    try:
+        owner: Any = importlib.import_module(module_name)
+    except ImportError:
+        return None
+    *owners, attr = path.split(".")
+    for name in owners:
+        owner = getattr(owner, name, None)
+        if owner is None:
+            return None
+    if attr not in vars(owner) and not hasattr(owner, attr):
+        return None
+    return owner, attr
+
+
+def _targets(detectors: Any) -> list[tuple[Any, str, str]]:
+    """(owner, attribute, stage) for every timed part of the per-step path this tree has."""
+    parts: list[tuple[Any, str, str]] = []
+    for stage, _, specs in _STAGES:
+        for spec in specs:
+            found = _resolve(spec)
+            if found is not None:
+                parts.append((*found, stage))
     for prototype in detectors.prototypes:
-        parts.append((type(prototype), "update", f"detector `{prototype.name}`"))
+        parts.append((type(prototype), "update", f"detector.{prototype.name}"))
     return parts
 
 
@@ -178,6 +365,8 @@ def _installed(sampler: StageSampler, parts: list[tuple[Any, str, str]]) -> Iter
             original = vars(owner)[attr] if own else getattr(owner, attr)
             if isinstance(original, staticmethod):
                 wrapped: Any = staticmethod(sampler.marked(stage, original.__func__))
+            elif isinstance(original, property):  # a lazily computed feature
+                wrapped = property(sampler.marked(stage, original.fget), doc=original.__doc__)
             else:
                 wrapped = sampler.marked(stage, original)
             saved.append((owner, attr, original, own))
@@ -191,43 +380,75 @@ def _installed(sampler: StageSampler, parts: list[tuple[Any, str, str]]) -> Iter
                 delattr(owner, attr)
 
 
+def _replay_function() -> tuple[Callable[[Path, str, Any], int], Callable[..., Any]]:
+    """(replay ``folder`` into ``url`` with ``detectors`` → steps stored, the detector
+    set of a config path) of the tree on the path: this one, or 37f6ddb's layout (its
+    replay in ``ingest.replay``, its config in ``ingest.config``), so ``bench_speedup``
+    attributes both trees with this file."""
+    import importlib.util
+
+    if importlib.util.find_spec("ingest.replay") is not None:  # 37f6ddb's layout
+        from ingest.config import detector_set as old_set  # type: ignore[import-not-found]
+        from ingest.config import load_config as old_load
+        from ingest.replay import replay as old_replay  # type: ignore[import-not-found]
+        from ingest.settings import Settings as OldSettings  # type: ignore[import-not-found]
+
+        def old(folder: Path, url: str, detectors: Any) -> int:
+            settings = OldSettings(db_url=url)
+            return int(old_replay([folder], settings=settings, detectors=detectors).steps)
+
+        return old, lambda path: old_set(old_load(path))
+    from trajwatch.config import detector_set, load_config
+    from trajwatch.service.replay import replay
+    from trajwatch.settings import Settings
+
+    def new(folder: Path, url: str, detectors: Any) -> int:
+        return replay([folder], settings=Settings(db_url=url), detectors=detectors).steps
+
+    return new, lambda path: detector_set(load_config(path))
+
+
 def attributed_replay(folder: Path, url: str, detectors: Any) -> dict[str, Any]:
     """Replay ``folder`` into the (new, migrated) store at ``url`` with every stage
     marked: CPU seconds per stage (they add up to the total; 0 for a stage no tick
     fell in), the total, and the steps stored."""
-    from trajwatch.service.replay import replay
-    from trajwatch.settings import Settings
-
+    replay, _ = _replay_function()
     sampler = StageSampler()
     parts = _targets(detectors)
     sampler.seconds = dict.fromkeys([LOOP, *(stage for _, _, stage in parts)], 0.0)
     with _installed(sampler, parts):
         start = time.process_time()
         with sampler.sampling():
-            summary = replay([folder], settings=Settings(db_url=url), detectors=detectors)
+            steps = replay(folder, url, detectors)
         total = time.process_time() - start
-    return {"seconds": sampler.seconds, "total_s": total, "steps": summary.steps}
+    return {"seconds": sampler.seconds, "total_s": total, "steps": steps}
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m trajwatch.bench.attribution [--runs N] [--config TOML] [FOLDER]``: the
-    attributed replay of ``FOLDER`` (recordings), printed as µs of CPU a step; without
-    one, ``N`` of the bench's runs (20 spans a request, as ``trajwatch bench`` writes
-    them) are written to a temporary folder and replayed by a fresh process (here, the
-    garbage and freed memory of building them would be charged to the replay's stages)."""
+    """``python -m trajwatch.bench.attribution [--runs N] [--config TOML] [--json]
+    [FOLDER]``: the attributed replay of ``FOLDER`` (recordings), printed as µs of CPU a
+    step beside the stage budget (:mod:`trajwatch.bench.budget`), naming every stage over
+    it; ``--json``: the figures as one JSON object instead. Without a folder, ``N`` of the
+    bench's runs (20 spans a request, as ``trajwatch bench`` writes them) are written to
+    a temporary folder and replayed by a fresh process (here, the garbage and freed
+    memory of building them would be charged to the replay's stages).
+
+    Run as a file (``python …/attribution.py --json FOLDER``) with another tree first on
+    ``PYTHONPATH``, it attributes that tree's replay (37f6ddb's layout too)."""
     import argparse
+    import json
     import os
     import subprocess
     import sys
     import tempfile
 
     from models.store import Store
-    from trajwatch.config import detector_set, load_config
 
     parser = argparse.ArgumentParser(prog="python -m trajwatch.bench.attribution")
     parser.add_argument("folder", nargs="?", type=Path)
     parser.add_argument("--runs", type=int, default=60)
     parser.add_argument("--config", type=Path)
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
     if args.folder is None:
         from trajwatch.bench.spans import BATCH, agent_traces, encode_batches, length_delimited
@@ -238,19 +459,29 @@ def main(argv: list[str] | None = None) -> None:
             for i, run in enumerate(agent_traces(args.runs, prefix="bench")):
                 body = length_delimited(encode_batches(run, BATCH))
                 (folder / f"run-{i:05d}.otlp.binpb").write_bytes(body)
-            config = ["--config", str(args.config)] if args.config else []
-            command = [sys.executable, "-m", "trajwatch.bench.attribution", *config, str(folder)]
+            options = ["--config", str(args.config)] if args.config else []
+            options += ["--json"] if args.json else []
+            command = [sys.executable, "-m", "trajwatch.bench.attribution", *options, str(folder)]
             raise SystemExit(subprocess.run(command, check=False).returncode)
-    detectors = detector_set(load_config(args.config))
+    _, detector_set = _replay_function()
+    detectors = detector_set(args.config)
     with tempfile.TemporaryDirectory(prefix="trajwatch-attribution-") as tmp:
         url = f"sqlite:///{Path(tmp) / 'attributed.db'}"
         Store.open(url).close()
         done = attributed_replay(args.folder, url, detectors)
     per = 1e6 / done["steps"]
+    us = {name: round(seconds * per, 2) for name, seconds in done["seconds"].items()}
+    total = round(done["total_s"] * per, 2)
+    if args.json:
+        print(json.dumps({"steps": done["steps"], "us_per_step": us, "total": total}))
+        return
+    from trajwatch.bench.budget import calibration, load_budget, stage_table
+
+    budget = load_budget()
+    if budget is not None:
+        budget = budget.scaled(calibration())
     print(f"{done['steps']:,} steps; load {os.getloadavg()[0]:.2f}; µs of CPU a step:")
-    for name, seconds in sorted(done["seconds"].items(), key=lambda kv: -kv[1]):
-        print(f"{seconds * per:8.1f}  {name}")
-    print(f"{done['total_s'] * per:8.1f}  all of it")
+    print("\n".join(stage_table(us, budget, DESCRIPTIONS, total=total)))
 
 
 if __name__ == "__main__":

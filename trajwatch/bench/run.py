@@ -198,6 +198,8 @@ def run_bench(
         "spans": spans,
         "steps": replayed["steps"],
         "alerts": len(replayed["alert_ids"]),
+        "replay_rejudged_sessions": replayed["rejudged"],
+        "replay_rejudged_steps": replayed["rejudged_steps"],
         "repeat": sizes.repeat,
         "replay_spans_per_s": round(replay_rate),
         "replay_spans_per_s_runs": [round(r) for r in replay_rates],
@@ -295,6 +297,8 @@ def _replay(traces: list[list[bytes]], tmp: Path, detectors: Any) -> dict[str, A
         "seconds": wall,
         "cpu_s": cpu,
         "steps": summary.steps,
+        "rejudged": summary.rejudged,
+        "rejudged_steps": summary.rejudged_steps,
         "alert_ids": sorted(a.alert_id for a in summary.alerts),
         "url": url,
         "folder": folder,
@@ -831,17 +835,28 @@ def _start_attributed(
 
 def _attributed(child: subprocess.Popen[bytes], replayed: dict[str, Any]) -> dict[str, Any]:
     """The attributed replay's report: CPU µs per stored step by stage, largest first,
-    beside the same replay's total unmarked (phase 1's)."""
+    beside the same replay's total unmarked (phase 1's), the stage budget scaled to this
+    machine (:mod:`trajwatch.bench.budget`; empty without the file) and the stages over it."""
+    from trajwatch.bench.budget import calibration, load_budget, over_budget
+
     out, err = child.communicate(timeout=3600)
     if child.returncode != 0:
         raise RuntimeError(f"the attributed replay failed: {err.decode()[-2000:]}")
     done = json.loads(out)
     per = 1e6 / done["steps"]
     ordered = sorted(done["seconds"].items(), key=lambda kv: -kv[1])
+    stages = {name: round(s * per, 2) for name, s in ordered}
+    budget = load_budget()
+    if budget is not None:
+        budget = budget.scaled(calibration())
     return {
-        "stages": {name: round(s * per, 2) for name, s in ordered},
+        "stages": stages,
         "total": round(done["total_s"] * per, 2),
         "unmarked_total": round(replayed["cpu_s"] * per, 2),
+        "budget": {k: round(v, 1) for k, v in budget.stages.items()} if budget else {},
+        "budget_total": round(budget.total, 1) if budget and budget.total else None,
+        "budget_scale": round(budget.scale, 3) if budget else None,
+        "over_budget": over_budget(stages, budget),
     }
 
 
@@ -883,6 +898,13 @@ def format_report(report: dict[str, Any], command: str) -> str:
             f"{t['serve_acknowledged_s']} s; {t['serve_retries_503']} × 503; threads: "
             f"TRAJWATCH_CPU={t['serve_threads_cpu']})",
             f"{t['serve_over_from_string']:.4f}",
+        ),
+        (
+            "`replay`: sessions judged again in event-time order (a late step: the root span "
+            "ends last); `benchmarks/bench_rejudge.py` prices it per step",
+            f"{t['replay_rejudged_sessions']:,} settlings, {t['replay_rejudged_steps']:,} steps "
+            f"judged again of {t['steps']:,}",
+            "",
         ),
         (
             "`serve` ÷ `replay` (target ≥ 0.8)",
@@ -963,12 +985,28 @@ def format_report(report: dict[str, Any], command: str) -> str:
 
 
 def _attributed_rows(attributed: dict[str, Any]) -> list[str]:
+    budget = attributed.get("budget", {})
+    total = attributed.get("budget_total")
+    over = attributed.get("over_budget", [])
+
+    def cell(value: float | None) -> str:
+        return "-" if value is None else f"{value:.1f}"
+
     return [
-        "| the replay once more, by stage (CPU, sampled at the kernel tick) | µs per step |",
-        "|---|---:|",
-        *(f"| {name} | {us:.1f} |" for name, us in attributed["stages"].items()),
-        f"| **replay with the stages marked, all of it (CPU)** | {attributed['total']:.1f} |",
-        f"| (the same replay unmarked, phase 1) | {attributed['unmarked_total']:.1f} |",
+        "| the replay once more, by stage (CPU, sampled at the kernel tick) | µs per step "
+        "| budget |",
+        "|---|---:|---:|",
+        *(
+            f"| {name}{' **over**' if name in over else ''} | {us:.1f} | {cell(budget.get(name))} |"
+            for name, us in attributed["stages"].items()
+        ),
+        f"| **replay with the stages marked, all of it (CPU)** | {attributed['total']:.1f} "
+        f"| {cell(total)} |",
+        f"| (the same replay unmarked, phase 1) | {attributed['unmarked_total']:.1f} | |",
+        "",
+        "over its budget (benchmarks/stage_budget.toml, scaled "
+        f"×{attributed.get('budget_scale') or 1:.2f} to this machine): "
+        + (", ".join(over) if over else "none"),
         "",
     ]
 

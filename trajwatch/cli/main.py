@@ -181,6 +181,11 @@ def _parser() -> argparse.ArgumentParser:
     bn.add_argument("--json", action="store_true", help="print the report as one JSON object")
     bn.add_argument("--quick", action="store_true", help="small sizes: seconds, not minutes")
     bn.add_argument(
+        "--stages",
+        action="store_true",
+        help="only the replay's CPU by stage beside the stage budget (a minute)",
+    )
+    bn.add_argument(
         "--config", type=Path, help="TOML config (default: ./trajwatch.toml if present)"
     )
     breaker_cli.add_parser(sub, common, _positive)
@@ -425,6 +430,13 @@ def _bench(args: argparse.Namespace, settings: Settings) -> int:
     require_extra("opentelemetry.sdk", extra="fixtures", command="bench")  # its spans
     from trajwatch.bench.run import Sizes, format_report, run_bench
 
+    if args.stages:  # the attributed replay alone, beside benchmarks/stage_budget.toml
+        from trajwatch.bench.attribution import main as attribution
+
+        config = _config_path(args, settings)
+        options = ["--config", str(config)] if config else []
+        attribution([*options, *(["--json"] if args.json else []), "--runs", "200"])
+        return 0
     sizes = Sizes.quick() if args.quick else Sizes.full()
     progress = (lambda _: None) if args.json else (lambda m: print(f"… {m}", file=sys.stderr))
     report = run_bench(sizes, config_path=_config_path(args, settings), progress=progress)

@@ -61,6 +61,10 @@ class ReplaySummary:
     delivery_statuses: dict[str, int] = field(default_factory=dict)
     """status → outbox rows of the replayed alerts, when the replay stopped waiting
     (``deliver`` only)."""
+    rejudged: int = 0
+    """Sessions judged again in event-time order after a late step (once per settling)."""
+    rejudged_steps: int = 0
+    """The steps those re-judgements placed and judged again."""
 
     def to_json(self) -> dict[str, Any]:
         """The stable shape of ``trajwatch replay --json``."""
@@ -139,6 +143,8 @@ def replay(
             delivery_statuses=store.outbox().statuses([a.alert_id for a in alerts])
             if deliver
             else {},
+            rejudged=pipeline.stats.rejudged,
+            rejudged_steps=pipeline.stats.rejudged_steps,
         )
     finally:
         if dispatcher is not None:

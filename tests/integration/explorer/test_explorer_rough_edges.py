@@ -50,11 +50,11 @@ def test_the_start_of_a_spans_only_session_is_drawn_first(spans_store: tuple[str
         steps = store.steps(session)
     table = steps_table(steps)
     start = table.filter(table["kind"] == "start").row(0, named=True)
-    assert start["seq"] > len(steps) // 2  # stored near the end: its span ended last
-    assert start["x"] == table["x"].min() == -0.5  # drawn first, before step 0
-    assert start["placed"] == f"stored as step {start['seq']}: it arrived late"
-    in_time = table.filter(table["placed"].is_null())
-    assert (in_time["x"] == in_time["seq"].cast(float)).all()  # the rest where they are
+    # its span ended (and arrived) last; the settled session stores it in its
+    # event-time place: step 0, drawn first, nothing marked late
+    assert start["seq"] == 0 and start["x"] == table["x"].min() == 0.0
+    assert table["placed"].is_null().all()
+    assert (table["x"] == table["seq"].cast(float)).all()
     spec = charts.timeline(table, table.clear(), table.clear()).to_dict()
     assert spec["layer"][0]["encoding"]["x"]["field"] == "x"
 
@@ -115,3 +115,29 @@ def test_the_positions_of_late_steps() -> None:
 
     assert time_positions([]) == []
     assert time_positions([at(0, 5), at(1, 5), at(2, 1)]) == [0.0, 1.0, -0.5]
+
+
+def test_a_superseded_alert_is_listed_with_why_and_a_standing_one_without() -> None:
+    from dashboards.store_view import alerts_table
+    from ingest.pipeline.rejudge import SUPERSEDED, superseded
+    from models.records import Alert, Severity
+
+    def alert(n: int) -> Alert:
+        return Alert(
+            alert_id=f"al_{n}",
+            session_id="s",
+            detector="runaway_loop",
+            severity=Severity.WARN,
+            score=1.0,
+            onset_seq=n,
+            onset_step_id=f"s/{n}",
+            evidence=(),
+            reason="loop",
+            ts=n,
+        )
+
+    table = alerts_table([alert(1), superseded(alert(2))], [])
+    assert dict(zip(table["alert_id"], table["superseded"], strict=True)) == {
+        "al_1": None,
+        "al_2": SUPERSEDED,
+    }

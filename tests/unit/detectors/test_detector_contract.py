@@ -78,6 +78,20 @@ def long_session(n_iterations: int, seed: int = 0) -> list[Step]:
     return steps
 
 
+def looping_session(n_iterations: int, seed: int = 0) -> list[Step]:
+    """:func:`long_session` with a real loop before its end: the same test run six times,
+    failing alike, the same file re-patched between (runaway_loop's streams: the reads of
+    distinct files that used to raise its alerts there are exploration, issue 26)."""
+    *steps, end = long_session(n_iterations, seed)
+    s = Session(end.session_id)
+    s.seq, s.ts, s.calls = end.seq, end.ts, 100_000  # continue the session, new call ids
+    for word in ("a", "b", "c", "d", "e", "f"):
+        steps += [s.model(), *s.tool("bash", {"command": "cargo test t"}, ok=False, error="E1")]
+        edit = {"path": "src/dates.py", "old": "x", "new": word}
+        steps += [s.model(), *s.tool("edit_file", edit)]
+    return [*steps, s.end()]
+
+
 def feed(detector: Detector, steps: list[Step]) -> list[Alert]:
     alerts: list[Alert] = []
     for step in steps:
@@ -194,7 +208,8 @@ def test_the_score_is_zero_before_any_evidence(detector: Detector) -> None:
 
 
 def test_every_alert_is_raised_where_the_score_reaches_its_line(detector: Detector) -> None:
-    raised = [r for seed in (3, 9, 11) for r in scored(detector.clone(), long_session(400, seed))]
+    stream = looping_session if detector.name == "runaway_loop" else long_session
+    raised = [r for seed in (3, 9, 11) for r in scored(detector.clone(), stream(400, seed))]
     assert_raised_at_their_lines(raised)
     # the budget_overrun/duplicate_side_effect/intent_drift/premature_completion/runaway_loop
     # alerts of these streams; the policy and egress detectors' are the real runs'
@@ -381,7 +396,9 @@ def test_a_calibrated_detector_reports_its_calibrated_score_at_its_lines(banded:
     fitted = Calibration(scores=(0.0, 0.1, 1.0), probabilities=(0.0, 0.6, 0.95))
     bands = Bands(warn=0.5, critical=0.9) if banded else None
     detector = calibrated(REGISTRY["runaway_loop"](), fitted, bands)
-    raised = [r for seed in (3, 9, 11) for r in scored(detector.clone(), long_session(400, seed))]
+    raised = [
+        r for seed in (3, 9, 11) for r in scored(detector.clone(), looping_session(400, seed))
+    ]
     assert raised, "the streams raise runaway_loop alerts"
     assert_raised_at_their_lines(raised)
     assert all(score <= 0.95 for _, score, _ in raised)  # the calibrated scale, not the raw

@@ -198,3 +198,24 @@ def test_a_cancelled_replay_leaves_the_executed_call_as_the_one_replayed() -> No
 def test_bad_critical_replays() -> None:
     with pytest.raises(ValueError):
         DuplicateSideEffect(critical_replays=0)
+
+
+def test_a_replay_after_the_worker_stopped_says_so() -> None:
+    """Issue 29: a resumed run that re-issues a side effect the dead worker had already
+    completed is a duplicate side effect with that context in its reason."""
+    from detectors.duplicate_side_effect import DuplicateSideEffect
+    from detectors.testing import Session
+
+    s = Session("resumed")
+    refund = {"amount": 24400, "payment_intent": "pi_1"}
+    steps = [s.start(), *s.tool("stripe__create_refund", refund), s.silence(3000), s.start()]
+    steps += s.tool("stripe__create_refund", refund)
+    detector = DuplicateSideEffect()
+    alerts = [a for step in steps for a in detector.update(step)]
+    assert len(alerts) == 1
+    assert "interrupted (a new start of the session, step 4)" in alerts[0].reason
+    s = Session("plain")
+    steps = [s.start(), *s.tool("stripe__create_refund", refund)]
+    steps += s.tool("stripe__create_refund", refund)
+    detector = DuplicateSideEffect()
+    assert "interrupted" not in next(a for st in steps for a in detector.update(st)).reason

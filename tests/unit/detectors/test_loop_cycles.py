@@ -84,7 +84,9 @@ def test_progress_is_a_failure_fixed_or_a_new_answer() -> None:
     ]
     assert not shows_progress(same, 1, 1)
     same[1].body = 8
-    assert shows_progress(same, 1, 1)  # back to back: a changed body is news
+    assert not shows_progress(same, 1, 1)  # a body that differs in volatile parts only
+    same[0].digest, same[1].digest = 7, 8
+    assert shows_progress(same, 1, 1)  # back to back: what the result says changed
     cycle = [
         call(1, "a()", head=1, body=1),
         call(2, "b()", head=2, body=2),

@@ -380,12 +380,44 @@ def test_transient_failure_then_success_is_fine() -> None:
     assert feed(steps[:-6] + steps[-3:]) == []
 
 
-def test_test_fix_test_with_new_edits_is_progress() -> None:
+def test_new_patches_to_one_file_under_a_test_failing_alike_are_attempts() -> None:
+    """Issue 26: attempts at one sub-goal (the same test made green) that keep failing
+    are a loop even when every attempt is different code (before, this was progress)."""
     s = Session("tdd")
     steps = warmup(s)
+    tests = []
     for word in ("alpha", "beta", "gamma", "delta", "epsilon", "zeta"):
-        steps += [s.model(), *s.tool("bash", {"command": "pytest -q"}, ok=False, error="1 failed")]
+        test, failed = s.tool("bash", {"command": "pytest -q"}, ok=False, error="1 failed")
+        steps += [s.model(), test, failed]
         steps += [s.model(), *s.tool("edit_file", {"path": "src/app.py", "old": "x", "new": word})]
+        tests.append(failed)
+    alerts = feed(steps)
+    # the first edit changed a file never changed before (progress): the series starts
+    # at the run after it, warns at its third failure alike, kills at its fifth
+    assert [(a.severity, a.raised_seq) for a in alerts] == [
+        (Severity.WARN, tests[3].seq),
+        (Severity.CRITICAL, tests[5].seq),
+    ]
+    assert "attempts at one sub-goal" in alerts[0].reason
+
+
+def test_test_fix_test_with_edits_to_new_files_is_progress() -> None:
+    s = Session("tdd")
+    steps = warmup(s)
+    for i, word in enumerate(("alpha", "beta", "gamma", "delta", "epsilon", "zeta")):
+        steps += [s.model(), *s.tool("bash", {"command": "pytest -q"}, ok=False, error="1 failed")]
+        edit = {"path": f"src/mod{i}.py", "old": "x", "new": word}
+        steps += [s.model(), *s.tool("edit_file", edit)]
+    assert feed(steps) == []
+
+
+def test_a_failure_that_changes_between_attempts_is_progress() -> None:
+    s = Session("tdd")
+    steps = warmup(s)
+    for name in ("alpha", "beta", "gamma", "delta", "epsilon", "zeta"):
+        failure = f"FAILED tests/test_app.py::test_{name}"  # another test fails each time
+        steps += [s.model(), *s.tool("bash", {"command": "pytest -q"}, ok=False, error=failure)]
+        steps += [s.model(), *s.tool("edit_file", {"path": "src/app.py", "old": "x", "new": name})]
     assert feed(steps) == []
 
 

@@ -248,11 +248,35 @@ def test_an_independent_signal_later_carries_the_withheld_kill() -> None:
 
 
 def test_a_second_recommended_kill_of_another_family_fires_at_once() -> None:
-    drift = alert(1, detector="intent_drift", severity=Severity.WARN, action=Action.NOTIFY)
+    drift = alert(1, detector="intent_drift", severity=Severity.CRITICAL, action=Action.NOTIFY)
     loop = alert(2, detector="runaway_loop", onset=12, ts_s=1)
     decided = plan(ActionPolicy(), [drift, loop], {}, {})
     assert [d.action for d in decided] == [Action.NOTIFY, Action.KILL]
     assert "corroborated by intent_drift (al_0001)" in decided[1].why
+
+
+def test_an_earlier_warning_of_another_family_does_not_corroborate_a_kill() -> None:
+    drift = alert(1, detector="intent_drift", severity=Severity.WARN, action=Action.NOTIFY)
+    loop = alert(2, detector="runaway_loop", onset=12, ts_s=1)
+    decided = plan(ActionPolicy(), [drift, loop], {}, {})
+    assert [d.action for d in decided] == [Action.NOTIFY, Action.NOTIFY]
+    assert "withheld" in decided[1].why
+
+
+def test_premature_completion_neither_corroborates_nor_carries_a_stop() -> None:
+    loop = alert(1, detector="runaway_loop")
+    done = alert(
+        2,
+        detector="premature_completion",
+        severity=Severity.CRITICAL,
+        action=Action.NOTIFY,
+        onset=30,
+        ts_s=2,
+    )
+    assert [d.action for d in plan(ActionPolicy(), [loop, done], {}, {})] == [Action.NOTIFY] * 2
+    second = alert(3, detector="intent_drift", onset=40, ts_s=3)
+    decided = plan(ActionPolicy(), [done, second], {}, {})
+    assert [d.action for d in decided] == [Action.NOTIFY, Action.NOTIFY]
 
 
 def test_two_detectors_of_one_family_are_one_signal() -> None:
@@ -271,7 +295,7 @@ def test_an_info_alert_corroborates_nothing() -> None:
 
 
 def test_the_stores_earlier_alerts_corroborate_across_commits() -> None:
-    earlier = [alert(1, detector="egress_gaming", severity=Severity.WARN, action=Action.NOTIFY)]
+    earlier = [alert(1, detector="egress_gaming", severity=Severity.CRITICAL, action=Action.NOTIFY)]
     [decision] = plan(ActionPolicy(), [alert(2, onset=30, ts_s=5)], {}, {}, earlier=earlier)
     assert decision.action == Action.KILL
 

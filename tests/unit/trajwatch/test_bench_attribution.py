@@ -6,6 +6,7 @@ its stage, and the marks come off after the replay."""
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 from pathlib import Path
 
@@ -71,37 +72,80 @@ def test_the_marks_come_off() -> None:
     before = ordering.redact_step, engine.Pipeline.__dict__["_release"], sequencing.place
     kinds = [type(p) for p in detectors.prototypes]
     own = [("update" in vars(k)) for k in kinds]
+    from features.calls.step_features import StepFeatures
+
+    terms = StepFeatures.__dict__["terms"]
     with _installed(StageSampler(), _targets(detectors)):
         assert ordering.redact_step is not before[0]
         assert sequencing.place is not before[2]
+        assert StepFeatures.__dict__["terms"] is not terms  # a feature family, marked
     after = ordering.redact_step, engine.Pipeline.__dict__["_release"], sequencing.place
     assert after == before
+    assert StepFeatures.__dict__["terms"] is terms
     assert [("update" in vars(k)) for k in kinds] == own
 
 
 def test_the_command_attributes_a_replay_of_recordings(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """``python -m trajwatch.bench.attribution FOLDER`` on two of the bench's runs: every
-    stage named, and the stages add up to the whole (what ``trajwatch bench``'s full run
-    reports)."""
+    """``python -m trajwatch.bench.attribution --json FOLDER`` on two of the bench's runs:
+    every stage named, the feature families apart, and the stages add up to the whole
+    (what ``trajwatch bench``'s full run reports)."""
     from trajwatch.bench.attribution import main
     from trajwatch.bench.spans import BATCH, agent_traces, encode_batches, length_delimited
 
     for i, run in enumerate(agent_traces(2, prefix="bench")):
         (tmp_path / f"run-{i}.otlp.binpb").write_bytes(length_delimited(encode_batches(run, BATCH)))
+    main(["--json", str(tmp_path)])
+    done = json.loads(capsys.readouterr().out)
+    assert done["steps"] == 268
+    rows = done["us_per_step"]
+    for name in ("decode", "normalise", "redaction", "sequencing", "store_steps", LOOP):
+        assert name in rows
+    assert {"features.terms", "features.action", "detector.runaway_loop"} <= set(rows)
+    assert sum(rows.values()) == pytest.approx(done["total"], rel=0.02, abs=0.5)
+
+
+def test_the_command_prints_the_stages_beside_the_budget(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from trajwatch.bench.attribution import main
+    from trajwatch.bench.spans import BATCH, agent_traces, encode_batches, length_delimited
+
+    for i, run in enumerate(agent_traces(1, prefix="bench")):
+        (tmp_path / f"run-{i}.otlp.binpb").write_bytes(length_delimited(encode_batches(run, BATCH)))
     main([str(tmp_path)])
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].startswith("268 steps;")
-    rows = {}
-    for line in lines[1:]:
-        us, name = line.split(maxsplit=1)
-        rows[name] = float(us)
-    total = rows.pop("all of it")
-    for name in ("decode (protobuf → span records)", "store writes (steps)", LOOP):
-        assert name in rows
-    assert "detector `runaway_loop`" in rows
-    assert sum(rows.values()) == pytest.approx(total, rel=0.02, abs=0.5)
+    assert lines[0].startswith("134 steps;")
+    decode = next(line for line in lines if "decode" in line.split()[2:4])  # OVER or not
+    assert decode.split()[1] != "-"  # the committed file budgets it
+    assert lines[-2].startswith("over budget: ") or lines[-1].startswith("over budget: ")
+
+
+def test_the_committed_budget_names_only_stages_the_attribution_has() -> None:
+    """A stage renamed in the attribution must be renamed in the budget too, or it
+    would silently go unbudgeted."""
+    from trajwatch.bench.attribution import DESCRIPTIONS
+    from trajwatch.bench.budget import BUDGET_FILE, load_budget
+    from trajwatch.config import detector_set, load_config
+
+    budget = load_budget(BUDGET_FILE)
+    assert budget is not None and budget.total is not None
+    known = set(DESCRIPTIONS) | {f"detector.{n}" for n in detector_set(load_config(None)).names}
+    assert set(budget.stages) <= known, set(budget.stages) - known
+    assert sum(budget.stages.values()) <= budget.total
+
+
+def test_a_stage_over_its_scaled_budget_is_named() -> None:
+    from trajwatch.bench.budget import Budget, over_budget
+
+    budget = Budget(stages={"decode": 10.0, "release": 5.0}, total=30.0, calibration_s=0.1)
+    slow = budget.scaled(0.2)  # a machine half as fast: twice the budget
+    assert slow.stages == {"decode": 20.0, "release": 10.0} and slow.total == 60.0
+    figures = {"decode": 15.0, "release": 12.0, "sequencing": 99.0}  # no budget: never over
+    assert over_budget(figures, budget) == ["release", "decode", "total"]  # largest excess first
+    assert over_budget(figures, slow) == ["release", "total"]
+    assert over_budget({"decode": 1.0}, None) == []
 
 
 def test_the_report_prints_the_attributed_table() -> None:
@@ -109,14 +153,16 @@ def test_the_report_prints_the_attributed_table() -> None:
 
     rows = _attributed_rows(
         {
-            "stages": {"sequencing (seq, compaction, step copies)": 8.14},
+            "stages": {"sequencing": 8.14, "decode": 3.0},
             "total": 150.0,
             "unmarked_total": 148.2,
+            "budget": {"sequencing": 6.0, "decode": 4.0},
+            "budget_total": 140.0,
+            "budget_scale": 1.5,
+            "over_budget": ["sequencing", "total"],
         }
     )
-    assert "| sequencing (seq, compaction, step copies) | 8.1 |" in rows
-    assert rows[-3:] == [
-        "| **replay with the stages marked, all of it (CPU)** | 150.0 |",
-        "| (the same replay unmarked, phase 1) | 148.2 |",
-        "",
-    ]
+    assert "| sequencing **over** | 8.1 | 6.0 |" in rows
+    assert "| decode | 3.0 | 4.0 |" in rows
+    assert "| **replay with the stages marked, all of it (CPU)** | 150.0 | 140.0 |" in rows
+    assert rows[-2].endswith("scaled ×1.50 to this machine): sequencing, total")

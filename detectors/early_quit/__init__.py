@@ -1,0 +1,1 @@
+"""Early quits: the detector and its rules as pure functions."""

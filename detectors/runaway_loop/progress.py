@@ -1,0 +1,118 @@
+"""Progress rules of :mod:`detectors.runaway_loop.detector`: what was learnt, changed, reached.
+
+A loop is work that makes no progress; progress is what was learnt or changed. These
+pure functions judge it from the small records the detector keeps
+(:class:`~detectors.runaway_loop.records.LoopCall`, whose ``digest`` says what a result
+told the agent: :func:`features.calls.information.information_digest`):
+
+- :func:`learnt` — a result says something the one before it did not (``3 of 20`` after
+  ``2 of 20``): the world moved, the poll or the re-read was worth it.
+- :func:`patient` — retries or polls whose deliberate waits grow (exponential back-off):
+  patience, for a bounded count, not a loop.
+- :func:`attempt` — one check (the same call: a test, a verification, a status) failing
+  the same way while the work between its runs changes nothing new (the same file patched
+  again and again): attempts at one sub-goal that keep failing are a loop even when every
+  attempt is different code. A check that answers something new, or work that changes a
+  target not changed before (many files changed successfully is progress), ends it.
+- :func:`delegation_depth` — sub-agents running at once, each opened by a call still
+  waiting for its result: agents spawning agents that spawn agents.
+
+No state of their own (they change only the records they are given), no I/O, no clock;
+each is O(its inputs), and every input is bounded by the detector.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from detectors.base import MAX_EVIDENCE
+from detectors.runaway_loop.patience import PATIENT_GROWTH, patient
+from detectors.runaway_loop.records import Attempts, LoopCall
+from detectors.runaway_loop.retries import Finding
+from features.calls.action_keys import crc
+
+__all__ = [
+    "PATIENT_GROWTH",
+    "attempt",
+    "delegation_depth",
+    "learnt",
+    "patient",
+]
+
+
+def learnt(call: LoopCall, before: LoopCall) -> bool:
+    """Whether ``call``'s result told the agent something ``before``'s did not: both
+    answered (digests known) and they differ once volatile parts are masked.
+
+    >>> a = LoopCall(1, "a", "", 0, "t", 1, 1, 0, frozenset(), "t", True, frozenset(), (),
+    ...              True, False, 0, 0, 0, 0.0, digest=7)
+    >>> b = LoopCall(2, "b", "", 0, "t", 1, 1, 0, frozenset(), "t", False, frozenset(), (),
+    ...              True, False, 0, 0, 0, 0.0, digest=8)
+    >>> learnt(b, a), learnt(a, a)
+    (True, False)
+    """
+    return bool(call.digest and before.digest and call.digest != before.digest)
+
+
+def attempt(
+    series: dict[int, Attempts],
+    check: LoopCall,
+    *,
+    changed: int,
+    between: Iterable[LoopCall],
+    warn_at: int,
+    max_series: int,
+) -> Finding | None:
+    """Record a failed run of ``check`` (its result in: ``shape`` set) in the series of
+    its exact call; ``changed`` is the count of distinct targets the session has changed
+    so far, ``between`` the calls made since the check's previous run. The series goes on
+    when the check failed exactly as before and the work since changed no target it had
+    not changed before; anything else starts it anew. A finding once the check has failed
+    alike ``warn_at`` times with changes made between them. Keeps at most ``max_series``.
+
+    The same check re-run with nothing changed between is the cycle and retry rules' to
+    judge: here at least one change must have been made between each pair of runs.
+    """
+    key = check.exact
+    current = series.get(key)
+    made = sum(1 for c in between if c.changes and c.status != "error")
+    if current is None or current.shape != check.shape or changed > current.changed or not made:
+        series.pop(key, None)
+        while len(series) >= max_series:
+            del series[next(iter(series))]
+        series[key] = Attempts(check, check, check.shape, changed, [check])
+        return None
+    current.check = check
+    current.count += 1
+    current.attempts += made
+    current.members.append(check)
+    if len(current.members) > MAX_EVIDENCE:
+        del current.members[1 : len(current.members) - MAX_EVIDENCE + 1]
+    if current.count < warn_at:
+        return None
+    reason = (
+        f"`{check.label}` failed the same way {current.count} times since step "
+        f"{current.first.seq}, with {current.attempts} change(s) between its runs that "
+        "touched nothing not changed before: attempts at one sub-goal, none closer"
+    )
+    keys = {crc(f"attempts\x1f{key}")}
+    members = current.members
+    return Finding(members[1], list(members), keys, reason, current.count)
+
+
+def delegation_depth(open_calls: Iterable[LoopCall]) -> list[LoopCall]:
+    """The distinct calls among ``open_calls`` (awaiting their results) that run a
+    sub-agent (``delegates``: another agent reasoned while they were open), oldest
+    first: how many agents are running under agents now.
+
+    >>> calls = [LoopCall(i, str(i), "", 0, "Task", 1, i, 0, frozenset(), "Task", True,
+    ...                   frozenset(), (), False, False, 0, 0, 0, 0.0, delegates=i < 3)
+    ...          for i in range(5)]
+    >>> [c.seq for c in delegation_depth(calls + calls[:2])]
+    [0, 1, 2]
+    """
+    seen: dict[int, LoopCall] = {}
+    for call in open_calls:
+        if call.delegates:
+            seen.setdefault(id(call), call)
+    return sorted(seen.values(), key=lambda c: c.seq)

@@ -1,0 +1,1 @@
+"""Stalled runs: the detector and its rules as pure functions."""

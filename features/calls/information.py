@@ -1,0 +1,144 @@
+"""What a tool call learnt and what it changed: the inputs of progress.
+
+Progress is what was learnt or changed. Three pure functions give the facts a detector
+needs to tell the two from going round in circles:
+
+- :func:`information_digest` — the identity of what a result *says*: its text with the
+  parts that vary without meaning anything masked (timestamps, clock times, durations and
+  other decimals, long numbers, hex digests and ids, UUIDs). Short integers stay: ``3 of
+  20 replicas`` is not ``4 of 20``, ``2 failed`` is not ``1 failed`` — that is the world
+  changing. Two results with one digest told the agent the same thing.
+- :func:`changed_targets` — what a call that changes the workspace changed (the files an
+  edit or a patch names), so that many files changed successfully count as progress and
+  the same file patched again does not.
+- :func:`wait_seconds` — a deliberate wait a call makes (``sleep 30 && gh run view``,
+  ``time.sleep(5)``, a ``wait(seconds=10)`` tool): polling and retrying with a wait that
+  grows is patience.
+
+Each is pure, bounded (texts read up to :data:`DIGEST_CHARS` / :data:`WAIT_CHARS`
+characters) and memoised where calls repeat.
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from functools import lru_cache
+
+__all__ = [
+    "DIGEST_CHARS",
+    "WAIT_CHARS",
+    "changed_targets",
+    "failure_shape",
+    "information_digest",
+    "wait_seconds",
+]
+
+DIGEST_CHARS = 2_000
+"""Characters of a result its digest reads (what a result says comes first)."""
+WAIT_CHARS = 4_096
+"""Characters of a call's arguments searched for a wait."""
+
+# What varies without meaning anything, in the order tried: dates and times, UUIDs, ids
+# and digests (a run of letters and digits holding both, 6+ characters), decimals
+# (durations, sizes, scores), long numbers. Short integers are left alone.
+_VOLATILE_RE = re.compile(
+    r"\d{4}-\d{2}-\d{2}(?:[T _]\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?)?"
+    r"|\b\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d+)?\b"
+    r"|[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}"
+    r"|\b(?=[A-Za-z_-]*\d)(?=\w*[A-Za-z])[A-Za-z0-9_-]{6,}\b"
+    r"|\d+\.\d+"
+    r"|\d{5,}"
+)
+
+
+@lru_cache(maxsize=2048)
+def information_digest(text: str) -> int:
+    """crc32 of what ``text`` (a result, an error) says: its first :data:`DIGEST_CHARS`
+    characters, blanks collapsed, volatile parts masked (module docstring).
+
+    >>> a = information_digest("Chunk ID: 678fe8\\nWall time: 1.7820 seconds\\nqueued")
+    >>> a == information_digest("Chunk ID: bf83c3\\nWall time: 61.7930 seconds\\nqueued")
+    True
+    >>> information_digest("0 of 20 available") == information_digest("1 of 20 available")
+    False
+    >>> information_digest("at 2025-08-03T11:53:13.096Z ok") == information_digest("at 12:00 ok")
+    True
+    """
+    head = " ".join(text[:DIGEST_CHARS].split())
+    return zlib.crc32(_VOLATILE_RE.sub("#", head).encode("utf-8", "surrogatepass"))
+
+
+_NO_DIGITS = str.maketrans("", "", "0123456789")
+
+
+def failure_shape(text: str) -> int:
+    """crc32 of what a failure says with every digit dropped: the same failure whatever
+    its counts and line numbers (``23 filtered out`` is ``52 filtered out``; a test that
+    fails the same assertion fails the same way). Progress through a failing check is
+    judged by what changed between its runs, not by its counters.
+
+    >>> failure_shape("FAILED. 1 failed; 23 filtered out") == failure_shape(
+    ...     "FAILED. 1 failed; 52 filtered out")
+    True
+    """
+    return information_digest(text[:DIGEST_CHARS].translate(_NO_DIGITS))
+
+
+_PATCH_FILE_RE = re.compile(r"\*\*\* (?:Update|Add|Delete) File: ([^\s\\\"]+)")
+
+
+def changed_targets(arguments: str, paths: frozenset[str] | set[str]) -> frozenset[str]:
+    """The targets a call that changes the workspace changed: the files a patch names
+    (``*** Update File: src/a.py``), else ``paths`` (the paths its arguments write,
+    :attr:`features.calls.step_features.StepFeatures.mutation_targets`). Empty when
+    neither names one (the caller then knows only that *something* changed).
+
+    >>> sorted(changed_targets('*** Begin Patch\\n*** Update File: src/a.py\\n@@', set()))
+    ['src/a.py']
+    >>> sorted(changed_targets('{"file_path": "/w/b.py"}', {"/w/b.py"}))
+    ['/w/b.py']
+    """
+    found = _PATCH_FILE_RE.findall(arguments[:WAIT_CHARS])
+    if found:
+        return frozenset(found)
+    return frozenset(paths)
+
+
+# ``sleep 30``, ``sleep 1.5``, ``time.sleep(5)``, ``Start-Sleep -Seconds 5``, ``timeout /t 5``
+_SLEEP_RE = re.compile(
+    r"(?<![\w.])(?:sleep|time\.sleep|asyncio\.sleep|Start-Sleep(?:\s+-Seconds)?)"
+    r"[\s(]+(\d+(?:\.\d+)?)\s*(ms|s|m)?\b",
+    re.IGNORECASE,
+)
+_WAIT_TOOL_RE = re.compile(r"(?:^|[_.\-])(?:wait|sleep|pause)(?:$|[_.\-])", re.IGNORECASE)
+_WAIT_ARG_RE = re.compile(
+    r"\"(seconds|secs|duration|delay|timeout|ms|milliseconds|minutes)\"\s*:\s*(\d+(?:\.\d+)?)",
+    re.IGNORECASE,
+)
+_UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0}
+
+
+@lru_cache(maxsize=1024)
+def wait_seconds(tool: str, arguments: str) -> float:
+    """Seconds ``tool`` called with ``arguments`` deliberately waits: the largest sleep
+    its command or code runs, or, for a tool named for waiting (``wait``, ``sleep``),
+    its duration argument. 0.0 when it waits for nothing.
+
+    >>> wait_seconds("bash", '{"command": "sleep 30 && gh run view 1 --json status"}')
+    30.0
+    >>> wait_seconds("python", "import time\\ntime.sleep(2.5)\\nprint(1)")
+    2.5
+    >>> wait_seconds("wait", '{"seconds": 20}'), wait_seconds("bash", '{"command": "ls"}')
+    (20.0, 0.0)
+    """
+    text = arguments[:WAIT_CHARS]
+    best = 0.0
+    for number, unit in _SLEEP_RE.findall(text):
+        best = max(best, float(number) * _UNIT.get(unit.lower(), 1.0))
+    if best == 0.0 and tool and _WAIT_TOOL_RE.search(tool.rsplit("__", 1)[-1]):
+        for name, number in _WAIT_ARG_RE.findall(text):
+            scale = 0.001 if name.lower() in ("ms", "milliseconds") else 1.0
+            scale = 60.0 if name.lower() == "minutes" else scale
+            best = max(best, float(number) * scale)
+    return best
