@@ -226,8 +226,15 @@ def steps_table(steps: Sequence[Step]) -> pl.DataFrame:
     )
 
 
+def own_evidence(alert: Alert) -> list[Mapping[str, Any]]:
+    """The evidence references of ``alert`` that are steps of its own session (a
+    cross-session alert also names another session's steps: :func:`peer_sessions`)."""
+    return [r for r in alert.evidence if r.get("session_id", alert.session_id) == alert.session_id]
+
+
 def evidence_table(alerts: Sequence[Alert]) -> pl.DataFrame:
-    """One row per (alert, evidence step): what to highlight on the timeline."""
+    """One row per (alert, evidence step of its own session): what to highlight on the
+    timeline."""
     rows = [
         {
             "alert_id": a.alert_id,
@@ -238,7 +245,7 @@ def evidence_table(alerts: Sequence[Alert]) -> pl.DataFrame:
             "onset": int(ref.get("seq", -1)) == a.onset_seq,
         }
         for a in alerts
-        for ref in a.evidence
+        for ref in own_evidence(a)
     ]
     return pl.DataFrame(
         rows,
@@ -250,6 +257,63 @@ def evidence_table(alerts: Sequence[Alert]) -> pl.DataFrame:
             "step_id": pl.Utf8(),
             "onset": pl.Boolean(),
         },
+    )
+
+
+def peer_sessions(alerts: Sequence[Alert]) -> list[str]:
+    """The other sessions the alerts' evidence names (a cross-run alert such as
+    ``workspace_conflict``: the runs sharing a workspace), sorted.
+
+    >>> from models.records import Severity
+    >>> a = Alert(alert_id="x", session_id="a", detector="workspace_conflict",
+    ...           severity=Severity.WARN, score=0.6, onset_seq=3, onset_step_id="a#3",
+    ...           evidence=({"seq": 3, "step_id": "a#3", "session_id": "a"},
+    ...                     {"seq": 7, "step_id": "b#7", "session_id": "b"}), reason="r")
+    >>> peer_sessions([a])
+    ['b']
+    """
+    return sorted(
+        {
+            str(ref["session_id"])
+            for a in alerts
+            for ref in a.evidence
+            if isinstance(ref.get("session_id"), str) and ref["session_id"] != a.session_id
+        }
+    )
+
+
+def side_by_side(
+    steps: Mapping[str, Sequence[Step]], alerts: Sequence[Alert], *, around_s: int = 600
+) -> pl.DataFrame:
+    """The tool calls of several sessions of one workspace in one event-time order, a
+    column per session (its call's tool and a preview in that session's column, empty in
+    the others), ``evidence`` set on a call some alert of ``alerts`` names. Only the calls
+    within ``around_s`` seconds of the first and last evidence step: the stretch where
+    the runs met."""
+    named = {str(r.get("step_id")) for a in alerts for r in a.evidence}
+    calls = [s for sid in steps for s in steps[sid] if s.kind == StepKind.TOOL_CALL]
+    hits = [s.ts for s in calls if s.step_id in named]
+    if hits:
+        lo, hi = min(hits) - around_s * 10**9, max(hits) + around_s * 10**9
+        calls = [s for s in calls if lo <= s.ts <= hi]
+    calls.sort(key=lambda s: (s.ts, s.session_id, s.seq))
+    names = list(steps)
+    rows = [
+        {
+            "time (UTC)": s.ts // 1000,
+            "evidence": s.step_id in named,
+            **{
+                sid: f"{s.seq}: {s.tool or ''} {_preview(s)}"[:PREVIEW_CHARS]
+                if sid == s.session_id
+                else None
+                for sid in names
+            },
+        }
+        for s in calls
+    ]
+    schema = {"time (UTC)": pl.Int64(), "evidence": pl.Boolean(), **{n: pl.Utf8() for n in names}}
+    return pl.DataFrame(rows, schema=schema).with_columns(
+        pl.from_epoch(pl.col("time (UTC)"), time_unit="us").dt.replace_time_zone("UTC")
     )
 
 

@@ -141,6 +141,7 @@ BUILTIN: tuple[str, ...] = (
     "detectors.premature_completion",
     "detectors.runaway_loop.detector",
     "detectors.stalled_run.detector",
+    "detectors.workspace_conflict.detector",
 )
 """The modules of the built-in detectors: importing one runs its ``@register``. A new
 detector is one module (or one family package) plus one line here."""

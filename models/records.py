@@ -354,6 +354,35 @@ class DeadLetter:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class WorkspaceWrite:
+    """One place of a workspace (``workspace_key``: :func:`features.session.workspace.
+    workspace_key`) that a session's step wrote: a workspace-relative file path, or
+    ``@head``/``@remote``/``*`` (the branch, the remote branch, the whole tree; see
+    :mod:`features.session.writes`), with what was done (``op``) and, for a reset or a
+    checkpoint, the revision (``target``)."""
+
+    workspace_key: str
+    path: str
+    op: str
+    session_id: str
+    step_id: str
+    seq: int
+    ts: int
+    source_ref: str = ""
+    target: str | None = None
+
+    def ref(self) -> dict[str, Any]:
+        """The evidence reference of the step, naming its session (it may be another
+        session's step in an alert: :mod:`detectors.workspace_conflict`)."""
+        return {
+            "seq": self.seq,
+            "step_id": self.step_id,
+            "source_ref": self.source_ref,
+            "session_id": self.session_id,
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SessionInfo:
     """What is known about a session beyond its steps (from ``session_start`` or the
     agent span): the goal anchor, the policy and budget it runs under, and where it works

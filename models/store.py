@@ -60,6 +60,7 @@ from sqlalchemy.pool import ConnectionPoolEntry
 
 from models import migrations
 from models import outbox as _outbox
+from models import workspace_writes as _workspace_writes
 from models.errors import StoreOpenError
 from models.open_errors import EXAMPLE_URLS, open_error, shown
 from models.records import (
@@ -71,6 +72,7 @@ from models.records import (
     Severity,
     Step,
     StepKind,
+    WorkspaceWrite,
 )
 from models.storable import (
     Unstorable,
@@ -941,6 +943,40 @@ class StoreUnit:
     def checkpoints(self, session_ids: Sequence[str]) -> list[tuple[str, int, str, str | None]]:
         """(session, seq, checkpoint id, workspace commit) of the sessions' checkpoints."""
         return _outbox.checkpoints(self._connection, session_ids)
+
+    # -- the workspaces' writes (models.workspace_writes) ---------------------------------
+
+    def lock_workspaces(self, keys: Collection[str]) -> None:
+        """Lock the rows of workspace ``keys`` until this transaction ends, so commits
+        judging one workspace take turns (:mod:`models.workspace_writes`)."""
+        _workspace_writes.lock(self._connection, keys)
+
+    def recorded_writes(self, keys: Collection[tuple[str, str, str]]) -> set[tuple[str, str, str]]:
+        """The ``(step_id, path, op)`` among ``keys`` already recorded."""
+        return _workspace_writes.existing(self._connection, keys)
+
+    def add_workspace_writes(self, writes: Sequence[WorkspaceWrite]) -> None:
+        """Record ``writes`` (each step, path and op once)."""
+        _workspace_writes.add(self._connection, writes)
+
+    def workspace_writes(
+        self, key: str, since: int, until: int, *, limit: int = 4096
+    ) -> list[WorkspaceWrite]:
+        """The writes of workspace ``key`` with event time in ``[since, until]``, oldest
+        first (the newest ``limit``)."""
+        return _workspace_writes.read(self._connection, key, since, until, limit=limit)
+
+    def workspace_write_count(self, key: str, session_id: str) -> int:
+        """How many writes of ``session_id`` are recorded for workspace ``key``."""
+        return _workspace_writes.count(self._connection, key, session_id)
+
+    def seq_at(self, session_id: str, ts: int) -> int | None:
+        """The seq of the session's last stored step at or before event time ``ts``."""
+        return _workspace_writes.seq_at(self._connection, session_id, ts)
+
+    def prune_workspace_writes(self, key: str, before: int) -> int:
+        """Forget the writes of workspace ``key`` older than event time ``before``."""
+        return _workspace_writes.prune(self._connection, key, before)
 
     def fired_actions(self, session_ids: Sequence[str]) -> list[tuple[str, int, Action]]:
         """(session, alert event time, action) of the actions already fired in the sessions."""

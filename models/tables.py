@@ -262,3 +262,35 @@ class ScoreChunkRow(Base):
     start_seq: Mapped[int] = mapped_column(Integer, primary_key=True)
     end_seq: Mapped[int] = mapped_column(Integer)
     data: Mapped[bytes] = mapped_column(LargeBinary)
+
+
+class WorkspaceWriteRow(Base):
+    """One place of a workspace a session's step wrote (:class:`~models.records.WorkspaceWrite`):
+    what the cross-session ``workspace_conflict`` check reads of the *other* sessions of
+    a workspace. Keyed by the step and the place, so a step stored again (a replay, a
+    re-judgement) writes nothing twice. Pruned by event time (the check keeps its window)."""
+
+    __tablename__ = "workspace_writes"
+    __table_args__ = (Index(None, "workspace_key", "ts"),)
+
+    step_id: Mapped[str] = mapped_column(ID, primary_key=True)
+    path: Mapped[str] = mapped_column(ID, primary_key=True)
+    op: Mapped[str] = mapped_column(SHORT, primary_key=True)
+    workspace_key: Mapped[str] = mapped_column(ID)
+    session_id: Mapped[str] = mapped_column(SESSION_ID)
+    seq: Mapped[int] = mapped_column(Integer)
+    ts: Mapped[int] = mapped_column(BigInteger)
+    source_ref: Mapped[str] = mapped_column(Text)
+    target: Mapped[str | None] = mapped_column(SHORT)
+
+
+class WorkspaceRow(Base):
+    """One row per workspace key the check has seen: the row a commit locks (an upsert)
+    before it reads and writes the workspace's writes, so two PostgreSQL transactions
+    judging one workspace run one after the other and the later sees the earlier's rows.
+    ``writes`` counts the commits that touched it (the upsert needs something to set)."""
+
+    __tablename__ = "workspaces"
+
+    workspace_key: Mapped[str] = mapped_column(ID, primary_key=True)
+    writes: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")

@@ -7,6 +7,7 @@ Sessions page does."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from urllib.parse import quote
 
 import polars as pl
 import streamlit as st
@@ -22,8 +23,11 @@ from dashboards.session_view import (
     alert_marks,
     evidence_table,
     graph_layout,
+    own_evidence,
+    peer_sessions,
     replay_detectors,
     score_lines,
+    side_by_side,
     step_details,
     steps_table,
     stored_series,
@@ -163,6 +167,7 @@ def _show(ctx: Context, session_id: str) -> bool:
     alert_rows = alerts_table(alerts, deliveries)
     st.altair_chart(charts.timeline(table, evidence, alert_rows), width="stretch")
     _alerts(alerts, focus)
+    _workspace(ctx, session_id, alerts)
     st.altair_chart(charts.cumulative(table))
     egress = charts.egress(table)
     if egress is not None:
@@ -215,7 +220,9 @@ def _alerts(alerts: Sequence[Alert], focus: str | None) -> None:
     for a in alerts:
         colour = {"critical": "red", "warn": "orange"}.get(str(a.severity), "gray")
         refs = ", ".join(
-            f"step {e.get('seq')} ({escape(e.get('source_ref'))})" for e in a.evidence
+            f"step {e.get('seq')} ({escape(e.get('source_ref'))})"
+            + (f" of session {escape(e['session_id'])}" if e not in own_evidence(a) else "")
+            for e in a.evidence
         )
         box = st.container(border=True)
         head = (
@@ -231,6 +238,37 @@ def _alerts(alerts: Sequence[Alert], focus: str | None) -> None:
             + (f" · rollback to checkpoint {escape(a.checkpoint_id)}" if a.checkpoint_id else "")
             + f" · id {a.alert_id}"
         )
+
+
+def _workspace(ctx: Context, session_id: str, alerts: Sequence[Alert]) -> None:
+    """The sessions a cross-run alert names, side by side with this one: where each works
+    and their tool calls in one time order around the evidence."""
+    peers = peer_sessions(alerts)
+    if not peers:
+        return
+    names = [session_id, *peers]
+    infos = {i.session_id: i for i in ctx.store.sessions(names)}
+    st.subheader(f"Workspace: this session and {len(peers)} other run(s) side by side")
+    columns = st.columns(len(names))
+    for column, sid in zip(columns, names, strict=True):
+        info = infos.get(sid)
+        column.markdown(f"**{'this session' if sid == session_id else 'session'}** `{escape(sid)}`")
+        if info is not None:
+            place = " · ".join(
+                escape(v) for v in (info.agent, info.host, info.workspace, info.branch) if v
+            )
+            column.caption(place or "no workspace facts")
+        if sid != session_id:
+            column.link_button("Open", f"?page=session&session={quote(sid)}")
+    steps = {sid: ctx.store.steps(sid) for sid in names}
+    related = [*alerts, *ctx.store.alerts(peers)]
+    st.dataframe(
+        side_by_side(steps, related), hide_index=True, width="stretch", key="workspace_table"
+    )
+    st.caption(
+        "Each run's tool calls in one event-time order, ten minutes either side of the "
+        "evidence; evidence: a call a cross-run alert names."
+    )
 
 
 def _replay_note(alerts: Sequence[Alert], replayed: DetectorReplay) -> None:
@@ -262,7 +300,7 @@ def _details(
     st.subheader("Steps")
     kinds = st.multiselect("Kinds", sorted(set(table["kind"].to_list())), key="d_kinds")
     shown = table.filter(pl.col("kind").is_in(kinds)) if kinds else table
-    evidence = {int(e.get("seq", -1)) for a in alerts for e in a.evidence}
+    evidence = {int(e.get("seq", -1)) for a in alerts for e in own_evidence(a)}
     st.dataframe(
         shown.with_columns(pl.col("seq").is_in(list(evidence)).alias("evidence")).select(
             "seq",

@@ -413,6 +413,11 @@ def _start_detail(event: Mapping[str, Any]) -> dict[str, Any]:
     for key in ("workspace", "repository", "commit", "branch", "host", "policy_id", "model"):
         if event.get(key) is not None:
             detail[key] = event[key]
+    # the branch under the names runtimes log it by (Claude Code's gitBranch), when the
+    # schema's own is absent: the workspace key needs it (features.session.workspace)
+    for alias in ("git_branch", "gitBranch"):
+        if "branch" not in detail and isinstance(event.get(alias), str):
+            detail["branch"] = event[alias]
     if event.get("budget"):
         detail["budget"] = dict(event["budget"])
     if event.get("system_instructions"):

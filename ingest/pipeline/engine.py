@@ -35,6 +35,7 @@ from typing import Any
 from detectors.base import Detector
 from detectors.registry import DetectorSet
 from detectors.score_series import encode_chunk
+from detectors.workspace_conflict.detector import WorkspaceConflict
 from features.calls.step_features import analysed_view
 from features.redact.engine import redact_dead_letter
 from ingest.decoded import Decoded, Draft
@@ -56,6 +57,7 @@ from ingest.pipeline.silence import Clocks, marks, silence_step
 from ingest.pipeline.sinks import Committed, Sink
 from ingest.pipeline.stats import DEAD_LETTER_EXAMPLES, Stats
 from ingest.pipeline.turns import key_turns, turn_edges
+from ingest.pipeline.workspaces import WorkspaceStage
 from models.records import Alert, DeadLetter, SessionInfo, Step, StepKind
 from models.storable import Unstorable
 from models.store import SessionCursor, Store, StoreUnit
@@ -111,6 +113,14 @@ class Pipeline:
         self._dead: list[DeadLetter] = []
         self._offsets: dict[tuple[str, str], int] = {}
         self._moves: dict[tuple[str, str], tuple[int | None, int]] = {}
+        # the cross-session check, when its detector is configured (ingest.pipeline.workspaces)
+        judge = next(
+            (p for p in self.detectors.prototypes if isinstance(p, WorkspaceConflict)), None
+        )
+        self._workspaces = WorkspaceStage(judge) if judge is not None else None
+        self._cross = frozenset(
+            p.name for p in self.detectors.prototypes if getattr(p, "cross_session", False)
+        )
         self._clocks = Clocks(marks(self.settings.silence_first_ms, self.settings.silence_last_ms))
 
     # -- input -------------------------------------------------------------------
@@ -273,6 +283,7 @@ class Pipeline:
             released = self._release(ready, unit, checked=checked)
             inserted, refused = unit.add_storable_steps(released.storable)
             refused = [*released.unstorable, *refused]
+            left_out = {step.step_id for step, _ in refused}
             for step, reason in refused:
                 self.stats.store_rejected += 1
                 self._reject(step, reason)
@@ -311,6 +322,18 @@ class Pipeline:
                 session.info = SessionInfo(session_id=info.session_id)
                 cursor = session.cursor(checkpoint=checkpoints[info.session_id])
                 unit.upsert_session(session.info, cursor)
+            if self._workspaces is not None:
+                # after the steps, the sessions' facts and the alerts: the stage reads them
+                placed = [step for step in released.steps if step.step_id not in left_out]
+                infos = {
+                    s: self._sessions[s].info
+                    for s in dict.fromkeys([*(step.session_id for step in placed), *settled])
+                }
+                cross = self._workspaces.run(unit, placed, infos, reread=list(settled))
+                stored_cross, refused_cross = unit.add_alerts_or_reject(cross)
+                new_alerts = [*new_alerts, *stored_cross]
+                for alert, reason in refused_cross:
+                    self._reject(alert, reason)
             chunks = [
                 (session_id, chunk)
                 for session_id in checkpoints
@@ -325,7 +348,6 @@ class Pipeline:
                 unit.set_offset(source, partition, position)
             steps = released.steps
             if refused:
-                left_out = {step.step_id for step, _ in refused}
                 steps = [step for step in steps if step.step_id not in left_out]
             if moves:
                 unit.move_offsets(moves)
@@ -464,7 +486,11 @@ class Pipeline:
                 self._reject(step, reason)
             unit.replace_session_steps(session_id, again.storable)
             self._sessions[session_id] = again.session
-            stored = {a.alert_id: a for a in unit.alerts([session_id], superseded=True)}
+            stored = {
+                a.alert_id: a
+                for a in unit.alerts([session_id], superseded=True)
+                if a.detector not in self._cross  # not this session's judgement alone
+            }
             raised: dict[str, Alert] = {}
             for alert in again.alerts:  # the first raised of an id stands, as when stored
                 raised.setdefault(alert.alert_id, alert)

@@ -7,7 +7,7 @@ every other input writes too (:mod:`features.session.workspace`):
 detail key     attributes, first set wins (on the span, else on its resource)
 =============  ===========================================================================
 ``host``       ``host.name``
-``workspace``  ``process.working_directory``
+``workspace``  ``process.working_directory``; ``process.cwd`` (non-standard, in use)
 ``repository`` ``vcs.repository.url.full``
 ``branch``     ``vcs.ref.head.name``; ``vcs.repository.ref.name`` (deprecated name)
 ``commit``     ``vcs.ref.head.revision``; ``vcs.repository.ref.revision`` (deprecated name)
@@ -35,7 +35,7 @@ __all__ = ["WORKSPACE_ATTRIBUTES", "workspace_detail"]
 
 WORKSPACE_ATTRIBUTES: Mapping[str, tuple[str, ...]] = {
     "host": ("host.name",),
-    "workspace": ("process.working_directory",),
+    "workspace": ("process.working_directory", "process.cwd"),
     "repository": ("vcs.repository.url.full",),
     "branch": ("vcs.ref.head.name", "vcs.repository.ref.name"),
     "commit": ("vcs.ref.head.revision", "vcs.repository.ref.revision"),

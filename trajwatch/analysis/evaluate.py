@@ -57,6 +57,7 @@ FAILURES = (
     "egress_gaming",
     "stalled_run",
     "early_quit",
+    "workspace_conflict",
 )
 DETECTOR_FOR = {
     "runaway_loop": ["runaway_loop", "baseline_openlit_repeat3", "baseline_gemini_consecutive5"],
@@ -65,6 +66,7 @@ DETECTOR_FOR = {
     "egress_gaming": ["egress_gaming"],
     "stalled_run": ["stalled_run"],
     "early_quit": ["early_quit"],
+    "workspace_conflict": ["workspace_conflict"],
 }
 """Which detectors (and baselines) are scored against each labelled failure."""
 

@@ -1,0 +1,1 @@
+"""Workspace conflicts across sessions: the detector and its rules as pure functions."""
