@@ -13,7 +13,9 @@ Reads the goal (the START step, or a captured user message; it may arrive late, 
 trace's root span), tool calls (their terms, paths, hosts and repositories:
 :func:`features.calls.step_features.features_of`) and tool results (up to
 ``result_chars`` characters, for the links and paths they name and where a stretch's
-terms came from). Until a goal is known the opening calls before any result (up to
+terms came from). Also warns at a final answer given before any tool returned anything
+whose words nothing observed held, when the agent's own plan named a tool it never
+called. Until a goal is known the opening calls before any result (up to
 ``warmup_calls``) seed the scope, and ``unanchored_factor`` times the evidence is needed.
 
 Raises ``warn``/NOTIFY when the current stretch's weight reaches ``alarm_weight``,
@@ -186,6 +188,7 @@ class IntentDrift(Detector):
                 # summary of what the run read is made of the results' words, and scored
                 # as a call it was "steered by a result" (smolagents' final_answer tool)
                 return self._on_answer(step)
+            drift_answer.note_call(self._answer, step)
             return self._on_call(step)
         if kind == StepKind.TOOL_RESULT:
             self._log.informed = True
