@@ -270,7 +270,7 @@ class IntentDrift(Detector):
         drift_calls.note_judged(log, weight, {task.rel(p) for p in terms.paths[:8]})
         if weight == 0.0:
             drift_task.learn(task, terms, words, self.neutral_hosts)
-            drift_stretch.on_task(stretch, self.gap)
+            drift_stretch.on_task(stretch, self.gap, payback=drift_stretch.PAYBACK)
             return []
         drift_stretch.extend(
             stretch,

@@ -103,7 +103,9 @@ def scoped_edits(goal: str) -> list[Step]:
     steps += s.tool(
         "edit_file", {"path": "/w/bill/services/payments/api/routes.py", "old": "a", "new": "b"}
     )
-    for name in ("handlers/create.py", "api/schemas.py", "handlers/refund.py"):
+    # the last two were read only after the first change: in reach only if the task
+    # names their folder (two in a row: one edit on the way is no sustained drift)
+    for name in ("handlers/create.py", "api/schemas.py", "handlers/refund.py", "api/void.py"):
         steps += s.tool("read_file", {"path": f"/w/bill/services/payments/{name}"})
         steps += s.tool(
             "edit_file",
