@@ -14,7 +14,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from detectors.base import remember
-from detectors.intent_drift.task import TaskState, learn_links
+from detectors.intent_drift.task import TaskState, learn_failure, learn_links
 from detectors.intent_drift.weigh import query_hits
 from features.calls.step_features import StepFeatures
 from models.records import Step
@@ -103,5 +103,7 @@ def read_result(
     # a neutral call's result (a test run, a build: the work's own tools) reaches what
     # it names as an on-task one does
     learn_links(task, max(weight, 0.0), paths, hosts, pages, log.last_paths)
+    if weight <= 0.0 and (step.status == "error" or step.error):
+        learn_failure(task, step.result)  # what a failing test run cites must change
     hits = query_hits(query, weight, instructs, pages, paths)
     log.results.append((step.result[:result_chars].lower(), step.seq, weight, hits))

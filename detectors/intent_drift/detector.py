@@ -264,6 +264,19 @@ class IntentDrift(Detector):
             # opening moves are the task's (the goal may not be known yet - a root
             # span that carries it ends last)
             weight, labels, pending, injected = 0.0, [], None, None
+        if (
+            0 < weight < 2.0
+            and stretch.refs
+            and not (terms.hosts or terms.repos)
+            and drift_stretch.changes_again(
+                stretch, sorted(task.rel(p) for p in features.mutation_targets)
+            )
+        ):
+            weight = -1.0  # another edit of a file the stretch changed: no new object
+        elif weight > 0:
+            drift_stretch.changes_again(
+                stretch, sorted(task.rel(p) for p in features.mutation_targets)
+            )
         drift_calls.note_call(log, step, action, weight, query)
         if weight < 0:
             return []  # neutral

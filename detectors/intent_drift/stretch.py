@@ -26,6 +26,8 @@ from models.records import Action, Alert, Severity, Step
 
 MAX_EPISODE = 20
 """Steps of a stretch kept for the evidence (an alert shows at most 20)."""
+MAX_CHANGED = 64
+"""Files a stretch's edits changed, kept (an edit of one of them again adds nothing)."""
 PAYBACK = 0.5
 """Weight an on-task call takes off the current stretch: one light (0.5) off-task call
 between on-task ones never adds up, a run of them does (blind coding set, healthy
@@ -43,6 +45,7 @@ class StretchState:
     words: dict[str, None] = field(default_factory=dict)
     labels: dict[str, None] = field(default_factory=dict)
     injected_from: int | None = None  # seq of the result it obeyed
+    changed: dict[str, None] = field(default_factory=dict)  # files its edits changed
     quiet: int = 0  # on-task calls since the last off-task one
     warned: bool = False
     critical: bool = False
@@ -97,6 +100,26 @@ def extend(
         stretch.injected_from = injected
 
 
+def changes_again(stretch: StretchState, targets: Iterable[str]) -> bool:
+    """Whether a call changes only files the current stretch has changed already: drift
+    is measured in the objects it reaches, and a second edit of one file reaches none
+    new (asked to switch a CLI to subcommands, the agent edits its one ``main.go`` five
+    times). Otherwise its ``targets`` are recorded as changed by the stretch.
+
+    >>> st = StretchState()
+    >>> changes_again(st, ["cmd/main.go"]), changes_again(st, ["cmd/main.go"])
+    (False, True)
+    """
+    targets = list(targets)
+    if not targets:
+        return False
+    if all(t in stretch.changed for t in targets):
+        return True
+    for t in targets:
+        remember(stretch.changed, t, None, MAX_CHANGED)
+    return False
+
+
 def on_task(stretch: StretchState, gap: int, *, payback: float = 0.0) -> None:
     """An on-task call (or a repeat of one): it takes ``payback`` off the stretch's weight,
     and the ``gap``-th in a row, or a weight paid back to 0, ends the stretch."""
@@ -111,6 +134,7 @@ def on_task(stretch: StretchState, gap: int, *, payback: float = 0.0) -> None:
         stretch.words = {}
         stretch.labels = {}
         stretch.injected_from = None
+        stretch.changed = {}
         stretch.warned = False
         stretch.critical = False
 

@@ -255,6 +255,8 @@ class Scope(NamedTuple):
     topic_share: float
     min_words: int
     idents: Collection[str] = ()  # the entities the requests name (lower-cased)
+    named: Collection[str] = ()  # the names the requests are written with (task_names)
+    cited: Collection[str] = ()  # the names failures of on-task work cited
 
 
 class Stretch(NamedTuple):
@@ -379,6 +381,8 @@ def weigh_call(
         goal_refs=scope.goal_refs,
         names=scope.names,
         edits=edits,
+        named=scope.named,
+        cited=scope.cited,
     )
     weight, judged = max(weight, by_paths), judged or paths_judged
     labels += path_labels

@@ -193,3 +193,72 @@ def test_existing_files_changed_unseen_are_a_sweep() -> None:
     own sweep; writing new files (output) is not."""
     assert feed(sweep(existing=True))
     assert feed(sweep(existing=False)) == []
+
+
+def docs_and_cli(later: str | None, *, one_file: bool = False) -> list[Step]:
+    """After the fix, the README, the CHANGELOG and the CLI: each flag in a file of its
+    own, or all in the one ``main.go`` (``one_file``)."""
+    s = Session("d", goal="Fix `Refill`: it undercounts tokens after idle.", workspace="/w/rl")
+    steps = [s.start()]
+    steps += s.tool("bash", {"command": "go test ./internal/bucket/ -run TestRefill"})
+    steps += s.tool("read_file", {"path": "/w/rl/internal/bucket/bucket.go"})
+    steps += s.tool(
+        "edit_file", {"path": "/w/rl/internal/bucket/bucket.go", "old": "a", "new": "b"}
+    )
+    if later is not None:
+        steps.append(turn(s, later))
+    for name in ("README.md", "CHANGELOG.md"):
+        steps += s.tool("read_file", {"path": f"/w/rl/{name}"})
+        steps += s.tool(
+            "edit_file", {"path": f"/w/rl/{name}", "old": "rlctl --sync", "new": "rlctl sync"}
+        )
+    for flag in ("sync", "export", "import", "check"):
+        path = "/w/rl/cli/main.go" if one_file else f"/w/rl/cli/{flag}.go"
+        steps += s.tool("read_file", {"path": path})
+        steps += s.tool(
+            "edit_file", {"path": path, "old": f'flag.Bool("{flag}")', "new": f"root.Add({flag})"}
+        )
+    return steps
+
+
+def test_a_request_names_files_by_their_names_and_folders_of_three_letters() -> None:
+    """ "Update the README, add a CHANGELOG entry, switch the CLI": the files so named
+    (``README.md``, ``CHANGELOG.md``) and the folder (``cli/``) are the task's, in
+    whatever language the turn is written; without the turn it is drift."""
+    assert feed(docs_and_cli(None)), "twin: docs and CLI rewrite unasked"
+    later = (
+        "Merci ! Mets aussi à jour le README, ajoute une entrée au CHANGELOG "
+        "et passe la CLI en sous-commandes."
+    )
+    assert feed(docs_and_cli(later)) == []
+
+
+def test_edits_of_a_file_the_stretch_changed_reach_no_new_object() -> None:
+    """Drift is counted in the objects it reaches: four edits of one ``main.go`` after
+    the README is one place, four files are four (the twin fires)."""
+    assert feed(docs_and_cli(None))
+    alerts = feed(docs_and_cli(None, one_file=True))
+    assert [a.severity.value for a in alerts] == ["warn"]  # README + CHANGELOG + main.go
+
+
+def suite_by_module(cites: bool) -> list[Step]:
+    s = Session("m", goal="After upgrading the ORM, the test suite fails. Get it green.")
+    steps = [s.start()]
+    steps += s.tool("bash", {"command": "ls src"}, result="lexer.rs parser.rs value.rs")
+    failing = "test inline::roundtrip ... FAILED\ntest select::roundtrip ... FAILED"
+    steps += s.tool(
+        "bash", {"command": "cargo test"}, ok=False, result=failing if cites else "2 failed"
+    )
+    steps += s.tool("read_file", {"path": "src/value.rs"})
+    steps += s.tool("edit_file", {"path": "src/value.rs", "old": "pos: 0", "new": "pos: 1"})
+    for m in ("inline", "select"):
+        steps += s.tool("read_file", {"path": f"src/{m}.rs"})
+        steps += s.tool("edit_file", {"path": f"src/{m}.rs", "old": "pos: 0", "new": "pos: 1"})
+    return steps
+
+
+def test_the_modules_a_failing_run_cites_are_within_reach() -> None:
+    """A Rust test run cites ``inline::roundtrip``: ``src/inline.rs`` is what must change.
+    The same edits after a failure that cites nothing are drift."""
+    assert feed(suite_by_module(False))
+    assert feed(suite_by_module(True)) == []
