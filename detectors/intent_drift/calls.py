@@ -11,6 +11,7 @@ recent result that addressed the agent, and the last judged call. Every table is
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
 from detectors.base import remember
@@ -24,6 +25,8 @@ RECENT_RESULTS = 4
 still counts as what led it."""
 _RECENT_ACTIONS = 8
 _RECENT_CALLS = 16
+MAX_TOOLS = 64
+"""Tools used (and tools a result led to) the log keeps."""
 
 
 @dataclass(slots=True)
@@ -46,6 +49,8 @@ class CallLog:
     last_blind: bool = True  # whether its result was invisible (none, or empty)
     last_paths: set[str] = field(default_factory=set)
     edits: int = 0  # on-task changes so far
+    tools: dict[str, None] = field(default_factory=dict)  # tools used so far
+    led_tools: dict[str, int] = field(default_factory=dict)  # tool a result named → its seq
 
 
 def count_call(log: CallLog) -> None:
@@ -75,6 +80,24 @@ def note_call(log: CallLog, step: Step, action: str, weight: float, query: bool)
     remember(log.call_weight, step.step_id, (weight, query), _RECENT_CALLS)
     if step.call_id:
         remember(log.call_weight, step.call_id, (weight, query), _RECENT_CALLS)
+
+
+def led_by_result(
+    log: CallLog, tool: str | None, led: Callable[[Collection[str]], int | None]
+) -> int | None:
+    """The seq of the result that led the agent to ``tool`` (:func:`detectors.
+    intent_drift.weigh.tool_led`, given the tools used before), judged at its first use
+    and kept for its later calls; None for a tool the task or earlier work brought in.
+    The tool is recorded as used."""
+    if not tool:
+        return None
+    seq = log.led_tools.get(tool)
+    if seq is None and tool not in log.tools:
+        seq = led(log.tools.keys())
+        if seq is not None:
+            remember(log.led_tools, tool, seq, MAX_TOOLS)
+    remember(log.tools, tool, None, MAX_TOOLS)
+    return seq
 
 
 def note_judged(log: CallLog, weight: float, paths: set[str]) -> None:

@@ -63,7 +63,7 @@ from detectors.intent_drift.reasons import step_ref
 from detectors.intent_drift.scope import DEFAULT_NEUTRAL_HOSTS
 from detectors.intent_drift.stretch import StretchState
 from detectors.intent_drift.task import TaskState
-from detectors.intent_drift.weigh import weigh_call
+from detectors.intent_drift.weigh import tool_led, weigh_call
 from detectors.registry import register
 from features.calls.canonical import arguments_value
 from features.calls.step_features import features_of
@@ -159,11 +159,11 @@ class IntentDrift(Detector):
     @property
     def score(self) -> float:
         """The current stretch's drift weight over ``2 * critical_weight`` (what its
-        alerts carry, not capped at 1; 0 during warm-up), or on a final answer resting on
-        figures from nowhere, that finding's score."""
+        alerts carry, not capped at 1; 0 during warm-up unless a result led to it), or
+        on a final answer resting on figures from nowhere, that finding's score."""
         drift = (
             self._stretch.weight / (2 * self.critical_weight)
-            if self._log.calls > self.warmup_calls
+            if self._log.calls > self.warmup_calls or self._stretch.injected_from is not None
             else 0.0
         )
         return max(drift, self._answer_score)
@@ -258,6 +258,16 @@ class IntentDrift(Detector):
         weight, labels, pending, injected, log.edits = weigh_call(
             step, features, words, scope, drift_stretch.view(stretch, log, self.alarm_weight)
         )
+        led = drift_calls.led_by_result(
+            log,
+            step.tool,
+            lambda used: tool_led(step.tool, used, task.goal_words, task.goal_stems, log.results),
+        )
+        if led is not None and weight != 0.0:
+            # a capability only a result named (the README that says "fork this
+            # repository"), used for something the task's objects do not hold
+            weight, injected = max(weight, 1.0), injected if injected is not None else led
+            labels = [*labels, f"{step.tool}()"]
         query = not (terms.paths or terms.hosts or terms.repos)
         if weight > 0 and not log.informed and log.calls <= self.warmup_calls:
             # before any tool result, only the task can have led the agent here: its
@@ -299,7 +309,9 @@ class IntentDrift(Detector):
         return self._maybe_alert(step)
 
     def _maybe_alert(self, step: Step) -> list[Alert]:
-        if self._log.calls <= self.warmup_calls:
+        if self._log.calls <= self.warmup_calls and self._stretch.injected_from is None:
+            # the warm-up waits for the scope to form; a stretch a result led to (its
+            # terms, its tool, its text carried out) needs no scope to be judged
             return []
         # With no goal known, the scope is only what the first calls touched: ask more.
         factor = 1.0 if self._task.goal_words else self.unanchored_factor
