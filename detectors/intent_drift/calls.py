@@ -15,6 +15,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
 from detectors.base import remember
+from detectors.intent_drift.scope import named_domains
 from detectors.intent_drift.task import TaskState, learn_failure, learn_links
 from detectors.intent_drift.weigh import query_hits
 from features.calls.step_features import StepFeatures
@@ -125,6 +126,9 @@ def read_result(
         log.instructed, log.since_instructed = step.seq, 0
     # a neutral call's result (a test run, a build: the work's own tools) reaches what
     # it names as an on-task one does
+    # a domain the text names outside its links (an address, a file named after its
+    # sender) is as reached as a linked host
+    hosts = (*hosts, *named_domains(step.result[:result_chars]))
     learn_links(task, max(weight, 0.0), paths, hosts, pages, log.last_paths)
     if weight <= 0.0 and (step.status == "error" or step.error):
         learn_failure(task, step.result)  # what a failing test run cites must change

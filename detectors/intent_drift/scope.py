@@ -42,6 +42,7 @@ __all__ = [
     "inherited",
     "inside",
     "known",
+    "named_domains",
     "names_entity",
     "names_task_repo",
     "neutral_host",
@@ -185,6 +186,29 @@ def failure_names(text: str | None, room: int) -> list[str]:
             if len(found) >= room:
                 break
     return found
+
+
+_DOMAIN_RE = re.compile(r"(?<![\w.@-])(?:[a-z0-9][a-z0-9-]*\.)+[a-z][a-z0-9-]+(?![\w-])")
+
+
+def named_domains(text: str | None, room: int = 16) -> list[str]:
+    """The domain names a result's text holds outside links (an address, a file named
+    after its sender: ``RFP_response_kobe-parts.jp.pdf``, ``offers@kobe-parts.jp``), each
+    also without its last label when that leaves a domain (``kobe-parts.jp.pdf`` →
+    ``kobe-parts.jp``); lower-cased, at most ``room``. What a result names, the agent
+    may reach: a host it then contacts was named, not found from nowhere.
+
+    >>> named_domains('[{"name": "RFP_response_kobe-parts.jp.pdf"}, "x@iberlog.es"]')
+    ['kobe-parts.jp.pdf', 'kobe-parts.jp', 'iberlog.es']
+    """
+    found: list[str] = []
+    for m in _DOMAIN_RE.findall((text or "")[:4_000].lower().replace("_", " ").replace("@", " ")):
+        for name in (m, m.rsplit(".", 1)[0]):
+            if "." in name and name not in found:
+                found.append(name)
+        if len(found) >= room:
+            break
+    return found[:room]
 
 
 def inherited(path: str, reached: Mapping[str, float]) -> float:
