@@ -41,9 +41,11 @@ MAX_FIGURES = 2_048
 """Figures observed (goal, errors) kept for the answer's provenance."""
 REASONING_CHARS = 8_000
 """Characters of the model output before an answer read."""
-SEEN_CHARS = 16_000
+SEEN_CHARS = 8_000
 """Characters of observed text (the task first, then failures) an answer's words are
-looked up in."""
+looked up in, until a tool returns something (then the rule is off)."""
+TASK_CHARS = 4_000
+"""Characters of the task kept to tell the tools it names from the plan's own."""
 MAX_TOOLS = 32
 """Tools named by the plan, and tools called, kept (each)."""
 
@@ -68,11 +70,13 @@ def observe(answer: AnswerState, text: str | None) -> None:
     agent's)."""
     for f in figures(text):
         remember(answer.observed, f, None, MAX_FIGURES)
+    if answer.grounded:
+        return  # the answer rule is off: nothing more to look words up in
     room = SEEN_CHARS - len(answer.seen)
     if text and room > 0:
         answer.seen += " " + text[:room].lower()
     if text and not answer.task:
-        answer.task = text[:REASONING_CHARS].lower()
+        answer.task = text[:TASK_CHARS].lower()
 
 
 def note_call(answer: AnswerState, step: Step) -> None:
@@ -86,6 +90,7 @@ def note_result(answer: AnswerState, step: Step) -> None:
     then an error's or an empty result's figures are observed."""
     if step.status == "ok" and step.result and not final_answer_tool(step.tool):
         answer.grounded = True
+        answer.seen = answer.task = ""  # the rule is off from here: keep the state small
     elif not answer.grounded:
         observe(answer, step.error or step.result)
 

@@ -15,10 +15,11 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
 from detectors.base import remember
-from detectors.intent_drift.scope import named_domains
-from detectors.intent_drift.task import TaskState, learn_failure, learn_links
+from detectors.intent_drift.scope import MAX_WORD_CHARS, named_domains
+from detectors.intent_drift.task import MAX_WORDS, TaskState, learn_failure, learn_links
 from detectors.intent_drift.weigh import query_hits
 from features.calls.step_features import StepFeatures
+from features.calls.vectors import CONTENT_DROP, tokenize
 from models.records import Step
 
 RECENT_RESULTS = 4
@@ -28,6 +29,8 @@ _RECENT_ACTIONS = 8
 _RECENT_CALLS = 16
 MAX_TOOLS = 64
 """Tools used (and tools a result led to) the log keeps."""
+MAX_DELEGATED = 512
+"""Words of the results of calls on an address the task names, kept."""
 
 
 @dataclass(slots=True)
@@ -50,6 +53,10 @@ class CallLog:
     last_blind: bool = True  # whether its result was invisible (none, or empty)
     last_paths: set[str] = field(default_factory=set)
     edits: int = 0  # on-task changes so far
+    # calls on an object the task names by its address (the page it points to): their
+    # results are the task's own text
+    own_calls: dict[str, None] = field(default_factory=dict)
+    delegated: dict[str, None] = field(default_factory=dict)  # their results' words
     tools: dict[str, None] = field(default_factory=dict)  # tools used so far
     led_tools: dict[str, int] = field(default_factory=dict)  # tool a result named → its seq
 
@@ -72,6 +79,14 @@ def repeated(log: CallLog, key: str, action: str) -> float | None:
     remember(log.recent, action, seen, _RECENT_ACTIONS)
     remember(log.call_weight, key, (max(before, 0.0), query), _RECENT_CALLS)
     return before
+
+
+def note_own(log: CallLog, step: Step) -> None:
+    """A call on an object the task names: its result holds what the task delegated
+    (a to-do list the user pointed at), not a lead away from it."""
+    for key in (step.step_id, step.call_id):
+        if key:
+            remember(log.own_calls, key, None, _RECENT_CALLS)
 
 
 def note_call(log: CallLog, step: Step, action: str, weight: float, query: bool) -> None:
@@ -120,6 +135,15 @@ def read_result(
         return
     key = step.parent_step_id or step.call_id or ""
     weight, query = log.call_weight.get(key, (0.0, False))
+    if key and key in log.own_calls:
+        # the page the task points to by its address (a to-do list) is the task's own
+        # text: what it asks for is delegated - its words are in scope, and the tools
+        # it names are the task's (not the goal's own words: a tool's argument keys
+        # naming them would make any call topical)
+        for w in sorted(set(tokenize(step.result[:result_chars], drop=CONTENT_DROP))):
+            if len(w) <= MAX_WORD_CHARS:
+                remember(task.words, w, None, MAX_WORDS)
+                remember(log.delegated, w, None, MAX_DELEGATED)
     paths, hosts, pages = features.result_links(result_chars)
     instructs = features.instructs_agent(result_chars)
     if instructs:

@@ -60,7 +60,7 @@ from detectors.intent_drift import task as drift_task
 from detectors.intent_drift.answer import AnswerState
 from detectors.intent_drift.calls import CallLog
 from detectors.intent_drift.reasons import step_ref
-from detectors.intent_drift.scope import DEFAULT_NEUTRAL_HOSTS
+from detectors.intent_drift.scope import DEFAULT_NEUTRAL_HOSTS, names_entity
 from detectors.intent_drift.stretch import StretchState
 from detectors.intent_drift.task import TaskState
 from detectors.intent_drift.weigh import tool_led, weigh_call
@@ -258,10 +258,18 @@ class IntentDrift(Detector):
         weight, labels, pending, injected, log.edits = weigh_call(
             step, features, words, scope, drift_stretch.view(stretch, log, self.alarm_weight)
         )
+        if names_entity(step.arguments, drift_task.addresses(task)):
+            drift_calls.note_own(log, step)
         led = drift_calls.led_by_result(
             log,
             step.tool,
-            lambda used: tool_led(step.tool, used, task.goal_words, task.goal_stems, log.results),
+            lambda used: tool_led(
+                step.tool,
+                used,
+                task.goal_words | log.delegated.keys(),
+                task.goal_stems,
+                log.results,
+            ),
         )
         if led is not None and weight != 0.0:
             # a capability only a result named (the README that says "fork this

@@ -235,6 +235,15 @@ def learn_links(
                     remember(task.files, subject, None, MAX_FILES)
 
 
+def addresses(task: TaskState) -> list[str]:
+    """The addresses the requests name - the identifiers with a dot: a page
+    (``www.todo.example/bob``), a file (``landlord-notices.txt``); not a service or a
+    branch (``api-gateway``, ``fix/day``). A call on one reads what the user pointed
+    the agent at: its result is the task's own text (a to-do list), where any other
+    document's text is data."""
+    return [i for i in task.idents if "." in i.strip(".")]
+
+
 def learn_failure(task: TaskState, text: str | None) -> None:
     """A failure of on-task work (a test run, a build) cites what must change: the
     names it holds (:func:`detectors.intent_drift.scope.failure_names`) bring the files
