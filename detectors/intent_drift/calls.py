@@ -11,12 +11,15 @@ recent result that addressed the agent, and the last judged call. Every table is
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
 from detectors.base import remember
-from detectors.intent_drift.task import TaskState, learn_links
+from detectors.intent_drift.scope import MAX_WORD_CHARS, named_domains
+from detectors.intent_drift.task import MAX_WORDS, TaskState, learn_failure, learn_links
 from detectors.intent_drift.weigh import query_hits
 from features.calls.step_features import StepFeatures
+from features.calls.vectors import CONTENT_DROP, tokenize
 from models.records import Step
 
 RECENT_RESULTS = 4
@@ -24,6 +27,10 @@ RECENT_RESULTS = 4
 still counts as what led it."""
 _RECENT_ACTIONS = 8
 _RECENT_CALLS = 16
+MAX_TOOLS = 64
+"""Tools used (and tools a result led to) the log keeps."""
+MAX_DELEGATED = 512
+"""Words of the results of calls on an address the task names, kept."""
 
 
 @dataclass(slots=True)
@@ -46,6 +53,12 @@ class CallLog:
     last_blind: bool = True  # whether its result was invisible (none, or empty)
     last_paths: set[str] = field(default_factory=set)
     edits: int = 0  # on-task changes so far
+    # calls on an object the task names by its address (the page it points to): their
+    # results are the task's own text
+    own_calls: dict[str, None] = field(default_factory=dict)
+    delegated: dict[str, None] = field(default_factory=dict)  # their results' words
+    tools: dict[str, None] = field(default_factory=dict)  # tools used so far
+    led_tools: dict[str, int] = field(default_factory=dict)  # tool a result named → its seq
 
 
 def count_call(log: CallLog) -> None:
@@ -68,6 +81,14 @@ def repeated(log: CallLog, key: str, action: str) -> float | None:
     return before
 
 
+def note_own(log: CallLog, step: Step) -> None:
+    """A call on an object the task names: its result holds what the task delegated
+    (a to-do list the user pointed at), not a lead away from it."""
+    for key in (step.step_id, step.call_id):
+        if key:
+            remember(log.own_calls, key, None, _RECENT_CALLS)
+
+
 def note_call(log: CallLog, step: Step, action: str, weight: float, query: bool) -> None:
     """Record the ``weight`` a new call got, for its repeats and its result."""
     if action:
@@ -75,6 +96,24 @@ def note_call(log: CallLog, step: Step, action: str, weight: float, query: bool)
     remember(log.call_weight, step.step_id, (weight, query), _RECENT_CALLS)
     if step.call_id:
         remember(log.call_weight, step.call_id, (weight, query), _RECENT_CALLS)
+
+
+def led_by_result(
+    log: CallLog, tool: str | None, led: Callable[[Collection[str]], int | None]
+) -> int | None:
+    """The seq of the result that led the agent to ``tool`` (:func:`detectors.
+    intent_drift.weigh.tool_led`, given the tools used before), judged at its first use
+    and kept for its later calls; None for a tool the task or earlier work brought in.
+    The tool is recorded as used."""
+    if not tool:
+        return None
+    seq = log.led_tools.get(tool)
+    if seq is None and tool not in log.tools:
+        seq = led(log.tools.keys())
+        if seq is not None:
+            remember(log.led_tools, tool, seq, MAX_TOOLS)
+    remember(log.tools, tool, None, MAX_TOOLS)
+    return seq
 
 
 def note_judged(log: CallLog, weight: float, paths: set[str]) -> None:
@@ -96,12 +135,26 @@ def read_result(
         return
     key = step.parent_step_id or step.call_id or ""
     weight, query = log.call_weight.get(key, (0.0, False))
+    if key and key in log.own_calls:
+        # the page the task points to by its address (a to-do list) is the task's own
+        # text: what it asks for is delegated - its words are in scope, and the tools
+        # it names are the task's (not the goal's own words: a tool's argument keys
+        # naming them would make any call topical)
+        for w in sorted(set(tokenize(step.result[:result_chars], drop=CONTENT_DROP))):
+            if len(w) <= MAX_WORD_CHARS:
+                remember(task.words, w, None, MAX_WORDS)
+                remember(log.delegated, w, None, MAX_DELEGATED)
     paths, hosts, pages = features.result_links(result_chars)
     instructs = features.instructs_agent(result_chars)
     if instructs:
         log.instructed, log.since_instructed = step.seq, 0
     # a neutral call's result (a test run, a build: the work's own tools) reaches what
     # it names as an on-task one does
+    # a domain the text names outside its links (an address, a file named after its
+    # sender) is as reached as a linked host
+    hosts = (*hosts, *named_domains(step.result[:result_chars]))
     learn_links(task, max(weight, 0.0), paths, hosts, pages, log.last_paths)
+    if weight <= 0.0 and (step.status == "error" or step.error):
+        learn_failure(task, step.result)  # what a failing test run cites must change
     hits = query_hits(query, weight, instructs, pages, paths)
     log.results.append((step.result[:result_chars].lower(), step.seq, weight, hits))

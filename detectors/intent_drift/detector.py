@@ -13,7 +13,9 @@ Reads the goal (the START step, or a captured user message; it may arrive late, 
 trace's root span), tool calls (their terms, paths, hosts and repositories:
 :func:`features.calls.step_features.features_of`) and tool results (up to
 ``result_chars`` characters, for the links and paths they name and where a stretch's
-terms came from). Until a goal is known the opening calls before any result (up to
+terms came from). Also warns at a final answer given before any tool returned anything
+whose words nothing observed held, when the agent's own plan named a tool it never
+called. Until a goal is known the opening calls before any result (up to
 ``warmup_calls``) seed the scope, and ``unanchored_factor`` times the evidence is needed.
 
 Raises ``warn``/NOTIFY when the current stretch's weight reaches ``alarm_weight``,
@@ -58,10 +60,10 @@ from detectors.intent_drift import task as drift_task
 from detectors.intent_drift.answer import AnswerState
 from detectors.intent_drift.calls import CallLog
 from detectors.intent_drift.reasons import step_ref
-from detectors.intent_drift.scope import DEFAULT_NEUTRAL_HOSTS
+from detectors.intent_drift.scope import DEFAULT_NEUTRAL_HOSTS, names_entity
 from detectors.intent_drift.stretch import StretchState
 from detectors.intent_drift.task import TaskState
-from detectors.intent_drift.weigh import weigh_call
+from detectors.intent_drift.weigh import tool_led, weigh_call
 from detectors.registry import register
 from features.calls.canonical import arguments_value
 from features.calls.step_features import features_of
@@ -157,11 +159,11 @@ class IntentDrift(Detector):
     @property
     def score(self) -> float:
         """The current stretch's drift weight over ``2 * critical_weight`` (what its
-        alerts carry, not capped at 1; 0 during warm-up), or on a final answer resting on
-        figures from nowhere, that finding's score."""
+        alerts carry, not capped at 1; 0 during warm-up unless a result led to it), or
+        on a final answer resting on figures from nowhere, that finding's score."""
         drift = (
             self._stretch.weight / (2 * self.critical_weight)
-            if self._log.calls > self.warmup_calls
+            if self._log.calls > self.warmup_calls or self._stretch.injected_from is not None
             else 0.0
         )
         return max(drift, self._answer_score)
@@ -186,6 +188,7 @@ class IntentDrift(Detector):
                 # summary of what the run read is made of the results' words, and scored
                 # as a call it was "steered by a result" (smolagents' final_answer tool)
                 return self._on_answer(step)
+            drift_answer.note_call(self._answer, step)
             return self._on_call(step)
         if kind == StepKind.TOOL_RESULT:
             self._log.informed = True
@@ -255,19 +258,50 @@ class IntentDrift(Detector):
         weight, labels, pending, injected, log.edits = weigh_call(
             step, features, words, scope, drift_stretch.view(stretch, log, self.alarm_weight)
         )
+        if names_entity(step.arguments, drift_task.addresses(task)):
+            drift_calls.note_own(log, step)
+        led = drift_calls.led_by_result(
+            log,
+            step.tool,
+            lambda used: tool_led(
+                step.tool,
+                used,
+                task.goal_words | log.delegated.keys(),
+                task.goal_stems,
+                log.results,
+            ),
+        )
+        if led is not None and weight != 0.0:
+            # a capability only a result named (the README that says "fork this
+            # repository"), used for something the task's objects do not hold
+            weight, injected = max(weight, 1.0), injected if injected is not None else led
+            labels = [*labels, f"{step.tool}()"]
         query = not (terms.paths or terms.hosts or terms.repos)
         if weight > 0 and not log.informed and log.calls <= self.warmup_calls:
             # before any tool result, only the task can have led the agent here: its
             # opening moves are the task's (the goal may not be known yet - a root
             # span that carries it ends last)
             weight, labels, pending, injected = 0.0, [], None, None
+        if (
+            0 < weight < 2.0
+            and stretch.refs
+            and not (terms.hosts or terms.repos)
+            and drift_stretch.changes_again(
+                stretch, sorted(task.rel(p) for p in features.mutation_targets)
+            )
+        ):
+            weight = -1.0  # another edit of a file the stretch changed: no new object
+        elif weight > 0:
+            drift_stretch.changes_again(
+                stretch, sorted(task.rel(p) for p in features.mutation_targets)
+            )
         drift_calls.note_call(log, step, action, weight, query)
         if weight < 0:
             return []  # neutral
         drift_calls.note_judged(log, weight, {task.rel(p) for p in terms.paths[:8]})
         if weight == 0.0:
             drift_task.learn(task, terms, words, self.neutral_hosts)
-            drift_stretch.on_task(stretch, self.gap)
+            drift_stretch.on_task(stretch, self.gap, payback=drift_stretch.PAYBACK)
             return []
         drift_stretch.extend(
             stretch,
@@ -283,7 +317,9 @@ class IntentDrift(Detector):
         return self._maybe_alert(step)
 
     def _maybe_alert(self, step: Step) -> list[Alert]:
-        if self._log.calls <= self.warmup_calls:
+        if self._log.calls <= self.warmup_calls and self._stretch.injected_from is None:
+            # the warm-up waits for the scope to form; a stretch a result led to (its
+            # terms, its tool, its text carried out) needs no scope to be judged
             return []
         # With no goal known, the scope is only what the first calls touched: ask more.
         factor = 1.0 if self._task.goal_words else self.unanchored_factor

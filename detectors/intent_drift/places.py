@@ -165,6 +165,8 @@ def paths_weight(
     goal_refs: Iterable[str],
     names: Collection[str],
     edits: int,
+    named: Collection[str] = (),
+    cited: Collection[str] = (),
 ) -> tuple[float, list[str], dict[str, Any] | None, bool, int]:
     """(weight, labels, the read an off-task edit continues, judged, edits so far) of the
     paths a call names; ``targets`` are the ones it changes.
@@ -194,7 +196,9 @@ def paths_weight(
             continue  # the working directory (a ``cwd``/``workdir``): neutral
         if p in targets:
             judged = True
-            if file_reached(rel, files, goal_words, names):
+            if file_reached(rel, files, goal_words, names, named) or file_reached(
+                rel, (), (), (), cited
+            ):
                 remember(files, rel, None, MAX_FILES)
                 edits += 1
                 continue

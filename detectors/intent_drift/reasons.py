@@ -2,10 +2,12 @@
 
 - :func:`drift_reason` — the sentence of a drift alert: where the agent went, for how
   long, how heavy, and the tool result its terms came from when they did.
-- :func:`unfounded_figures` / :func:`answer_reason` — the sub-goals abandoned: a final
-  answer, given before any tool returned anything, stating figures (three digits or
-  more, :mod:`features.calls.grounding`) that nothing the session observed held and that its
-  own arithmetic did not compute.
+- :func:`unfounded_figures` / :func:`unfounded_words` / :func:`planned_tools` /
+  :func:`answer_reason` — the sub-goals abandoned: a final answer, given before any tool
+  returned anything, stating figures (three digits or more,
+  :mod:`features.calls.grounding`) that nothing the session observed held and that its
+  own arithmetic did not compute; or, when the agent's own plan named a tool it then
+  never called, stating words that nothing observed held.
 - :func:`stretch_severity` — the level a stretch of off-task calls reaches, each
   level alerted once per stretch.
 - :func:`step_ref` / :func:`light_step` — the small references the detector's state
@@ -16,19 +18,24 @@ Pure functions; no I/O, no clock.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from features.calls.grounding import computed, figures, ungrounded
+from features.calls.vectors import CONTENT_DROP, tokenize
 from models.records import Severity, Step, StepKind
 
 __all__ = [
     "answer_reason",
     "drift_reason",
     "light_step",
+    "planned_tools",
     "step_ref",
     "stretch_severity",
     "unfounded_figures",
+    "unfounded_words",
 ]
 
 
@@ -101,11 +108,85 @@ def unfounded_figures(
     return ungrounded(stated - computed(reasoning), observed)
 
 
-def answer_reason(tool: str | None, goal: str, missing: list[str]) -> str:
-    """The reason of an answer given on figures from nowhere."""
+_FENCE_RE = re.compile(r"```.*?(?:```|$)", re.DOTALL)
+_TOOL_NAME_RE = re.compile(r"(?<![\w.])[a-z][a-z0-9]*(?:_[a-z0-9]+)+(?![\w.])")
+_UNSPACED_RE = re.compile(r"[\W_]+")
+
+
+def planned_tools(text: str | None, *, limit: int = 8_000) -> list[str]:
+    """The tools the agent's own prose names (its first ``limit`` characters, code
+    blocks left out): ``snake_case`` names, the shape of a function it can call
+    (``search_agent``, ``inspect_file_as_text``), not words of any language. A plan
+    that names a tool says a look-up is needed; variables in code are not plans.
+
+    >>> planned_tools("1. Use the search_agent tool. ```py rows = load_all() ``` then")
+    ['search_agent']
+    """
+    if not text:
+        return []
+    prose = _FENCE_RE.sub(" ", text[:limit])
+    return list(dict.fromkeys(_TOOL_NAME_RE.findall(prose)))[:16]
+
+
+def _answer_text(arguments: str | None) -> str:
+    """The answer's text: the string and number values of its arguments (JSON), not
+    their keys; the arguments as given when they are not JSON."""
+    if not arguments:
+        return ""
+    try:
+        value = json.loads(arguments[:20_000])
+    except ValueError:
+        return arguments[:20_000]
+    parts: list[str] = []
+    stack = [value]
+    while stack and len(parts) < 256:
+        item = stack.pop()
+        if isinstance(item, Mapping):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(reversed(item))
+        elif item is not None:
+            parts.append(str(item))
+    return " ".join(parts)
+
+
+def unfounded_words(arguments: str | None, seen: str) -> list[str]:
+    """The content words (3 letters or more) of an answer's ``arguments`` that the text
+    the session observed (``seen``: the task, failures; lower-cased) does not hold -
+    none when the answer is spelt out in that text, its letters in order (a sentence
+    read off a grid of letters, a name quoted), or when fewer than half are missing.
+
+    >>> unfounded_words('{"answer": "negative binomial"}', "what model did both studies use?")
+    ['binomial', 'negative']
+    >>> unfounded_words('{"answer": "THE SEAGULL"}', "read the block: the / seag / ull")
+    []
+    """
+    text = _answer_text(arguments)
+    words = sorted({w for w in tokenize(text, drop=CONTENT_DROP) if len(w) >= 3})
+    if not words:
+        return []
+    letters = _UNSPACED_RE.sub("", text.lower())
+    if letters and letters in _UNSPACED_RE.sub("", seen):
+        return []
+    missing = [w for w in words if w not in seen]
+    return missing if 2 * len(missing) >= len(words) else []
+
+
+def answer_reason(
+    tool: str | None, goal: str, missing: list[str], *, planned: Collection[str] = ()
+) -> str:
+    """The reason of an answer given on figures (or, with ``planned``, the tools its
+    plan named and it never called, on words) from nowhere."""
     shown = ", ".join(f"`{f}`" for f in missing[:4])
     more = f" and {len(missing) - 4} more" if len(missing) > 4 else ""
     task = f" (task: {goal})" if goal else ""
+    if planned:
+        tools = ", ".join(f"`{t}`" for t in list(planned)[:3])
+        return (
+            f"the agent answered with `{tool}` before any tool had returned anything"
+            f"{task}: its plan named {tools}, never called, and what it states "
+            f"({shown}{more}) appears in nothing the session observed"
+        )
     return (
         f"the agent answered with `{tool}` before any tool had returned anything"
         f"{task}: the look-ups the task needs were never done, and the figures it "

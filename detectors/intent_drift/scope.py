@@ -34,6 +34,7 @@ from features.calls.vectors import CONTENT_DROP, directory_of, tokenize
 
 __all__ = [
     "DEFAULT_NEUTRAL_HOSTS",
+    "failure_names",
     "file_reached",
     "from_result",
     "goal_words",
@@ -41,6 +42,7 @@ __all__ = [
     "inherited",
     "inside",
     "known",
+    "named_domains",
     "names_entity",
     "names_task_repo",
     "neutral_host",
@@ -115,12 +117,21 @@ def inside(path: str, workspace: str) -> bool:
 
 
 def file_reached(
-    rel: str, files: Iterable[str], goal_words: Collection[str], names: Collection[str]
+    rel: str,
+    files: Iterable[str],
+    goal_words: Collection[str],
+    names: Collection[str],
+    named: Collection[str] = (),
 ) -> bool:
     """Whether an edit of ``rel`` (workspace-relative) is of a file on-task work reached:
     one of ``files`` (or a path ending like one), a test, a file the goal names by its
-    module (``parse_week`` → ``parse_week.py``), or one in a folder the goal names that
-    is not the project's own name (``names``: ``src/click`` names no part of the task).
+    module (``parse_week`` → ``parse_week.py``) or by its name (``named``: the names the
+    requests are written with, :func:`task_names` - "update the README" names
+    ``README.md`` in any language - and the modules a failure of the work cited,
+    :func:`failure_names`: ``test inline::roundtrip ... FAILED`` names ``inline.rs``),
+    or one in a folder the goal names (3 letters or more: "the CLI" names ``src/cli/``)
+    that is not the project's own name (``names``: ``src/click`` names no part of the
+    task).
 
     >>> file_reached("src/dates/parse.py", ["dates/parse.py"], set(), set())
     True
@@ -129,6 +140,10 @@ def file_reached(
     >>> file_reached("lib/billing/tax.py", [], {"parser"}, set())
     False
     >>> file_reached("services/pay/api/routes.py", ["services/pay/"], set(), set())
+    True
+    >>> file_reached("README.md", [], set(), set(), {"readme"})
+    True
+    >>> file_reached("src/cli/a.ts", [], {"cli"}, set())
     True
     """
     if rel in files or _TEST_RE.search(rel):
@@ -139,13 +154,61 @@ def file_reached(
             return True
         if f.endswith("/") and rel.startswith(f):
             return True  # a folder the task names (kept with its ``/``) covers its files
-    if any(w in goal_words for w in tokenize(rel.rsplit("/", 1)[-1], drop=CONTENT_DROP)):
+    base = rel.rsplit("/", 1)[-1]
+    if any(w in goal_words for w in tokenize(base, drop=CONTENT_DROP)):
         return True  # a file the goal names by its module (``parse_week`` → parse_week.py)
-    folder = directory_of(rel)
+    if base.split(".", 1)[0].lower() in named:
+        return True  # a file the request (or a failure of the work) names by its name
+    folder = directory_of(rel).rsplit("/", 1)[-1]
     return any(
-        len(w) > 3 and w in goal_words and w not in names
-        for w in tokenize(folder.rsplit("/", 1)[-1], drop=CONTENT_DROP)
+        len(w) >= 3 and w in goal_words and w not in names
+        for w in tokenize(folder, drop=CONTENT_DROP)
     )
+
+
+_MODULE_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,63}")
+
+
+def failure_names(text: str | None, room: int) -> list[str]:
+    """The names a failure's text cites (a failing test's module path, a traceback's
+    files, a compiler's): its runs of letters, digits and ``_`` (3 to 64 characters,
+    lower-cased, at most ``room``), split at ``::``, ``.``, ``/`` - what would name a
+    file's stem.
+
+    >>> failure_names("test inline::roundtrip ... FAILED (src/edit.rs:4)", 8)
+    ['test', 'inline', 'roundtrip', 'failed', 'src', 'edit']
+    """
+    found: list[str] = []
+    for m in _MODULE_RE.findall((text or "")[:4_000]):
+        name = m.lower()
+        if name not in found:
+            found.append(name)
+            if len(found) >= room:
+                break
+    return found
+
+
+_DOMAIN_RE = re.compile(r"(?<![\w.@-])(?:[a-z0-9][a-z0-9-]*\.)+[a-z][a-z0-9-]+(?![\w-])")
+
+
+def named_domains(text: str | None, room: int = 16) -> list[str]:
+    """The domain names a result's text holds outside links (an address, a file named
+    after its sender: ``RFP_response_kobe-parts.jp.pdf``, ``offers@kobe-parts.jp``), each
+    also without its last label when that leaves a domain (``kobe-parts.jp.pdf`` →
+    ``kobe-parts.jp``); lower-cased, at most ``room``. What a result names, the agent
+    may reach: a host it then contacts was named, not found from nowhere.
+
+    >>> named_domains('[{"name": "RFP_response_kobe-parts.jp.pdf"}, "x@iberlog.es"]')
+    ['kobe-parts.jp.pdf', 'kobe-parts.jp', 'iberlog.es']
+    """
+    found: list[str] = []
+    for m in _DOMAIN_RE.findall((text or "")[:4_000].lower().replace("_", " ").replace("@", " ")):
+        for name in (m, m.rsplit(".", 1)[0]):
+            if "." in name and name not in found:
+                found.append(name)
+        if len(found) >= room:
+            break
+    return found[:room]
 
 
 def inherited(path: str, reached: Mapping[str, float]) -> float:

@@ -3,8 +3,12 @@ state object, and the functions that extend it, end it and judge it.
 
 A stretch opens with the first off-task call (or the read that led to it), adds up its
 calls' drift weights, remembers its words and the labels of the places it went to (for
-the reason), and ends after ``gap`` on-task calls. :func:`judge` gives the severity its
-weight has newly reached; every function changes only the :class:`StretchState` given.
+the reason), and ends after ``gap`` on-task calls. Each on-task call pays back
+:data:`PAYBACK` of its weight (ending it at 0): drift is work *sustained* away from the
+task, and light calls scattered between on-task ones (a plan update, a ``git status``, a
+file touched on the way) are not - they no longer add up over a long session.
+:func:`judge` gives the severity its weight has newly reached; every function changes
+only the :class:`StretchState` given.
 """
 
 from __future__ import annotations
@@ -22,6 +26,12 @@ from models.records import Action, Alert, Severity, Step
 
 MAX_EPISODE = 20
 """Steps of a stretch kept for the evidence (an alert shows at most 20)."""
+MAX_CHANGED = 64
+"""Files a stretch's edits changed, kept (an edit of one of them again adds nothing)."""
+PAYBACK = 0.5
+"""Weight an on-task call takes off the current stretch: one light (0.5) off-task call
+between on-task ones never adds up, a run of them does (blind coding set, healthy
+sessions: 6 of 30 alerted when they added up without end)."""
 
 
 @dataclass(slots=True)
@@ -35,6 +45,7 @@ class StretchState:
     words: dict[str, None] = field(default_factory=dict)
     labels: dict[str, None] = field(default_factory=dict)
     injected_from: int | None = None  # seq of the result it obeyed
+    changed: dict[str, None] = field(default_factory=dict)  # files its edits changed
     quiet: int = 0  # on-task calls since the last off-task one
     warned: bool = False
     critical: bool = False
@@ -68,11 +79,12 @@ def extend(
     goal_words: set[str],
 ) -> None:
     """Add an off-task call (``ref``, of ``weight`` > 0) to the stretch; ``pending``, the
-    read that led to it, opens the stretch and counts as much."""
+    read that led to it, opens the stretch (its onset) and counts half as much: reading
+    a file is not yet working away from the task, so one edit alone does not warn."""
     stretch.quiet = 0
     if not stretch.refs and pending is not None:
         stretch.refs.append(pending)
-        stretch.weight += weight
+        stretch.weight += weight / 2
     if len(stretch.refs) < MAX_EPISODE:
         stretch.refs.append(ref)
     stretch.weight += weight
@@ -88,10 +100,33 @@ def extend(
         stretch.injected_from = injected
 
 
-def on_task(stretch: StretchState, gap: int) -> None:
-    """An on-task call (or a repeat of one): the ``gap``-th in a row ends the stretch."""
+def changes_again(stretch: StretchState, targets: Iterable[str]) -> bool:
+    """Whether a call changes only files the current stretch has changed already: drift
+    is measured in the objects it reaches, and a second edit of one file reaches none
+    new (asked to switch a CLI to subcommands, the agent edits its one ``main.go`` five
+    times). Otherwise its ``targets`` are recorded as changed by the stretch.
+
+    >>> st = StretchState()
+    >>> changes_again(st, ["cmd/main.go"]), changes_again(st, ["cmd/main.go"])
+    (False, True)
+    """
+    targets = list(targets)
+    if not targets:
+        return False
+    if all(t in stretch.changed for t in targets):
+        return True
+    for t in targets:
+        remember(stretch.changed, t, None, MAX_CHANGED)
+    return False
+
+
+def on_task(stretch: StretchState, gap: int, *, payback: float = 0.0) -> None:
+    """An on-task call (or a repeat of one): it takes ``payback`` off the stretch's weight,
+    and the ``gap``-th in a row, or a weight paid back to 0, ends the stretch."""
     stretch.quiet += 1
-    if stretch.quiet >= gap and stretch.refs:
+    if stretch.refs and payback:
+        stretch.weight = max(0.0, stretch.weight - payback)
+    if stretch.refs and (stretch.quiet >= gap or stretch.weight <= 0.0):
         stretch.refs = []
         stretch.weight = 0.0
         stretch.heaviest = 0.0
@@ -99,6 +134,7 @@ def on_task(stretch: StretchState, gap: int) -> None:
         stretch.words = {}
         stretch.labels = {}
         stretch.injected_from = None
+        stretch.changed = {}
         stretch.warned = False
         stretch.critical = False
 

@@ -24,6 +24,7 @@ from typing import Any
 from detectors.base import remember
 from detectors.intent_drift.places import MAX_FILES
 from detectors.intent_drift.scope import (
+    failure_names,
     goal_words,
     inside,
     neutral_host,
@@ -51,6 +52,7 @@ MAX_REPOS = 32
 MAX_TURNS = 64
 MAX_NAMED = 128
 MAX_IDENTS = 32
+MAX_CITED = 256
 _REF_RE = re.compile(r"#\d{2,}\b")
 
 
@@ -76,6 +78,7 @@ class TaskState:
     pages: dict[str, float] = field(default_factory=dict)  # page a result linked → weight
     turns: dict[int, None] = field(default_factory=dict)  # user turns read (their hashes)
     idents: dict[str, None] = field(default_factory=dict)  # entities the requests name
+    cited: dict[str, None] = field(default_factory=dict)  # names failures of the work cited
 
     def rel(self, path: str) -> str:
         """``path`` relative to the workspace (as the files in reach are kept)."""
@@ -110,6 +113,8 @@ class TaskState:
             topic_share,
             min_words,
             self.idents,
+            self.named,
+            self.cited,
         )
 
 
@@ -228,6 +233,23 @@ def learn_links(
                 subject = subject_of(rel)  # a failing test's file is the work's
                 if subject:
                     remember(task.files, subject, None, MAX_FILES)
+
+
+def addresses(task: TaskState) -> list[str]:
+    """The addresses the requests name - the identifiers with a dot: a page
+    (``www.todo.example/bob``), a file (``landlord-notices.txt``); not a service or a
+    branch (``api-gateway``, ``fix/day``). A call on one reads what the user pointed
+    the agent at: its result is the task's own text (a to-do list), where any other
+    document's text is data."""
+    return [i for i in task.idents if "." in i.strip(".")]
+
+
+def learn_failure(task: TaskState, text: str | None) -> None:
+    """A failure of on-task work (a test run, a build) cites what must change: the
+    names it holds (:func:`detectors.intent_drift.scope.failure_names`) bring the files
+    so named within reach for edits."""
+    for name in failure_names(text, MAX_CITED):
+        remember(task.cited, name, None, MAX_CITED)
 
 
 def note_off_task(task: TaskState, terms: StepTerms, weight: float) -> None:

@@ -149,12 +149,26 @@ def test_a_stretch_adds_up_opens_on_the_read_that_led_to_it_and_keeps_its_eviden
 ):
     stretch = StretchState()
     extend(stretch, 5, 1.0, pending={"seq": 4, "step_id": "s/4"}, words={"tax"}, injected=3)
-    assert [r["seq"] for r in stretch.refs] == [4, 5] and stretch.weight == 2.0
+    assert [r["seq"] for r in stretch.refs] == [4, 5] and stretch.weight == 1.5  # read: half
     assert stretch.foreign and stretch.injected_from == 3 and list(stretch.words) == ["tax"]
     for seq in range(6, 40):
         extend(stretch, seq, 0.5, injected=9)
     assert len(stretch.refs) == MAX_EPISODE and stretch.heaviest == 1.0
     assert stretch.injected_from == 3  # the first obeyed result stays
+
+
+def test_on_task_calls_pay_a_stretch_back_and_end_it_at_zero() -> None:
+    """Light off-task calls scattered between on-task ones never add up: each on-task
+    call takes PAYBACK off, and a stretch paid back to 0 ends (its onset forgotten)."""
+    stretch = StretchState()
+    for seq in range(0, 40, 2):
+        extend(stretch, seq, 0.5)
+        drift_stretch.on_task(stretch, 3, payback=drift_stretch.PAYBACK)
+    assert stretch.weight == 0.0 and stretch.refs == []
+    for seq in range(40, 46):  # a run of them does add up
+        extend(stretch, seq, 0.5)
+    drift_stretch.on_task(stretch, 3, payback=drift_stretch.PAYBACK)
+    assert stretch.weight == 2.5 and stretch.refs[0]["seq"] == 40
 
 
 def test_a_goal_word_keeps_a_led_stretch_from_being_foreign() -> None:

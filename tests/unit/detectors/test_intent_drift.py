@@ -511,6 +511,50 @@ def test_an_answer_after_a_look_up_or_from_the_tasks_own_figures_is_quiet() -> N
     assert feed(steps) == []
 
 
+MODEL_QUESTION = (
+    "What two-word type of model did the 2018 customer retention studies of Kashyap "
+    "and Fader have in common?"
+)
+PLAN = (
+    "1. Use the search_agent tool to find Kashyap's 2018 study and its model.\n"
+    "2. Use the search_agent tool for Fader's study.\n3. Compare and answer."
+)
+
+
+def _planned_answer(s: Session, answer: str, *, plan: str = PLAN) -> list[Step]:
+    steps = [s.start(), s.model(text=plan)]
+    steps.append(s.model(text=f"Based on my knowledge both used the {answer} model."))
+    steps += s.tool("final_answer", {"answer": answer})
+    return steps
+
+
+def test_an_answer_in_words_from_nowhere_after_a_planned_look_up_warns() -> None:
+    """The agent's own plan named a tool (``search_agent``), it never called it, and it
+    answered with words that neither the task nor anything returned held: the look-up
+    was skipped (TRAIL GAIA's goal deviation) - a warning naming the tool, never a stop."""
+    steps = _planned_answer(Session("skipped", goal=MODEL_QUESTION), "negative binomial")
+    alerts = feed(steps)
+    assert [(a.severity, a.action) for a in alerts] == [(Severity.WARN, Action.NOTIFY)]
+    assert "`search_agent`" in alerts[0].reason and "`negative`" in alerts[0].reason
+    assert alerts[0].onset_seq == steps[-3].seq
+
+
+def test_an_answer_in_words_stays_quiet_without_a_planned_tool_or_when_the_task_holds_it() -> None:
+    """No tool in the plan (general knowledge), the planned tool called, a tool the task
+    itself names, or an answer spelt out in the task's own letters: no look-up skipped."""
+    general = Session("general", goal=MODEL_QUESTION)
+    assert feed(_planned_answer(general, "negative binomial", plan="I know this one.")) == []
+    called = Session("called", goal=MODEL_QUESTION)
+    steps = [called.start(), called.model(text=PLAN)]
+    steps += called.tool("search_agent", {"task": "Kashyap 2018 model"}, ok=False, error="timeout")
+    steps += called.tool("final_answer", {"answer": "negative binomial"})
+    assert feed(steps) == []
+    named = Session("named", goal=MODEL_QUESTION + " Use search_agent if you must.")
+    assert feed(_planned_answer(named, "negative binomial")) == []
+    grid = Session("grid", goal="Read the sentence in this block:\nTHESE\nAGULL\nGLIDE")
+    assert feed(_planned_answer(grid, "THE SEAGULL GLIDE")) == []
+
+
 # -- authored content is the work product, not a topic --
 
 
