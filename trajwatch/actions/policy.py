@@ -282,11 +282,12 @@ SIGNAL_GROUPS: Mapping[str, str] = {
 only from different families (a loop and the budget it burns are one signal, not two). A
 detector not named here is a family of its own."""
 STOPS = frozenset({Action.KILL, Action.ROLLBACK})
-ADVISORY = frozenset({"premature_completion", "stalled_run", "early_quit"})
-"""Detectors whose alerts never count as the second signal for a stop: they judge a run
+ADVISORY = frozenset({"premature_completion", "stalled_run", "early_quit", "workspace_conflict"})
+"""Detectors whose alerts never count as the second signal for a stop: three judge a run
 that has already stopped — premature completion and an early quit its claim at its end, a
-stalled run its silence after its worker died. There is nothing left for a kill to stop,
-and none of them witnesses that another detector's stop is right."""
+stalled run its silence after its worker died: there is nothing left for a kill to stop —
+and a workspace conflict judges two runs' overlap, not either one's trajectory. None of
+them witnesses that another detector's stop is right."""
 
 
 def signal_group(detector: str) -> str:
