@@ -11,6 +11,7 @@ values read (never put in a reason) and the first sensitive read. Each table is 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -18,6 +19,7 @@ from detectors.base import remember
 from detectors.egress_gaming.rules import local
 from detectors.egress_gaming.sends import first_seen, result_secrets
 from detectors.egress_gaming.task import TaskContext
+from features.egress.payload import url_payloads
 from features.egress.result_addresses import addresses_in
 from features.egress.sensitive import sensitive_read
 from features.redact.rules import MARKER_PREFIX
@@ -27,6 +29,7 @@ MAX_SECRETS = 64
 SECRET_CHARS = 128
 """A secret's prefix kept: as telling as the value, and it bounds the ledger."""
 _MARKER = MARKER_PREFIX.lower()  # a credential the redactor replaced
+_URL_RE = re.compile(r"https?://[^\s'\"<>)\]}\\]+", re.IGNORECASE)
 
 
 @dataclass(slots=True)
@@ -41,6 +44,11 @@ class AddressLedger:
     secrets: dict[str, int] = field(default_factory=dict)  # values read -> seq
     sensitive_call: str | None = None  # a call reading a sensitive source
     sensitive_seen: tuple[int, str] | None = None  # first sensitive read: seq, what
+    # opaque query values of URLs results showed (a presigned link is not a payload)
+    shown: dict[str, None] = field(default_factory=dict)
+    # calls whose payload carried sensitive data, by step id: (seq, what, tool), for
+    # their HTTP spans
+    loads: dict[str, tuple[int, str, str]] = field(default_factory=dict)
 
 
 def taint(
@@ -102,7 +110,7 @@ def note_secrets(ledger: AddressLedger, text: str, seq: int, *, sensitive_call: 
         value = value[:SECRET_CHARS]
         if value not in ledger.secrets and len(ledger.secrets) < MAX_SECRETS:
             ledger.secrets[value] = seq
-    if ledger.sensitive_seen is None and (values or _MARKER in text):
+    if ledger.sensitive_seen is None and (values or MARKER_PREFIX in text or _MARKER in text):
         # a credential the redactor recognised, or personal data under its key name
         ledger.sensitive_seen = (seq, "credentials or personal data")
 
@@ -115,3 +123,13 @@ def note_call(ledger: AddressLedger, step: Step, low: str) -> None:
         ledger.sensitive_call = step.step_id
         if ledger.sensitive_seen is None:
             ledger.sensitive_seen = (step.seq, source)
+
+
+def note_payloads(ledger: AddressLedger, text: str, *, cap: int) -> None:
+    """Remember the opaque query values of the URLs a result shows (LRU, ``cap``): a link
+    a result handed over (a presigned URL) carries no payload the agent composed."""
+    if "?" not in text:
+        return
+    for url in _URL_RE.findall(text):
+        for token in url_payloads(url):
+            remember(ledger.shown, token, None, cap)

@@ -62,10 +62,13 @@ from detectors.egress_gaming.hosts import (
     DEFAULT_BENCHMARK_NAMES,
     DEFAULT_SINK_HOSTS,
 )
-from detectors.egress_gaming.rules import classify
+from detectors.egress_gaming.leak import leak_load, leak_verdict, publishes
+from detectors.egress_gaming.payloads import addressed_payload, dns_targets
+from detectors.egress_gaming.rules import classify, local
 from detectors.egress_gaming.sends import (
     call_targets,
     carries_data,
+    origin_of,
     send_verdict,
     span_reason,
     tainted_hit,
@@ -222,6 +225,7 @@ class EgressGaming(Detector):
         if cued:
             egress_addresses.taint(ledger, cued, step.seq, self._task, allowed, cap=cap)
         egress_addresses.provenance(ledger, text, step.seq, self._task, allowed, cap=4 * cap)
+        egress_addresses.note_payloads(ledger, text, cap=4 * cap)
         sensitive = ledger.sensitive_call is not None and call_step == ledger.sensitive_call
         egress_addresses.note_secrets(ledger, text, step.seq, sensitive_call=sensitive)
         return alerts
@@ -261,18 +265,35 @@ class EgressGaming(Detector):
                 sends = bool(SENDS_RE.search(low)) or sending_tool(step.tool)
             return sends
 
-        for host, url, method, via in call_targets(step.detail):
+        load = leak_load(low, ledger.secrets) if "leak" not in self._fired else None
+        outbound: list[tuple[str, str | None, str]] = []  # targets carrying data
+        for host, url, method, via in (*call_targets(step.detail), *dns_targets(low)):
             data = carries_data(method, via, sending)
+            if load is not None and (data or via == "dns_data"):
+                outbound.append((host, url, via))
             alerts += self._classify(step, step, host, url, data, via)
             if not via.startswith("git_"):
-                remember(ledger.agent, host.removeprefix("www."), None, cap)
-                if data and ledger.origin and via != "email_recipient":
-                    sent.append((host.removeprefix("www."), "address"))
+                key = host.removeprefix("www.")
+                remember(ledger.agent, key, None, cap)
+                if ledger.origin and not data and not self._allowed(host) and not local(host):
+                    # data in the address itself: a name or query the agent composed
+                    found = (
+                        origin_of(key, ledger.origin)
+                        if addressed_payload(key, url, via, ledger.shown)
+                        else None
+                    )
+                    if found is not None:  # its domain appeared with the address found
+                        ledger.origin.setdefault(found[0], found[1])
+                        sent.append((found[0], "address"))
+                elif data and ledger.origin and via != "email_recipient":
+                    sent.append((key, "address"))
             issue = issue_of(url) if url and len(task.issue_repos) < _MAX_ISSUES else None
             if issue is not None:
                 task.issue_repos[issue[0]] = issue[1]
         if sent and "injected" not in self._fired:
             alerts += self._on_send(step, low, sent)
+        if load is not None and not alerts:  # one finding per call: a sink's is enough
+            alerts += self._on_leak(step, load, outbound, features.recipients)
         for address in (*emails, *(a for a, _ in sent)):
             remember(ledger.agent, address, None, cap)
         # 3. git: remotes, upstream fetches and reading what they brought
@@ -287,6 +308,35 @@ class EgressGaming(Detector):
         if precursor:
             egress_calls.precursor(self._recent, step, bench_words)
         return alerts
+
+    def _on_leak(
+        self,
+        step: Step,
+        load: str,
+        outbound: list[tuple[str, str | None, str]],
+        recipients: tuple[tuple[str, str], ...],
+    ) -> list[Alert]:
+        """A call whose payload carries sensitive data out
+        (:func:`detectors.egress_gaming.leak.leak_verdict`); a call with no network target
+        of its own is remembered, so that its HTTP span is judged (:meth:`_on_egress`)."""
+        task = self._task
+        publishing = publishes(step.tool)
+        verdict = leak_verdict(
+            step.seq,
+            step.tool,
+            load,
+            outbound,
+            [address for address, _ in recipients],
+            publishing=publishing and not outbound,
+            local=local,
+            trusted=task.trusts,
+            is_repo=task.is_repo,
+        )
+        if verdict is not None:
+            return self._fire(verdict[0], step, step, verdict[1], verdict[2])
+        if step.step_id and not outbound:
+            remember(self._addresses.loads, step.step_id, (step.seq, load, step.tool or "?"), 16)
+        return []
 
     def _on_send(self, step: Step, low: str, sent: list[tuple[str, str]]) -> list[Alert]:
         """A send to an address whose first appearance was a tool result
@@ -322,6 +372,21 @@ class EgressGaming(Detector):
         url = step.egress_url
         data = (step.egress_method or "").upper() in DATA_METHODS
         alerts = self._classify(onset, step, host, url, data, "span")
+        loaded = self._addresses.loads.get(step.parent_step_id or "") if data else None
+        if loaded is not None and "leak" not in self._fired:
+            verdict = leak_verdict(
+                loaded[0],
+                loaded[2],
+                loaded[1],
+                [(host, url, "span")],
+                (),
+                publishing=False,
+                local=local,
+                trusted=self._task.trusts,
+                is_repo=self._task.is_repo,
+            )
+            if verdict is not None:
+                alerts += self._fire(verdict[0], onset, step, verdict[1], verdict[2])
         tainted = self._addresses.tainted
         if tainted and "injected" not in self._fired:
             key = host.removeprefix("www.")
