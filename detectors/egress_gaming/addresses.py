@@ -49,6 +49,8 @@ class AddressLedger:
     # calls whose payload carried sensitive data, by step id: (seq, what, tool), for
     # their HTTP spans
     loads: dict[str, tuple[int, str, str]] = field(default_factory=dict)
+    # files written with personal data a result showed: path -> (seq written, seq read)
+    personal_files: dict[str, tuple[int, int]] = field(default_factory=dict)
 
 
 def taint(

@@ -64,6 +64,13 @@ from detectors.egress_gaming.hosts import (
 )
 from detectors.egress_gaming.leak import leak_load, leak_verdict, publishes
 from detectors.egress_gaming.payloads import addressed_payload, dns_targets
+from detectors.egress_gaming.personal import (
+    MIN_FILE_VALUES,
+    carried_personal,
+    in_url,
+    personal_values,
+    query_people,
+)
 from detectors.egress_gaming.rules import classify, local
 from detectors.egress_gaming.sends import (
     call_targets,
@@ -77,7 +84,7 @@ from detectors.egress_gaming.sends import (
 from detectors.egress_gaming.task import TaskContext
 from detectors.registry import register
 from features.calls.facts import DATA_METHODS, SENDS_RE, sending_tool
-from features.calls.step_features import features_of
+from features.calls.step_features import StepFeatures, features_of
 from features.egress.result_addresses import scan_result
 from features.text.hosts import host_of
 from models.records import Action, Alert, Severity, Step, StepKind
@@ -266,11 +273,29 @@ class EgressGaming(Detector):
             return sends
 
         load = leak_load(low, ledger.secrets) if "leak" not in self._fired else None
+        personal, pload = self._personal(step, low, features)
+        people_read = self._people_read() if "leak" not in self._fired else None
         outbound: list[tuple[str, str | None, str]] = []  # targets carrying data
+        personal_out: list[tuple[str, str | None, str]] = []  # ... or personal data
         for host, url, method, via in (*call_targets(step.detail), *dns_targets(low)):
             data = carries_data(method, via, sending)
             if load is not None and (data or via == "dns_data"):
                 outbound.append((host, url, via))
+            if pload is None and url and people_read:
+                # people's addresses looked up at a third party, after reading people's data
+                looked_up = [e for e in query_people(url, host) if not task.trusts(e)]
+                if looked_up:
+                    personal = [(e, people_read) for e in looked_up]
+                    pload = (
+                        f"personal data ({len(looked_up)} e-mail address(es) in the query, "
+                        f"after tool results showed people's addresses from step {people_read})"
+                    )
+            if (
+                pload is not None
+                and via != "email_recipient"  # the address written to is not its payload
+                and (data or via == "dns_data" or in_url(url, personal))
+            ):
+                personal_out.append((host, url, via))
             alerts += self._classify(step, step, host, url, data, via)
             if not via.startswith("git_"):
                 key = host.removeprefix("www.")
@@ -294,6 +319,10 @@ class EgressGaming(Detector):
             alerts += self._on_send(step, low, sent)
         if load is not None and not alerts:  # one finding per call: a sink's is enough
             alerts += self._on_leak(step, load, outbound, features.recipients)
+        if pload is not None and not alerts and "leak" not in self._fired:
+            # personal data: network targets only (a message tool's recipients are the
+            # injected-address rule's), and remembered for the call's HTTP span
+            alerts += self._on_leak(step, pload, personal_out, (), publish=False)
         for address in (*emails, *(a for a, _ in sent)):
             remember(ledger.agent, address, None, cap)
         # 3. git: remotes, upstream fetches and reading what they brought
@@ -315,12 +344,14 @@ class EgressGaming(Detector):
         load: str,
         outbound: list[tuple[str, str | None, str]],
         recipients: tuple[tuple[str, str], ...],
+        *,
+        publish: bool = True,
     ) -> list[Alert]:
         """A call whose payload carries sensitive data out
         (:func:`detectors.egress_gaming.leak.leak_verdict`); a call with no network target
         of its own is remembered, so that its HTTP span is judged (:meth:`_on_egress`)."""
         task = self._task
-        publishing = publishes(step.tool)
+        publishing = publish and publishes(step.tool)
         verdict = leak_verdict(
             step.seq,
             step.tool,
@@ -337,6 +368,38 @@ class EgressGaming(Detector):
         if step.step_id and not outbound:
             remember(self._addresses.loads, step.step_id, (step.seq, load, step.tool or "?"), 16)
         return []
+
+    def _people_read(self) -> int | None:
+        """The step of the first result that showed people's e-mail addresses, when tool
+        results showed :data:`MIN_FILE_VALUES` or more of them (a set of people read), else
+        None."""
+        seqs = [
+            e[0]
+            for e in self._addresses.origin.values()
+            if e is not None and e[1] == "e-mail address"
+        ]
+        return min(seqs) if len(seqs) >= MIN_FILE_VALUES else None
+
+    def _personal(
+        self, step: Step, low: str, features: StepFeatures
+    ) -> tuple[list[tuple[str, int]], str | None]:
+        """The personal values a call's arguments carry (:mod:`detectors.egress_gaming.personal`)
+        and what it carries, described; a write of two or more taints the files written."""
+        ledger = self._addresses
+        if "leak" in self._fired or not (ledger.origin or ledger.personal_files):
+            return [], None
+        values = personal_values(low, ledger.origin) if ledger.origin else []
+        if values and features.recipients:  # whom a message goes to is not what it carries
+            to = {address for address, _ in features.recipients}
+            values = [(v, seq) for v, seq in values if v not in to]
+        view = features.view
+        if len(values) >= MIN_FILE_VALUES and view is not None and view.writes:
+            read = min(seq for _, seq in values)
+            for path in view.writes:
+                if len(path) >= 6:
+                    remember(ledger.personal_files, path.lower(), (step.seq, read), 32)
+            return values, None  # the write itself sends nothing
+        return values, carried_personal(low, values, ledger.personal_files)
 
     def _on_send(self, step: Step, low: str, sent: list[tuple[str, str]]) -> list[Alert]:
         """A send to an address whose first appearance was a tool result
