@@ -19,7 +19,7 @@ from detectors.base import remember
 from detectors.egress_gaming.rules import local
 from detectors.egress_gaming.sends import first_seen, result_secrets
 from detectors.egress_gaming.task import TaskContext
-from features.egress.payload import url_payloads
+from features.egress.payload import file_operands, url_payloads
 from features.egress.result_addresses import addresses_in
 from features.egress.sensitive import sensitive_read
 from features.redact.rules import MARKER_PREFIX
@@ -51,6 +51,9 @@ class AddressLedger:
     loads: dict[str, tuple[int, str, str]] = field(default_factory=dict)
     # files written with personal data a result showed: path -> (seq written, seq read)
     personal_files: dict[str, tuple[int, int]] = field(default_factory=dict)
+    # the files recent calls name, by step id; files whose contents showed a credential
+    call_files: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    secret_files: dict[str, int] = field(default_factory=dict)  # path -> seq shown
 
 
 def taint(
@@ -103,23 +106,30 @@ def provenance(
             del origin[next(iter(origin))]
 
 
-def note_secrets(ledger: AddressLedger, text: str, seq: int, *, sensitive_call: bool) -> None:
+def note_secrets(ledger: AddressLedger, text: str, seq: int, *, sensitive_call: bool) -> bool:
     """The secret values a result ``text`` holds (all its KEY=VALUE lines when its call
     read a sensitive source), and the first sensitive read: values, or a credential the
-    redactor recognised."""
+    redactor recognised. True when the text showed a credential (a value or the
+    redactor's marker)."""
     values = result_secrets(text, sensitive_call=sensitive_call)
     for value in values:
         value = value[:SECRET_CHARS]
         if value not in ledger.secrets and len(ledger.secrets) < MAX_SECRETS:
             ledger.secrets[value] = seq
-    if ledger.sensitive_seen is None and (values or MARKER_PREFIX in text or _MARKER in text):
+    shown = bool(values) or MARKER_PREFIX in text or _MARKER in text
+    if ledger.sensitive_seen is None and shown:
         # a credential the redactor recognised, or personal data under its key name
         ledger.sensitive_seen = (seq, "credentials or personal data")
+    return shown
 
 
 def note_call(ledger: AddressLedger, step: Step, low: str) -> None:
     """A call (``low``: its lower-cased arguments) that reads a sensitive source: its
-    result's KEY=VALUE lines are secrets, and it is the first sensitive read."""
+    result's KEY=VALUE lines are secrets, and it is the first sensitive read. The files
+    it names are kept (16 calls) for :func:`note_secret_files`."""
+    files = file_operands(low)
+    if files and step.step_id:
+        remember(ledger.call_files, step.step_id, files, 16)
     source = sensitive_read(low)
     if source:
         ledger.sensitive_call = step.step_id
@@ -135,3 +145,12 @@ def note_payloads(ledger: AddressLedger, text: str, *, cap: int) -> None:
     for url in _URL_RE.findall(text):
         for token in url_payloads(url):
             remember(ledger.shown, token, None, cap)
+
+
+def note_secret_files(ledger: AddressLedger, call_step: str | None, seq: int) -> None:
+    """A result that showed a credential (``seq``): the files its call named hold one
+    (``terraform state pull > /tmp/s.tfstate && jq … /tmp/s.tfstate`` showing a
+    password makes ``/tmp/s.tfstate`` a sensitive source, whatever its name)."""
+    for path in ledger.call_files.get(call_step or "", ()):
+        if path not in ledger.secret_files:
+            remember(ledger.secret_files, path, seq, 32)

@@ -234,7 +234,8 @@ class EgressGaming(Detector):
         egress_addresses.provenance(ledger, text, step.seq, self._task, allowed, cap=4 * cap)
         egress_addresses.note_payloads(ledger, text, cap=4 * cap)
         sensitive = ledger.sensitive_call is not None and call_step == ledger.sensitive_call
-        egress_addresses.note_secrets(ledger, text, step.seq, sensitive_call=sensitive)
+        if egress_addresses.note_secrets(ledger, text, step.seq, sensitive_call=sensitive):
+            egress_addresses.note_secret_files(ledger, call_step, step.seq)
         return alerts
 
     # -- tool calls ------------------------------------------------------------
@@ -272,7 +273,11 @@ class EgressGaming(Detector):
                 sends = bool(SENDS_RE.search(low)) or sending_tool(step.tool)
             return sends
 
-        load = leak_load(low, ledger.secrets) if "leak" not in self._fired else None
+        load = (
+            leak_load(low, ledger.secrets, ledger.secret_files)
+            if "leak" not in self._fired
+            else None
+        )
         personal, pload = self._personal(step, low, features)
         people_read = self._people_read() if "leak" not in self._fired else None
         outbound: list[tuple[str, str | None, str]] = []  # targets carrying data

@@ -20,7 +20,7 @@ Pure functions; no state, no I/O.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 from detectors.egress_gaming.rules import carried
 from features.egress.answer_sources import repo_id
@@ -61,10 +61,23 @@ def without_auth(low: str) -> str:
     return _AUTH_RE.sub("", low)
 
 
-def leak_load(low: str, secrets: dict[str, int]) -> str | None:
+def leak_load(
+    low: str, secrets: dict[str, int], secret_files: Mapping[str, int] | None = None
+) -> str | None:
     """What sensitive data the payload of a call (``low``: its lower-cased arguments)
     carries (:func:`detectors.egress_gaming.rules.carried` on the arguments without
-    their authentication), or None."""
+    their authentication), or a file whose contents a result showed holding a credential
+    (``secret_files``: path -> that result's seq); None.
+
+    >>> leak_load("gh gist create /tmp/s.tfstate", {}, {"/tmp/s.tfstate": 33})
+    '/tmp/s.tfstate (a file whose contents showed a credential at step 33)'
+    """
+    if secret_files:
+        payload = without_auth(low)
+        for path, seq in secret_files.items():
+            if path in payload:
+                found = carried(payload, secrets)
+                return found or f"{path} (a file whose contents showed a credential at step {seq})"
     if not secrets and "[redacted" not in low and not sensitive_read(low):
         return None
     return carried(without_auth(low), secrets)

