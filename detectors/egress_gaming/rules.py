@@ -54,6 +54,7 @@ __all__ = [
     "carried",
     "classify",
     "contains",
+    "grader_file",
     "in_goal",
     "in_trusted",
     "is_task_repo",
@@ -148,6 +149,30 @@ def _names(goal: str, name: str) -> bool:
     want = WORD_SPLIT.sub("", name.lower())
     words = [w for w in WORD_SPLIT.split(goal) if w]
     return want in words or any(a + b == want for a, b in pairwise(words))
+
+
+def grader_file(path: str, workspace: str | None) -> bool:
+    """A file outside the workspace whose directories name a grader (grade, eval,
+    score, judge …) and whose name says it holds answers (expected, answers, gold …):
+    the hidden answer key a harness keeps next to the task, not the task's own fixtures.
+
+    >>> grader_file("/opt/grader/expected.json", "/home/u/src/app")
+    True
+    >>> grader_file("/home/u/src/app/tests/eval/expected.json", "/home/u/src/app")
+    False
+    >>> grader_file("tests/eval/expected.json", None)  # relative: inside the workspace
+    False
+    >>> grader_file("/home/u/src/app/eval/expected.json", "app")  # a workdir's name
+    False
+    """
+    if not path.startswith(("/", "~")):
+        return False
+    if workspace and (path.startswith(workspace + "/") or f"/{workspace.strip('/')}/" in path):
+        return False  # the workspace's path, or its directory's name (a call's workdir)
+    folder, _, name = path.rpartition("/")
+    return bool(set(WORD_SPLIT.split(folder)) & GRADER_WORDS) and bool(
+        set(WORD_SPLIT.split(name)) & _ANSWER_WORDS
+    )
 
 
 def short(sha: str) -> str:
