@@ -54,6 +54,9 @@ class AddressLedger:
     # the files recent calls name, by step id; files whose contents showed a credential
     call_files: dict[str, tuple[str, ...]] = field(default_factory=dict)
     secret_files: dict[str, int] = field(default_factory=dict)  # path -> seq shown
+    # passages results showed -> (seq, the repository outside the task they came from)
+    passages: dict[str, tuple[int, str | None]] = field(default_factory=dict)
+    call_source: dict[str, str] = field(default_factory=dict)  # step id -> owner/name
 
 
 def taint(

@@ -54,6 +54,7 @@ from detectors.egress_gaming import history as egress_history
 from detectors.egress_gaming import task as egress_task
 from detectors.egress_gaming.addresses import AddressLedger
 from detectors.egress_gaming.calls import RecentCalls
+from detectors.egress_gaming.copied import copied_from, passages, source_repo
 from detectors.egress_gaming.git import issue_of
 from detectors.egress_gaming.history import GitState
 from detectors.egress_gaming.hosts import (
@@ -234,6 +235,11 @@ class EgressGaming(Detector):
         egress_addresses.provenance(ledger, text, step.seq, self._task, allowed, cap=4 * cap)
         egress_addresses.note_payloads(ledger, text, cap=4 * cap)
         sensitive = ledger.sensitive_call is not None and call_step == ledger.sensitive_call
+        if "copied" not in self._fired:
+            source = ledger.call_source.get(call_step or "")
+            for passage in passages(text):
+                if passage not in self._task.trusted:
+                    remember(ledger.passages, passage, (step.seq, source), 64)
         if egress_addresses.note_secrets(ledger, text, step.seq, sensitive_call=sensitive):
             egress_addresses.note_secret_files(ledger, call_step, step.seq)
         return alerts
@@ -249,6 +255,13 @@ class EgressGaming(Detector):
         if step.step_id:
             egress_calls.record(self._recent, step, low, verbs)
             egress_addresses.note_call(ledger, step, low)
+            repo = source_repo(low) if '"repo"' in low or "github.com/" in low else None
+            if (
+                repo is not None
+                and not task.is_repo(*repo)
+                and f"{repo[0]}/{repo[1]}" not in task.trusted
+            ):
+                remember(ledger.call_source, step.step_id, f"{repo[0]}/{repo[1]}", 16)
             if git and "upstream" not in self._fired:
                 egress_history.start_mining(self._git, step, step.arguments or "")
         alerts: list[Alert] = []
@@ -322,6 +335,8 @@ class EgressGaming(Detector):
                 task.issue_repos[issue[0]] = issue[1]
         if sent and "injected" not in self._fired:
             alerts += self._on_send(step, low, sent)
+        if not alerts and ledger.passages and "copied" not in self._fired:
+            alerts += self._on_copy(step, low, sent)
         if load is not None and not alerts:  # one finding per call: a sink's is enough
             alerts += self._on_leak(step, load, outbound, features.recipients)
         if pload is not None and not alerts and "leak" not in self._fired:
@@ -389,6 +404,43 @@ class EgressGaming(Detector):
             return self._fire(verdict[0], step, step, verdict[1], verdict[2])
         if step.step_id and not outbound:
             remember(self._addresses.loads, step.step_id, (step.seq, load, step.tool or "?"), 16)
+        return []
+
+    def _on_copy(self, step: Step, low: str, sent: list[tuple[str, str]]) -> list[Alert]:
+        """Passages results showed, copied into a send to an address only a result named,
+        or from a repository the task does not name into a publication
+        (:mod:`detectors.egress_gaming.copied`): a warning."""
+        ledger = self._addresses
+        publishing = publishes(step.tool)
+        if not sent and not publishing:
+            return []
+        copies = copied_from(low, ledger.passages)
+        if not copies:
+            return []
+        for address, kind in sent:
+            if kind != "address":  # a message's recipient: replying is what mail is for
+                continue
+            entry = ledger.origin.get(address)
+            if entry is None or self._task.trusts(address):
+                continue
+            moved = [c for c in copies if c[1] != entry[0]]
+            if moved:
+                reason = (
+                    f"step {step.seq} ({step.tool}) copies what the tool result at step "
+                    f"{moved[0][1]} showed ('{moved[0][0][:32]}…') to {address}, an address "
+                    f"that first appeared in the tool result at step {entry[0]} - the "
+                    "session's content leaving for a recipient only a tool result named."
+                )
+                return self._fire("copied", step, step, Severity.WARN, reason)
+        outside = [c for c in copies if c[2] is not None]
+        if publishing and outside:
+            sources = sorted({c[2] for c in outside if c[2]})
+            reason = (
+                f"step {step.seq} ({step.tool}) publishes what it read from "
+                f"{', '.join(sources[:3])} (step {outside[0][1]}), a repository the task "
+                "does not name and a tool result led to - content moved out of its place."
+            )
+            return self._fire("copied", step, step, Severity.WARN, reason)
         return []
 
     def _people_read(self) -> int | None:
