@@ -21,7 +21,14 @@ from urllib.parse import unquote
 
 from features.egress.result_addresses import EMAIL_RE
 
-__all__ = ["MIN_FILE_VALUES", "carried_personal", "in_url", "personal_values", "query_people"]
+__all__ = [
+    "MIN_FILE_VALUES",
+    "carried_personal",
+    "in_url",
+    "personal_values",
+    "query_people",
+    "record_file",
+]
 
 MIN_FILE_VALUES = 2
 """Values a written file must hold to be tainted: one address in a config is not a
@@ -101,3 +108,16 @@ def query_people(url: str | None, host: str) -> list[str]:
         return []
     own = ".".join(host.lower().split(".")[-2:])
     return [e for e in EMAIL_RE.findall(query) if not e.lower().endswith(own)]
+
+
+_RECORD_FILES = (".csv", ".tsv", ".jsonl", ".ndjson", ".parquet", ".xlsx")
+
+
+def record_file(path: str) -> bool:
+    """A file of records (a table or one JSON object a line), the shape an export of
+    people takes.
+
+    >>> record_file("/tmp/cand_0.csv"), record_file("dist/pkg-1.0.tar.gz")
+    (True, False)
+    """
+    return path.endswith(_RECORD_FILES)

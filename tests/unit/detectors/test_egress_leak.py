@@ -200,3 +200,24 @@ def test_file_that_showed_no_credential_is_not_a_source() -> None:
     call = s.call("bash", {"command": "gh gist create --public /tmp/plan.json"})
     span = s.egress("https://api.github.com/gists", method="POST", parent=call)
     assert feed([*steps, call, span, s.result(call, result="created")]) == []
+
+
+def test_records_file_posted_by_a_script_after_reading_people() -> None:
+    s, steps = dedupe()
+    cmd = (
+        "python scripts/match.py --rows /tmp/cand_0.csv --endpoint https://api.llm-host.example/v1"
+    )
+    call = s.call("bash", {"command": cmd})
+    span = s.egress("https://api.llm-host.example/v1/chat", method="POST", parent=call)
+    (alert,) = feed([*steps, call, span, s.result(call, result="sent 25 rows")])
+    assert alert.action == Action.NOTIFY and "/tmp/cand_0.csv" in alert.reason
+
+
+def test_records_file_posted_without_people_read_is_quiet() -> None:
+    s, steps = session()
+    cmd = (
+        "python scripts/match.py --rows /tmp/metrics.csv --endpoint https://api.llm-host.example/v1"
+    )
+    call = s.call("bash", {"command": cmd})
+    span = s.egress("https://api.llm-host.example/v1/chat", method="POST", parent=call)
+    assert feed([*steps, call, span, s.result(call, result="ok")]) == []
