@@ -35,13 +35,13 @@ _OWNER_REPO_RE = re.compile(r'"owner"\s*:\s*"([\w.-]+)".*?"repo"\s*:\s*"([\w.-]+
 def passages(text: str) -> list[str]:
     """The passages of a result worth following: runs of 24+ characters between line
     breaks, quotes and brackets that hold 4+ words, lower-cased, cut to
-    :data:`PASSAGE_CHARS`; at most 8.
+    :data:`PASSAGE_CHARS`; at most 8, from the result's first 2,048 characters.
 
     >>> passages('[{"body": "Payroll export is in the finance drive, pw in 1Password"}]')
     ['payroll export is in the finance drive, pw in 1p']
     """
     out: list[str] = []
-    for m in _PASSAGE_RE.finditer(text[:8192]):
+    for m in _PASSAGE_RE.finditer(text[:2048]):
         passage = m.group(0).strip(" :,#*-").lower()
         if len(passage) >= 24 and passage.count(" ") >= 3:
             out.append(passage[:PASSAGE_CHARS])

@@ -293,14 +293,18 @@ class EgressGaming(Detector):
             else None
         )
         personal, pload = self._personal(step, low, features)
-        people_read = self._people_read() if "leak" not in self._fired else None
         outbound: list[tuple[str, str | None, str]] = []  # targets carrying data
         personal_out: list[tuple[str, str | None, str]] = []  # ... or personal data
         for host, url, method, via in (*call_targets(step.detail), *dns_targets(low)):
             data = carries_data(method, via, sending)
             if load is not None and (data or via == "dns_data"):
                 outbound.append((host, url, via))
-            if pload is None and url and people_read:
+            if (
+                pload is None
+                and url is not None
+                and ("@" in url or "%40" in url)
+                and (people_read := self._people_read()) is not None
+            ):
                 # people's addresses looked up at a third party, after reading people's data
                 looked_up = [e for e in query_people(url, host) if not task.trusts(e)]
                 if looked_up:
@@ -488,8 +492,8 @@ class EgressGaming(Detector):
         if values and features.recipients:  # whom a message goes to is not what it carries
             to = {address for address, _ in features.recipients}
             values = [(v, seq) for v, seq in values if v not in to]
-        view = features.view
-        if len(values) >= MIN_FILE_VALUES and view is not None and view.writes:
+        view = features.view if len(values) >= MIN_FILE_VALUES else None
+        if view is not None and view.writes:
             read = min(seq for _, seq in values)
             for path in view.writes:
                 if len(path) >= 6:

@@ -102,6 +102,7 @@ def url_payloads(url: str) -> tuple[str, ...]:
     )
 
 
+_TOKEN_RE = re.compile(r"[~\w.@+/:-]{4,}")
 _FILE_RE = re.compile(
     r"(?<![\w:/.@-])(?:~|\.{1,2})?/?(?:[\w.@+-]+/)+[\w@+-]+\.[a-z][\w]{0,9}(?![\w/])"
 )
@@ -116,4 +117,10 @@ def file_operands(low: str) -> tuple[str, ...]:
     >>> file_operands("curl https://h.io/a/b.json -o out/b.json")
     ('out/b.json',)
     """
-    return tuple(dict.fromkeys(m.group(0) for m in _FILE_RE.finditer(low)))[:8]
+    found: dict[str, None] = {}
+    for token in _TOKEN_RE.findall(low):  # cheap split first; the pattern on candidates
+        if "/" in token and "." in token and "://" not in token and _FILE_RE.fullmatch(token):
+            found[token] = None
+            if len(found) == 8:
+                break
+    return tuple(found)
