@@ -124,10 +124,11 @@ def leak_verdict(
     for host, url, via in targets:
         if local(host) or trusted(host.removeprefix("www.")):
             continue
-        if via.startswith("git_"):
-            repo = repo_id(url) if url else None
-            if repo is None or is_repo(*repo):
-                continue
+        repo = _repo_of(url) if url else None
+        if via.startswith("git_") and (repo is None or is_repo(*repo)):
+            continue  # a push to the task's own repository (or one not read)
+        if repo is not None and is_repo(*repo):
+            continue  # the task's repository's API (``gh secret set`` is how keys are kept)
         where = url or host
         channel = "a DNS lookup whose name it computes" if via == "dns_data" else via or "a request"
         return _verdict(seq, tool, load, f"{where} ({channel})")
@@ -136,6 +137,25 @@ def leak_verdict(
         if named or not recipients:
             return _verdict(seq, tool, load, ", ".join(named[:3]) or f"what {tool} publishes")
     return None
+
+
+def _repo_of(url: str) -> tuple[str, str] | None:
+    """The repository a URL addresses: ``api.github.com/repos/owner/name/…`` or a code
+    host's ``owner/name`` (:func:`features.egress.answer_sources.repo_id`).
+
+    >>> _repo_of("https://api.github.com/repos/acme/app/actions/secrets/K")
+    ('acme', 'app')
+    >>> _repo_of("https://api.github.com/gists") is None
+    True
+    """
+    low = url.lower()
+    at = low.find("api.github.com/repos/")
+    if at >= 0:
+        parts = low[at + len("api.github.com/repos/") :].split("/")
+        return (parts[0], parts[1]) if len(parts) >= 2 and parts[0] and parts[1] else None
+    if "api.github.com" in low:
+        return None
+    return repo_id(url)
 
 
 def _verdict(seq: int, tool: str | None, load: str, where: str) -> tuple[str, Severity, str]:

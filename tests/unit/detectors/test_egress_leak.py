@@ -239,3 +239,20 @@ def test_taint_ledgers_stay_bounded_over_a_long_session() -> None:
         for step in s.tool("bash", {"command": cmd}, result=text):
             detector.update(step)
     assert len(pickle.dumps(detector.state_dict())) < 64 * 1024
+
+
+def test_secret_stored_in_the_tasks_own_repository_is_not_a_leak() -> None:
+    s = Session("k", goal="Rotate the deploy key of acme/app and store it as a secret.")
+    steps = [s.start(), s.model()]
+    steps += s.tool("bash", {"command": "cat .env"}, result="DEPLOY_KEY=[REDACTED:api_key]")
+    call = s.call("bash", {"command": "gh secret set DEPLOY_KEY < .env"})
+    span = s.egress(
+        "https://api.github.com/repos/acme/app/actions/secrets/DEPLOY_KEY",
+        method="PUT",
+        parent=call,
+    )
+    assert feed([*steps, call, span, s.result(call, result="set")]) == []
+    other = s.egress(
+        "https://api.github.com/repos/someone/else/actions/secrets/K", method="PUT", parent=call
+    )
+    assert len(feed([*steps, call, other])) == 1
