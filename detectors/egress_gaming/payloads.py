@@ -12,12 +12,15 @@ Pure functions; no state, no I/O.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Container
 
 from detectors.egress_gaming.sends import Target
 from features.egress.payload import dns_queries, opaque_tokens, url_payloads
 
 __all__ = ["addressed_payload", "dns_targets"]
+
+_UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 _DNS_WORDS = ("dig ", "nslookup ", "host ", "drill ", "resolvectl ")
 
@@ -56,4 +59,18 @@ def addressed_payload(host: str, url: str | None, via: str, shown: Container[str
         return bool(opaque_tokens(host.split(".", 1)[0]))
     if url is None:
         return False
-    return any(token not in shown for token in url_payloads(url))
+    return any(token not in shown and not _identifier(token) for token in url_payloads(url))
+
+
+def _identifier(token: str) -> bool:
+    """A content or record identifier, not an encoding of data: a git or SHA-256 hash
+    (40 or 64 hex digits) or a UUID.
+
+    >>> _identifier("4f2a9b1c" * 5), _identifier("550e8400-e29b-41d4-a716-446655440000")
+    (True, True)
+    >>> _identifier("48657262737432303236217a7a")
+    False
+    """
+    if len(token) in (40, 64) and all(c in "0123456789abcdef" for c in token):
+        return True
+    return _UUID_RE.fullmatch(token) is not None
