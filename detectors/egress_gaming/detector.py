@@ -94,6 +94,7 @@ from detectors.egress_gaming.task import TaskContext
 from detectors.registry import register
 from features.calls.facts import DATA_METHODS, SENDS_RE, sending_tool
 from features.calls.step_features import StepFeatures, features_of
+from features.egress.answer_sources import repo_id
 from features.egress.result_addresses import scan_result
 from features.text.hosts import host_of
 from models.records import Action, Alert, Severity, Step, StepKind
@@ -300,6 +301,7 @@ class EgressGaming(Detector):
             else None
         )
         personal, pload = self._personal(step, low, features)
+        pushed: str | None = None  # the last push target's URL
         outbound: list[tuple[str, str | None, str]] = []  # targets carrying data
         personal_out: list[tuple[str, str | None, str]] = []  # ... or personal data
         for host, url, method, via in (*call_targets(step.detail), *dns_targets(low)):
@@ -327,6 +329,8 @@ class EgressGaming(Detector):
             ):
                 personal_out.append((host, url, via))
             alerts += self._classify(step, step, host, url, data, via)
+            if via == "git_push" and url:
+                pushed = url
             if not via.startswith("git_"):
                 key = host.removeprefix("www.")
                 remember(ledger.agent, key, None, cap)
@@ -353,6 +357,10 @@ class EgressGaming(Detector):
             alerts += self._on_copy(step, low, sent)
         if load is not None and not alerts:  # one finding per call: a sink's is enough
             alerts += self._on_leak(step, load, outbound, features.recipients)
+        if pushed is not None and not alerts and "push" not in self._fired:
+            repo = repo_id(pushed) if not local(host_of(pushed) or "") else None
+            if repo is not None:
+                alerts += self._on_push(step, repo)
         if pload is not None and not alerts and "leak" not in self._fired:
             # personal data: network targets only (a message tool's recipients are the
             # injected-address rule's), and remembered for the call's HTTP span
@@ -367,6 +375,11 @@ class EgressGaming(Detector):
             found = egress_history.on_git(self._git, task, step, verb, rest, cap=cap)
             if found:
                 alerts += self._fire(*found)
+            if verb == "push" and not alerts and "push" not in self._fired:
+                remote = next((w for w in rest.split() if not w.startswith("-")), "origin")
+                repo = self._git.remotes.get(remote) or repo_id(remote)
+                if repo is not None:
+                    alerts += self._on_push(step, repo)
         # 4. a harness's hidden answer key read from disk
         if "grader" not in self._fired and not alerts:
             workspace = task.workspace or workdir
@@ -456,6 +469,21 @@ class EgressGaming(Detector):
             )
             return self._fire("copied", step, step, Severity.WARN, reason)
         return []
+
+    def _on_push(self, step: Step, repo: tuple[str, str]) -> list[Alert]:
+        """A push to a repository that is not the task's, not a fork of it (its name) and
+        not one the user's words name: the workspace leaving for someone else's
+        repository (a warning: what was pushed is not seen)."""
+        task = self._task
+        owner, name = repo
+        names = {n for n in (task.repo[1] if task.repo else None, task.repo_name) if n}
+        if task.is_repo(owner, name) or name in names or f"{owner}/{name}" in task.trusted:
+            return []
+        reason = (
+            f"step {step.seq} pushes to {owner}/{name}, a repository that is not the task's "
+            "and that the user's words do not name - the workspace leaving for another place."
+        )
+        return self._fire("push", step, step, Severity.WARN, reason)
 
     def _records_sent(
         self, onset: Step | StepRef, span: Step, host: str, url: str | None
