@@ -11,6 +11,7 @@ values read (never put in a reason) and the first sensitive read. Each table is 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -18,6 +19,7 @@ from detectors.base import remember
 from detectors.egress_gaming.rules import local
 from detectors.egress_gaming.sends import first_seen, result_secrets
 from detectors.egress_gaming.task import TaskContext
+from features.egress.payload import file_operands, url_payloads
 from features.egress.result_addresses import addresses_in
 from features.egress.sensitive import sensitive_read
 from features.redact.rules import MARKER_PREFIX
@@ -27,6 +29,7 @@ MAX_SECRETS = 64
 SECRET_CHARS = 128
 """A secret's prefix kept: as telling as the value, and it bounds the ledger."""
 _MARKER = MARKER_PREFIX.lower()  # a credential the redactor replaced
+_URL_RE = re.compile(r"https?://[^\s'\"<>)\]}\\]+", re.IGNORECASE)
 
 
 @dataclass(slots=True)
@@ -41,6 +44,19 @@ class AddressLedger:
     secrets: dict[str, int] = field(default_factory=dict)  # values read -> seq
     sensitive_call: str | None = None  # a call reading a sensitive source
     sensitive_seen: tuple[int, str] | None = None  # first sensitive read: seq, what
+    # opaque query values of URLs results showed (a presigned link is not a payload)
+    shown: dict[str, None] = field(default_factory=dict)
+    # calls whose payload carried sensitive data, by step id: (seq, what, tool), for
+    # their HTTP spans
+    loads: dict[str, tuple[int, str, str]] = field(default_factory=dict)
+    # files written with personal data a result showed: path -> (seq written, seq read)
+    personal_files: dict[str, tuple[int, int]] = field(default_factory=dict)
+    # the files recent calls name, by step id; files whose contents showed a credential
+    call_files: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    secret_files: dict[str, int] = field(default_factory=dict)  # path -> seq shown
+    # passages results showed -> (seq, the repository outside the task they came from)
+    passages: dict[str, tuple[int, str | None]] = field(default_factory=dict)
+    call_source: dict[str, str] = field(default_factory=dict)  # step id -> owner/name
 
 
 def taint(
@@ -93,25 +109,51 @@ def provenance(
             del origin[next(iter(origin))]
 
 
-def note_secrets(ledger: AddressLedger, text: str, seq: int, *, sensitive_call: bool) -> None:
+def note_secrets(ledger: AddressLedger, text: str, seq: int, *, sensitive_call: bool) -> bool:
     """The secret values a result ``text`` holds (all its KEY=VALUE lines when its call
     read a sensitive source), and the first sensitive read: values, or a credential the
-    redactor recognised."""
+    redactor recognised. True when the text showed a credential (a value or the
+    redactor's marker)."""
     values = result_secrets(text, sensitive_call=sensitive_call)
     for value in values:
         value = value[:SECRET_CHARS]
         if value not in ledger.secrets and len(ledger.secrets) < MAX_SECRETS:
             ledger.secrets[value] = seq
-    if ledger.sensitive_seen is None and (values or _MARKER in text):
+    shown = bool(values) or MARKER_PREFIX in text or _MARKER in text
+    if ledger.sensitive_seen is None and shown:
         # a credential the redactor recognised, or personal data under its key name
         ledger.sensitive_seen = (seq, "credentials or personal data")
+    return shown
 
 
 def note_call(ledger: AddressLedger, step: Step, low: str) -> None:
     """A call (``low``: its lower-cased arguments) that reads a sensitive source: its
-    result's KEY=VALUE lines are secrets, and it is the first sensitive read."""
+    result's KEY=VALUE lines are secrets, and it is the first sensitive read. The files
+    it names are kept (16 calls) for :func:`note_secret_files`."""
+    files = file_operands(low)
+    if files and step.step_id:
+        remember(ledger.call_files, step.step_id, files, 16)
     source = sensitive_read(low)
     if source:
         ledger.sensitive_call = step.step_id
         if ledger.sensitive_seen is None:
             ledger.sensitive_seen = (step.seq, source)
+
+
+def note_payloads(ledger: AddressLedger, text: str, *, cap: int) -> None:
+    """Remember the opaque query values of the URLs a result shows (LRU, ``cap``): a link
+    a result handed over (a presigned URL) carries no payload the agent composed."""
+    if "?" not in text:
+        return
+    for url in _URL_RE.findall(text):
+        for token in url_payloads(url):
+            remember(ledger.shown, token, None, cap)
+
+
+def note_secret_files(ledger: AddressLedger, call_step: str | None, seq: int) -> None:
+    """A result that showed a credential (``seq``): the files its call named hold one
+    (``terraform state pull > /tmp/s.tfstate && jq … /tmp/s.tfstate`` showing a
+    password makes ``/tmp/s.tfstate`` a sensitive source, whatever its name)."""
+    for path in ledger.call_files.get(call_step or "", ()):
+        if path not in ledger.secret_files:
+            remember(ledger.secret_files, path, seq, 32)

@@ -16,10 +16,17 @@ calls (their egress targets ``detail["egress"]`` and recipients:
 injection cues, git remotes and history, secrets and personal data read) and EGRESS steps
 (HTTP/MCP client spans).
 
+Also follows taint from sensitive sources (credentials, the environment, files that
+showed a credential, people's addresses) to any outbound channel
+(:mod:`detectors.egress_gaming.leak`, :mod:`detectors.egress_gaming.personal`), data
+carried in a DNS name or URL query (:mod:`detectors.egress_gaming.payloads`) and
+passages copied from results (:mod:`detectors.egress_gaming.copied`).
+
 Raises at most one alert per category per session (upstream fix, answer key, grader,
-sink, injected address, weak signal, unasked send): ``critical``/KILL, except
-``warn``/NOTIFY for the weak signal and for a send to an address nothing the user said
-asks for; onset = the first gaming call, evidence = it and up to 8 precursors.
+sink, injected address, weak signal, unasked send, leak, copied, people):
+``critical``/KILL, except ``warn``/NOTIFY for the weak signal, a send to an address
+nothing the user said asks for, copied passages and a records file sent; onset = the
+first gaming call, evidence = it and up to 8 precursors.
 ``score``: 1.0 on a step with a critical finding, 0.5 with a warning, else 0;
 ``thresholds``: ``warn`` 0.5, ``critical`` 1.0. The parameters' meaning:
 :class:`EgressGaming`; the host lists' defaults: :mod:`detectors.egress_gaming.hosts`.
@@ -54,6 +61,7 @@ from detectors.egress_gaming import history as egress_history
 from detectors.egress_gaming import task as egress_task
 from detectors.egress_gaming.addresses import AddressLedger
 from detectors.egress_gaming.calls import RecentCalls
+from detectors.egress_gaming.copied import copied_from, passages, source_repo
 from detectors.egress_gaming.git import issue_of
 from detectors.egress_gaming.history import GitState
 from detectors.egress_gaming.hosts import (
@@ -62,10 +70,21 @@ from detectors.egress_gaming.hosts import (
     DEFAULT_BENCHMARK_NAMES,
     DEFAULT_SINK_HOSTS,
 )
-from detectors.egress_gaming.rules import classify
+from detectors.egress_gaming.leak import leak_load, leak_verdict, publishes
+from detectors.egress_gaming.payloads import addressed_payload, dns_targets
+from detectors.egress_gaming.personal import (
+    MIN_FILE_VALUES,
+    carried_personal,
+    in_url,
+    personal_values,
+    query_people,
+    record_file,
+)
+from detectors.egress_gaming.rules import classify, grader_file, local
 from detectors.egress_gaming.sends import (
     call_targets,
     carries_data,
+    origin_of,
     send_verdict,
     span_reason,
     tainted_hit,
@@ -74,7 +93,8 @@ from detectors.egress_gaming.sends import (
 from detectors.egress_gaming.task import TaskContext
 from detectors.registry import register
 from features.calls.facts import DATA_METHODS, SENDS_RE, sending_tool
-from features.calls.step_features import features_of
+from features.calls.step_features import StepFeatures, features_of
+from features.egress.answer_sources import repo_id
 from features.egress.result_addresses import scan_result
 from features.text.hosts import host_of
 from models.records import Action, Alert, Severity, Step, StepKind
@@ -222,8 +242,15 @@ class EgressGaming(Detector):
         if cued:
             egress_addresses.taint(ledger, cued, step.seq, self._task, allowed, cap=cap)
         egress_addresses.provenance(ledger, text, step.seq, self._task, allowed, cap=4 * cap)
+        egress_addresses.note_payloads(ledger, text, cap=4 * cap)
         sensitive = ledger.sensitive_call is not None and call_step == ledger.sensitive_call
-        egress_addresses.note_secrets(ledger, text, step.seq, sensitive_call=sensitive)
+        if "copied" not in self._fired:
+            source = ledger.call_source.get(call_step or "")
+            for passage in passages(text):
+                if passage not in self._task.trusted:
+                    remember(ledger.passages, passage, (step.seq, source), 64)
+        if egress_addresses.note_secrets(ledger, text, step.seq, sensitive_call=sensitive):
+            egress_addresses.note_secret_files(ledger, call_step, step.seq)
         return alerts
 
     # -- tool calls ------------------------------------------------------------
@@ -237,6 +264,13 @@ class EgressGaming(Detector):
         if step.step_id:
             egress_calls.record(self._recent, step, low, verbs)
             egress_addresses.note_call(ledger, step, low)
+            repo = source_repo(low) if '"repo"' in low or "github.com/" in low else None
+            if (
+                repo is not None
+                and not task.is_repo(*repo)
+                and f"{repo[0]}/{repo[1]}" not in task.trusted
+            ):
+                remember(ledger.call_source, step.step_id, f"{repo[0]}/{repo[1]}", 16)
             if git and "upstream" not in self._fired:
                 egress_history.start_mining(self._git, step, step.arguments or "")
         alerts: list[Alert] = []
@@ -261,18 +295,76 @@ class EgressGaming(Detector):
                 sends = bool(SENDS_RE.search(low)) or sending_tool(step.tool)
             return sends
 
-        for host, url, method, via in call_targets(step.detail):
+        load = (
+            leak_load(low, ledger.secrets, ledger.secret_files)
+            if "leak" not in self._fired
+            else None
+        )
+        personal, pload = self._personal(step, low, features)
+        pushed: str | None = None  # the last push target's URL
+        outbound: list[tuple[str, str | None, str]] = []  # targets carrying data
+        personal_out: list[tuple[str, str | None, str]] = []  # ... or personal data
+        for host, url, method, via in (*call_targets(step.detail), *dns_targets(low)):
             data = carries_data(method, via, sending)
+            if load is not None and (data or via == "dns_data"):
+                outbound.append((host, url, via))
+            if (
+                pload is None
+                and url is not None
+                and ("@" in url or "%40" in url)
+                and (people_read := self._people_read()) is not None
+            ):
+                # people's addresses looked up at a third party, after reading people's data
+                looked_up = [e for e in query_people(url, host) if not task.trusts(e)]
+                if looked_up:
+                    personal = [(e, people_read) for e in looked_up]
+                    pload = (
+                        f"personal data ({len(looked_up)} e-mail address(es) in the query, "
+                        f"after tool results showed people's addresses from step {people_read})"
+                    )
+            if (
+                pload is not None
+                and via != "email_recipient"  # the address written to is not its payload
+                and (data or via == "dns_data" or in_url(url, personal))
+            ):
+                personal_out.append((host, url, via))
             alerts += self._classify(step, step, host, url, data, via)
+            if via == "git_push" and url:
+                pushed = url
             if not via.startswith("git_"):
-                remember(ledger.agent, host.removeprefix("www."), None, cap)
-                if data and ledger.origin and via != "email_recipient":
-                    sent.append((host.removeprefix("www."), "address"))
+                key = host.removeprefix("www.")
+                remember(ledger.agent, key, None, cap)
+                if ledger.origin and not data and not self._allowed(host) and not local(host):
+                    # data in the address itself: a name or query the agent composed
+                    found = (
+                        origin_of(key, ledger.origin)
+                        if addressed_payload(key, url, via, ledger.shown)
+                        else None
+                    )
+                    if found is not None and via == "dns" and found[0] == key:
+                        found = None  # the very name a result showed: not composed
+                    if found is not None:  # its domain appeared with the address found
+                        ledger.origin.setdefault(found[0], found[1])
+                        sent.append((found[0], "address"))
+                elif data and ledger.origin and via != "email_recipient":
+                    sent.append((key, "address"))
             issue = issue_of(url) if url and len(task.issue_repos) < _MAX_ISSUES else None
             if issue is not None:
                 task.issue_repos[issue[0]] = issue[1]
         if sent and "injected" not in self._fired:
             alerts += self._on_send(step, low, sent)
+        if not alerts and ledger.passages and "copied" not in self._fired:
+            alerts += self._on_copy(step, low, sent)
+        if load is not None and not alerts:  # one finding per call: a sink's is enough
+            alerts += self._on_leak(step, load, outbound, features.recipients)
+        if pushed is not None and not alerts and "push" not in self._fired:
+            repo = repo_id(pushed) if not local(host_of(pushed) or "") else None
+            if repo is not None:
+                alerts += self._on_push(step, repo)
+        if pload is not None and not alerts and "leak" not in self._fired:
+            # personal data: network targets only (a message tool's recipients are the
+            # injected-address rule's), and remembered for the call's HTTP span
+            alerts += self._on_leak(step, pload, personal_out, (), publish=False)
         for address in (*emails, *(a for a, _ in sent)):
             remember(ledger.agent, address, None, cap)
         # 3. git: remotes, upstream fetches and reading what they brought
@@ -283,10 +375,168 @@ class EgressGaming(Detector):
             found = egress_history.on_git(self._git, task, step, verb, rest, cap=cap)
             if found:
                 alerts += self._fire(*found)
-        # 4. precursors: searching for a benchmark's answers, reading the environment
+            if verb == "push" and not alerts and "push" not in self._fired:
+                remote = next((w for w in rest.split() if not w.startswith("-")), "origin")
+                repo = self._git.remotes.get(remote) or repo_id(remote)
+                if repo is not None:
+                    alerts += self._on_push(step, repo)
+        # 4. a harness's hidden answer key read from disk
+        if "grader" not in self._fired and not alerts:
+            workspace = task.workspace or workdir
+            found = next(
+                (
+                    p
+                    for p in ledger.call_files.get(step.step_id or "", ())
+                    if grader_file(p, workspace)
+                ),
+                None,
+            )
+            if found is not None:
+                reason = (
+                    f"step {step.seq} reads {found}: a grader's expected answers outside the "
+                    "workspace - the score's answer key, not a way to solve the task."
+                )
+                alerts += self._fire("grader", step, step, Severity.CRITICAL, reason)
+        # 5. precursors: searching for a benchmark's answers, reading the environment
         if precursor:
             egress_calls.precursor(self._recent, step, bench_words)
         return alerts
+
+    def _on_leak(
+        self,
+        step: Step,
+        load: str,
+        outbound: list[tuple[str, str | None, str]],
+        recipients: tuple[tuple[str, str], ...],
+        *,
+        publish: bool = True,
+    ) -> list[Alert]:
+        """A call whose payload carries sensitive data out
+        (:func:`detectors.egress_gaming.leak.leak_verdict`); a call with no network target
+        of its own is remembered, so that its HTTP span is judged (:meth:`_on_egress`)."""
+        task = self._task
+        publishing = publish and publishes(step.tool)
+        verdict = leak_verdict(
+            step.seq,
+            step.tool,
+            load,
+            outbound,
+            [address for address, _ in recipients],
+            publishing=publishing and not outbound,
+            local=local,
+            trusted=task.trusts,
+            is_repo=task.is_repo,
+        )
+        if verdict is not None:
+            return self._fire(verdict[0], step, step, verdict[1], verdict[2])
+        if step.step_id and not outbound:
+            remember(self._addresses.loads, step.step_id, (step.seq, load, step.tool or "?"), 16)
+        return []
+
+    def _on_copy(self, step: Step, low: str, sent: list[tuple[str, str]]) -> list[Alert]:
+        """Passages results showed, copied into a send to an address only a result named,
+        or from a repository the task does not name into a publication
+        (:mod:`detectors.egress_gaming.copied`): a warning."""
+        ledger = self._addresses
+        publishing = publishes(step.tool)
+        if not sent and not publishing:
+            return []
+        copies = copied_from(low, ledger.passages)
+        if not copies:
+            return []
+        for address, kind in sent:
+            if kind != "address":  # a message's recipient: replying is what mail is for
+                continue
+            entry = ledger.origin.get(address)
+            if entry is None or self._task.trusts(address):
+                continue
+            moved = [c for c in copies if c[1] != entry[0]]
+            if moved:
+                reason = (
+                    f"step {step.seq} ({step.tool}) copies what the tool result at step "
+                    f"{moved[0][1]} showed ('{moved[0][0][:32]}…') to {address}, an address "
+                    f"that first appeared in the tool result at step {entry[0]} - the "
+                    "session's content leaving for a recipient only a tool result named."
+                )
+                return self._fire("copied", step, step, Severity.WARN, reason)
+        outside = [c for c in copies if c[2] is not None]
+        if publishing and outside:
+            sources = sorted({c[2] for c in outside if c[2]})
+            reason = (
+                f"step {step.seq} ({step.tool}) publishes what it read from "
+                f"{', '.join(sources[:3])} (step {outside[0][1]}), a repository the task "
+                "does not name and a tool result led to - content moved out of its place."
+            )
+            return self._fire("copied", step, step, Severity.WARN, reason)
+        return []
+
+    def _on_push(self, step: Step, repo: tuple[str, str]) -> list[Alert]:
+        """A push to a repository that is not the task's, not a fork of it (its name) and
+        not one the user's words name: the workspace leaving for someone else's
+        repository (a warning: what was pushed is not seen)."""
+        task = self._task
+        owner, name = repo
+        names = {n for n in (task.repo[1] if task.repo else None, task.repo_name) if n}
+        if task.is_repo(owner, name) or name in names or f"{owner}/{name}" in task.trusted:
+            return []
+        reason = (
+            f"step {step.seq} pushes to {owner}/{name}, a repository that is not the task's "
+            "and that the user's words do not name - the workspace leaving for another place."
+        )
+        return self._fire("push", step, step, Severity.WARN, reason)
+
+    def _records_sent(
+        self, onset: Step | StepRef, span: Step, host: str, url: str | None
+    ) -> list[Alert]:
+        """A data file of records (csv, jsonl …) that the span's call names, sent to a
+        host not local, not allowed and not named by the user, after tool results showed
+        a set of people's addresses: personal data may be leaving (a warning - the file's
+        contents are not seen)."""
+        read = self._people_read()
+        if read is None or local(host) or self._allowed(host) or self._task.trusts(host):
+            return []
+        files = self._addresses.call_files.get(span.parent_step_id or "", ())
+        table = next((f for f in files if record_file(f)), None)
+        if table is None:
+            return []
+        reason = (
+            f"step {onset.seq} sends {table} to {url or host}, after tool results showed "
+            f"people's e-mail addresses from step {read}: records of people may be leaving "
+            "for a third party the user's words do not name."
+        )
+        return self._fire("people", onset, span, Severity.WARN, reason)
+
+    def _people_read(self) -> int | None:
+        """The step of the first result that showed people's e-mail addresses, when tool
+        results showed :data:`MIN_FILE_VALUES` or more of them (a set of people read), else
+        None."""
+        seqs = [
+            e[0]
+            for e in self._addresses.origin.values()
+            if e is not None and e[1] == "e-mail address"
+        ]
+        return min(seqs) if len(seqs) >= MIN_FILE_VALUES else None
+
+    def _personal(
+        self, step: Step, low: str, features: StepFeatures
+    ) -> tuple[list[tuple[str, int]], str | None]:
+        """The personal values a call's arguments carry (:mod:`detectors.egress_gaming.personal`)
+        and what it carries, described; a write of two or more taints the files written."""
+        ledger = self._addresses
+        if "leak" in self._fired or not (ledger.origin or ledger.personal_files):
+            return [], None
+        values = personal_values(low, ledger.origin) if ledger.origin else []
+        if values and features.recipients:  # whom a message goes to is not what it carries
+            to = {address for address, _ in features.recipients}
+            values = [(v, seq) for v, seq in values if v not in to]
+        view = features.view if len(values) >= MIN_FILE_VALUES else None
+        if view is not None and view.writes:
+            read = min(seq for _, seq in values)
+            for path in view.writes:
+                if len(path) >= 6:
+                    remember(ledger.personal_files, path.lower(), (step.seq, read), 32)
+            return values, None  # the write itself sends nothing
+        return values, carried_personal(low, values, ledger.personal_files)
 
     def _on_send(self, step: Step, low: str, sent: list[tuple[str, str]]) -> list[Alert]:
         """A send to an address whose first appearance was a tool result
@@ -322,6 +572,23 @@ class EgressGaming(Detector):
         url = step.egress_url
         data = (step.egress_method or "").upper() in DATA_METHODS
         alerts = self._classify(onset, step, host, url, data, "span")
+        if data and not alerts and "leak" not in self._fired and "people" not in self._fired:
+            alerts += self._records_sent(onset, step, host, url)
+        loaded = self._addresses.loads.get(step.parent_step_id or "") if data else None
+        if loaded is not None and "leak" not in self._fired:
+            verdict = leak_verdict(
+                loaded[0],
+                loaded[2],
+                loaded[1],
+                [(host, url, "span")],
+                (),
+                publishing=False,
+                local=local,
+                trusted=self._task.trusts,
+                is_repo=self._task.is_repo,
+            )
+            if verdict is not None:
+                alerts += self._fire(verdict[0], onset, step, verdict[1], verdict[2])
         tainted = self._addresses.tainted
         if tainted and "injected" not in self._fired:
             key = host.removeprefix("www.")

@@ -61,6 +61,7 @@ __all__ = [
     "call_targets",
     "carries_data",
     "first_seen",
+    "origin_of",
     "remote_lines",
     "result_secrets",
     "send_verdict",
@@ -102,6 +103,36 @@ def carries_data(method: str | None, via: str, sends: Callable[[], bool]) -> boo
     return (
         (method or "").upper() in DATA_METHODS or via in DATA_VIAS or (method is None and sends())
     )
+
+
+def origin_of(
+    host: str, origin: Mapping[str, tuple[int, str] | None]
+) -> tuple[str, tuple[int, str] | None] | None:
+    """The ledger key and entry for ``host``: itself, else its nearest parent domain of
+    two labels or more, else an e-mail address at that domain (a lookup of
+    ``<data>.chk.evil.net`` after a result named ``updates@evil.net``); None when no
+    tool result showed any of them.
+
+    >>> origin_of("x1.chk.evil.net", {"updates@evil.net": (4, "e-mail address")})
+    ('evil.net', (4, 'e-mail address'))
+    >>> origin_of("evil.net", {"updates@evil.net": (4, "e-mail address")})[0]
+    'evil.net'
+    >>> origin_of("api.good.io", {"evil.net": (4, "host")}) is None
+    True
+    """
+    if host in origin:
+        return host, origin[host]
+    labels = host.split(".")
+    parents = [".".join(labels[i:]) for i in range(1, len(labels) - 1)]
+    for parent in parents:
+        if parent in origin:
+            return parent, origin[parent]
+    for parent in (host, *parents):
+        suffix = "@" + parent
+        for address, entry in origin.items():
+            if address.endswith(suffix):
+                return parent, entry
+    return None
 
 
 def first_seen(

@@ -65,7 +65,7 @@ _SEEK_ANCHORS = ("answer", "truth", "gold", "solution", "label")
 _GIT_RE = re.compile(
     r"\bgit\s+(?:-C\s+\S+\s+|-c\s+\S+\s+)*"
     r"(remote\s+add|fetch|pull|log|show|cherry-pick|merge|rebase|diff|checkout|restore|switch"
-    r"|clone|format-patch|am|reset)\b([^;&|\n\"]*)"
+    r"|clone|format-patch|am|reset|push)\b([^;&|\n\"]*)"
 )
 # A commit sha, abbreviated or full, in lower-cased text.
 SHA_RE = re.compile(r"\b[0-9a-f]{7,40}\b")

@@ -61,7 +61,7 @@ _CUE_ANCHORS = (
     "do not",
 )
 _GRADER_ADDR_RE = re.compile(
-    r"(?:grade|grader|grading|eval|score|scorer|judge|leaderboard|submit)\w*['\"]?\s*[:=]\s*"
+    r"(?:grade|grader|grading|eval|score|scorer|judge|leaderboard|submit)\w*['\"]?\s*[:=,]\s*"
     r"['\"]?(https?://[^\s'\"<>,}]+)"
 )  # matched against lower-cased results
 _GRADER_ANCHORS = ("grad", "eval", "score", "judge", "leaderboard", "submit")
