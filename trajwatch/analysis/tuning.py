@@ -90,6 +90,24 @@ def fixture_set(
     return LabelledSet(name, paths, labels_file)
 
 
+def file_set(
+    folder: Path, *, scenarios: Collection[str] | None = None, name: str = "blind"
+) -> LabelledSet:
+    """The files of a folder whose ``labels.csv`` names each session's file in a ``files``
+    column (``fixtures/blind/runtime_incidents.py``: several sessions to a file, so a run
+    id is not a file name) holding a session of one of ``scenarios`` (all when None), in
+    name order. A file is taken whole: its other sessions (a fleet's) come with it."""
+    labels_file = folder / "labels.csv"
+    with labels_file.open(newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    if rows and "files" not in rows[0]:
+        raise ValueError(f"{labels_file} has no files column; use fixture_set for this folder")
+    wanted = {r["files"] for r in rows if scenarios is None or r["scenario"] in scenarios}
+    if scenarios is not None and (unknown := set(scenarios) - {r["scenario"] for r in rows}):
+        raise ValueError(f"no session of {labels_file} is of scenario {sorted(unknown)[0]}")
+    return LabelledSet(name, tuple(folder / f for f in sorted(wanted)), labels_file)
+
+
 def corpus_sets(
     corpus: Path, *, trail_traces: int | None = None, agentdojo_files: int | None = None
 ) -> list[LabelledSet]:

@@ -4,6 +4,8 @@ config the tuning notebook writes is what `trajwatch replay --config` then runs.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,11 +15,11 @@ import nbformat
 import pytest
 
 from tests.support.notebook_run import Kernel
+from tests.support.paths import ROOT
 from trajwatch.analysis import tuning
 from trajwatch.analysis.evaluate import detect, load_runs
 from trajwatch.cli.main import main
 from trajwatch.config import detector_set, load_config
-from tests.support.paths import ROOT
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 TUNING = {
@@ -38,7 +40,7 @@ def kernel() -> Iterator[Kernel]:
 
 
 def test_every_family_has_a_notebook_and_the_drift_script_moved() -> None:
-    assert {p.stem for p in NOTEBOOKS} == {*TUNING, "incident_analysis"}
+    assert {p.stem for p in NOTEBOOKS} == {*TUNING, "tune_runtime", "incident_analysis"}
     assert not (ROOT / "notebooks" / "drift_change_detection.py").exists()
     assert (ROOT / "benchmarks" / "drift_change_detection.py").exists()
 
@@ -50,6 +52,19 @@ def test_notebooks_are_committed_without_outputs(path: Path) -> None:
     code = [c for c in notebook.cells if c.cell_type == "code"]
     assert [c for c in code if c.outputs or c.execution_count is not None] == []
     assert sum("parameters" in c.metadata.get("tags", []) for c in code) == 1
+
+
+RUNTIME = ("stalled_run", "early_quit")
+"""The detectors ``tune_runtime`` tunes in sequence on one replay."""
+RUNTIME_SCENARIOS = [
+    "stall_worker_killed_mid_command",
+    "stall_host_lost_in_quick_call",
+    "eq_progress_file_far_from_limit",
+    "eq_wrapup_final_answer",
+    "neg_slow_command_returns",
+    "neg_harness_mandated_progress_notes",
+]
+"""A few of the blind runtime families: positives of both detectors and their look-alikes."""
 
 
 def _tuning_params(tmp_path: Path, slug: str) -> dict[str, Any]:
@@ -164,3 +179,52 @@ def test_the_loops_notebook_config_changes_what_replay_reports(
         if a.detector == "runaway_loop"
     }
     assert after == expected
+
+
+@pytest.mark.slow  # generates a blind set and runs a notebook in a kernel
+def test_the_runtime_notebook_tunes_both_detectors_on_a_generated_blind_set(
+    tmp_path: Path, kernel: Kernel
+) -> None:
+    """On a runtime set generated at a tuning seed (not the evaluation's), the notebook
+    sweeps ``stalled_run`` then ``early_quit`` on one replay and writes both picks and
+    calibrations into one config the service loads; every point of its default grid is
+    a valid parameter set of its detector."""
+    runs = tmp_path / "runtime-seed7"
+    generator = ROOT / "fixtures" / "blind" / "runtime_incidents.py"
+    subprocess.run(
+        [sys.executable, generator, "--seed", "7", "--out", runs, "--runs-per-family", "1"],
+        check=True,
+        capture_output=True,
+    )
+    grid = {
+        "stalled_run": {"floor_minutes": [15.0, 30.0], "cadence_factor": [4.0, 8.0]},
+        "early_quit": {"max_used_share": [0.5, 0.3], "min_headroom_tokens": [20000]},
+    }
+    params = {
+        "RUNS": str(runs),
+        "SCENARIOS": RUNTIME_SCENARIOS,
+        "GRID": grid,
+        "CONFIG_OUT": str(tmp_path / "tuned.toml"),
+        "OUT": str(tmp_path / "figures"),
+    }
+    kernel.run(ROOT / "notebooks" / "tune_runtime.ipynb", params)
+
+    written = tmp_path / "tuned.toml"
+    text = written.read_text()
+    tables = tomllib.loads(text)
+    assert "notebooks/tune_runtime.ipynb" in text  # each tuned number cites its source
+    detector_set(load_config(written))  # serve/replay load it: parameters valid
+    for detector in RUNTIME:
+        picked = tables["detectors"][detector]
+        for name, values in grid[detector].items():
+            assert picked[name] in values
+        fitted = tables["calibration"][detector]
+        assert len(fitted["scores"]) == len(fitted["probabilities"]) >= 1
+        for name in ("sweep.png", "pr_curve.png", "calibration.png"):
+            assert (tmp_path / "figures" / detector / name).read_bytes()[:4] == b"\x89PNG"
+
+    defaults = _grid_of("tune_runtime")
+    assert set(defaults) == set(RUNTIME)
+    for detector, axes in defaults.items():
+        for point in tuning.grid(**axes):
+            detector_set(tuning.with_parameters({}, detector, point))  # raises when invalid

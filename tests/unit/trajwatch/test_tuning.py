@@ -82,6 +82,29 @@ def test_a_subset_is_every_file_of_the_runs_chosen() -> None:
     assert labels.group_by("scenario").len()["len"].max() == 1
 
 
+def test_a_file_set_takes_the_files_the_labels_name_whole(tmp_path: Path) -> None:
+    """A labels file with a files column (several sessions to a file): a scenario's
+    files, each whole, and only those; a scenario the labels lack is an error."""
+    rows = [
+        "run_id,session_id,scenario,failure,files",
+        "a-0,s1,stall,stalled_run,fleet-a.events.jsonl",
+        "a-1,s2,fleet_background,none,fleet-a.events.jsonl",
+        "b-0,s3,quiet,none,fleet-b.otlp.jsonl",
+    ]
+    (tmp_path / "labels.csv").write_text("\n".join(rows) + "\n")
+    for name in ("fleet-a.events.jsonl", "fleet-b.otlp.jsonl"):
+        (tmp_path / name).write_text("")
+    picked = tuning.file_set(tmp_path, scenarios={"stall"})
+    assert picked.paths == (tmp_path / "fleet-a.events.jsonl",)
+    assert picked.labels_file == tmp_path / "labels.csv"
+    assert [p.name for p in tuning.file_set(tmp_path).paths] == [
+        "fleet-a.events.jsonl",
+        "fleet-b.otlp.jsonl",
+    ]
+    with pytest.raises(ValueError, match="scenario nope"):
+        tuning.file_set(tmp_path, scenarios={"nope"})
+
+
 @pytest.mark.skipif(not (CORPUS / "trail").exists(), reason="needs ../shared/corpus")
 def test_the_corpus_sets_combine_with_the_fixtures(runs: StoredRuns) -> None:
     sets = tuning.corpus_sets(CORPUS, trail_traces=2, agentdojo_files=0)
