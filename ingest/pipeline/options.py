@@ -78,6 +78,6 @@ _RULES: tuple[tuple[str, str, Callable[[Any], bool]], ...] = (
     ("max_traces", ">= 1", lambda v: v >= 1),
     ("max_sessions", ">= 1", lambda v: v >= 1),
     ("checkpoint_steps", ">= 1", lambda v: v >= 1),
-    ("silence_first_ms", ">= 1", lambda v: v >= 1),
+    ("silence_first_ms", ">= 0 (0: no silence steps)", lambda v: v >= 0),
     ("silence_last_ms", ">= 1", lambda v: v >= 1),
 )

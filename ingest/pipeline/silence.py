@@ -45,11 +45,14 @@ _SILENCE = StepKind.SILENCE
 
 
 def marks(first_ms: int, last_ms: int) -> tuple[int, ...]:
-    """The silences (ns) at which a step is placed: ``first_ms`` doubling up to ``last_ms``.
+    """The silences (ns) at which a step is placed: ``first_ms`` doubling up to ``last_ms``;
+    none when ``first_ms`` is 0 (silence steps off).
 
-    >>> [m // 1_000_000_000 for m in marks(60_000, 600_000)]
-    [60, 120, 240, 480]
+    >>> [m // 1_000_000_000 for m in marks(60_000, 600_000)], marks(0, 600_000)
+    ([60, 120, 240, 480], ())
     """
+    if first_ms <= 0:
+        return ()
     out = []
     mark = first_ms
     while mark <= last_ms:

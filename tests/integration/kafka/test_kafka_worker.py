@@ -211,8 +211,9 @@ def topic_messages(options: KafkaOptions, topic: str) -> dict[int, list[tuple[in
 
 
 def single_process(options: KafkaOptions, path: Path) -> tuple[dict[str, Step], set[str]]:
-    """The same messages through one pipeline, each input partition one pipeline partition."""
-    settings = Settings(db_url=f"sqlite:///{path}")
+    """The same messages through one pipeline, each input partition one pipeline partition
+    (no silence steps: a worker places none, see docs/operations/worker.md)."""
+    settings = Settings(db_url=f"sqlite:///{path}", silence_first_ms=0)
     with Store.open(settings.db_url) as store:
         pipeline = Pipeline(store, settings=settings, detectors=detector_set(load_config(CONFIG)))
         feed_topics(options, pipeline)
@@ -366,7 +367,7 @@ def test_the_broker_killed_mid_stream_and_restarted_loses_and_doubles_nothing(
             durable_kafka_broker.start()
             produce(options, runs[15:])
             reference = single_process(options, tmp_path / "reference.db")
-            wait_for(store, len(reference[0]), len(reference[1]), running, timeout=90)
+            wait_for(store, len(reference[0]), len(reference[1]), running, timeout=150)
             assert_same(store, reference)
     finally:
         running.stop_all()
@@ -473,7 +474,7 @@ def test_the_stages_run_apart_and_one_worker_may_store_into_sqlite(
 def file_replay(paths: list[Path], path: Path) -> tuple[dict[str, Step], set[str]]:
     """``trajwatch replay`` of the recorded files themselves: other batches, one partition
     a file, nothing of Kafka."""
-    settings = Settings(db_url=f"sqlite:///{path}")
+    settings = Settings(db_url=f"sqlite:///{path}", silence_first_ms=0)
     replay(paths, settings=settings, detectors=detector_set(load_config(CONFIG)))
     with Store.open(settings.db_url) as store:
         return stored(store)
