@@ -264,8 +264,10 @@ def test_derived_patterns_are_linear_in_a_call_s_text() -> None:
     ]
     assert len(patterns) >= 7 and policy._text_screen is not None
     patterns.append(policy._text_screen)
-    small = min(_cpu(patterns, _hostile(MAX_ANALYSED_CHARS // 16)) for _ in range(2))
-    big = min(_cpu(patterns, _hostile(MAX_ANALYSED_CHARS)) for _ in range(2))
+    # the least of five runs: the one least disturbed by the machine's other work (two
+    # runs read 0.32-0.55 s for the same patterns on one idle machine)
+    small = min(_cpu(patterns, _hostile(MAX_ANALYSED_CHARS // 16)) for _ in range(5))
+    big = min(_cpu(patterns, _hostile(MAX_ANALYSED_CHARS)) for _ in range(5))
     assert big < 0.5, f"{big:.2f} s for 64 KiB"
     assert big <= 40 * max(small, 0.002), f"64 KiB {big:.3f} s vs 4 KiB {small:.3f} s"
 
