@@ -61,38 +61,26 @@ def sequence(
             context, message if isinstance(message, str) else None, step.tokens_in
         ):
             before = session.compaction.last_tokens(context)
-            compaction = Step(
-                step_id=f"{step_id}/compaction-signalled",
-                session_id=session_id,
-                kind=_COMPACTION,
-                ts=step.ts,
-                agent=step.agent,
-                source=step.source,
-                source_ref=step.source_ref,
+            compaction = _compaction_before(
+                step,
+                f"{step_id}/compaction-signalled",
+                session_id,
                 text=message if isinstance(message, str) else None,
-                detail={
-                    "tokens_before": before,
-                    "tokens_after": step.tokens_in,
-                    "inferred": True,
-                    "signal": "history replaced",
-                },
+                tokens_before=before,
+                tokens_after=step.tokens_in,
+                inferred=True,
+                signal="history replaced",
             )
             out.append(_with_stored_form(place(session, compaction), storable_step))
         inferred = session.compaction.model_call(context, step.tokens_in)
         if inferred is not None:
-            compaction = Step(
-                step_id=f"{step_id}/compaction-inferred",
-                session_id=session_id,
-                kind=_COMPACTION,
-                ts=step.ts,
-                agent=step.agent,
-                source=step.source,
-                source_ref=step.source_ref,
-                detail={
-                    "tokens_before": inferred.tokens_before,
-                    "tokens_after": inferred.tokens_after,
-                    "inferred": True,
-                },
+            compaction = _compaction_before(
+                step,
+                f"{step_id}/compaction-inferred",
+                session_id,
+                tokens_before=inferred.tokens_before,
+                tokens_after=inferred.tokens_after,
+                inferred=True,
             )
             out.append(_with_stored_form(place(session, compaction), storable_step))
     placed = place(session, step, (step_id, session_id, parent))
@@ -185,21 +173,33 @@ def _signalled_compaction(
     part = detail.get("compaction_part")
     summary = part.get("summary") if isinstance(part, Mapping) else None
     signal = "compaction part" if isinstance(part, Mapping) else "gen_ai.conversation.compacted"
+    return _compaction_before(
+        call,
+        f"{step_id}/compaction-signalled",
+        session_id,
+        text=summary if isinstance(summary, str) else None,
+        tokens_before=tokens_before,
+        tokens_after=call.tokens_in,
+        inferred=False,
+        signal=signal,
+    )
+
+
+def _compaction_before(
+    call: Step, step_id: str, session_id: str, *, text: str | None = None, **detail: Any
+) -> Step:
+    """A compaction step placed just before model ``call`` (its time and source), with
+    ``detail`` (tokens before and after, whether inferred, the signal)."""
     return Step(
-        step_id=f"{step_id}/compaction-signalled",
+        step_id=step_id,
         session_id=session_id,
         kind=_COMPACTION,
         ts=call.ts,
         agent=call.agent,
         source=call.source,
         source_ref=call.source_ref,
-        text=summary if isinstance(summary, str) else None,
-        detail={
-            "tokens_before": tokens_before,
-            "tokens_after": call.tokens_in,
-            "inferred": False,
-            "signal": signal,
-        },
+        text=text,
+        detail=detail,
     )
 
 
