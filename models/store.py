@@ -60,6 +60,7 @@ from sqlalchemy.pool import ConnectionPoolEntry
 
 from models import migrations
 from models import outbox as _outbox
+from models import silence_watch as _silence_watch
 from models import workspace_writes as _workspace_writes
 from models.errors import StoreOpenError
 from models.open_errors import EXAMPLE_URLS, open_error, shown
@@ -420,6 +421,12 @@ class Store:
         )
         with self._read() as connection:
             return connection.execute(query).scalar_one_or_none()
+
+    def silence_watch(self, lane: str) -> list[tuple[str, str, int]]:
+        """``(session_id, clock, due)`` of the sessions watched for silence on ``lane``
+        (:mod:`models.silence_watch`)."""
+        with self._read() as connection:
+            return _silence_watch.read(connection, lane)
 
 
 @dataclass(frozen=True, slots=True)
@@ -943,6 +950,13 @@ class StoreUnit:
     def checkpoints(self, session_ids: Sequence[str]) -> list[tuple[str, int, str, str | None]]:
         """(session, seq, checkpoint id, workspace commit) of the sessions' checkpoints."""
         return _outbox.checkpoints(self._connection, session_ids)
+
+    # -- the silence watch (models.silence_watch) -----------------------------------------
+
+    def watch_silences(self, rows: Sequence[tuple[str, str, str, int | None]]) -> None:
+        """Record ``(lane, session_id, clock, due)`` of sessions watched for silence; a
+        None ``due`` ends the watch (:mod:`models.silence_watch`)."""
+        _silence_watch.write(self._connection, rows)
 
     # -- the workspaces' writes (models.workspace_writes) ---------------------------------
 

@@ -294,3 +294,19 @@ class WorkspaceRow(Base):
 
     workspace_key: Mapped[str] = mapped_column(ID, primary_key=True)
     writes: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+
+
+class SilenceWatchRow(Base):
+    """A session whose silence a Kafka worker's sequencing stage is watching: the next
+    silence step due (``due``, event time) by the clock of input partition ``clock``,
+    as relayed on repartition partition ``lane`` (:mod:`ingest.pipeline.silence`). Written
+    in the transaction that stores the session's steps, so the lane's next owner (after a
+    rebalance or a restart) watches exactly what the last one did; deleted once nothing
+    more is due (the session ended, spoke from no relayed clock, or is past the last bound)."""
+
+    __tablename__ = "silence_watch"
+
+    lane: Mapped[str] = mapped_column(NAME, primary_key=True)
+    session_id: Mapped[str] = mapped_column(SESSION_ID, primary_key=True)
+    clock: Mapped[str] = mapped_column(NAME)
+    due: Mapped[int] = mapped_column(BigInteger)

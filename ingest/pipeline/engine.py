@@ -53,7 +53,7 @@ from ingest.pipeline.rejudge import rejudge, superseded
 from ingest.pipeline.resolution import Resolved
 from ingest.pipeline.sequencing import Sequenced, sequence
 from ingest.pipeline.session import LiveSession, read_stored, restore, updated_info
-from ingest.pipeline.silence import Clocks, marks, silence_step
+from ingest.pipeline.silence import Clocks, marks, next_due, silence_step
 from ingest.pipeline.sinks import Committed, Sink
 from ingest.pipeline.stats import DEAD_LETTER_EXAMPLES, Stats
 from ingest.pipeline.turns import key_turns, turn_edges
@@ -122,6 +122,12 @@ class Pipeline:
             p.name for p in self.detectors.prototypes if getattr(p, "cross_session", False)
         )
         self._clocks = Clocks(marks(self.settings.silence_first_ms, self.settings.silence_last_ms))
+        self._relayed: dict[str, tuple[str, str]] = {}
+        """Clock name → (lane, input partition) of the clocks relayed through Kafka's
+        repartition topic (:meth:`feed_clock`): watched durably (:meth:`watch`)."""
+        self._marks: list[tuple[int, str, int]] = []
+        """Clock marks fed since the last commit: (index in ``_resolved`` they come
+        before, clock name, event time)."""
 
     # -- input -------------------------------------------------------------------
 
@@ -206,7 +212,7 @@ class Pipeline:
 
     def pending(self) -> int:
         """Drafts held for ordering or waiting for the next commit."""
-        return self._ordering.held() + len(self._resolved)
+        return self._ordering.held() + len(self._resolved) + len(self._marks)
 
     def newest_event_time(self, partition: str) -> int | None:
         """The newest event time ``partition`` has seen since it was opened (its
@@ -233,10 +239,43 @@ class Pipeline:
         worker whose sequencing runs elsewhere calls it and sends the result on."""
         return self._ordering.resolve()
 
-    def feed_resolved(self, resolved: Iterable[Resolved]) -> None:
+    def feed_resolved(self, resolved: Iterable[Resolved], *, lane: str | None = None) -> None:
         """Input of the sequencing stage: drafts another process ordered and resolved,
-        in the order it released them; stored by the next :meth:`commit`."""
-        self._resolved.extend(resolved)
+        in the order it released them; stored by the next :meth:`commit`.
+
+        ``lane``: they came through that repartition partition, each ``draft.partition``
+        naming the input partition it was read from; their sessions' silence is measured
+        by that partition's clock as relayed on the lane (:meth:`feed_clock`). Without it,
+        all are on one clock (``""``)."""
+        if lane is None:
+            self._resolved.extend(resolved)
+            return
+        for item in resolved:
+            item.draft.partition = self._relayed_clock(lane, item.draft.partition)
+            self._resolved.append(item)
+
+    def feed_clock(self, lane: str, partition: str, ts: int) -> None:
+        """Input partition ``partition`` released a draft at event time ``ts`` of a
+        session not on ``lane`` (:mod:`ingest.sources.clock_relay`): between the drafts
+        fed before and after, its clock on the lane passes ``ts`` — the silence steps due
+        before it are placed there, as the draft itself would have placed them."""
+        self._marks.append((len(self._resolved), self._relayed_clock(lane, partition), ts))
+
+    def watch(self, lane: str, watched: Iterable[tuple[str, str, int]]) -> None:
+        """Watch again what the store says was watched on ``lane`` (``(session_id, input
+        partition, due)``, :meth:`~models.store.Store.silence_watch`): a stage taking a
+        lane over places the silence steps its last owner would have, though the
+        sessions are not in memory (each is reopened from the store when one is due)."""
+        for session_id, partition, due in watched:
+            self._clocks.watch(self._relayed_clock(lane, partition), session_id, due)
+
+    def _relayed_clock(self, lane: str, partition: str) -> str:
+        """The clock of input ``partition`` as relayed on ``lane``: one per pair, since
+        each lane is told only what its own sessions need to hear."""
+        name = f"{lane}<{partition}"
+        if name not in self._relayed:
+            self._relayed[name] = (lane, partition)
+        return name
 
     def take_dead_letters(self) -> list[DeadLetter]:
         """The dead letters not yet committed (a stage that does not commit sends them on)."""
@@ -277,10 +316,11 @@ class Pipeline:
         # were not made storable here: their steps get the whole check
         checked = not self._resolved
         ready, self._resolved = [*self._resolved, *self.resolve()], []
+        clock_marks, self._marks = self._marks, []
         offsets, self._offsets = self._offsets, {}
         moves, self._moves = self._moves, {}
         with self.store.unit() as unit:
-            released = self._release(ready, unit, checked=checked)
+            released = self._release(ready, clock_marks, unit, checked=checked)
             inserted, refused = unit.add_storable_steps(released.storable)
             refused = [*released.unstorable, *refused]
             left_out = {step.step_id for step, _ in refused}
@@ -322,6 +362,8 @@ class Pipeline:
                 session.info = SessionInfo(session_id=info.session_id)
                 cursor = session.cursor(checkpoint=checkpoints[info.session_id])
                 unit.upsert_session(session.info, cursor)
+            if self._relayed:
+                unit.watch_silences(self._watched(touched))
             if self._workspaces is not None:
                 # after the steps, the sessions' facts and the alerts: the stage reads them
                 placed = [step for step in released.steps if step.step_id not in left_out]
@@ -359,7 +401,7 @@ class Pipeline:
         self.stats.new_steps += inserted
         self.stats.new_alerts += len(new_alerts)
         open_partitions = set(self._ordering.partitions())
-        self._clocks.forget(open_partitions.__contains__)
+        self._clocks.forget(lambda p: p in open_partitions or p in self._relayed)
         self._evict()
         return new_alerts
 
@@ -369,10 +411,41 @@ class Pipeline:
             self.end_partition(partition)
         return self.commit(checkpoint_all=True)
 
-    def _release(self, ready: list[Resolved], unit: StoreUnit, *, checked: bool) -> Released:
-        """Sequence and judge the released drafts (:class:`Released`). What the store
-        holds that this needs is read first, in one place (:func:`look_up`); nothing is
-        written. ``checked``: every draft's step was made storable by
+    def _watched(self, touched: Sequence[str]) -> list[tuple[str, str, str, int | None]]:
+        """``(lane, session, input partition, due)`` of the ``touched`` sessions last
+        heard on a relayed clock: what the store's silence watch keeps (due None: none)."""
+        rows = []
+        for session_id in touched:
+            home = self._clocks.home(session_id)
+            if home in self._relayed:
+                lane, partition = self._relayed[home]
+                due = next_due(self._sessions[session_id], self._clocks.bounds)
+                rows.append((lane, session_id, partition, due))
+        return rows
+
+    def _reopen(self, session_id: str, unit: StoreUnit) -> LiveSession | None:
+        """Session ``session_id`` from the store (None: not stored), made live: a
+        watched session whose silence is due while it is not in memory."""
+        cursors = unit.session_cursors([session_id])
+        if session_id not in cursors:
+            return None
+        stored = read_stored(cursors[session_id], partial(unit.steps, session_id))
+        session = restore(stored, self.detectors, self.settings)
+        self._sessions[session_id] = session
+        return session
+
+    def _release(
+        self,
+        ready: list[Resolved],
+        clock_marks: list[tuple[int, str, int]],
+        unit: StoreUnit,
+        *,
+        checked: bool,
+    ) -> Released:
+        """Sequence and judge the released drafts (:class:`Released`), each relayed clock
+        mark (:meth:`feed_clock`) applied before the draft it was fed before. What the
+        store holds that this needs is read first, in one place (:func:`look_up`);
+        nothing is written. ``checked``: every draft's step was made storable by
         :func:`~ingest.pipeline.intake.make_storable`."""
         resolved = [(item.draft, item.session_id) for item in ready]
         egress_parents = {
@@ -399,7 +472,13 @@ class Pipeline:
             draft.step = priced(draft.step)
         placed: set[str] = set()
         stats, failed = self.stats, self._detector_failed
-        clocks, live = self._clocks, self._sessions.get
+        clocks, relayed = self._clocks, self._relayed
+
+        def live(session_id: str) -> LiveSession | None:
+            session = self._sessions.get(session_id)
+            if session is None and clocks.home(session_id) in relayed:
+                session = self._reopen(session_id, unit)
+            return session
 
         def judged(session: LiveSession, placed: list[Sequenced]) -> None:
             for final, features, form in placed:
@@ -416,13 +495,24 @@ class Pipeline:
                 # dead letter, not the batch's end
                 session.scores.judge(view, alerts, partial(failed, final))
 
-        for (draft, session_id), step_id, parent in zip(resolved, ids, parents, strict=True):
-            # the silences this draft's event time shows, before it (ingest.pipeline.silence)
-            for quiet, due in clocks.due_before(draft.partition, draft.step.ts, live, session_id):
-                tick = silence_step(quiet, due)
+        def tick(clock: str, ts: int, speaker: str | None) -> None:
+            # the silences event time ``ts`` on ``clock`` shows (ingest.pipeline.silence)
+            for quiet, due in clocks.due_before(clock, ts, live, speaker):
+                step = silence_step(quiet, due)
                 touched[quiet.info.session_id] = None
-                draft_of_tick = Draft(tick, tick.step_id)
-                judged(quiet, sequence(quiet, draft_of_tick, tick.step_id, None, checked=False))
+                draft_of_tick = Draft(step, step.step_id)
+                judged(quiet, sequence(quiet, draft_of_tick, step.step_id, None, checked=False))
+
+        pending_marks = iter(clock_marks)
+        mark = next(pending_marks, None)
+        for index, ((draft, session_id), step_id, parent) in enumerate(
+            zip(resolved, ids, parents, strict=True)
+        ):
+            while mark is not None and mark[0] <= index:
+                tick(mark[1], mark[2], None)
+                mark = next(pending_marks, None)
+            # the silences this draft's event time shows, before it
+            tick(draft.partition, draft.step.ts, session_id)
             if step_id in stored or step_id in seen:
                 stats.drafts_duplicate += 1
                 stats.duplicates += (
@@ -455,6 +545,9 @@ class Pipeline:
             placed.update(final.step_id for final, _, _ in sequenced)
             judged(session, sequenced)
             clocks.spoke(session, draft.partition)
+        while mark is not None:  # the marks fed after the last draft
+            tick(mark[1], mark[2], None)
+            mark = next(pending_marks, None)
         return Released(steps, storable, unstorable, alerts, list(touched))
 
     def _settle(
@@ -534,4 +627,5 @@ class Pipeline:
         # lost, and only the commit of that partition's batch may write its cursor.
         while len(self._sessions) > self.settings.max_sessions:
             session_id, _ = self._sessions.popitem(last=False)
-            self._clocks.forget_session(session_id)
+            if self._clocks.home(session_id) not in self._relayed:  # else watched durably
+                self._clocks.forget_session(session_id)

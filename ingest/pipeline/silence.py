@@ -25,9 +25,19 @@ measured in ``detail.silence_ms`` (its ts minus the last step's).
 A session's own steps are no clock for it: a gap it ends itself gets no silence step (the
 silence was over before anyone could see it). The clock is per partition: a session is
 ticked by the partition its last step came from
-(another recording in a replay, or another Kafka partition, keeps its own time), and only
-while it is live in memory (a session evicted, or not reloaded since a restart, is ticked
-again once a step of it returns).
+(another recording in a replay, or another Kafka partition, keeps its own time), and, in
+one process, only while it is live in memory (a session evicted, or not reloaded since a
+restart, is ticked again once a step of it returns).
+
+Through Kafka (``trajwatch worker``) the sessions of one input partition are spread over
+the repartition topic's partitions (*lanes*); the ordering stage relays each input
+partition's clock to every lane (:mod:`ingest.sources.clock_relay`) and the sequencing
+stage keeps one clock per (lane, input partition), fed by the relayed marks
+(:meth:`~ingest.pipeline.engine.Pipeline.feed_clock`) as well as by its drafts. There
+the watch is durable: the sessions with a silence due are stored with the batch that
+changed them (:meth:`Clocks.watch` reads them back), so a lane taken over after a
+rebalance or a restart, or a session evicted, still gets its silence steps, the same as
+one process reading the input partition would place.
 """
 
 from __future__ import annotations
@@ -108,17 +118,29 @@ class Clocks:
         if due is not None:
             heapq.heappush(self._heaps.setdefault(partition, []), (due, session_id))
 
+    def watch(self, partition: str, session_id: str, due: int) -> None:
+        """Watch ``session_id``, last heard on ``partition``, for the silence step due at
+        ``due`` (what a previous owner stored): not in memory, it is found by ``live``
+        in :meth:`due_before`, and skipped there unless its next due is still ``due``."""
+        self._home[session_id] = partition
+        heapq.heappush(self._heaps.setdefault(partition, []), (due, session_id))
+
+    def home(self, session_id: str) -> str | None:
+        """The partition ``session_id``'s last step came from, while it is watched."""
+        return self._home.get(session_id)
+
     def due_before(
         self,
         partition: str,
         ts: int,
         live: Callable[[str], LiveSession | None],
-        speaker: str,
+        speaker: str | None,
     ) -> Iterator[tuple[LiveSession, int]]:
         """The silence steps due on ``partition`` strictly before event time ``ts`` (a
-        draft of session ``speaker`` about to be placed), in order, each with its session
-        (``live`` finds it; None: not in memory). The caller places each before taking the
-        next: the next bound is pushed after it is placed.
+        draft of session ``speaker`` about to be placed; None: a relayed clock mark, no
+        draft), in order, each with its session (``live`` finds it; None: not in memory).
+        The caller places each before taking the next: the next bound is pushed after it
+        is placed.
 
         None is placed in ``speaker`` itself: a session's own step is no clock for its
         silence (it spoke: the silence is over, and nobody could have seen it from the

@@ -60,7 +60,13 @@ from ingest.formats.table import KAFKA_ENCODINGS, RawRecord, decode
 from ingest.pipeline.engine import Pipeline
 from ingest.pipeline.options import env
 from ingest.pipeline.resolution import Resolved
-from ingest.sources.repartition import RecordError, decode_resolved, encode_resolved
+from ingest.sources.clock_relay import ClockRelay, lane_of
+from ingest.sources.repartition import (
+    RecordError,
+    decode_record,
+    encode_clock,
+    encode_resolved,
+)
 from models.errors import ConfigError, UserError
 from models.records import DeadLetter
 from models.store import Store
@@ -261,14 +267,16 @@ def producer(options: KafkaOptions) -> KafkaProducer:
 @dataclass(frozen=True, slots=True)
 class _Record:
     topic: str
-    key: bytes
+    key: bytes | None
     value: bytes
     headers: list[tuple[str, bytes]] | None = None
+    partition: int | None = None
+    """None: the producer's partitioner chooses by key."""
 
     def size(self) -> int:
         """An upper bound of its bytes in a batch (Kafka's per-record overhead < 64)."""
         extra = sum(len(name) + len(value) for name, value in self.headers or ())
-        return len(self.key) + len(self.value) + extra + 64
+        return len(self.key or b"") + len(self.value) + extra + 64
 
 
 class SoleOwnerError(UserError):
@@ -314,18 +322,36 @@ def _dead_letter(
 
 
 def repartition_records(
-    topic: str, released: list[Resolved]
+    topic: str, released: list[Resolved], relay: ClockRelay | None = None
 ) -> tuple[list[_Record], list[DeadLetter]]:
     """The repartition records of ``released`` drafts (keyed by session id), in order,
-    and a dead letter for each draft too large to be one (:data:`MAX_RECORD_BYTES`)."""
+    and a dead letter for each draft too large to be one (:data:`MAX_RECORD_BYTES`).
+
+    With a ``relay`` (silence steps on): each record is sent to its partition by number
+    (where its key puts it, :func:`lane_of`) and carries its input partition's clock, and
+    the batch ends with a record of each clock still owed to a partition
+    (:mod:`ingest.sources.clock_relay`)."""
     records, dead = [], []
     for item in released:
         key = item.session_id.encode("utf-8", "surrogatepass")
-        value = encode_resolved(item)
+        draft = item.draft
+        lane = lane_of(key, relay.lanes) if relay is not None else None
+        clock = None
+        if relay is not None and lane is not None:
+            clock = relay.route(draft.partition, draft.step.ts, lane)
+        value = encode_resolved(item, clock=clock)
         if len(key) + len(value) > MAX_RECORD_BYTES:
             dead.append(_oversized(topic, item, len(key) + len(value)))
+            if relay is not None:
+                relay.passed(draft.partition, draft.step.ts)
+                if clock is not None:  # owed still: the record that carried it is not sent
+                    relay.passed(draft.partition, clock)
         else:
-            records.append(_Record(topic, key, value))
+            records.append(_Record(topic, key, value, partition=lane))
+    if relay is not None:
+        records += [
+            _Record(topic, None, encode_clock(mark), partition=lane) for lane, mark in relay.flush()
+        ]
     return records, dead
 
 
@@ -423,6 +449,9 @@ class OrderingStage:
         self._store = store
         self.pipeline = new_pipeline()
         self.consumer = consumer(options, options.group_id)
+        self._relay: ClockRelay | None = None
+        """Each input partition's clock for the repartition partitions, when silence
+        steps are on (:mod:`ingest.sources.clock_relay`); made at the first send."""
         self._read: dict[TopicPartition, int] = {}
         self._last_input: dict[TopicPartition, float] = {}
         self._committed: dict[TopicPartition, int] = {}
@@ -484,7 +513,9 @@ class OrderingStage:
         :meth:`_commit_done`)."""
         released = self.pipeline.resolve()
         dead = self.pipeline.take_dead_letters()
-        records, oversized = repartition_records(self.options.steps_topic, released)
+        records, oversized = repartition_records(
+            self.options.steps_topic, released, self._clock_relay()
+        )
         dead += oversized
         records += [
             _Record(
@@ -521,6 +552,19 @@ class OrderingStage:
             else:
                 self.consumer.commit_async(offsets, callback=self._commit_done)
             self._committed.update({tp: o.offset for tp, o in offsets.items()})
+
+    def _clock_relay(self) -> ClockRelay | None:
+        """The relay of input clocks (None: silence steps off), made once the number of
+        repartition partitions is known. A failed metadata call raises (the stage
+        resumes from its committed offsets)."""
+        if self.pipeline.settings.silence_first_ms <= 0:
+            return None
+        if self._relay is None:
+            lanes = self.consumer.partitions_for_topic(self.options.steps_topic)
+            if not lanes:
+                raise KafkaError(f"no partitions known for topic {self.options.steps_topic}")
+            self._relay = ClockRelay(len(lanes))
+        return self._relay
 
     def _commit_done(
         self, offsets: Mapping[TopicPartition, OffsetAndMetadata], result: Any
@@ -559,7 +603,10 @@ class OrderingStage:
         producer = self._producer
         try:
             futures = [
-                producer.send(r.topic, key=r.key, value=r.value, headers=r.headers) for r in wave
+                producer.send(
+                    r.topic, key=r.key, value=r.value, headers=r.headers, partition=r.partition
+                )
+                for r in wave
             ]
             producer.flush()  # returns within DELIVERY_TIMEOUT_MS: each batch then failed
             for future in futures:
@@ -576,6 +623,8 @@ class OrderingStage:
         go back to the committed offsets before the next read: the input is read again
         from there."""
         self.pipeline = self._new_pipeline()
+        if self._relay is not None:
+            self._relay = ClockRelay(self._relay.lanes)
         self._read.clear()
         self._last_input.clear()
         self._committed.clear()
@@ -687,12 +736,20 @@ class SequencingStage:
 
     def _feed(self, tp: TopicPartition, offset: int, value: bytes | None) -> None:
         try:
-            item = decode_resolved(value or b"")
+            mark, item = decode_record(value or b"")
         except RecordError as exc:
             letter = _dead_letter(tp.topic, tp.partition, offset, str(exc), value or b"")
             self.pipeline.feed_decoded(Decoded(rejects=[letter]), partition=self.source)
-        else:
-            self.pipeline.feed_resolved([item])
+            return
+        lane = self._lane(tp)
+        if mark is not None:
+            self.pipeline.feed_clock(lane, mark.partition, mark.ts)
+        if item is not None:
+            self.pipeline.feed_resolved([item], lane=lane)
+
+    def _lane(self, tp: TopicPartition) -> str:
+        """The repartition partition as the pipeline's silence watch names it."""
+        return f"{self.source}/{tp.partition}"
 
     def _check_sole_owner(self) -> None:
         """With SQLite, a worker's first (non-empty) assignment must be every partition."""
@@ -726,6 +783,9 @@ class SequencingStage:
                 self.consumer.seek_to_beginning(tp)
             else:
                 self.consumer.seek(tp, position)
+            # the sessions the lane's last owner watched for silence, as of that position
+            lane = self._lane(tp)
+            self.pipeline.watch(lane, self._store.silence_watch(lane))
         self._rewind = False
 
     def close(self) -> None:

@@ -22,7 +22,7 @@ import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from types import FrameType
 from typing import IO, Any
 
@@ -173,13 +173,10 @@ def run_worker(
     try:
         ensure_topics(options)
 
-        # No silence steps in a worker: its sequencing stage reads the repartition topic,
-        # where the drafts of one input partition arrive interleaved with others', so no
-        # clock it could keep would be a replay's (docs/operations/worker.md)
-        quiet = replace(settings, silence_first_ms=0)
-
+        # silence steps: each input partition's clock is relayed to every repartition
+        # partition (ingest.sources.clock_relay; docs/operations/worker.md)
         def new_pipeline() -> Pipeline:
-            return Pipeline(store, settings=quiet, detectors=detectors, sinks=sinks)
+            return Pipeline(store, settings=settings, detectors=detectors, sinks=sinks)
 
         def new_producer() -> KafkaProducer:
             return producer(options)
