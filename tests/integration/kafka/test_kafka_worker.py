@@ -20,7 +20,7 @@ import time
 import uuid
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
@@ -31,11 +31,12 @@ from sqlalchemy.engine import make_url
 from ingest.pipeline.engine import Pipeline
 from ingest.sources.files import read_file
 from ingest.sources.kafka import KafkaOptions, decode_message, ensure_topics, split_by_trace
-from models.records import Step
+from models.records import Step, StepKind
 from models.store import Store
 from tests.support.paths import ROOT
 from tests.support.tansu import KafkaBroker
 from tests.support.wait import wait_until
+from tests.unit.ingest.test_silence import MIN, event, numbered
 from trajwatch.config import detector_set, load_config
 from trajwatch.service.replay import replay
 from trajwatch.service.worker import _sqlite_lock
@@ -212,8 +213,8 @@ def topic_messages(options: KafkaOptions, topic: str) -> dict[int, list[tuple[in
 
 def single_process(options: KafkaOptions, path: Path) -> tuple[dict[str, Step], set[str]]:
     """The same messages through one pipeline, each input partition one pipeline partition
-    (no silence steps: a worker places none, see docs/operations/worker.md)."""
-    settings = Settings(db_url=f"sqlite:///{path}", silence_first_ms=0)
+    (its clock the one a worker relays: the same silence steps)."""
+    settings = Settings(db_url=f"sqlite:///{path}")
     with Store.open(settings.db_url) as store:
         pipeline = Pipeline(store, settings=settings, detectors=detector_set(load_config(CONFIG)))
         feed_topics(options, pipeline)
@@ -490,6 +491,9 @@ def test_sessions_spread_over_partitions_with_a_worker_killed_settle_to_a_file_r
     count = 12
     rng = random.Random(27)
     runs = [[(rng.randbytes(8), value) for _, value in run] for run in recorded_runs(count)]
+    # no silence steps: a session spread over every partition is aged by each partition's
+    # clock in turn, a file's session by its file's alone (docs/operations/worker.md)
+    workers.env["TRAJWATCH_SILENCE_FIRST_MS"] = "0"
     victim = workers.start()
     workers.start()
     produce(options, runs[: count // 2])
@@ -505,3 +509,108 @@ def test_sessions_spread_over_partitions_with_a_worker_killed_settle_to_a_file_r
         while stored(store) != reference and time.monotonic() < deadline:
             time.sleep(0.5)
         assert_same(store, reference)
+
+
+STALLED = ("stalled-0", "stalled-1", "stalled-4", "stalled-6")
+"""One a repartition partition (of 4): some are handed to the second worker mid-stream."""
+
+
+def stall_fleet() -> dict[int, list[dict[str, Any]]]:
+    """Session events by input partition (of the events topic). Partition 0: four
+    sessions call a tool at 1 min and are never heard of again, ``busy-0`` works on for
+    45 minutes. Partition 1: ``late-1`` stalls the same way, but its partition's only other
+    session stops at 10 minutes: its clock (not partition 0's) measures its silence."""
+    by_partition: dict[int, list[dict[str, Any]]] = {0: [], 1: []}
+    for partition, stalled, busy, minutes in (
+        (0, STALLED, "busy-0", 45),
+        (1, ("late-1",), "busy-1", 10),
+    ):
+        events = []
+        for session in stalled:
+            events += [
+                event(session, 0, "session_start", goal="build it", host="h1", workspace="/w"),
+                event(session, 30_000, "model_call", model="m", finish_reason="tool_calls"),
+                event(
+                    session,
+                    MIN,
+                    "tool_call",
+                    tool="shell",
+                    call_id="c1",
+                    arguments={"command": "make"},
+                ),
+            ]
+        events.append(event(busy, 0, "session_start", goal="other work"))
+        events += [
+            event(busy, i * 30_000 + 7, "model_call", model="m", tokens_in=10 + i)
+            for i in range(1, 2 * minutes + 1)
+        ]
+        by_partition[partition] = numbered(sorted(events, key=lambda e: e["ts"]))
+    return by_partition
+
+
+def test_a_stalled_session_raises_stalled_run_as_a_replay_does_across_a_handover(
+    options: KafkaOptions, workers: Workers, worker_db: str, tmp_path: Path
+) -> None:
+    """Issue 29 through Kafka: sessions stall mid-call while another of their input
+    partition goes on; the lanes of some of them move to a second worker after their last
+    step was stored, before their silence reaches the stall bound. The workers store
+    exactly what ``trajwatch replay`` of the same events (one file per input partition)
+    stores: every silence step, every alert, the stalls' ids among them."""
+    fleet = stall_fleet()
+    files = []
+    for partition, events in fleet.items():
+        path = tmp_path / f"events-{partition}.jsonl"
+        path.write_text("".join(json.dumps(e) + "\n" for e in events))
+        files.append(path)
+    settings = Settings(db_url=f"sqlite:///{tmp_path / 'replay.db'}")
+    replay(files, settings=settings, detectors=detector_set(load_config(CONFIG)))
+    with Store.open(settings.db_url) as replayed:
+        reference = stored(replayed)
+        stalls = {
+            a.session_id: a.alert_id for a in replayed.alerts() if a.detector == "stalled_run"
+        }
+    assert sorted(stalls) == sorted(STALLED), "partition 0's clock reaches the bound, not 1's"
+    silent = [s for s in reference[0].values() if s.kind == StepKind.SILENCE]
+    assert any(s.session_id == "late-1" for s in silent)  # 5 minutes by partition 1's clock
+
+    def send(until_ms: int | None, since_ms: int = 0) -> None:
+        producer = KafkaProducer(bootstrap_servers=options.bootstrap_servers, acks="all")
+        for partition, events in fleet.items():
+            for e in events:
+                ms = _ms(e["ts"])
+                if ms >= since_ms and (until_ms is None or ms < until_ms):
+                    value = json.dumps(e).encode()
+                    key = e["session_id"].encode()
+                    producer.send(options.events_topic, key=key, value=value, partition=partition)
+        producer.flush()
+        producer.close()
+
+    send(10 * MIN)  # the stalls' calls, and their 5-minute silences
+    first = workers.start()
+    with Store.open(worker_db) as store:
+        wait_until(
+            lambda: all(
+                any(s.kind == StepKind.SILENCE for s in store.steps(session)) for session in STALLED
+            ),
+            40,
+            "the stalled sessions' first silence steps stored",
+        )
+        workers.start()  # a rebalance: two of the four lanes move
+        wait_until(
+            lambda: "sequencing stage: now owns 2 partitions" in workers.output(),
+            40,
+            "the second worker's share of the lanes",
+        )
+        send(None, since_ms=10 * MIN)
+        wait_for(store, len(reference[0]), len(reference[1]), workers)
+        assert_same(store, reference)
+        got = {a.session_id: a.alert_id for a in store.alerts() if a.detector == "stalled_run"}
+    assert got == stalls
+    assert first.poll() is None
+
+
+def _ms(ts: str) -> int:
+    """Milliseconds since midnight of an ``event`` timestamp (``2026-01-01T00:10:00.000Z``)."""
+    clock = ts.split("T")[1].rstrip("Z")
+    hours, minutes, seconds = clock.split(":")
+    return (int(hours) * 60 + int(minutes)) * MIN + round(float(seconds) * 1000)

@@ -443,6 +443,22 @@ def test_offsets_are_set_and_overwritten_per_partition(store: Store) -> None:
     assert store.get_offset("kafka:otlp_spans", "1") is None
 
 
+def test_the_silence_watch_is_kept_per_lane_and_ends_when_nothing_is_due(store: Store) -> None:
+    lane, other = "kafka:trajwatch_steps/0", "kafka:trajwatch_steps/1"
+    with store.unit() as unit:
+        unit.watch_silences(
+            [(lane, SESSION, "otlp_spans/0", 2**40), (lane, OTHER, "otlp_spans/1", 5)]
+        )
+        unit.watch_silences([(other, "sess_b", "otlp_spans/0", 7)])
+    with store.unit() as unit:  # a later batch: one moved on, one has nothing more due
+        unit.watch_silences([(lane, SESSION, "otlp_spans/2", 9), (lane, OTHER, "x", None)])
+    assert store.silence_watch(lane) == [(SESSION, "otlp_spans/2", 9)]
+    assert store.silence_watch(other) == [("sess_b", "otlp_spans/0", 7)]
+    with store.unit() as unit:
+        unit.watch_silences([(lane, SESSION, "otlp_spans/2", None), (lane, "gone", "y", None)])
+    assert store.silence_watch(lane) == []
+
+
 # --- transactions -----------------------------------------------------------------------
 
 

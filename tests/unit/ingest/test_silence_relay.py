@@ -207,7 +207,9 @@ def test_the_lanes_place_the_silences_one_process_places(tmp_path: Path, seed: i
     lanes_of = {s: lane_of(s.encode(), LANES) for ss in SESSIONS.values() for s in ss}
     # the relay is what ticks them: each dead session shares no lane with its partition's
     # long-running session, whose steps are its clock
-    assert lanes_of["stalled-0"] != lanes_of["busy-0a"] and lanes_of["dead-1"] != lanes_of["busy-1a"]
+    assert (
+        lanes_of["stalled-0"] != lanes_of["busy-0a"] and lanes_of["dead-1"] != lanes_of["busy-1a"]
+    )
     want = everything(one_process(f"sqlite:///{tmp_path / 'one.db'}", events))
     dead = [step for step in want[0]["stalled-0"] if step[3] == StepKind.SILENCE.value]
     assert len(dead) == 4, "5, 10, 20 and 40 minutes of silence: the comparison means something"
