@@ -124,8 +124,8 @@ class Draft:
     partition: str = field(default="", compare=False)
     """The partition it was read from (set by the ordering stage): whose event time is the
     clock its session's silence is measured by (:mod:`ingest.pipeline.silence`). Where it
-    was delivered, not what it is: not compared, and not carried by the repartition topic
-    (whose sequencing stage reads one clock)."""
+    was delivered, not what it is: not compared; carried by the repartition topic, whose
+    sequencing stage keeps the clock of each input partition as relayed on its lane."""
 
     def step_id_for(self, session_id: str) -> str:
         if self.natural_key:
