@@ -512,18 +512,22 @@ def test_sessions_spread_over_partitions_with_a_worker_killed_settle_to_a_file_r
 
 
 STALLED = ("stalled-0", "stalled-1", "stalled-4", "stalled-6")
-"""One a repartition partition (of 4): some are handed to the second worker mid-stream."""
+"""One a repartition partition (of 4): some are handed to another worker mid-stream."""
+
+BUSY_PARTITION, QUIET_PARTITION = 0, 2
+"""The events topic's partitions the stall fleet is written to: two, so that with two
+workers (the range assignor gives each two of the four) each orders one of them."""
 
 
 def stall_fleet() -> dict[int, list[dict[str, Any]]]:
-    """Session events by input partition (of the events topic). Partition 0: four
-    sessions call a tool at 1 min and are never heard of again, ``busy-0`` works on for
-    45 minutes. Partition 1: ``late-1`` stalls the same way, but its partition's only other
-    session stops at 10 minutes: its clock (not partition 0's) measures its silence."""
-    by_partition: dict[int, list[dict[str, Any]]] = {0: [], 1: []}
+    """Session events by input partition (of the events topic). The busy partition: four
+    sessions call a tool at 1 min and are never heard of again, ``busy-0`` works on for 45
+    minutes. The quiet one: ``late-1`` stalls the same way, but its partition's only other
+    session stops at 10 minutes: its clock (not the busy partition's) measures its silence."""
+    by_partition: dict[int, list[dict[str, Any]]] = {}
     for partition, stalled, busy, minutes in (
-        (0, STALLED, "busy-0", 45),
-        (1, ("late-1",), "busy-1", 10),
+        (BUSY_PARTITION, STALLED, "busy-0", 45),
+        (QUIET_PARTITION, ("late-1",), "busy-1", 10),
     ):
         events = []
         for session in stalled:
@@ -531,12 +535,7 @@ def stall_fleet() -> dict[int, list[dict[str, Any]]]:
                 event(session, 0, "session_start", goal="build it", host="h1", workspace="/w"),
                 event(session, 30_000, "model_call", model="m", finish_reason="tool_calls"),
                 event(
-                    session,
-                    MIN,
-                    "tool_call",
-                    tool="shell",
-                    call_id="c1",
-                    arguments={"command": "make"},
+                    session, MIN, "tool_call", tool="shell", call_id="c1", arguments={"cmd": "make"}
                 ),
             ]
         events.append(event(busy, 0, "session_start", goal="other work"))
@@ -548,6 +547,57 @@ def stall_fleet() -> dict[int, list[dict[str, Any]]]:
     return by_partition
 
 
+def stall_replay(
+    fleet: dict[int, list[dict[str, Any]]], tmp_path: Path
+) -> tuple[tuple[dict[str, Step], set[str]], dict[str, str]]:
+    """``trajwatch replay`` of the fleet, one file per input partition: what it stores, and
+    the stalled_run alert id of each session."""
+    files = []
+    for partition, events in fleet.items():
+        path = tmp_path / f"events-{partition}.jsonl"
+        path.write_text("".join(json.dumps(e) + "\n" for e in events))
+        files.append(path)
+    settings = Settings(db_url=f"sqlite:///{tmp_path / 'replay.db'}")
+    replay(files, settings=settings, detectors=detector_set(load_config(CONFIG)))
+    with Store.open(settings.db_url) as replayed:
+        stalls = {
+            a.session_id: a.alert_id for a in replayed.alerts() if a.detector == "stalled_run"
+        }
+        reference = stored(replayed)
+    assert sorted(stalls) == sorted(STALLED), "the busy partition's clock passes the bound"
+    silent = [s for s in reference[0].values() if s.kind == StepKind.SILENCE]
+    assert any(s.session_id == "late-1" for s in silent)  # 5 minutes by its own partition
+    return reference, stalls
+
+
+def send_events(
+    options: KafkaOptions,
+    fleet: dict[int, list[dict[str, Any]]],
+    since_ms: int = 0,
+    until_ms: int | None = None,
+) -> None:
+    """The fleet's events with event time in ``[since_ms, until_ms)``, each to its
+    partition of the events topic, keyed by session."""
+    producer = KafkaProducer(bootstrap_servers=options.bootstrap_servers, acks="all")
+    for partition, events in fleet.items():
+        for e in events:
+            ms = _ms(e["ts"])
+            if ms >= since_ms and (until_ms is None or ms < until_ms):
+                value = json.dumps(e).encode()
+                key = e["session_id"].encode()
+                producer.send(options.events_topic, key=key, value=value, partition=partition)
+    producer.flush()
+    producer.close()
+
+
+def first_silences_stored(store: Store) -> bool:
+    return all(any(s.kind == StepKind.SILENCE for s in store.steps(session)) for session in STALLED)
+
+
+def stall_alerts(store: Store) -> dict[str, str]:
+    return {a.session_id: a.alert_id for a in store.alerts() if a.detector == "stalled_run"}
+
+
 def test_a_stalled_session_raises_stalled_run_as_a_replay_does_across_a_handover(
     options: KafkaOptions, workers: Workers, worker_db: str, tmp_path: Path
 ) -> None:
@@ -557,56 +607,50 @@ def test_a_stalled_session_raises_stalled_run_as_a_replay_does_across_a_handover
     exactly what ``trajwatch replay`` of the same events (one file per input partition)
     stores: every silence step, every alert, the stalls' ids among them."""
     fleet = stall_fleet()
-    files = []
-    for partition, events in fleet.items():
-        path = tmp_path / f"events-{partition}.jsonl"
-        path.write_text("".join(json.dumps(e) + "\n" for e in events))
-        files.append(path)
-    settings = Settings(db_url=f"sqlite:///{tmp_path / 'replay.db'}")
-    replay(files, settings=settings, detectors=detector_set(load_config(CONFIG)))
-    with Store.open(settings.db_url) as replayed:
-        reference = stored(replayed)
-        stalls = {
-            a.session_id: a.alert_id for a in replayed.alerts() if a.detector == "stalled_run"
-        }
-    assert sorted(stalls) == sorted(STALLED), "partition 0's clock reaches the bound, not 1's"
-    silent = [s for s in reference[0].values() if s.kind == StepKind.SILENCE]
-    assert any(s.session_id == "late-1" for s in silent)  # 5 minutes by partition 1's clock
-
-    def send(until_ms: int | None, since_ms: int = 0) -> None:
-        producer = KafkaProducer(bootstrap_servers=options.bootstrap_servers, acks="all")
-        for partition, events in fleet.items():
-            for e in events:
-                ms = _ms(e["ts"])
-                if ms >= since_ms and (until_ms is None or ms < until_ms):
-                    value = json.dumps(e).encode()
-                    key = e["session_id"].encode()
-                    producer.send(options.events_topic, key=key, value=value, partition=partition)
-        producer.flush()
-        producer.close()
-
-    send(10 * MIN)  # the stalls' calls, and their 5-minute silences
+    reference, stalls = stall_replay(fleet, tmp_path)
+    send_events(options, fleet, until_ms=10 * MIN)  # the calls, their 5-minute silences
     first = workers.start()
     with Store.open(worker_db) as store:
-        wait_until(
-            lambda: all(
-                any(s.kind == StepKind.SILENCE for s in store.steps(session)) for session in STALLED
-            ),
-            40,
-            "the stalled sessions' first silence steps stored",
-        )
+        wait_until(lambda: first_silences_stored(store), 40, "the stalls' first silences")
         workers.start()  # a rebalance: two of the four lanes move
         wait_until(
             lambda: "sequencing stage: now owns 2 partitions" in workers.output(),
             40,
             "the second worker's share of the lanes",
         )
-        send(None, since_ms=10 * MIN)
+        send_events(options, fleet, since_ms=10 * MIN)
         wait_for(store, len(reference[0]), len(reference[1]), workers)
         assert_same(store, reference)
-        got = {a.session_id: a.alert_id for a in store.alerts() if a.detector == "stalled_run"}
-    assert got == stalls
+        assert stall_alerts(store) == stalls
     assert first.poll() is None
+
+
+def test_a_stall_is_raised_as_a_replay_does_across_a_worker_killed_mid_stream(
+    options: KafkaOptions, workers: Workers, worker_db: str, tmp_path: Path
+) -> None:
+    """Two workers, each ordering one of the fleet's input partitions and judging two of
+    the lanes; one is SIGKILLed as the rest of the events arrive, and a third takes its
+    share: its ingest stage re-reads and relays again, its detect stage reads the watch
+    the dead one stored. Still exactly replay's steps and alerts."""
+    fleet = stall_fleet()
+    reference, stalls = stall_replay(fleet, tmp_path)
+    victim = workers.start()
+    workers.start()
+    wait_until(
+        lambda: workers.output().count("sequencing stage: now owns 2 partitions") >= 2,
+        40,
+        "both workers' share of the lanes",
+    )
+    send_events(options, fleet, until_ms=10 * MIN)
+    with Store.open(worker_db) as store:
+        wait_until(lambda: first_silences_stored(store), 40, "the stalls' first silences")
+        send_events(options, fleet, since_ms=10 * MIN)
+        victim.send_signal(signal.SIGKILL)  # mid-stream: no goodbye, no commit
+        victim.wait()
+        workers.start()
+        wait_for(store, len(reference[0]), len(reference[1]), workers)
+        assert_same(store, reference)
+        assert stall_alerts(store) == stalls
 
 
 def _ms(ts: str) -> int:
