@@ -267,7 +267,7 @@ def producer(options: KafkaOptions) -> KafkaProducer:
 @dataclass(frozen=True, slots=True)
 class _Record:
     topic: str
-    key: bytes | None
+    key: bytes
     value: bytes
     headers: list[tuple[str, bytes]] | None = None
     partition: int | None = None
@@ -276,7 +276,7 @@ class _Record:
     def size(self) -> int:
         """An upper bound of its bytes in a batch (Kafka's per-record overhead < 64)."""
         extra = sum(len(name) + len(value) for name, value in self.headers or ())
-        return len(self.key or b"") + len(self.value) + extra + 64
+        return len(self.key) + len(self.value) + extra + 64
 
 
 class SoleOwnerError(UserError):
@@ -350,7 +350,7 @@ def repartition_records(
             records.append(_Record(topic, key, value, partition=lane))
     if relay is not None:
         records += [
-            _Record(topic, None, encode_clock(mark), partition=lane) for lane, mark in relay.flush()
+            _Record(topic, b"", encode_clock(mark), partition=lane) for lane, mark in relay.flush()
         ]
     return records, dead
 
@@ -602,12 +602,15 @@ class OrderingStage:
             self._producer = self._new_producer()
         producer = self._producer
         try:
-            futures = [
-                producer.send(
-                    r.topic, key=r.key, value=r.value, headers=r.headers, partition=r.partition
-                )
-                for r in wave
-            ]
+            try:
+                futures = [
+                    producer.send(
+                        r.topic, key=r.key, value=r.value, headers=r.headers, partition=r.partition
+                    )
+                    for r in wave
+                ]
+            except ValueError as exc:  # a partition its metadata does not know (yet)
+                raise KafkaError(f"producer refused a record: {exc}") from exc
             producer.flush()  # returns within DELIVERY_TIMEOUT_MS: each batch then failed
             for future in futures:
                 future.get(timeout=0)  # raises the send's error, if it failed

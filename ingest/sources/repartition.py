@@ -82,7 +82,7 @@ def encode_resolved(item: Resolved, *, clock: int | None = None) -> bytes:
 
 
 def encode_clock(mark: ClockMark) -> bytes:
-    """A record of ``mark`` alone (no draft; sent to a chosen partition, without a key).
+    """A record of ``mark`` alone (no draft; sent to a chosen partition, its key empty).
 
     >>> decode_record(encode_clock(ClockMark("otlp_spans/0", 7)))
     (ClockMark(partition='otlp_spans/0', ts=7), None)
