@@ -555,12 +555,15 @@ class OrderingStage:
 
     def _clock_relay(self) -> ClockRelay | None:
         """The relay of input clocks (None: silence steps off), made once the number of
-        repartition partitions is known. A failed metadata call raises (the stage
-        resumes from its committed offsets)."""
+        repartition partitions is known: asked of the producer, which waits at most
+        :data:`CALL_TIMEOUT_MS` for the metadata (the consumer's call waits without
+        end) and raises, after which the stage resumes from its committed offsets."""
         if self.pipeline.settings.silence_first_ms <= 0:
             return None
         if self._relay is None:
-            lanes = self.consumer.partitions_for_topic(self.options.steps_topic)
+            if self._producer is None:
+                self._producer = self._new_producer()
+            lanes = self._producer.partitions_for(self.options.steps_topic)
             if not lanes:
                 raise KafkaError(f"no partitions known for topic {self.options.steps_topic}")
             self._relay = ClockRelay(len(lanes))
