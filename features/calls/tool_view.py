@@ -73,6 +73,7 @@ _WRITE_TOOL_RE = re.compile(
     r"insert|mkdir|overwrite|put_?file|upload_?file|touch)"
 )
 _READ_SUBCOMMANDS = frozenset({"view", "read", "list", "ls", "cat", "get", "show", "search"})
+_SUBCOMMAND_RE = re.compile(r"[a-z][a-z_]{0,23}")
 _PATH_KEYS = frozenset(
     {
         "path",
@@ -296,6 +297,25 @@ def _shell_writes(command: str) -> list[str]:
     return [p for p in out if p and p not in ("/dev/null", "-")]
 
 
+def _names_subcommand(args: Mapping[str, Any]) -> bool:
+    """Whether ``command`` in a non-shell tool's arguments names the tool's own operation
+    on a file (OpenHands' ``str_replace_editor`` and Anthropic's text editor tool:
+    ``{"command": "create", "path": ...}``) rather than a shell command line: a bare
+    lower-case word beside a path argument.
+
+    >>> _names_subcommand({"command": "str_replace", "path": "/w/a.py"})
+    True
+    >>> _names_subcommand({"command": "pytest -q"}), _names_subcommand({"command": "view"})
+    (False, False)
+    """
+    command = args.get("command")
+    return (
+        isinstance(command, str)
+        and _SUBCOMMAND_RE.fullmatch(command) is not None
+        and any(isinstance(k, str) and k.lower() in _PATH_KEYS for k in args)
+    )
+
+
 def _tool_writes(tool: str, args: Any) -> tuple[list[str], bool]:
     """(paths, unknown_write) of a non-shell tool call."""
     paths: list[str] = []
@@ -375,9 +395,10 @@ def parsed_view(tool: str, arguments: str | None) -> ToolView:
     commands: list[str] = []
     code: list[str] = []  # Python source in the arguments, read for open(..., "w") & co.
     if is_map:
+        editor = not shell_tool and _names_subcommand(args)
         for key, value in args.items():
             k = key.lower()
-            if k in _COMMAND_KEYS:
+            if k in _COMMAND_KEYS and not (editor and k == "command"):
                 cmd = _command_of(value)
                 if cmd:
                     commands.append(cmd)
