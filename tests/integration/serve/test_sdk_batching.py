@@ -30,7 +30,6 @@ import importlib
 import json
 import random
 import signal
-import sys
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -46,8 +45,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExportResult
 
 from models.store import Store
-from tests.integration.serve.test_serve import CONFIG, metric, settled, spawn
-from tests.support.paths import ROOT
+from tests.integration.serve.test_serve import CONFIG, _generator, metric, settled, spawn
 from tests.support.ports import free_port
 from tests.support.wait import wait_until
 from trajwatch.config import detector_set, load_config
@@ -76,13 +74,6 @@ FILE_BATCHES = (1, 7, 50)
 pytestmark = pytest.mark.slow  # `trajwatch serve` in a child process
 
 State = tuple[dict[str, list[tuple[int, str]]], list[str]]
-
-
-def _generator() -> Any:
-    """The package ``fixtures/generate/``, imported as the scripts beside it import it."""
-    if str(ROOT / "fixtures") not in sys.path:
-        sys.path.insert(0, str(ROOT / "fixtures"))
-    return importlib.import_module("generate")
 
 
 class Exporter(OTLPSpanExporter):
