@@ -275,14 +275,6 @@ def _first_difference(got: list, want: list) -> str:
 
 # -- properties ------------------------------------------------------------------------------
 
-NESTED_MODEL = (
-    "a model call traced twice (Google ADK's call_llm over generate_content, over "
-    "OpenLLMetry's openai.chat) is one step only when the spans come in one batch: "
-    "ingest/semconv/spans.py _span_drafts drops a model span under a model parent only "
-    "when the parent is in the same batch, so a child exported before its parent (the "
-    "usual exporter order) adds a model_call step (Tempo export, seed 0 within the window: "
-    "4 steps more; ADK S2, seed 10: 2 more)"
-)
 CODE_BEFORE_CHILDREN = (
     "a smolagents step span read before a traced child (a tool or managed-agent span in a "
     "later batch or on another partition) infers its code action's call as "
@@ -300,7 +292,7 @@ TURN_OWNER = (
 
 def span_params(*, far: bool) -> list:
     """The span inputs, with the known failures of each as non-strict xfails."""
-    known = {"gaia": CODE_BEFORE_CHILDREN, "otlp": NESTED_MODEL}
+    known = {"gaia": CODE_BEFORE_CHILDREN}
     if far:
         known["turns-60s-apart"] = TURN_OWNER
     params = []
