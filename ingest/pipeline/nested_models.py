@@ -11,12 +11,14 @@ replayed from a file and two when exported live (issue 27).
 
 Across batches, the trace index (roles and parents of the spans seen) decides it: an inner
 span read after its model parent gives no drafts, and the drafts of an inner span read
-before its model parent are taken back while the ordering stage still holds them (within
+before its model parent (remembered under that parent's id, for the 4096 most recent
+parents not read yet) are taken back while the ordering stage still holds them (within
 the lateness window). One released already (its parent came after the window) stays.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -40,32 +42,44 @@ class Nested:
         return bool(self.here or self.before)
 
 
-def nested_models(batch: Sequence[SpanRecord], traces: TraceIndex) -> Nested:
-    """The model spans of ``batch`` and before it covered by a model parent, where child
-    and parent are not both in ``batch`` (that case the span mapping handles). ``traces``
-    must have observed ``batch`` already (with roles)."""
-    found = Nested()
-    in_batch = {span.span_id for span in batch}
-    models: dict[str, set[str]] = {}  # trace → its model spans in the batch
-    for span in batch:
-        tree = traces.tree(span.trace_id)
-        if tree is None:
-            continue
-        parents, roles = tree
-        if roles.get(span.span_id) != MODEL:
-            continue
-        models.setdefault(span.trace_id, set()).add(span.span_id)
-        parent = span.parent_span_id
-        if parent and parent not in in_batch and roles.get(parent) == MODEL:
-            found.here.add(span.span_id)
-    for trace_id, here in models.items():
-        tree = traces.tree(trace_id)
-        if tree is None:
-            continue
-        parents, roles = tree
-        found.before.update(
-            (trace_id, span_id)
-            for span_id, parent in parents.items()
-            if parent in here and span_id not in in_batch and roles.get(span_id) == MODEL
-        )
-    return found
+class NestedModels:
+    """Finds, batch by batch, the model spans a model parent covers where child and parent
+    are not in one batch (that case the span mapping handles). Remembers the model spans
+    read before their parent, per parent (the ``max_parents`` most recent), so a batch
+    costs its own size, not its traces'."""
+
+    def __init__(self, max_parents: int = 4096) -> None:
+        self.max_parents = max_parents
+        self._waiting: OrderedDict[tuple[str, str], set[str]] = OrderedDict()
+        """(trace id, parent span id not read yet) → model spans under it."""
+
+    def read(self, batch: Sequence[SpanRecord], traces: TraceIndex) -> Nested:
+        """The nested model spans of ``batch`` and of the spans before it; ``traces`` must
+        have observed ``batch`` already (with roles)."""
+        found = Nested()
+        in_batch = {span.span_id for span in batch}
+        for span in batch:
+            waiting = self._waiting.pop((span.trace_id, span.span_id), None)
+            tree = traces.tree(span.trace_id)
+            if tree is None:
+                continue
+            parents, roles = tree
+            if roles.get(span.span_id) != MODEL:
+                continue
+            if waiting:
+                found.before.update((span.trace_id, child) for child in waiting)
+            parent = span.parent_span_id
+            if not parent or parent in in_batch:
+                continue
+            if roles.get(parent) == MODEL:
+                found.here.add(span.span_id)
+            elif parent not in parents:  # not read yet: it may be a model call's span
+                self._wait(span.trace_id, parent, span.span_id)
+        return found
+
+    def _wait(self, trace_id: str, parent: str, span_id: str) -> None:
+        key = (trace_id, parent)
+        self._waiting.setdefault(key, set()).add(span_id)
+        self._waiting.move_to_end(key)
+        while len(self._waiting) > self.max_parents:
+            self._waiting.popitem(last=False)

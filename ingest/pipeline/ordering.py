@@ -28,7 +28,7 @@ from ingest.decoded import Draft, SpanRecord
 from ingest.pipeline.agent_roles import MAIN, UNDECIDED, agent_role, settled_role
 from ingest.pipeline.event_order import tie_key
 from ingest.pipeline.intake import make_storable
-from ingest.pipeline.nested_models import nested_models
+from ingest.pipeline.nested_models import NestedModels
 from ingest.pipeline.options import PipelineOptions
 from ingest.pipeline.resolution import Resolved, resolve
 from ingest.pipeline.stats import Stats
@@ -74,6 +74,7 @@ class Ordering:
         self._partitions: dict[str, Reorderer[Draft]] = {}
         self._traces = TraceIndex(max_traces=options.max_traces)
         self._code = CodeMemory()
+        self._nested = NestedModels()
         self._ready: list[Draft] = []
         self._held: dict[str, list[_Held]] = {}
         """Per partition, the agent spans held until their role is decided."""
@@ -115,7 +116,7 @@ class Ordering:
             held=held,
             restated=True,
         )
-        nested = nested_models(batch, self._traces)
+        nested = self._nested.read(batch, self._traces)
         if nested:
             drafts = [d for d in drafts if d.span_id not in nested.here]
             self._take_back(nested.before)
