@@ -96,11 +96,11 @@ def _linked(step: Step, ids: AbstractSet[str], calls: Mapping[str, str]) -> Step
         detail = {key: value for key, value in step.detail.items() if key != CAUSE_STEP}
         return step.with_(parent_step_id=known, detail=detail)
     cause = step.detail.get(CAUSE_SPAN)
-    call = calls.get(cause) if isinstance(cause, str) else None
-    if call is None:
+    spanned = calls.get(cause) if isinstance(cause, str) else None
+    if spanned is None:
         return step
     detail = {key: value for key, value in step.detail.items() if key != CAUSE_SPAN}
-    return step.with_(parent_step_id=call, detail=detail)
+    return step.with_(parent_step_id=spanned, detail=detail)
 
 
 def rejudge(
