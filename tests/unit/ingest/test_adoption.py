@@ -12,6 +12,7 @@ from detectors.registry import DetectorSet
 from ingest.decoded import Decoded, SpanRecord
 from ingest.pipeline.adoption import ADOPTED
 from ingest.pipeline.engine import Pipeline
+from ingest.sources.repartition import decode_resolved, encode_resolved
 from models.store import Store
 from tests.unit.ingest.test_rejudge import OrderProbe
 from trajwatch.settings import Settings
@@ -98,7 +99,7 @@ def pipeline(store: Store) -> Pipeline:
 
 
 def settled(store: Store) -> tuple[list[tuple[object, ...]], list[str]]:
-    steps = [
+    steps: list[tuple[object, ...]] = [
         (s.session_id, s.seq, s.step_id, str(s.kind), s.parent_step_id, sorted(s.detail))
         for info in store.sessions()
         for s in store.steps(info.session_id)
@@ -166,3 +167,39 @@ def test_a_session_whose_traces_were_never_provisional_is_not_judged_again(
     p.close()
     assert p.stats.adopted == 0
     assert {info.session_id for info in store.sessions()} == {SESSION}
+
+
+def test_two_sequencing_workers_adopt_through_the_shared_store(store: Store) -> None:
+    """The Kafka worker's path: one ordering stage resolves the drafts, the repartition
+    records carry them to the worker owning each session (here the trace-id session's and
+    the named session's are two pipelines on one store): the named session's worker adopts
+    what the other stored, and the settled session is one process's in-order delivery."""
+    quiet = Settings(lateness_ms=0, silence_first_ms=0)  # a worker places no silence steps
+    reference = Store.open("sqlite://")
+    try:
+        alone = Pipeline(reference, settings=quiet, detectors=DetectorSet([OrderProbe()]))
+        alone.feed_decoded(
+            Decoded(spans=sorted([ROOT, *EARLY, *LATER], key=lambda s: s.end_ns)), partition="0"
+        )
+        alone.close()
+        expected = settled(reference)
+    finally:
+        reference.close()
+
+    ordering = Pipeline(store, settings=quiet)
+    owners = {
+        name: Pipeline(store, settings=quiet, detectors=DetectorSet([OrderProbe()]))
+        for name in (TRACE, SESSION)
+    }
+    for batch in (EARLY, LATER, [ROOT]):
+        ordering.feed_decoded(Decoded(spans=batch), partition="0")
+        if batch[0] is ROOT:  # the input's end: the root's end is released too
+            ordering.end_partition("0")
+        for item in ordering.resolve():  # through the topic, keyed by session
+            owners[item.session_id].feed_resolved([decode_resolved(encode_resolved(item))])
+        for owner in owners.values():
+            owner.commit()
+    for owner in owners.values():
+        owner.close()
+    assert owners[SESSION].stats.adopted == 1
+    assert settled(store) == expected
