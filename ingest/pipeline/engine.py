@@ -418,7 +418,6 @@ class Pipeline:
         unstorable: list[tuple[Step, str]] = []
         alerts: list[Alert] = []
         touched: dict[str, None] = {}
-        adopting = self._adopting(unit, resolved)
         merge_sources(resolved, ids)
         # after the merge, so a cost a source reported wins over a list price
         priced = self.detectors.prices.priced
@@ -486,6 +485,8 @@ class Pipeline:
             placed.update(final.step_id for final, _, _ in sequenced)
             judged(session, sequenced)
             clocks.spoke(session, draft.partition)
+        # after placing: a provisional session this release opened is live
+        adopting = self._adopting(unit, resolved)
         return Released(steps, storable, unstorable, alerts, list(touched), adopting)
 
     def _adopting(self, unit: StoreUnit, resolved: Sequence[tuple[Draft, str]]) -> list[str]:
@@ -504,7 +505,8 @@ class Pipeline:
         unknown = [p for p in wanted if p not in live]
         if unknown:
             found |= unit.known_sessions(unknown)
-        return list(dict.fromkeys(wanted[p] for p in wanted if p in found))
+        # a named session only: one whose drafts were all duplicates may not be live
+        return list(dict.fromkeys(s for p, s in wanted.items() if p in found and s in live))
 
     def _settle(
         self,
@@ -580,8 +582,10 @@ class Pipeline:
         candidates = provisional_ids(own, session_id)
         if not candidates:
             return {}
+        # the live ones too: one this commit opened has no row until the commit's end
+        found = unit.known_sessions(candidates) | {c for c in candidates if c in self._sessions}
         taken: dict[str, list[Step]] = {}
-        for provisional in sorted(unit.known_sessions(candidates)):
+        for provisional in sorted(found):
             taken[provisional] = adopted(unit.steps(provisional), provisional, session_id)
             unit.restate_alerts(
                 [

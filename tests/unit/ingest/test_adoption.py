@@ -169,11 +169,14 @@ def test_a_session_whose_traces_were_never_provisional_is_not_judged_again(
     assert {info.session_id for info in store.sessions()} == {SESSION}
 
 
-def test_two_sequencing_workers_adopt_through_the_shared_store(store: Store) -> None:
+@pytest.mark.parametrize("one_owner", [False, True], ids=["two-owners", "one-owner-one-commit"])
+def test_sequencing_workers_adopt_through_the_shared_store(store: Store, one_owner: bool) -> None:
     """The Kafka worker's path: one ordering stage resolves the drafts, the repartition
     records carry them to the worker owning each session (here the trace-id session's and
     the named session's are two pipelines on one store): the named session's worker adopts
-    what the other stored, and the settled session is one process's in-order delivery."""
+    what the other stored, and the settled session is one process's in-order delivery.
+    ``one_owner``: one worker owns both and commits them together (the provisional
+    session opened and adopted in one commit)."""
     quiet = Settings(lateness_ms=0, silence_first_ms=0)  # a worker places no silence steps
     reference = Store.open("sqlite://")
     try:
@@ -191,15 +194,18 @@ def test_two_sequencing_workers_adopt_through_the_shared_store(store: Store) -> 
         name: Pipeline(store, settings=quiet, detectors=DetectorSet([OrderProbe()]))
         for name in (TRACE, SESSION)
     }
+    if one_owner:
+        owners[TRACE] = owners[SESSION]
     for batch in (EARLY, LATER, [ROOT]):
         ordering.feed_decoded(Decoded(spans=batch), partition="0")
         if batch[0] is ROOT:  # the input's end: the root's end is released too
             ordering.end_partition("0")
         for item in ordering.resolve():  # through the topic, keyed by session
             owners[item.session_id].feed_resolved([decode_resolved(encode_resolved(item))])
-        for owner in owners.values():
-            owner.commit()
-    for owner in owners.values():
+        if not one_owner:
+            for owner in owners.values():
+                owner.commit()
+    for owner in {id(o): o for o in owners.values()}.values():
         owner.close()
     assert owners[SESSION].stats.adopted == 1
     assert settled(store) == expected
