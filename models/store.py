@@ -504,6 +504,24 @@ class StoreUnit:
         connection.execute(delete(_steps).where(_steps.c.session_id == session_id))
         self.add_steps(steps)
 
+    def known_sessions(self, session_ids: Collection[str]) -> set[str]:
+        """The ids among ``session_ids`` of stored sessions (their keys only: no cursor,
+        no state read)."""
+        query = select(_sessions.c.session_id)
+        rows = _select_in(self._connection, query, _sessions.c.session_id, session_ids)
+        return {row["session_id"] for row in rows}
+
+    def drop_session(self, session_id: str) -> None:
+        """Delete session ``session_id``: its steps, score chunks, workspace writes and row.
+        Its alerts (and the outbox rows of their actions) are kept: mark them superseded
+        first (:meth:`restate_alerts`). For a provisional session whose steps another
+        session adopted (:mod:`ingest.pipeline.adoption`)."""
+        connection = self._connection
+        connection.execute(delete(_score_chunks).where(_score_chunks.c.session_id == session_id))
+        connection.execute(delete(_steps).where(_steps.c.session_id == session_id))
+        _workspace_writes.drop_session(connection, session_id)
+        connection.execute(delete(_sessions).where(_sessions.c.session_id == session_id))
+
     def restate_alerts(self, alerts: Sequence[Alert]) -> None:
         """Write ``alerts`` (stored already, by id) over their rows: a re-judgement raised
         them again, with its own onset, evidence and score, and clears or sets

@@ -45,3 +45,6 @@ class Stats:
     (:mod:`ingest.pipeline.rejudge`), counted once per settling."""
     rejudged_steps: int = 0
     """The steps those re-judgements placed and judged again: their cost."""
+    adopted: int = 0
+    """Provisional sessions (a trace's steps released before their session was known)
+    whose steps a named session adopted (:mod:`ingest.pipeline.adoption`)."""

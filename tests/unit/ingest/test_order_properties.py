@@ -140,12 +140,6 @@ def test_shuffled_split_and_redelivered_stores_the_same_session(
     assert run(tmp_path, f"shuffled-{seed}", deliveries) == whole
 
 
-@pytest.mark.xfail(
-    reason="a known limit (docs/decisions/settle-and-rejudge.md): a span delivered after "
-    "the window and before any span naming its session is stored under its trace id, "
-    "and such steps are not moved into the session once it is known (seed 551 on run-012)",
-    strict=False,
-)
 @pytest.mark.parametrize("path", VARIED, ids=lambda p: p.name.split(".")[0])
 @settings(**SETTINGS)
 @given(seed=st.integers(0, 2**32 - 1))
