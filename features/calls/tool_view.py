@@ -183,7 +183,9 @@ class ToolView:
     ``text`` is what command regexes are searched in; ``commands`` the shell commands
     (argv lists joined, ``bash -lc X`` unwrapped to ``X``); ``writes`` the paths written
     (as given); ``unknown_write`` a write whose path could not be read;
-    ``approval_request`` a tool asking a human.
+    ``approval_request`` a tool asking a human; ``numbers`` the call's numeric arguments
+    as ``key=value`` lines (``amount=130.59``; ids, indices and coordinates left out), what
+    a rule about an amount ("refunds above 50 EUR") is judged on.
     """
 
     tool: str
@@ -192,6 +194,7 @@ class ToolView:
     writes: tuple[str, ...]
     unknown_write: bool
     approval_request: bool
+    numbers: str = ""
 
     @property
     def is_check(self) -> bool:
@@ -438,7 +441,56 @@ def parsed_view(tool: str, arguments: str | None) -> ToolView:
         tuple(dict.fromkeys(writes)) if writes else (),
         unknown,
         False,
+        _numbers(args) if is_map and not commands else "",
     )
+
+
+_NOT_AMOUNT_KEY_RE = re.compile(
+    r"(?i)(?:^|_|-|\.)(?:id|ids|index|idx|page|pages|limit|offset|count|max\w*|min\w*|size|x|y"
+    r"|coordinate|coordinates|timeout|retries|port|line|lines|version|level|depth|top_?k|n)$"
+)
+_NUMBER_STR_RE = re.compile(r"^\s*[$€£¥]?\s*(\d{1,15}(?:\.\d{1,6})?)\s*(?:[A-Z]{3}|[$€£¥])?\s*$")
+MAX_NUMBERS = 16
+
+
+def _numbers(args: Mapping[str, Any]) -> str:
+    """The numeric arguments of a call as ``key=value`` lines (top level and one level
+    down, ``refund.amount``): numbers and strings that are a number with an optional
+    currency (``"80.50 EUR"``); not ids, indices, counts or coordinates. At most
+    :data:`MAX_NUMBERS`.
+
+    >>> args = {"order_id": "#1", "amount": 80.5, "meta": {"total": "99 EUR"}, "index": 4}
+    >>> _numbers(args).split()
+    ['amount=80.5', 'meta.total=99']
+    """
+    out: list[str] = []
+    items: list[tuple[str, Any]] = [(str(k), v) for k, v in list(args.items())[:32]]
+    for key, value in items:
+        if isinstance(value, Mapping):
+            items_nested = list(value.items())[:16]
+            for k2, v2 in items_nested:
+                _number_line(f"{key}.{k2}", v2, out)
+        else:
+            _number_line(key, value, out)
+        if len(out) >= MAX_NUMBERS:
+            break
+    return "\n".join(out[:MAX_NUMBERS])
+
+
+def _number_line(key: str, value: Any, out: list[str]) -> None:
+    if _NOT_AMOUNT_KEY_RE.search(key) or len(key) > 60:
+        return
+    if type(value) is int or type(value) is float:
+        if value == value and abs(value) < 1e15:  # not NaN, not absurd
+            out.append(
+                f"{key}={value:g}"
+                if type(value) is float and value.is_integer()
+                else f"{key}={value}"
+            )
+    elif isinstance(value, str) and len(value) <= 40:
+        m = _NUMBER_STR_RE.match(value)
+        if m:
+            out.append(f"{key}={m[1]}")
 
 
 _REQUEST_KEYS = frozenset(

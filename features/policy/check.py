@@ -456,8 +456,10 @@ class Policy:
             elif view.tool:
                 honoured.append(FORBIDDEN_TOOL)
         text = view.text
+        # rules about an amount read the numeric arguments after the text (key=value lines)
+        full = f"{text}\n{view.numbers}" if view.numbers else text
         # One search tells whether any text rule can match (most calls match none).
-        screened_out = self._text_screen is not None and not self._text_screen.search(text)
+        screened_out = self._text_screen is not None and not self._text_screen.search(full)
         # forbidden commands
         if screened_out:
             if self.forbidden_commands and view.commands:
@@ -522,7 +524,7 @@ class Policy:
         # write is not the action its content describes (a migration written, not run)
         acts = self.forbidden_actions if view.commands or not view.writes else ()
         for fa in acts:
-            m = fa.action.search(text)
+            m = fa.action.search(full)
             if m:
                 what = f"ran `{_clip(m.group(0))}` in `{_clip(text, 120)}`"
                 out.append((fa.rule, FORBIDDEN_ACTION, what))
@@ -537,7 +539,7 @@ class Policy:
         approvals: tuple[int, ...] = ()
         if self.require_approval_for and not screened_out:
             ra = self.require_approval_for
-            approvals = tuple(i for i, p in enumerate(ra) if p.search(text))
+            approvals = tuple(i for i, p in enumerate(ra) if p.search(full))
         return _CallRules(view, tuple(out), tuple(honoured), edited, requires, actions, approvals)
 
     @property

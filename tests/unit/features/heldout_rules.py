@@ -12,6 +12,7 @@ A sentence is *understood* when the policy derived from it alone reports a viola
 none on ``keeps``. :func:`understood` decides that; ``test_heldout_rules`` counts.
 """
 
+# ruff: noqa: E501  (a table of sentences, each kept on its line)
 from __future__ import annotations
 
 from typing import Any, NamedTuple
@@ -85,7 +86,10 @@ CASES: tuple[Case, ...] = (
         "claudskills.com email-draft-send SKILL.md",
         "approval before gmail_send / send tools",
         ("gmail_send", {"to": "ops@partner.example", "subject": "Re: invoice", "body": "Paid."}),
-        ("gmail_create_draft", {"to": "ops@partner.example", "subject": "Re: invoice", "body": "Paid."}),
+        (
+            "gmail_create_draft",
+            {"to": "ops@partner.example", "subject": "Re: invoice", "body": "Paid."},
+        ),
     ),
     Case(
         "Never send an email without the user's explicit approval.",
@@ -158,7 +162,7 @@ CASES: tuple[Case, ...] = (
         ("browser_click", {"element": "Add to cart", "ref": "e7"}),
     ),
     Case(
-        "Do not click the \"Delete repository\" button.",
+        'Do not click the "Delete repository" button.',
         "browser-agent guardrail shape (quoted UI label), browser-use action rules",
         "forbidden: a click whose target is 'Delete repository'",
         ("browser_click", {"element": "Delete repository", "ref": "e31"}),

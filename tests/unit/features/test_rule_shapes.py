@@ -1,0 +1,168 @@
+"""The shapes people write rules in (issue 26), read by features.policy.structured and
+judged by what a call does (features.policy.matchers): numbered clauses, a prohibition
+that waits for a person's say-so, "X requires approval: call T before U", an amount limit,
+a read-only table, "only to X", quoted button labels, sending mail (not drafting it) —
+each in several languages, each with a call that breaks it and look-alikes that do not.
+The sentences are written here, not taken from any generator."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from detectors.testing import Session
+from features.policy.check import Policy, PolicyState
+from features.policy.instructions import derive
+
+
+def _flagged(text: str, tool: str, args: dict[str, Any], *, approved: bool = False) -> bool:
+    """Whether the policy derived from ``text`` reports the call (alone in a session,
+    after an approval when ``approved``)."""
+    policy = Policy.from_mapping("p", derive(text).mapping("p"))
+    s, state = Session(), PolicyState()
+    steps = [s.start()]
+    if approved:
+        steps += s.tool("request_approval", {"question": f"May I run {tool}?"}, result="Approved")
+    steps += s.tool(tool, args)
+    return any(policy.check(st, state) for st in steps)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Never `git push` unless I say so.",
+        "Do not push unless the user asks you to.",
+        "Niemals `git push` ausführen, es sei denn, der Benutzer verlangt es ausdrücklich.",
+        "Nunca hagas `git push` sin autorización explícita del usuario.",
+        "Ne fais jamais `git push` sans la confirmation de l'utilisateur.",
+        "Nunca faça `git push` sem a confirmação do usuário.",
+        "ユーザーの確認なしに`git push`しないこと。",
+        "未经用户确认，不要执行 `git push`。",
+    ],
+)
+def test_a_prohibition_waiting_for_a_persons_say_so_is_an_approval(text: str) -> None:
+    keys = {r.key for r in derive(text).rules}
+    assert keys == {"require_approval_for"}, derive(text)
+    assert _flagged(text, "bash", {"command": "git push origin feat"})
+    assert not _flagged(text, "bash", {"command": "git push origin feat"}, approved=True)
+    assert not _flagged(text, "bash", {"command": "git status"})
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Mail rules: do not send any message yourself unless the user has confirmed that draft.",
+        "Niemals selbst eine E-Mail senden, es sei denn, der Benutzer hat zugestimmt.",
+        "Nunca envíes un correo sin la confirmación explícita del usuario.",
+        "N'envoie jamais de courriel sans la confirmation de l'utilisateur.",
+        "ユーザーの確認なしにメールを送信しないこと。",
+        "未经用户确认，不要发送邮件。",
+    ],
+)
+def test_sending_mail_needs_the_approval_drafting_does_not(text: str) -> None:
+    mail = {"to": ["k.ito@example.jp"], "subject": "Re: quote", "body": "Agreed."}
+    assert _flagged(text, "send_email", mail)
+    assert _flagged(text, "outlook_send_message", mail)
+    assert not _flagged(text, "create_draft", mail)
+    assert not _flagged(text, "gmail_create_draft", mail)
+    assert not _flagged(text, "read_email", {"id": "m-1"})
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Credit policy: (1) credits up to 20 USD are fine; (2) any credit over 20 USD requires "
+        "approval: call ask_supervisor and wait for a yes before grant_credit; (3) never credit "
+        "more than the invoice.",
+        "Gutschriften über 20 USD erfordern eine Freigabe vor grant_credit.",
+        "Los créditos de más de 20 USD requieren aprobación antes de grant_credit.",
+        "Credits above $20 need a supervisor's approval before you grant them.",
+    ],
+)
+def test_an_amount_limit_bounds_the_approval_rule(text: str) -> None:
+    assert _flagged(text, "billing__grant_credit", {"account": "a-9", "amount": 35.5})
+    assert _flagged(text, "billing__grant_credit", {"account": "a-9", "amount": "120.00 USD"})
+    assert not _flagged(text, "billing__grant_credit", {"account": "a-9", "amount": 12})
+    assert not _flagged(text, "billing__grant_credit", {"account": "a-9", "amount": 20})
+    assert not _flagged(text, "billing__get_invoice", {"account": "a-9", "total": 300})
+    assert not _flagged(
+        text, "billing__grant_credit", {"account": "a-9", "amount": 35.5}, approved=True
+    )
+
+
+def test_numbered_clauses_in_one_line_are_read_one_by_one() -> None:
+    d = derive(
+        "Payouts: (1) payouts up to 10 EUR are automatic; (2) never pay out to new IBANs; "
+        "(3) any payout above 10 EUR requires approval before send_payout."
+    )
+    sentences = [r.sentence for r in d.rules]
+    assert sentences and all(s.startswith("any payout above 10 EUR") for s in sentences), d
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "FREEZE until further notice: the billing_core schema is READ-ONLY for agents.",
+        "Das Schema billing_core ist schreibgeschützt.",
+        "El esquema billing_core es de solo lectura.",
+        "No INSERT, UPDATE or DELETE on billing_core tables.",
+    ],
+)
+def test_a_read_only_table_forbids_sql_writes_to_it_not_reads(text: str) -> None:
+    for query in (
+        "DELETE FROM billing_core.invoices WHERE id = 4",
+        "UPDATE billing_core.invoices SET paid = true",
+        "INSERT INTO billing_core.invoices VALUES (1)",
+    ):
+        assert _flagged(text, "run_sql", {"query": query}), query
+    for query in (
+        "SELECT * FROM billing_core.invoices",
+        "CREATE TABLE tmp_dev.inv AS SELECT * FROM billing_core.invoices",
+        "INSERT INTO tmp_dev.inv SELECT * FROM billing_core.invoices",
+    ):
+        assert not _flagged(text, "run_sql", {"query": query}), query
+
+
+def test_sql_statements_named_in_capitals_are_forbidden_everywhere_not_other_capitals() -> None:
+    text = "NEVER DROP, TRUNCATE OR ALTER ANYTHING."
+    assert _flagged(text, "psql", {"command": "psql -c 'DROP TABLE users'"})
+    assert not _flagged(text, "psql", {"command": "psql -c 'SELECT 1'"})
+    assert derive("NEVER DELETE FILES IN THE HOME FOLDER.").rules == ()
+
+
+def test_writes_only_to_a_named_schema() -> None:
+    text = "Write temporary tables only to sandbox_ml."
+    assert _flagged(text, "sql", {"query": "CREATE TABLE reporting.t AS SELECT 1"})
+    assert not _flagged(text, "sql", {"query": "CREATE TABLE sandbox_ml.t AS SELECT 1"})
+    assert not _flagged(text, "sql", {"query": "SELECT * FROM reporting.t"})
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'Never click "Confirm transfer".',
+        'Klicke niemals auf "Confirm transfer".',
+        'Nunca hagas clic en "Confirm transfer".',
+        "「Confirm transfer」をクリックしないこと。",
+        "不要点击“Confirm transfer”。",
+    ],
+)
+def test_a_quoted_button_label_is_matched_on_what_the_click_targets(text: str) -> None:
+    assert _flagged(text, "browser_click", {"element": "Confirm transfer", "ref": "e9"})
+    assert not _flagged(text, "browser_click", {"element": "Cancel", "ref": "e3"})
+    assert not _flagged(text, "browser_type", {"element": "memo", "text": "Confirm transfer"})
+
+
+def test_a_tool_named_after_before_needs_the_approval_the_asking_tool_does_not() -> None:
+    text = (
+        "Closing accounts requires approval: call request_approval and wait before close_account."
+    )
+    assert _flagged(text, "crm__close_account", {"account": "x"})
+    assert not _flagged(text, "crm__get_account", {"account": "x"})
+    assert not _flagged(text, "request_approval", {"question": "May I close_account x?"})
+
+
+def test_paths_keep_their_case() -> None:
+    values = [r.value for r in derive("Never edit CHANGELOG.md or Docs/API/.").rules]
+    assert values == ["CHANGELOG.md", "Docs/API/**"]
