@@ -39,6 +39,7 @@ __all__ = [
     "DEFAULT_APPROVAL_TOOLS",
     "ToolView",
     "approval_answer",
+    "echoed_grant",
     "is_check_command",
     "is_scratch",
     "normalise_path",
@@ -570,6 +571,33 @@ def approval_answer(result: str | None) -> bool | None:
     if _GRANT_RE.match(head):
         return True
     return None
+
+
+_FIRST_WORD_RE = re.compile(r"^\W*([^\W\d_]{3,20})\b")
+
+
+def echoed_grant(result: str | None, request: str | None) -> bool:
+    """Whether a person's short answer repeats the action the request asked about — the
+    question "Draft ready. Send it?" answered "send", "Merge PR 12?" answered "merge it":
+    a grant, though no word of assent is in it. Not a denial ("no, don't send"), not a
+    long answer (an instruction), not a word the request does not contain.
+
+    >>> echoed_grant("send", "Draft to a@b.de ready. Send it?")
+    True
+    >>> answers = ("don't send", "later", "send it after lunch, with the pdf")
+    >>> [echoed_grant(r, "Send it?") for r in answers]
+    [False, False, False]
+    """
+    if not result or not request:
+        return False
+    answer = result.strip()
+    if len(answer) > 24 or _DENY_RE.match(answer):
+        return False
+    m = _FIRST_WORD_RE.match(answer)
+    if m is None:
+        return False
+    word = m[1].casefold()
+    return bool(re.search(rf"(?<![\w]){re.escape(word)}(?![\w])", request[:500].casefold()))
 
 
 @lru_cache(maxsize=1024)

@@ -155,13 +155,18 @@ DATA_NOUN_RE = re.compile(
     rf"{_B}(?:schemas?|databases?|db|tables?|datasets?|buckets?|keyspaces?|warehouses?|esquemas?"
     rf"|tablas?|tabelas?|tabellen?|schémas?|datenbank\w*){_E}|スキーマ|テーブル|数据库|表"
 )
+_NUMBER = r"(?P<n>\d{1,3}(?:,\d{3})+(?:\.\d{1,2})?|\d{1,12}(?:[.,]\d{1,2})?)(?![\d])"
+_CURRENCY = r"(?:[$€£¥]|usd|eur|gbp|chf|us\$)"
 AMOUNT_RE = re.compile(
     r"(?P<noun>[^\W\d_]{3,40})?\s*(?:\s(?:of|de|von|d')\s+)?(?:amounts?\s+)?"
-    r"(?:above|over|more\s+than|greater\s+than|larger\s+than|exceeding|in\s+excess\s+of|>"
-    r"|über|mehr\s+als|oberhalb\s+von|más\s+de|mayor(?:es)?\s+(?:a|de|que)|superior(?:es)?\s+a"
-    r"|plus\s+de|au-delà\s+de|supérieur(?:e|s)?\s+à|acima\s+de|mais\s+de|超过|超過)"
-    r"\s*(?:[$€£¥]|usd|eur|gbp|us\$)?\s*(?P<n>\d{1,12}(?:[.,]\d{1,2})?)(?![\d])",
+    r"(?:above|over|more\s+than|greater\s+than|larger\s+than|higher\s+than|exceeding|exceeds?"
+    r"|beyond|in\s+excess\s+of|>|über|mehr\s+als|oberhalb\s+von|más\s+de|mayor(?:es)?\s+(?:a|de|que)"
+    r"|superior(?:es)?\s+a|plus\s+de|au-delà\s+de|supérieur(?:e|s)?\s+à|acima\s+de|mais\s+de"
+    rf"|超过|超過)\s*{_CURRENCY}?\s*{_NUMBER}"
+    rf"|(?P<noun2>[^\W\d_]{{3,40}})?\s*(?:\s(?:of|de|von)\s+)?{_CURRENCY}?\s*"
+    rf"(?P<n2>\d{{1,3}}(?:,\d{{3}})+|\d{{1,12}})\s*{_CURRENCY}?\s+(?:or|oder|o|ou)\s+"
+    r"(?:more|above|higher|mehr|más|plus|mais)\b",
     re.IGNORECASE,
 )
-"""An amount limit ("refunds above 50 EUR", "Erstattungen über 50 €"): the noun before it
-and the number."""
+"""An amount limit ("refunds above 50 EUR", "Erstattungen über 50 €", "refunds of $1,000
+or more"): the noun before it and the number (``n``; ``n2`` for "N or more")."""

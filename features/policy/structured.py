@@ -14,6 +14,26 @@ entries; the actions are recognised by :mod:`features.policy.matchers` from what
 does. A line that states a time bounds the prohibitions of its sentences (a freeze):
 :func:`time_bound`.
 
+The shapes (issue 26), each judged on what a call does, never on the sentence's words:
+
+- *a prohibition waiting for a person's say-so* ("never X unless the user says so",
+  "nunca … sin autorización del usuario", "ユーザーの確認なしに…しないこと"): an approval for X;
+- *"X requires approval: call T before U"*: the asking tool (``request_approval``) marks
+  the clause as asking, ``U`` is a tool matched by the content words of its name
+  (``issue_refund`` → any tool named ``…refund…``); snake_case or camelCase;
+- *an amount limit* ("refunds above 50 EUR", "über 50 €", "$1,000 or more"): the approval
+  holds only for a call with a numeric argument above it
+  (:attr:`features.calls.tool_view.ToolView.numbers`);
+- *SQL in prose*: statements named in capitals (``INSERT/UPDATE/DELETE/DDL``), a table or
+  schema said to be read-only or named with a negation (and "there" pointing back to
+  its line): a SQL statement of those kinds whose *target* is that table; "write tables
+  only to X": a SQL write whose target is elsewhere;
+- *buttons*: a click verb and a quoted label ("never click "Place order"", 「…」, “…”) or
+  capitalised words before "button": a click whose target — in its arguments, or in its
+  result for clicks by index or coordinates — is that label;
+- *mail*: sending (a tool named send/reply + mail/message), not drafting; outside an
+  ``@domain`` when one is named.
+
 Pure; linear in the sentence (bounded regexes over at most 600 characters).
 
 >>> import re
@@ -470,7 +490,7 @@ def _approval_actions(
     out += tools
     if DELETE_RE.search(low) and FILE_RE.search(low):
         out.append(matchers.FILE_DELETE)
-    if not concrete_only:
+    if not concrete_only and not tools:  # the tools named are what the rule is about
         domains = [d.casefold() for d in _DOMAIN_RE.findall(clause)]
         if MAIL_RE.search(low) and domains:  # mail outside a domain
             out += [matchers.mail_outside(d) for d in domains]
@@ -499,12 +519,18 @@ _SQL_CONTEXT_RE = re.compile(
 )
 
 
+_CAMEL_ID_RE = re.compile(
+    r"(?<![\w.@/:-])([a-z]{2,20}(?:[A-Z][a-z0-9]{1,20}){1,4})(?![\w@/-]|\.\w)"
+)
+
+
 def _tool_identifiers(text: str) -> list[str]:
     """Tool names a sentence names (``issue_refund``, ``gmail_send``): snake_case words
     that are not the tool that asks (``request_approval``), an identifier with digits
     (``acct_1Stg…``) or a table (``analytics_prod.events``)."""
     out = []
-    for m in _TOOL_ID_RE.finditer(text[:600]):
+    found = [*_TOOL_ID_RE.finditer(text[:600]), *_CAMEL_ID_RE.finditer(text[:600])]
+    for m in found:
         name = m[1]
         if DEFAULT_APPROVAL_RE.search(name) or any(c.isdigit() for c in name):
             continue
@@ -538,15 +564,19 @@ def _amount(sentence: str) -> tuple[str, float] | None:
     m = AMOUNT_RE.search(sentence[:600])
     if not m:
         return None
-    noun = (m["noun"] or "").casefold()
+    at_least = m["n2"] is not None  # "N or more": N itself is over the limit
+    noun = (m["noun"] or m["noun2"] or "").casefold()
     if noun in _NOT_NAMES or noun in ("any", "all", "each", "every", "jede", "cualquier"):
         noun = ""
     noun = re.sub(r"(?:es|s)$", "", noun) if len(noun) > 4 else noun
+    number = m["n2"] if at_least else m["n"]
+    if re.fullmatch(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?", number):
+        number = number.replace(",", "")  # thousands
     try:
-        limit = float(m["n"].replace(",", "."))
+        limit = float(number.replace(",", "."))
     except ValueError:
         return None
-    return noun, limit
+    return noun, limit - 0.01 if at_least else limit
 
 
 _NOT_DATA_NAMES = _NOT_NAMES | frozenset(
@@ -716,6 +746,10 @@ def _data_writes(
     ]
 
 
+_BUTTON_RE = re.compile(
+    r"(?:\bon\s+|\bthe\s+|\bauf\s+(?:den\s+)?|\ben\s+(?:el\s+)?)?"
+    r"((?:[A-Z][\w'-]{0,20}\s+){0,3}[A-Z][\w'-]{0,20})\s+(?:button|Button|Schaltfläche|botón|bouton|botão)"
+)
 _QUOTED_LABEL_RE = re.compile(r"[\"“”„«「『]([^\"“”„«»「」『』\n]{1,60})[\"“”»」』]")
 
 
@@ -724,6 +758,8 @@ def _clicks(clause: str, low: str, until: str | None) -> list[Rule]:
     if not CLICK_RE.search(low):
         return []
     labels = [m[1].strip() for m in _QUOTED_LABEL_RE.finditer(clause) if m[1].strip()]
+    if not labels:  # "never click the Place Order button": the capitalised words before it
+        labels = [m[1] for m in _BUTTON_RE.finditer(clause)]
     return [_forbid(matchers.click_on(label), matchers.CLICK, until) for label in labels]
 
 

@@ -166,3 +166,66 @@ def test_a_tool_named_after_before_needs_the_approval_the_asking_tool_does_not()
 def test_paths_keep_their_case() -> None:
     values = [r.value for r in derive("Never edit CHANGELOG.md or Docs/API/.").rules]
     assert values == ["CHANGELOG.md", "Docs/API/**"]
+
+
+def _session_broken(text: str, calls: list[tuple[str, dict[str, Any], str]]) -> list[int]:
+    """The seqs of the steps that break the policy derived from ``text``, in a session
+    of ``calls`` (tool, arguments, result)."""
+    policy = Policy.from_mapping("p", derive(text).mapping("p"))
+    s, state = Session(), PolicyState()
+    steps = [s.start()]
+    for tool, args, result in calls:
+        steps += s.tool(tool, args, result=result)
+    return [st.seq for st in steps if policy.check(st, state)]
+
+
+def test_a_click_by_index_breaks_a_button_rule_when_its_result_names_the_button() -> None:
+    text = 'Never press "Confirm transfer".'
+    broken = _session_broken(
+        text,
+        [
+            ("click_element_by_index", {"index": 3}, "Clicked button with index 3: Cancel"),
+            (
+                "click_element_by_index",
+                {"index": 9},
+                "Clicked button with index 9: Confirm transfer",
+            ),
+            ("go_to_url", {"url": "https://bank.example/done"}, "Confirm transfer page"),
+        ],
+    )
+    assert broken == [4], broken  # the second click's result, not the page text after it
+
+
+def test_a_short_answer_repeating_the_asked_action_grants_it() -> None:
+    text = "Never send an e-mail unless the user has said so (use ask_user)."
+    mail = {"to": "a.b@example.org", "body": "ok"}
+    granted = _session_broken(
+        text, [("ask_user", {"question": "Draft ready. Send it?"}, "send"), ("send_mail", mail, "")]
+    )
+    refused = _session_broken(
+        text,
+        [
+            ("ask_user", {"question": "Draft ready. Send it?"}, "don't send"),
+            ("send_mail", mail, ""),
+        ],
+    )
+    assert granted == []
+    assert refused == [3]
+
+
+@pytest.mark.parametrize(
+    ("text", "over", "under"),
+    [
+        ("Payouts of $1,000 or more require approval before sendPayout.", 1000, 999.5),
+        ("Payouts exceeding 1,000 USD need sign-off before send_payout.", 1000.5, 1000),
+    ],
+)
+def test_amount_forms_thousands_and_or_more(text: str, over: float, under: float) -> None:
+    assert _flagged(text, "payments.sendPayout", {"iban": "DE00", "amount": over})
+    assert not _flagged(text, "payments.sendPayout", {"iban": "DE00", "amount": under})
+
+
+def test_an_unquoted_button_label_before_the_word_button() -> None:
+    text = "Never click the Place Order button."
+    assert _flagged(text, "browser_click", {"element": "Place Order", "ref": "e4"})
+    assert not _flagged(text, "browser_click", {"element": "Orders", "ref": "e5"})
