@@ -47,7 +47,7 @@ NEG_RE = re.compile(
 """A prohibition."""
 
 ASK_RE = re.compile(
-    rf"{_B}(?:ask\w*|approv\w*|permission|confirm\w*|consent|sign[\s-]?off"  # en
+    rf"{_B}(?:ask\w*|approv\w*|permission|confirm\w*|consent|sign[\s-]?off|go[\s-]ahead"  # en
     r"|frag\w*|bestätig\w*|genehmig\w*|freigabe|erlaubnis|zustimm\w*"  # de
     r"|pregunt\w*|pregúnt\w*|confirmaci[oó]n|aprobaci[oó]n|permiso|autorizaci[oó]n|consult\w*"  # es
     r"|demand\w*|autorisation|approbation|accord"  # fr

@@ -298,6 +298,7 @@ def sentence_rules(sentence: str, until: str | None = None, line: str = "") -> l
     its approval rules about a tool."""
     clauses = [c for c in _CLAUSE_SPLIT_RE.split(sentence[:600]) if c.strip()]
     context: tuple[str, ...] = ()
+    label: str | None = None
     amount = _amount(sentence)
     tools_named = bool(_tool_identifiers(sentence))
     out: list[Rule] = []
@@ -309,12 +310,18 @@ def sentence_rules(sentence: str, until: str | None = None, line: str = "") -> l
             context_line=line,
             amount=amount,
             noun_ok=not tools_named,
+            context_label=label,
         )
         for rule in got:
             if rule not in out:
                 out.append(rule)
         context = _namespaces(clause) or context  # "there" is the last namespaces named
+        bare = clause.strip().strip("`\"'*-• ")
+        label = bare if _LABEL_ID_RE.fullmatch(bare) else None  # "analytics_prod: read only"
     return out
+
+
+_LABEL_ID_RE = re.compile(r"[A-Za-z_][\w]{1,62}_[\w]{1,62}(?:\.[A-Za-z_]\w{1,62})?")
 
 
 def consent_condition(sentence: str) -> bool:
@@ -337,11 +344,14 @@ def clause_rules(
     context_line: str = "",
     amount: tuple[str, float] | None = None,
     noun_ok: bool = True,
+    context_label: str | None = None,
 ) -> list[Rule]:
     """The rules of one clause (see the module docstring)."""
     low = clause.casefold()
     neg = bool(NEG_RE.search(low))
     waits = bool(BEFORE_RE.search(low) or WITHOUT_RE.search(low) or UNTIL_RE.search(low))
+    # "send e-mails only after the user confirms", "nur nach Freigabe"
+    waits = waits or bool(ONLY_RE.search(low) and AFTER_RE.search(low))
     # the tool that asks, named ("call request_approval … before issue_refund"), asks too
     asks = bool(ASK_RE.search(low)) or any(
         DEFAULT_APPROVAL_RE.search(i) for i in _TOOL_ID_RE.findall(low)
@@ -371,7 +381,16 @@ def clause_rules(
         out += _only_rules(clause, low, ticked, own_ns, until)
     if neg or read_only:
         out += _prohibitions(
-            clause, low, ticked, commands, namespaces, kube_verbs, read_only, until, context_line
+            clause,
+            low,
+            ticked,
+            commands,
+            namespaces,
+            kube_verbs,
+            read_only,
+            until,
+            context_line,
+            context_label,
         )
     return out
 
@@ -484,7 +503,7 @@ def _approval_actions(
     tools = [t for t in (matchers.tool_named(i) for i in _tool_identifiers(clause)) if t]
     if amount is not None:
         noun, limit = amount
-        if not tools and noun_ok:
+        if not tools and noun_ok and len(noun) >= 3:
             tools = [matchers.noun_tool(noun)]
         tools = [matchers.with_amount_above(t, limit) for t in tools]
     out += tools
@@ -559,6 +578,16 @@ def _sql_kinds(clause: str) -> tuple[str, ...]:
     return tuple(kinds)
 
 
+_GENERIC_NOUNS = frozenset(
+    ["anything", "something", "everything", "amount", "amounts", "sum", "sums", "value", "total"]
+)
+_BEFORE_VERB_RE = re.compile(
+    r"\b(?:before|prior\s+to)\s+(?:you\s+|we\s+|the\s+agent\s+)?(?:can\s+|may\s+)?"
+    r"([a-z]{3,20}?)(?:ing)?\b",
+    re.IGNORECASE,
+)
+
+
 def _amount(sentence: str) -> tuple[str, float] | None:
     """The amount limit a sentence states: (the noun it is about, singular; the limit)."""
     m = AMOUNT_RE.search(sentence[:600])
@@ -568,6 +597,10 @@ def _amount(sentence: str) -> tuple[str, float] | None:
     noun = (m["noun"] or m["noun2"] or "").casefold()
     if noun in _NOT_NAMES or noun in ("any", "all", "each", "every", "jede", "cualquier"):
         noun = ""
+    if noun in _GENERIC_NOUNS:
+        # "anything over €50 needs sign-off before you refund it": the action after before
+        after = _BEFORE_VERB_RE.search(sentence[m.end() : 600])
+        noun = after[1].casefold() if after else ""
     noun = re.sub(r"(?:es|s)$", "", noun) if len(noun) > 4 else noun
     number = m["n2"] if at_least else m["n"]
     if re.fullmatch(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?", number):
@@ -683,9 +716,10 @@ def _prohibitions(
     read_only: bool,
     until: str | None,
     context_line: str = "",
+    context_label: str | None = None,
 ) -> list[Rule]:
     out: list[Rule] = []
-    out += _data_writes(clause, low, read_only, until, context_line)
+    out += _data_writes(clause, low, read_only, until, context_line, context_label)
     out += _clicks(clause, low, until)
     pushes = bool(PUSH_RE.search(low))
     if pushes:
@@ -725,18 +759,38 @@ def _prohibitions(
     return out
 
 
+_WRITE_TO_RE = re.compile(
+    r"(?i:writ\w*|modif\w*|chang\w*|alter\w*|touch\w*|updat\w*)\s+(?:(?i:to|into|in|on)\s+)?"
+    r"[`\"']?([A-Za-z_][\w.]{2,62}?)[`\"']?(?=[\s.,;:!)]|$)"
+)
+
+
 def _data_writes(
-    clause: str, low: str, read_only: bool, until: str | None, context_line: str
+    clause: str,
+    low: str,
+    read_only: bool,
+    until: str | None,
+    context_line: str,
+    context_label: str | None = None,
 ) -> list[Rule]:
     """Writes forbidden to named tables: "schema analytics_prod is READ-ONLY", "no
     INSERT/UPDATE/DELETE there", "NEVER TRUNCATE or DROP": a SQL statement of those kinds
     whose target is the table (any table when none is named and the statements are)."""
     kinds = _sql_kinds(clause)
-    if not (read_only or kinds or (MODIFY_RE.search(low) and DATA_NOUN_RE.search(low))):
+    if not (read_only or kinds or MODIFY_RE.search(low)):
         return []
     names = _named_data(clause)
     if not names and THERE_RE.search(low) and context_line:
         names = _named_data(context_line)
+    if not names and MODIFY_RE.search(low):
+        # "don't write to analytics_prod": an identifier (not a path) after the verb
+        names = [
+            m[1]
+            for m in _WRITE_TO_RE.finditer(clause)
+            if "_" in m[1] and m[1].rsplit(".", 1)[-1].casefold() not in _FILE_ENDINGS
+        ]
+    if not names and read_only and context_label:
+        names = [context_label]  # "analytics_prod: read only until …"
     if not names:
         # statements named, no table: those statements anywhere ("NEVER TRUNCATE or DROP")
         return [_forbid(matchers.sql_statement(kinds), matchers.DB_CALL, until)] if kinds else []
@@ -750,6 +804,11 @@ _BUTTON_RE = re.compile(
     r"(?:\bon\s+|\bthe\s+|\bauf\s+(?:den\s+)?|\ben\s+(?:el\s+)?)?"
     r"((?:[A-Z][\w'-]{0,20}\s+){0,3}[A-Z][\w'-]{0,20})\s+(?:button|Button|Schaltfläche|botón|bouton|botão)"
 )
+_SINGLE_QUOTED_RE = re.compile(r"(?<![\w])'([^'\n]{1,40}?)'(?![\w])")
+_CLICK_LABEL_RE = re.compile(
+    r"(?i:click|press|tap|hit)\w*\s+(?:(?i:on)\s+)?(?:(?i:the)\s+)?"
+    r"((?:[A-Z][\w'-]{0,20}\s+){0,2}[A-Z][\w'-]{0,20})(?![\w])"
+)
 _QUOTED_LABEL_RE = re.compile(r"[\"“”„«「『]([^\"“”„«»「」『』\n]{1,60})[\"“”»」』]")
 
 
@@ -758,8 +817,11 @@ def _clicks(clause: str, low: str, until: str | None) -> list[Rule]:
     if not CLICK_RE.search(low):
         return []
     labels = [m[1].strip() for m in _QUOTED_LABEL_RE.finditer(clause) if m[1].strip()]
+    labels += [m[1].strip() for m in _SINGLE_QUOTED_RE.finditer(clause) if m[1].strip()]
     if not labels:  # "never click the Place Order button": the capitalised words before it
         labels = [m[1] for m in _BUTTON_RE.finditer(clause)]
+    if not labels:  # "do not click Pay": the capitalised words after the verb
+        labels = [m[1].strip() for m in _CLICK_LABEL_RE.finditer(clause)]
     return [_forbid(matchers.click_on(label), matchers.CLICK, until) for label in labels]
 
 

@@ -229,3 +229,41 @@ def test_an_unquoted_button_label_before_the_word_button() -> None:
     text = "Never click the Place Order button."
     assert _flagged(text, "browser_click", {"element": "Place Order", "ref": "e4"})
     assert not _flagged(text, "browser_click", {"element": "Orders", "ref": "e5"})
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Send e-mails only after the user confirms.",
+        "Only send email after explicit confirmation from the user.",
+    ],
+)
+def test_only_after_a_persons_confirmation_is_an_approval(text: str) -> None:
+    mail = {"to": "a@b.org", "body": "x"}
+    assert _flagged(text, "send_email", mail)
+    assert not _flagged(text, "create_draft", mail)
+
+
+def test_a_generic_amount_noun_reads_the_action_after_before() -> None:
+    text = "Anything over €50 needs sign-off from a team lead before you refund it."
+    assert _flagged(text, "issue_refund", {"order": "1", "amount": 80})
+    assert not _flagged(text, "issue_refund", {"order": "1", "amount": 20})
+    assert not _flagged(text, "charge_card", {"order": "1", "amount": 80})
+
+
+@pytest.mark.parametrize(
+    "text", ["ledger_core: read only until the audit ends.", "Don't write to ledger_core."]
+)
+def test_a_table_named_alone_before_read_only_or_after_write_to(text: str) -> None:
+    assert _flagged(text, "run_sql", {"query": "UPDATE ledger_core.entries SET x = 1"})
+    assert not _flagged(text, "run_sql", {"query": "SELECT * FROM ledger_core.entries"})
+    assert not _flagged(text, "run_sql", {"query": "UPDATE sandbox.entries SET x = 1"})
+
+
+@pytest.mark.parametrize(
+    "text", ["Never press the 'Buy now' button.", "Stop before the payment step; do not click Pay."]
+)
+def test_single_quoted_and_bare_capitalised_labels(text: str) -> None:
+    label = "Buy now" if "Buy" in text else "Pay"
+    assert _flagged(text, "browser_click", {"element": label, "ref": "e1"})
+    assert not _flagged(text, "browser_click", {"element": "Add to list", "ref": "e2"})
