@@ -418,9 +418,10 @@ def _tool_arguments(attrs: Mapping[str, Any]) -> Any:
     )
     value = json_value(raw)
     # OpenInference's smolagents instrumentor wraps calls as
-    # {"args": [...], "kwargs": {...}, "sanitize_inputs_outputs": ...}: unwrap it
-    # so the same call looks the same whichever instrumentor recorded it.
-    if isinstance(value, Mapping) and "kwargs" in value and "args" in value:
+    # {"args": [...], "kwargs": {...}, "sanitize_inputs_outputs": ...}, its LlamaIndex one
+    # as {"kwargs": {...}} (recorded at 4.6.1): unwrap it so the same call looks the same
+    # whichever instrumentor recorded it.
+    if isinstance(value, Mapping) and "kwargs" in value and ("args" in value or len(value) == 1):
         kwargs = value.get("kwargs")
         args = value.get("args") or []
         items = kwargs.items() if isinstance(kwargs, Mapping) else ()
