@@ -179,3 +179,21 @@ def test_looping_run_is_a_runaway_loop(name: str, tmp_path: Path) -> None:
     run = replayed(name, "loop", tmp_path)
     assert {a.detector for a in run.alerts} == {"runaway_loop"}
     assert "critical" in {a.severity for a in run.alerts}
+
+
+def test_every_run_together_is_one_session_each(tmp_path: Path) -> None:
+    """All the recordings replayed into one store (as one serve receives them): one
+    session a run, none merged with another framework's, no dead letter."""
+    files = sorted(FRAMEWORKS.glob("*/*.otlp.jsonl"))
+    url = f"sqlite:///{tmp_path / 'replay.db'}"
+    replay(
+        files,
+        settings=Settings(db_url=url),
+        detectors=detector_set(load_config(ROOT / "trajwatch.toml")),
+    )
+    with Store.open(url) as store:
+        sessions = store.sessions()
+        assert store.dead_letters() == []
+        ends = [store.steps(s.session_id)[-1].kind for s in sessions]
+    assert len(sessions) == len(files) == 2 * len(NAMES)
+    assert ends == [StepKind.END] * len(files)
