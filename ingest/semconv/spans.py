@@ -104,6 +104,10 @@ SESSION_ATTRIBUTES = (
     "langsmith.metadata.conversation_id",
     "ai.telemetry.metadata.sessionId",
     "traceloop.association.properties.session_id",
+    # OpenLLMetry's copy of LangGraph's thread id on every span: the session the root span
+    # names as gen_ai.conversation.id (recorded at 0.62.4), but that span ends last, so the
+    # others must name it themselves (or a live run splits: fixtures/frameworks/)
+    "traceloop.association.properties.thread_id",
 )
 
 

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from ingest.formats.otlp_json import decode_otlp_json
+from ingest.semconv.spans import operation_of, session_hint
 from models.records import Alert, DeadLetter, SessionInfo, Step, StepKind
 from models.store import Store
 from tests.support.paths import ROOT
@@ -197,3 +199,19 @@ def test_every_run_together_is_one_session_each(tmp_path: Path) -> None:
         ends = [store.steps(s.session_id)[-1].kind for s in sessions]
     assert len(sessions) == len(files) == 2 * len(NAMES)
     assert ends == [StepKind.END] * len(files)
+
+
+@pytest.mark.parametrize("name", ["langgraph-openinference", "langgraph-openllmetry"])
+def test_langgraph_spans_each_name_their_thread(name: str) -> None:
+    """Spans arrive children first, the root (which OpenLLMetry alone marks with
+    ``gen_ai.conversation.id``) last: live, a step whose span does not name its thread is
+    released under its trace id (the live suite split OpenLLMetry's loop so, and missed its
+    critical kill). Every step's span names the thread itself: OpenInference as
+    ``session.id``, OpenLLMetry as ``traceloop.association.properties.thread_id``."""
+    for scenario in ("healthy", "loop"):
+        text = (FRAMEWORKS / name / f"{scenario}.otlp.jsonl").read_text()
+        spans = decode_otlp_json(text, source="test").spans
+        steps = [s for s in spans if operation_of(s) in {"model", "tool"}]
+        assert len(steps) == 2 * len(CALLS[scenario]) + 1
+        thread = name.removeprefix("langgraph-") + "-" + scenario
+        assert {session_hint(s, None) for s in steps} == {thread}
