@@ -13,6 +13,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -648,8 +649,15 @@ def test_any_dialect_attributes_map_to_steps_without_raising(
 # -- shapes recorded from the running packages (fixtures/frameworks/) --------------------
 
 
-def _oi(span_id: str, parent: str | None, kind: str, start: int, **attrs: Any) -> SpanRecord:
-    attributes = {"openinference.span.kind": kind, **attrs}
+def _oi(
+    span_id: str,
+    parent: str | None,
+    kind: str,
+    start: int = 0,
+    scope: str = "openai_agents",
+    **attrs: Any,
+) -> SpanRecord:
+    """An OpenInference span of ``openinference.instrumentation.<scope>``."""
     return SpanRecord(
         trace_id="t",
         span_id=span_id,
@@ -658,8 +666,8 @@ def _oi(span_id: str, parent: str | None, kind: str, start: int, **attrs: Any) -
         kind=1,
         start_ns=start,
         end_ns=100 - start,
-        attributes=attributes,
-        scope="openinference.instrumentation.openai_agents",
+        attributes={"openinference.span.kind": kind, **attrs},
+        scope=f"openinference.instrumentation.{scope}",
     )
 
 
@@ -680,17 +688,7 @@ def test_agents_sdk_root_is_named_through_chain_spans_never_through_a_tool() -> 
 
 
 def _langchain(span_id: str, parent: str | None, kind: str, **attrs: Any) -> SpanRecord:
-    return SpanRecord(
-        trace_id="t",
-        span_id=span_id,
-        parent_span_id=parent,
-        name=span_id,
-        kind=1,
-        start_ns=0,
-        end_ns=1,
-        attributes={"openinference.span.kind": kind, **attrs},
-        scope="openinference.instrumentation.langchain",
-    )
+    return _oi(span_id, parent, kind, scope="langchain", **attrs)
 
 
 def test_langgraph_through_openinference_graph_tools_and_tool_messages() -> None:
@@ -730,30 +728,10 @@ def test_llama_index_through_openinference_run_and_tool_output() -> None:
     """openinference-instrumentation-llama-index 4.6.1 (llama-index-core 0.14.25): the root
     ``<Agent>.run`` CHAIN is the run; a FunctionTool's ToolOutput gives ``raw_output``, and
     ``is_error`` fails the call."""
-    scope = "openinference.instrumentation.llama_index"
     output = {"blocks": [{"text": "no"}], "tool_name": "f", "raw_output": "no", "is_error": True}
-    run = SpanRecord(
-        trace_id="t",
-        span_id="r",
-        parent_span_id=None,
-        name="FunctionAgent.run",
-        kind=1,
-        start_ns=0,
-        end_ns=9,
-        attributes={"openinference.span.kind": "CHAIN"},
-        scope=scope,
-    )
-    tool = SpanRecord(
-        trace_id="t",
-        span_id="x",
-        parent_span_id="r",
-        name="FunctionTool.acall",
-        kind=1,
-        start_ns=1,
-        end_ns=2,
-        scope=scope,
-        attributes={"openinference.span.kind": "TOOL", "output.value": json.dumps(output)},
-    )
+    run = replace(_oi("r", None, "CHAIN", scope="llama_index"), name="FunctionAgent.run")
+    tool = _oi("x", "r", "TOOL", 1, "llama_index", **{"output.value": json.dumps(output)})
+    tool = replace(tool, name="FunctionTool.acall")
     by_id = {s.span_id: s for s in restate([run, tool])}
     assert by_id["r"].attributes["gen_ai.operation.name"] == "invoke_agent"
     assert by_id["x"].attributes["gen_ai.tool.call.result"] == "no"
