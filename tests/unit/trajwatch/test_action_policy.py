@@ -279,6 +279,37 @@ def test_premature_completion_neither_corroborates_nor_carries_a_stop() -> None:
     assert [d.action for d in decided] == [Action.NOTIFY, Action.NOTIFY]
 
 
+def test_an_earlier_agent_baseline_warning_corroborates_another_familys_kill() -> None:
+    baseline = alert(
+        1, detector="agent_baseline", severity=Severity.WARN, action=Action.NOTIFY, onset=5
+    )
+    loop = alert(2, detector="runaway_loop", onset=12, ts_s=1)
+    decided = plan(ActionPolicy(), [baseline, loop], {}, {})
+    assert [d.action for d in decided] == [Action.NOTIFY, Action.KILL]
+    assert "corroborated by agent_baseline (al_0001)" in decided[1].why
+    # without it, the same kill is withheld: the warning is what made it fire
+    [alone] = plan(ActionPolicy(), [loop], {}, {})
+    assert alone.action == Action.NOTIFY
+
+
+def test_the_agent_baseline_never_stops_a_run_on_its_own() -> None:
+    lone = alert(1, detector="agent_baseline", severity=Severity.WARN, action=Action.NOTIFY)
+    assert [d.action for d in plan(ActionPolicy(), [lone], {}, {})] == [Action.NOTIFY]
+    # not even when it recommends a stop, a rule names one, or the operator confirmed it
+    stop = alert(2, detector="agent_baseline", severity=Severity.CRITICAL, action=Action.KILL)
+    ruled = ActionPolicy(rules=(Rule(detector="agent_baseline", action=Action.KILL),))
+    confirmed = ActionPolicy(confirmed=frozenset({"agent_baseline"}))
+    for policy in (ActionPolicy(), ruled, confirmed, UNGATED):
+        [decision] = plan(policy, [stop], {}, {})
+        assert decision.action == Action.NOTIFY, policy
+        assert "never stops a run on its own" in decision.why
+    # and two of its warnings are one family, not two signals
+    second = alert(
+        3, detector="agent_baseline", severity=Severity.WARN, action=Action.NOTIFY, ts_s=1
+    )
+    assert {d.action for d in plan(ActionPolicy(), [lone, second], {}, {})} == {Action.NOTIFY}
+
+
 def test_two_detectors_of_one_family_are_one_signal() -> None:
     loop = alert(1, detector="runaway_loop")
     budget = alert(2, detector="budget_overrun", onset=14, ts_s=1)
