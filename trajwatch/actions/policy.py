@@ -15,7 +15,7 @@ session that judged the harm serious itself (an earlier ``critical`` alert of an
 (``[actions] confirmed_kills``). Otherwise it is withheld and the alert notifies; when
 an independent signal (``warn`` or above) comes later, that alert carries the withheld
 action. An :data:`ADVISORY` detector is never the second signal; a :data:`CORROBORATING`
-one (the per-agent baseline) is one at ``warn`` already, and never stops a run itself.
+one (the per-agent baseline) is one like any other, and never stops a run itself.
 Measured on every labelled set (``trajwatch eval``): with a ``warn`` enough as the
 earlier signal and premature completion counted, 1 healthy run in 33 and 3 in 27 of two
 blind sets were stopped; as now, none of the blind or tuned sets' healthy runs is. A
@@ -293,12 +293,16 @@ them witnesses that another detector's stop is right."""
 
 
 CORROBORATING = frozenset({"agent_baseline"})
-"""Second opinions: detectors whose ``warn`` counts as the earlier independent signal a
-stop needs (as another family's ``critical`` does), and which never stop a run on their
-own - a stop one of them recommends, or an operator's rule gives it, is turned into a
-notification. ``agent_baseline`` judges a session against its agent's own history (a
-learned baseline, :mod:`detectors.agent_baseline`): it says the run is unlike this agent,
-not what harm it does, so it can confirm another detector's verdict but never be one."""
+"""Second opinions: detectors that never stop a run on their own - a stop one of them
+recommends, or an operator's rule or confirmed list gives it, is turned into a
+notification - but whose ``warn`` corroborates another family's stop as any independent
+warning does: it carries a stop withheld earlier in the session. ``agent_baseline``
+judges a session against its agent's own history (a learned baseline,
+:mod:`detectors.agent_baseline`): it says the run is unlike this agent, not what harm it
+does, so it can confirm another detector's verdict but never be one. Its *earlier*
+warning does not let a later ``critical`` fire at once (only a ``critical`` does): counted
+so, it stopped 2 healthy runs in 27 of the blind longrun set and no more failing runs
+than without (``docs/detectors/agent_baseline.md``)."""
 
 
 def signal_group(detector: str) -> str:
@@ -341,11 +345,7 @@ def corroborated(
     if action in STOPS:
         if alert.detector in policy.confirmed:
             return action, f"{why}; {alert.detector}'s kills are confirmed by the operator", None
-        serious = [
-            a
-            for a in independent
-            if a.severity == Severity.CRITICAL or a.detector in CORROBORATING
-        ]
+        serious = [a for a in independent if a.severity == Severity.CRITICAL]
         if serious:
             other = serious[0]
             return action, f"{why}; corroborated by {other.detector} ({other.alert_id})", None

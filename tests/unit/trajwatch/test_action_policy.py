@@ -279,17 +279,27 @@ def test_premature_completion_neither_corroborates_nor_carries_a_stop() -> None:
     assert [d.action for d in decided] == [Action.NOTIFY, Action.NOTIFY]
 
 
-def test_an_earlier_agent_baseline_warning_corroborates_another_familys_kill() -> None:
+def test_an_agent_baseline_warning_corroborates_another_familys_withheld_kill() -> None:
+    loop = alert(1, detector="runaway_loop", onset=12)
     baseline = alert(
-        1, detector="agent_baseline", severity=Severity.WARN, action=Action.NOTIFY, onset=5
+        2, detector="agent_baseline", severity=Severity.WARN, action=Action.NOTIFY, ts_s=1
     )
-    loop = alert(2, detector="runaway_loop", onset=12, ts_s=1)
-    decided = plan(ActionPolicy(), [baseline, loop], {}, {})
+    decided = plan(ActionPolicy(), [loop, baseline], {}, {})
     assert [d.action for d in decided] == [Action.NOTIFY, Action.KILL]
-    assert "corroborated by agent_baseline (al_0001)" in decided[1].why
-    # without it, the same kill is withheld: the warning is what made it fire
+    assert "corroborates runaway_loop's withheld kill (al_0001)" in decided[1].why
+    # without it, the same kill stays withheld: the warning is what made it fire
     [alone] = plan(ActionPolicy(), [loop], {}, {})
     assert alone.action == Action.NOTIFY
+    # an earlier baseline warning is a warning like any other: a later critical of
+    # another family still waits for a second signal (measured: docs/detectors)
+    early = alert(
+        3, detector="agent_baseline", severity=Severity.WARN, action=Action.NOTIFY, onset=5
+    )
+    later = alert(4, detector="runaway_loop", onset=12, ts_s=1)
+    assert [d.action for d in plan(ActionPolicy(), [early, later], {}, {})] == [
+        Action.NOTIFY,
+        Action.NOTIFY,
+    ]
 
 
 def test_the_agent_baseline_never_stops_a_run_on_its_own() -> None:
