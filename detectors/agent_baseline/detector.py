@@ -66,9 +66,10 @@ anomaly score 0.83
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import ClassVar
 
-from detectors.agent_baseline.history import Reference
+from detectors.agent_baseline.history import Record, Reference, fit
 from detectors.base import Detector, StepRef, make_alert
 from detectors.registry import register
 from features.session.behaviour import FEATURES, Behaviour, BehaviourSummary
@@ -216,6 +217,21 @@ class AgentBaseline(Detector):
         if len(self._pending) < MAX_PENDING:
             self._pending.append(point)
         return []
+
+    def reference(self, prior: Sequence[Record]) -> Reference | None:
+        """The reference learnt from ``prior`` (an agent's records ended before a
+        session's start, in end order) with these parameters; None for a cold start
+        (fewer than ``min_sessions``). No I/O: the pipeline reads the records."""
+        if len(prior) < self.min_sessions:
+            return None
+        return fit(
+            prior,
+            window=self.window,
+            n_trees=self.n_trees,
+            height=self.height,
+            seed=self.seed,
+            quantile=self.quantile,
+        )
 
     def attach(self, reference: Reference | None) -> list[Alert]:
         """Hand the session its agent's reference (None, or one of fewer than

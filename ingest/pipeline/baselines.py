@@ -36,7 +36,7 @@ from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from detectors.agent_baseline.detector import AgentBaseline
-from detectors.agent_baseline.history import VERSION, AgentHistory, Record, fit
+from detectors.agent_baseline.history import VERSION, AgentHistory, Record
 from detectors.base import Detector
 from models.records import Alert, SessionInfo
 from models.store import StoreUnit
@@ -93,19 +93,7 @@ class BaselineStage:
             if not detector.wants_reference or info.started_ts is None:
                 continue
             history = self._history(unit, str(info.agent), histories)
-            prior = history.before(info.started_ts)
-            reference = (
-                fit(
-                    prior,
-                    window=proto.window,
-                    n_trees=proto.n_trees,
-                    height=proto.height,
-                    seed=proto.seed,
-                    quantile=proto.quantile,
-                )
-                if len(prior) >= proto.min_sessions
-                else None
-            )
+            reference = proto.reference(history.before(info.started_ts))
             alerts += detector.attach(reference)
         return alerts
 

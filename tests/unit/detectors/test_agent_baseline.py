@@ -63,21 +63,18 @@ def judge(detector: AgentBaseline, reference: Any, steps: list[Step]) -> list[Al
 
 
 def reference_of(records: list[Record], d: AgentBaseline) -> Any:
-    return fit(
-        records,
-        window=d.window,
-        n_trees=d.n_trees,
-        height=d.height,
-        seed=d.seed,
-        quantile=d.quantile,
-    )
+    reference = d.reference(records)
+    assert reference is not None
+    return reference
 
 
 def test_cold_start_is_silent() -> None:
     d = AgentBaseline(min_sessions=8)
     bad = steps_of("x", deviate=True)
-    # seven prior sessions: fewer than min_sessions, no judgement at all
-    assert judge(d, reference_of(history(7), d), bad) == []
+    # seven prior sessions: fewer than min_sessions, no reference, no judgement at all
+    assert d.reference(history(7)) is None
+    seven = fit(history(7), window=64, n_trees=10, height=4, seed=1, quantile=0.9)
+    assert judge(d, seven, bad) == []  # a reference of too few sessions is not used
     assert judge(d.clone(), None, bad) == []
     # an unattached detector never fires either, however deviant the session
     fresh = d.clone()
