@@ -58,6 +58,7 @@ from sqlalchemy.engine.interfaces import DBAPIConnection
 from sqlalchemy.exc import ArgumentError, DataError, DBAPIError, IntegrityError, StatementError
 from sqlalchemy.pool import ConnectionPoolEntry
 
+from models import agent_baselines as _agent_baselines
 from models import migrations
 from models import outbox as _outbox
 from models import workspace_writes as _workspace_writes
@@ -995,6 +996,17 @@ class StoreUnit:
     def prune_workspace_writes(self, key: str, before: int) -> int:
         """Forget the writes of workspace ``key`` older than event time ``before``."""
         return _workspace_writes.prune(self._connection, key, before)
+
+    # -- the per-agent baselines (models.agent_baselines) ----------------------------------
+
+    def agent_baseline(self, agent: str) -> tuple[int, bytes] | None:
+        """(version, state) of ``agent``'s behaviour baseline, or None; its row stays
+        locked until this transaction ends (:mod:`models.agent_baselines`)."""
+        return _agent_baselines.read(self._connection, agent)
+
+    def put_agent_baseline(self, agent: str, version: int, sessions: int, state: bytes) -> None:
+        """Store ``agent``'s behaviour baseline (insert or replace)."""
+        _agent_baselines.write(self._connection, agent, version, sessions, state)
 
     def fired_actions(self, session_ids: Sequence[str]) -> list[tuple[str, int, Action]]:
         """(session, alert event time, action) of the actions already fired in the sessions."""

@@ -294,3 +294,19 @@ class WorkspaceRow(Base):
 
     workspace_key: Mapped[str] = mapped_column(ID, primary_key=True)
     writes: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+
+
+class AgentBaselineRow(Base):
+    """One row per agent (or service) name: the per-agent behaviour baseline's history of
+    sessions (:mod:`detectors.agent_baseline.history`), a versioned pickle bounded in size
+    by the detector's ``keep``. The row is also what a commit locks before it reads and
+    writes the history, so PostgreSQL workers learning one agent take turns
+    (:mod:`models.agent_baselines`)."""
+
+    __tablename__ = "agent_baselines"
+
+    agent: Mapped[str] = mapped_column(NAME, primary_key=True)
+    version: Mapped[int] = mapped_column(Integer)
+    sessions: Mapped[int] = mapped_column(Integer)
+    """How many sessions the history holds (for listings; the state is the truth)."""
+    state: Mapped[bytes] = mapped_column(LargeBinary)

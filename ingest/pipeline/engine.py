@@ -32,6 +32,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
+from detectors.agent_baseline.detector import AgentBaseline
 from detectors.base import Detector
 from detectors.registry import DetectorSet
 from detectors.score_series import encode_chunk
@@ -50,6 +51,7 @@ from ingest.pipeline.adoption import (
     provisional_ids,
     trace_session,
 )
+from ingest.pipeline.baselines import BaselineStage
 from ingest.pipeline.identity import LINKED, check_identity, merge_sources, parent_of
 from ingest.pipeline.intake import guarded_decode
 from ingest.pipeline.lookups import Lookups, look_up
@@ -139,6 +141,11 @@ class Pipeline:
             (p for p in self.detectors.prototypes if isinstance(p, WorkspaceConflict)), None
         )
         self._workspaces = WorkspaceStage(judge) if judge is not None else None
+        # the per-agent baseline's cross-session part (ingest.pipeline.baselines)
+        baseline = next(
+            (p for p in self.detectors.prototypes if isinstance(p, AgentBaseline)), None
+        )
+        self._baselines = BaselineStage(baseline) if baseline is not None else None
         self._cross = frozenset(
             p.name for p in self.detectors.prototypes if getattr(p, "cross_session", False)
         )
@@ -322,6 +329,9 @@ class Pipeline:
                 raised = [a for a in raised if a.session_id not in gone]
                 released = _without(released, gone)
             touched = list(dict.fromkeys([*released.touched, *settled]))
+            if self._baselines is not None:
+                # before the cursors: the checkpoints then hold what it learnt and attached
+                raised = [*raised, *self._baselines.run(unit, self._sessions, touched)]
             if checkpoint_all:
                 behind = (
                     s for s, session in self._sessions.items() if session.upto < session.next_seq
