@@ -7,7 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 DB ?= sqlite:///trajwatch.db
 
-.PHONY: run replay test test-quick lint bench eval eval-blind clean
+.PHONY: run replay test test-quick test-frameworks lint bench eval eval-blind clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,15 @@ test: $(VENV)/.installed
 # only, so it needs neither PostgreSQL nor Chromium (tests/README.md).
 test-quick: $(VENV)/.installed
 	$(BIN)/python -m pytest -q -m "not slow and not postgres"
+
+# Real agent frameworks (fixtures/frameworks/README.md): re-record them in their own venv,
+# replay the recordings, then run them live against `trajwatch serve`. Not part of `make test`:
+# it needs FWVENV, made as that README says.
+FWVENV ?= /work/fwvenv
+test-frameworks: $(VENV)/.installed
+	$(FWVENV)/bin/python fixtures/frameworks/record.py
+	$(BIN)/python -m pytest -q tests/integration/recordings/test_framework_recordings.py
+	$(BIN)/python fixtures/frameworks/live_check.py --fwvenv $(FWVENV)
 
 lint: $(VENV)/.installed
 	$(BIN)/ruff check trajwatch ingest features detectors models dashboards tests benchmarks fixtures notebooks
@@ -75,7 +84,7 @@ eval: $(VENV)/.installed
 # The blind sets (fixtures/blind/README.md): generated at one seed and scored, each apart.
 BLIND_SEED ?= 20261206
 eval-blind: $(VENV)/.installed
-	for g in coding assistant longrun runtime; do \
+	for g in coding assistant longrun runtime agentops; do \
 		$(BIN)/python fixtures/blind/$${g}_incidents.py --seed $(BLIND_SEED) --out build/blind/$$g && \
 		$(BIN)/trajwatch eval build/blind/$$g --labels build/blind/$$g/labels.csv || exit 1; \
 	done

@@ -131,6 +131,7 @@ def _is(value: Any, expected: type) -> bool:
 
 
 BUILTIN: tuple[str, ...] = (
+    "detectors.agent_baseline.detector",
     "detectors.budget_overrun",
     "detectors.compliance.decay",
     "detectors.compliance.violation",

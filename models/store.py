@@ -58,6 +58,7 @@ from sqlalchemy.engine.interfaces import DBAPIConnection
 from sqlalchemy.exc import ArgumentError, DataError, DBAPIError, IntegrityError, StatementError
 from sqlalchemy.pool import ConnectionPoolEntry
 
+from models import agent_baselines as _agent_baselines
 from models import migrations
 from models import outbox as _outbox
 from models import silence_watch as _silence_watch
@@ -510,6 +511,24 @@ class StoreUnit:
         connection.execute(delete(_score_chunks).where(_score_chunks.c.session_id == session_id))
         connection.execute(delete(_steps).where(_steps.c.session_id == session_id))
         self.add_steps(steps)
+
+    def known_sessions(self, session_ids: Collection[str]) -> set[str]:
+        """The ids among ``session_ids`` of stored sessions (their keys only: no cursor,
+        no state read)."""
+        query = select(_sessions.c.session_id)
+        rows = _select_in(self._connection, query, _sessions.c.session_id, session_ids)
+        return {row["session_id"] for row in rows}
+
+    def drop_session(self, session_id: str) -> None:
+        """Delete session ``session_id``: its steps, score chunks, workspace writes and row.
+        Its alerts (and the outbox rows of their actions) are kept: mark them superseded
+        first (:meth:`restate_alerts`). For a provisional session whose steps another
+        session adopted (:mod:`ingest.pipeline.adoption`)."""
+        connection = self._connection
+        connection.execute(delete(_score_chunks).where(_score_chunks.c.session_id == session_id))
+        connection.execute(delete(_steps).where(_steps.c.session_id == session_id))
+        _workspace_writes.drop_session(connection, session_id)
+        connection.execute(delete(_sessions).where(_sessions.c.session_id == session_id))
 
     def restate_alerts(self, alerts: Sequence[Alert]) -> None:
         """Write ``alerts`` (stored already, by id) over their rows: a re-judgement raised
@@ -991,6 +1010,17 @@ class StoreUnit:
     def prune_workspace_writes(self, key: str, before: int) -> int:
         """Forget the writes of workspace ``key`` older than event time ``before``."""
         return _workspace_writes.prune(self._connection, key, before)
+
+    # -- the per-agent baselines (models.agent_baselines) ----------------------------------
+
+    def agent_baseline(self, agent: str) -> tuple[int, bytes] | None:
+        """(version, state) of ``agent``'s behaviour baseline, or None; its row stays
+        locked until this transaction ends (:mod:`models.agent_baselines`)."""
+        return _agent_baselines.read(self._connection, agent)
+
+    def put_agent_baseline(self, agent: str, version: int, sessions: int, state: bytes) -> None:
+        """Store ``agent``'s behaviour baseline (insert or replace)."""
+        _agent_baselines.write(self._connection, agent, version, sessions, state)
 
     def fired_actions(self, session_ids: Sequence[str]) -> list[tuple[str, int, Action]]:
         """(session, alert event time, action) of the actions already fired in the sessions."""

@@ -296,6 +296,22 @@ class WorkspaceRow(Base):
     writes: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
 
 
+class AgentBaselineRow(Base):
+    """One row per agent (or service) name: the per-agent behaviour baseline's history of
+    sessions (:mod:`detectors.agent_baseline.history`), a versioned pickle bounded in size
+    by the detector's ``keep``. The row is also what a commit locks before it reads and
+    writes the history, so PostgreSQL workers learning one agent take turns
+    (:mod:`models.agent_baselines`)."""
+
+    __tablename__ = "agent_baselines"
+
+    agent: Mapped[str] = mapped_column(NAME, primary_key=True)
+    version: Mapped[int] = mapped_column(Integer)
+    sessions: Mapped[int] = mapped_column(Integer)
+    """How many sessions the history holds (for listings; the state is the truth)."""
+    state: Mapped[bytes] = mapped_column(LargeBinary)
+
+
 class SilenceWatchRow(Base):
     """A session whose silence a Kafka worker's sequencing stage is watching: the next
     silence step due (``due``, event time) by the clock of input partition ``clock``,

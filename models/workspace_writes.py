@@ -23,7 +23,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from models.records import WorkspaceWrite
 from models.tables import StepRow, WorkspaceRow, WorkspaceWriteRow
 
-__all__ = ["add", "count", "existing", "lock", "prune", "read", "seq_at"]
+__all__ = ["add", "count", "drop_session", "existing", "lock", "prune", "read", "seq_at"]
 
 _writes: Table = WorkspaceWriteRow.__table__  # type: ignore[assignment]
 _workspaces: Table = WorkspaceRow.__table__  # type: ignore[assignment]
@@ -110,6 +110,13 @@ def prune(connection: Connection, key: str, before: int) -> int:
     result = connection.execute(
         delete(_writes).where(_writes.c.workspace_key == key).where(_writes.c.ts < before)
     )
+    return int(result.rowcount or 0)
+
+
+def drop_session(connection: Connection, session_id: str) -> int:
+    """Forget every write of ``session_id`` (a provisional session adopted into another,
+    whose steps are stored again there: :mod:`ingest.pipeline.adoption`); rows dropped."""
+    result = connection.execute(delete(_writes).where(_writes.c.session_id == session_id))
     return int(result.rowcount or 0)
 
 

@@ -55,7 +55,6 @@ from detectors.early_quit.work import (
     is_note,
     named_in,
     open_items,
-    written,
 )
 from detectors.registry import register
 from features.calls.canonical import arguments_value
@@ -178,7 +177,7 @@ class EarlyQuit(Detector):
             self._plan_fresh = True
         if view is None:
             return
-        paths = written(view, args)
+        paths = view.writes
         notes = [p for p in paths if is_note(p) and not named_in(p, self._goal)]
         code = [p for p in paths if is_code_edit(p)]
         if code:

@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Mapping
-from typing import Any
 
-from features.calls.tool_view import ToolView, is_scratch
+from features.calls.tool_view import is_scratch
 from models.records import Step
 
 _NOTE_RE = re.compile(r"(?i)\.(md|markdown|mdown|txt|rst|org|adoc|asciidoc)$")
@@ -24,27 +22,6 @@ _OPEN_ITEM_RE = re.compile(r"(?m)^\+?\s*[-*+]\s+\[ \]")
 _FAILED_OUTPUT_RE = re.compile(
     r"(?im)\b[1-9]\d* (failed|failing|errors?)\b|^FAILED\b|^FAIL\b|\bexit (status|code) [1-9]"
 )
-
-
-_EDITOR_WRITES = frozenset({"create", "str_replace", "insert", "write", "append", "overwrite"})
-
-
-def written(view: ToolView, args: Any) -> tuple[str, ...]:
-    """The paths a call writes: its view's, or, for an editor tool whose ``command`` names
-    a write sub-command (OpenHands' ``str_replace_editor`` ``create``/``str_replace``,
-    which the view reads as a shell command), its ``path``.
-
-    >>> from features.calls.tool_view import parsed_view
-    >>> args = {"command": "create", "path": "/w/HANDOFF.md", "file_text": "x"}
-    >>> written(parsed_view("str_replace_editor", None), args)
-    ('/w/HANDOFF.md',)
-    """
-    if view.writes or not isinstance(args, Mapping):
-        return view.writes
-    command, path = args.get("command"), args.get("path")
-    if isinstance(command, str) and command in _EDITOR_WRITES and isinstance(path, str):
-        return (path,)
-    return ()
 
 
 def is_note(path: str) -> bool:

@@ -95,7 +95,7 @@ from detectors.registry import register
 from features.calls.facts import DATA_METHODS, SENDS_RE, sending_tool
 from features.calls.step_features import StepFeatures, features_of
 from features.egress.answer_sources import repo_id
-from features.egress.result_addresses import scan_result
+from features.egress.result_addresses import authors_in, scan_result
 from features.text.hosts import host_of
 from models.records import Action, Alert, Severity, Step, StepKind
 
@@ -190,6 +190,9 @@ class EgressGaming(Detector):
         self._recent = RecentCalls()
         self._fired: list[str] = []
         self._score = 0.0
+        # addresses a result named as a message's author, first seen there: whom a
+        # reply goes back to (a detector attribute: a state stored before it has none)
+        self._correspondents: dict[str, None] = {}
 
     def _allowed(self, host: str) -> bool:
         base = DEFAULT_ALLOWED_HOSTS if self.allowed_hosts is None else self.allowed_hosts
@@ -242,6 +245,9 @@ class EgressGaming(Detector):
         if cued:
             egress_addresses.taint(ledger, cued, step.seq, self._task, allowed, cap=cap)
         egress_addresses.provenance(ledger, text, step.seq, self._task, allowed, cap=4 * cap)
+        for author in authors_in(text):
+            if ledger.origin.get(author) is not None:  # a result's, not the user's
+                remember(self._correspondents, author, None, 4 * cap)
         egress_addresses.note_payloads(ledger, text, cap=4 * cap)
         sensitive = ledger.sensitive_call is not None and call_step == ledger.sensitive_call
         if "copied" not in self._fired:
@@ -555,6 +561,7 @@ class EgressGaming(Detector):
             goal=self._task.goal,
             sensitive_seen=ledger.sensitive_seen,
             unasked_fired="unasked" in self._fired,
+            correspondents=self._correspondents,
         )
         if verdict is None:
             return []

@@ -39,6 +39,7 @@ __all__ = [
     "DEFAULT_APPROVAL_TOOLS",
     "ToolView",
     "approval_answer",
+    "echoed_grant",
     "is_check_command",
     "is_scratch",
     "normalise_path",
@@ -73,6 +74,7 @@ _WRITE_TOOL_RE = re.compile(
     r"insert|mkdir|overwrite|put_?file|upload_?file|touch)"
 )
 _READ_SUBCOMMANDS = frozenset({"view", "read", "list", "ls", "cat", "get", "show", "search"})
+_SUBCOMMAND_RE = re.compile(r"[a-z][a-z_]{0,23}")
 _PATH_KEYS = frozenset(
     {
         "path",
@@ -182,7 +184,9 @@ class ToolView:
     ``text`` is what command regexes are searched in; ``commands`` the shell commands
     (argv lists joined, ``bash -lc X`` unwrapped to ``X``); ``writes`` the paths written
     (as given); ``unknown_write`` a write whose path could not be read;
-    ``approval_request`` a tool asking a human.
+    ``approval_request`` a tool asking a human; ``numbers`` the call's numeric arguments
+    as ``key=value`` lines (``amount=130.59``; ids, indices and coordinates left out), what
+    a rule about an amount ("refunds above 50 EUR") is judged on.
     """
 
     tool: str
@@ -191,6 +195,7 @@ class ToolView:
     writes: tuple[str, ...]
     unknown_write: bool
     approval_request: bool
+    numbers: str = ""
 
     @property
     def is_check(self) -> bool:
@@ -296,6 +301,25 @@ def _shell_writes(command: str) -> list[str]:
     return [p for p in out if p and p not in ("/dev/null", "-")]
 
 
+def _names_subcommand(args: Mapping[str, Any]) -> bool:
+    """Whether ``command`` in a non-shell tool's arguments names the tool's own operation
+    on a file (OpenHands' ``str_replace_editor`` and Anthropic's text editor tool:
+    ``{"command": "create", "path": ...}``) rather than a shell command line: a bare
+    lower-case word beside a path argument.
+
+    >>> _names_subcommand({"command": "str_replace", "path": "/w/a.py"})
+    True
+    >>> _names_subcommand({"command": "pytest -q"}), _names_subcommand({"command": "view"})
+    (False, False)
+    """
+    command = args.get("command")
+    return (
+        isinstance(command, str)
+        and _SUBCOMMAND_RE.fullmatch(command) is not None
+        and any(isinstance(k, str) and k.lower() in _PATH_KEYS for k in args)
+    )
+
+
 def _tool_writes(tool: str, args: Any) -> tuple[list[str], bool]:
     """(paths, unknown_write) of a non-shell tool call."""
     paths: list[str] = []
@@ -375,9 +399,10 @@ def parsed_view(tool: str, arguments: str | None) -> ToolView:
     commands: list[str] = []
     code: list[str] = []  # Python source in the arguments, read for open(..., "w") & co.
     if is_map:
+        editor = not shell_tool and _names_subcommand(args)
         for key, value in args.items():
             k = key.lower()
-            if k in _COMMAND_KEYS:
+            if k in _COMMAND_KEYS and not (editor and k == "command"):
                 cmd = _command_of(value)
                 if cmd:
                     commands.append(cmd)
@@ -417,7 +442,56 @@ def parsed_view(tool: str, arguments: str | None) -> ToolView:
         tuple(dict.fromkeys(writes)) if writes else (),
         unknown,
         False,
+        _numbers(args) if is_map and not commands else "",
     )
+
+
+_NOT_AMOUNT_KEY_RE = re.compile(
+    r"(?i)(?:^|_|-|\.)(?:id|ids|index|idx|page|pages|limit|offset|count|max\w*|min\w*|size|x|y"
+    r"|coordinate|coordinates|timeout|retries|port|line|lines|version|level|depth|top_?k|n)$"
+)
+_NUMBER_STR_RE = re.compile(r"^\s*[$€£¥]?\s*(\d{1,15}(?:\.\d{1,6})?)\s*(?:[A-Z]{3}|[$€£¥])?\s*$")
+MAX_NUMBERS = 16
+
+
+def _numbers(args: Mapping[str, Any]) -> str:
+    """The numeric arguments of a call as ``key=value`` lines (top level and one level
+    down, ``refund.amount``): numbers and strings that are a number with an optional
+    currency (``"80.50 EUR"``); not ids, indices, counts or coordinates. At most
+    :data:`MAX_NUMBERS`.
+
+    >>> args = {"order_id": "#1", "amount": 80.5, "meta": {"total": "99 EUR"}, "index": 4}
+    >>> _numbers(args).split()
+    ['amount=80.5', 'meta.total=99']
+    """
+    out: list[str] = []
+    items: list[tuple[str, Any]] = [(str(k), v) for k, v in list(args.items())[:32]]
+    for key, value in items:
+        if isinstance(value, Mapping):
+            items_nested = list(value.items())[:16]
+            for k2, v2 in items_nested:
+                _number_line(f"{key}.{k2}", v2, out)
+        else:
+            _number_line(key, value, out)
+        if len(out) >= MAX_NUMBERS:
+            break
+    return "\n".join(out[:MAX_NUMBERS])
+
+
+def _number_line(key: str, value: Any, out: list[str]) -> None:
+    if _NOT_AMOUNT_KEY_RE.search(key) or len(key) > 60:
+        return
+    if type(value) is int or type(value) is float:
+        if value == value and abs(value) < 1e15:  # not NaN, not absurd
+            out.append(
+                f"{key}={value:g}"
+                if type(value) is float and value.is_integer()
+                else f"{key}={value}"
+            )
+    elif isinstance(value, str) and len(value) <= 40:
+        m = _NUMBER_STR_RE.match(value)
+        if m:
+            out.append(f"{key}={m[1]}")
 
 
 _REQUEST_KEYS = frozenset(
@@ -497,6 +571,33 @@ def approval_answer(result: str | None) -> bool | None:
     if _GRANT_RE.match(head):
         return True
     return None
+
+
+_FIRST_WORD_RE = re.compile(r"^\W*([^\W\d_]{3,20})\b")
+
+
+def echoed_grant(result: str | None, request: str | None) -> bool:
+    """Whether a person's short answer repeats the action the request asked about — the
+    question "Draft ready. Send it?" answered "send", "Merge PR 12?" answered "merge it":
+    a grant, though no word of assent is in it. Not a denial ("no, don't send"), not a
+    long answer (an instruction), not a word the request does not contain.
+
+    >>> echoed_grant("send", "Draft to a@b.de ready. Send it?")
+    True
+    >>> answers = ("don't send", "later", "send it after lunch, with the pdf")
+    >>> [echoed_grant(r, "Send it?") for r in answers]
+    [False, False, False]
+    """
+    if not result or not request:
+        return False
+    answer = result.strip()
+    if len(answer) > 24 or _DENY_RE.match(answer):
+        return False
+    m = _FIRST_WORD_RE.match(answer)
+    if m is None:
+        return False
+    word = m[1].casefold()
+    return bool(re.search(rf"(?<![\w]){re.escape(word)}(?![\w])", request[:500].casefold()))
 
 
 @lru_cache(maxsize=1024)

@@ -111,6 +111,10 @@ _SENDING = re.compile(
 _READING = re.compile(
     r"^(?:get|read|search|list|find|query|lookup|view|show|check|browse|visit|open|fetch|download)"
 )
+# A draft stays in the sender's own mailbox until a send: a tool that drafts and names
+# no send (``create_draft``, ``draft_email``, ``save_draft``) sends nothing yet.
+_DRAFTING = re.compile(r"draft")
+_SEND_VERB = re.compile(r"send|post|publish|submit|forward")
 _MAX_VALUES = 64
 
 
@@ -151,9 +155,18 @@ def _leaves(value: object, key: str, out: list[tuple[str, str]], depth: int = 0)
 # calls repeat (polls, retries, loops); long arguments (writes, edits) are read uncached
 @short_text_memo(entries=512, max_chars=4096, text=1)
 def recipients(tool: str | None, args: str) -> tuple[tuple[str, str], ...]:
-    """The ``(address, kind)`` pairs a call's arguments send data to, in order, unique."""
+    """The ``(address, kind)`` pairs a call's arguments send data to, in order, unique.
+    A draft sends nothing yet (its send does):
+
+    >>> recipients("send_email", '{"to": ["ana@mail.pt"], "body": "hi"}')
+    (('ana@mail.pt', 'e-mail address'),)
+    >>> recipients("create_draft", '{"to": ["ana@mail.pt"], "body": "hi"}')
+    ()
+    """
     name = (tool or "").lower()
     if _READING.match(name) and not _SENDING.search(name):
+        return ()
+    if _DRAFTING.search(name) and not _SEND_VERB.search(name):
         return ()
     try:
         parsed = json.loads(args) if args[:1] in "{[" else None

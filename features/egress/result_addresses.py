@@ -19,7 +19,7 @@ import re
 from features.text.hosts import host_of
 from features.text.memo import short_text_memo
 
-__all__ = ["EMAIL_RE", "addresses_in", "scan_result"]
+__all__ = ["EMAIL_RE", "addresses_in", "authors_in", "scan_result"]
 
 # Text addressed to the agent rather than to a human reader: the mark of an injection.
 _CUE_RE = re.compile(
@@ -293,4 +293,40 @@ def addresses_in(text: str) -> _Found:
         if item[0] not in seen:
             seen.add(item[0])
             found.append(item)
+    return tuple(found)
+
+
+# The field that says who wrote a message, in a mail API's JSON or a message's headers:
+# ``"from": "ana@x.pt"``, ``"sender": {"name": .., "email": ..}``, ``Reply-To: <..>``.
+_AUTHOR_FIELD_RE = re.compile(
+    r"""(?:^|[\s{,"'])(?:from|sender|author|reply[_-]?to)(?:[_-]?(?:address|email|addr))?"""
+    r"""["']?\s*[:=]\s*(\{[^}]{0,120}|[^,}\n]{0,120})""",
+    re.MULTILINE,
+)
+
+
+@short_text_memo(entries=1024, max_chars=_MEMO_MAX_CHARS)
+def authors_in(text: str) -> tuple[str, ...]:
+    r"""The e-mail addresses ``text`` names as a message's author (its ``from``,
+    ``sender``, ``author`` or ``reply-to`` field, JSON or header), lower-cased, in order,
+    unique: whom a reply goes back to. An address only a message's *body* names is not
+    one.
+
+    >>> authors_in('{"from": "Ana <Ana@Mail.pt>", "body": "write to eve@evil.io"}')
+    ('ana@mail.pt',)
+    >>> authors_in('{"from": "Ana", "to": "eve@evil.io"}')
+    ()
+    >>> authors_in('{"sender": {"name": "Bo", "email": "bo@x.org"}, "cc": "al@y.org"}')
+    ('bo@x.org',)
+    >>> authors_in("From: bob@x.org\nReply-To: help@x.org\n\nping carol@y.org")
+    ('bob@x.org', 'help@x.org')
+    """
+    low = text.lower()
+    if "@" not in low:
+        return ()
+    found: list[str] = []
+    for m in _AUTHOR_FIELD_RE.finditer(low):
+        emails = _emails(m.group(1))
+        if emails and emails[0] not in found:
+            found.append(emails[0])
     return tuple(found)

@@ -52,6 +52,7 @@ from features.calls.tool_view import (
     DEFAULT_APPROVAL_RE,
     ToolView,
     approval_answer,
+    echoed_grant,
     is_scratch,
     normalise_path,
 )
@@ -63,6 +64,7 @@ from features.policy.format import (
     joined_screen,
     policy_arguments,
 )
+from features.policy.matchers import CLICK
 from models.records import Step, StepKind
 
 __all__ = [
@@ -202,6 +204,8 @@ class Policy:
         default=None, init=False, compare=False, repr=False
     )
     _approval_rules: tuple[str, ...] = field(default=(), init=False, compare=False, repr=False)
+    _click_rules: tuple[int, ...] = field(default=(), init=False, compare=False, repr=False)
+    """The forbidden actions about pressing a button (their ``within`` is any click)."""
     _hosts: _Memo[str, tuple[str | None, bool] | None] = field(
         default_factory=lambda: _Memo(), init=False, compare=False, repr=False
     )
@@ -219,6 +223,15 @@ class Policy:
             *self.require_approval_for,
         )
         object.__setattr__(self, "_text_screen", joined_screen(text_rules))
+        object.__setattr__(
+            self,
+            "_click_rules",
+            tuple(
+                i
+                for i, fa in enumerate(self.forbidden_actions)
+                if fa.within is not None and fa.within.pattern == CLICK
+            ),
+        )
         object.__setattr__(
             self,
             "_approval_rules",
@@ -261,14 +274,19 @@ class Policy:
                 self._tool_result(step, history)
             if history.request_call_id is not None and step.call_id == history.request_call_id:
                 answer = approval_answer(step.result) if step.status == "ok" else None
+                if answer is None and step.status == "ok":
+                    answer = echoed_grant(step.result, history.approval_request) or None
                 if answer is not None:
                     self._answer(history, answer)
+            clicked: list[Violation] = []
+            if history.click_call is not None and step.call_id == history.click_call[0]:
+                clicked = self._clicked(step, history)
             if step.call_id and step.call_id in history.awaiting:
                 # no decision came between the call and its result: it ran unapproved
                 seq, found = history.awaiting.pop(step.call_id)
                 if seq >= 0:
-                    return [Violation(r, APPROVAL, seq, d) for r, d in found], []
-            return [], []
+                    return [Violation(r, APPROVAL, seq, d) for r, d in found] + clicked, []
+            return clicked, []
         if kind == _APPROVAL:
             if step.call_id and step.call_id in history.awaiting:
                 # the runtime's decision about a call it held (Claude Code and Codex log the
@@ -422,8 +440,32 @@ class Policy:
             h.awaiting[step.call_id] = (seq if h.late_decisions else -1, tuple(held))  # type: ignore[index]
             while len(h.awaiting) > 16:
                 h.awaiting.pop(next(iter(h.awaiting)))
+        if self._click_rules and step.call_id:
+            # a click by index or coordinates names its target only in its result
+            clicks = self._click_rules
+            if any(self.forbidden_actions[i].within.search(rules.view.text) for i in clicks):  # type: ignore[union-attr]
+                h.click_call = (step.call_id, seq, rules.view.tool)
         out.extend(self._budget(step, h))
         return out, honoured
+
+    def _clicked(self, step: Step, h: PolicyState) -> list[Violation]:
+        """The button rules a click broke, read from its result ("Clicked button with index
+        42: Place order"): what a click by index or coordinates pressed is only said
+        there. A rule its call already broke is not reported again."""
+        _, seq, tool = h.click_call  # type: ignore[misc]
+        h.click_call = None
+        if step.status != "ok" or not step.result:
+            return []
+        text = f"{tool} {step.result[:400]}"
+        out = []
+        for i in self._click_rules:
+            fa = self.forbidden_actions[i]
+            if fa.action.search(text) and not fa.action.search(f"{tool} {step.arguments or ''}"):
+                if fa.until is not None and fa.rule in self._ended(step.ts, h):
+                    continue
+                detail = f"clicked `{_clip(step.result, 80)}` (call at step {seq})"
+                out.append(Violation(fa.rule, FORBIDDEN_ACTION, step.seq, detail))
+        return out
 
     def _rules_of(self, step: Step, workspace: str | None) -> _CallRules:
         """:meth:`_call_rules` of a call, worked out once per step and policy: both policy
@@ -456,8 +498,10 @@ class Policy:
             elif view.tool:
                 honoured.append(FORBIDDEN_TOOL)
         text = view.text
+        # rules about an amount read the numeric arguments after the text (key=value lines)
+        full = f"{text}\n{view.numbers}" if view.numbers else text
         # One search tells whether any text rule can match (most calls match none).
-        screened_out = self._text_screen is not None and not self._text_screen.search(text)
+        screened_out = self._text_screen is not None and not self._text_screen.search(full)
         # forbidden commands
         if screened_out:
             if self.forbidden_commands and view.commands:
@@ -522,7 +566,7 @@ class Policy:
         # write is not the action its content describes (a migration written, not run)
         acts = self.forbidden_actions if view.commands or not view.writes else ()
         for fa in acts:
-            m = fa.action.search(text)
+            m = fa.action.search(full)
             if m:
                 what = f"ran `{_clip(m.group(0))}` in `{_clip(text, 120)}`"
                 out.append((fa.rule, FORBIDDEN_ACTION, what))
@@ -537,7 +581,7 @@ class Policy:
         approvals: tuple[int, ...] = ()
         if self.require_approval_for and not screened_out:
             ra = self.require_approval_for
-            approvals = tuple(i for i, p in enumerate(ra) if p.search(text))
+            approvals = tuple(i for i, p in enumerate(ra) if p.search(full))
         return _CallRules(view, tuple(out), tuple(honoured), edited, requires, actions, approvals)
 
     @property
@@ -818,6 +862,8 @@ class PolicyState:
     """A compaction was seen: the next user message is its summary."""
     user_objects: tuple[str, ...] = ()
     """What the person's latest message (after the task) names: addresses, URLs, paths."""
+    click_call: tuple[str, int, str] | None = None
+    """The last click whose result may name what it pressed: (call id, seq, tool)."""
 
     def ensure(self, policy: Policy) -> None:
         """Size the per-rule lists for ``policy`` (a state starts empty)."""

@@ -61,7 +61,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from features.policy.structured import sentence_rules, time_bound
+from features.policy.structured import consent_condition, sentence_rules, time_bound
 
 __all__ = [
     "ACTIONS",
@@ -241,7 +241,10 @@ _URL_RE = re.compile(r"https?://([^/\s:]+)")
 _PATH_RE = re.compile(r"(?:~|\.{1,2})?/?(?:[\w*?.\-]+/)*[\w*?.\-]*")
 
 _TICKED_RE = re.compile(r"`([^`]{1,200})`")
-_SPLIT_RE = re.compile(r"(?<=[.!?])(?<!e\.g\.)(?<!i\.e\.)(?<!\bvs\.)\s+|\n+")
+_SPLIT_RE = re.compile(
+    r"(?<=[.!?])(?<!e\.g\.)(?<!i\.e\.)(?<!\bvs\.)(?<!z\.B\.)(?<!z\. B\.)(?<!p\.ej\.)(?<!\bex\.)"
+    r"(?<!\bp\.ex\.)(?<!\bbzw\.)(?<!\busw\.)(?<!\betc\.)\s+(?=\S)|\n+"
+)
 _BULLET_RE = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+")
 _HEAD_RE = re.compile(
     rf"^(?:{_NEG}|always|only|ask|get|obtain|request|seek|wait|run|make\s+sure|ensure|"
@@ -324,11 +327,14 @@ def derive(text: str) -> Derivation:
             truncated = True
             break
         found, why = _sentence_rules(sentence)
-        if not found and why in (None, _NOT_UNDERSTOOD):
-            # not an English rule this grammar knows: read it by its structure, in any
-            # language (features.policy.structured), bounded by the time its line states
+        if not found and (
+            why in (None, _NOT_UNDERSTOOD) or (why == _CONDITION and consent_condition(sentence))
+        ):
+            # not an English rule this grammar knows (or a prohibition that waits for a
+            # person's say-so: an approval): read it by its structure, in any language
+            # (features.policy.structured), bounded by the time its line states
             bound = time_bound(line)
-            found = [DerivedRule(k, v, sentence) for k, v in sentence_rules(sentence, bound)]
+            found = [DerivedRule(k, v, sentence) for k, v in sentence_rules(sentence, bound, line)]
         if found:
             rules.extend(found)
         elif why is None:
@@ -342,6 +348,12 @@ def derive(text: str) -> Derivation:
 
 
 _NOT_UNDERSTOOD = "a directive of a shape not understood"
+_CONDITION = "a condition the policy format cannot state"
+_ENUMERATION_RE = re.compile(
+    r"(?:^|(?<=[\s;:,.]))\s*\((?:\d{1,2}|[a-h]|i{1,3}|iv|v|vi{1,3})\)\s+|(?<=[;:])\s*\d{1,2}[.)]\s+"
+)
+"""Clauses numbered inside one line ("Refund policy: (1) …; (2) …; (3) …"): each is a
+sentence of its own."""
 
 
 def _sentences(text: str) -> Iterable[tuple[str, str]]:
@@ -356,10 +368,11 @@ def _sentences(text: str) -> Iterable[tuple[str, str]]:
         if in_fence or not stripped or stripped.startswith(("#", "<", "|")):
             continue
         stripped = _BULLET_RE.sub("", stripped)
-        for part in _SPLIT_RE.split(stripped):
-            part = part.strip()
-            if len(part) >= 3:
-                yield part[:600], stripped
+        for sentence in _SPLIT_RE.split(stripped):
+            for part in _ENUMERATION_RE.split(sentence):
+                part = part.strip().rstrip(";").strip()
+                if len(part) >= 3:
+                    yield part[:600], stripped
 
 
 def _normalise(sentence: str) -> str:
@@ -407,15 +420,30 @@ def _sentence_rules(sentence: str) -> tuple[list[DerivedRule], str | None]:
     reasons: list[str] = []
     for clause in _clauses(norm):
         if _CONDITIONAL_RE.search(clause) and not _REQUIRE_BEFORE_UNLESS.search(clause):
-            reasons.append("a condition the policy format cannot state")
+            reasons.append(_CONDITION)
             continue
-        got = _clause_rules(clause)
+        got = [
+            (k, _original_case(v, sentence) if k.endswith("write_paths") else v)
+            for k, v in _clause_rules(clause)
+        ]
         rules.extend(DerivedRule(key, value, sentence) for key, value in got)
         if not got and _DIRECTIVE_RE.search(clause):
             reasons.append(_NOT_UNDERSTOOD)
     if rules:
         return rules, None
     return [], reasons[0] if reasons else _NOT_UNDERSTOOD
+
+
+def _original_case(value: Any, sentence: str) -> Any:
+    """A path read from the lower-cased clause, spelt as the sentence spells it
+    (``AGENTS.md``, not ``agents.md``: paths are case-sensitive)."""
+    if not isinstance(value, str) or not re.search(r"[a-z]", value):
+        return value
+    base = value.removesuffix("/**")
+    m = re.search(re.escape(base), sentence, re.IGNORECASE)
+    if m is None or m.group(0) == base:
+        return value
+    return m.group(0) + value[len(base) :]
 
 
 # -- clause shapes ----------------------------------------------------------------------

@@ -47,7 +47,7 @@ NEG_RE = re.compile(
 """A prohibition."""
 
 ASK_RE = re.compile(
-    rf"{_B}(?:ask\w*|approv\w*|permission|confirm\w*|consent|sign[\s-]?off"  # en
+    rf"{_B}(?:ask\w*|approv\w*|permission|confirm\w*|consent|sign[\s-]?off|go[\s-]ahead"  # en
     r"|frag\w*|bestätig\w*|genehmig\w*|freigabe|erlaubnis|zustimm\w*"  # de
     r"|pregunt\w*|pregúnt\w*|confirmaci[oó]n|aprobaci[oó]n|permiso|autorizaci[oó]n|consult\w*"  # es
     r"|demand\w*|autorisation|approbation|accord"  # fr
@@ -56,7 +56,9 @@ ASK_RE = re.compile(
 )
 """Asking a person: approval, confirmation, permission."""
 
-WITHOUT_RE = re.compile(rf"{_B}(?:without|ohne|sin|sans|sem|unless){_E}|なしで|せずに|未经|没有")
+WITHOUT_RE = re.compile(
+    rf"{_B}(?:without|ohne|sin|sans|sem|unless){_E}|なしで|なしに|せずに|未经|没有"
+)
 BEFORE_RE = re.compile(
     rf"{_B}(?:before|prior\s+to|vor(?:her)?|bevor|antes|avant|first|zuerst|primero"
     rf"|d'abord|primeiro){_E}|前に|之前|先"
@@ -100,3 +102,71 @@ DEPLOY_RE = re.compile(
     r"|デプロイ|部署"
 )
 PUSH_RE = re.compile(rf"{_B}(?:push\w*|force[\s-]?push\w*){_E}|プッシュ|推送")
+
+# -- markers of the shapes read by features.policy.structured's second pass ---------------
+
+UNTIL_RE = re.compile(
+    rf"{_B}(?:unless|until|till|without|except\s+when|bis|es\s+sei\s+denn|hasta(?:\s+que)?|salvo"
+    rf"|a\s+menos\s+que|jusqu'[àa]|sauf\s+si|à\s+moins\s+que|at[ée]|a\s+n[ãa]o\s+ser){_E}"
+    r"|まで|なしで|なしに|せずに|除非|直到|未经"
+)
+"""A condition a prohibition waits for ("never X unless/until …")."""
+CONSENT_RE = re.compile(
+    rf"{_B}(?:user|users|i|me|my|human|owner|operator|principal|told|tell|tells|says?|said"
+    rf"|explicit\w*|request(?:ed|s)|asks?|asked|instruct\w*|benutzer\w*|nutzer\w*|anwender\w*"
+    rf"|ausdrücklich\w*|usuari[oa]s?|expl[ií]cit\w*|utilisateur\w*|explicite\w*|usu[áa]ri[oa]s?){_E}"
+    r"|ユーザー|明示|用户|明确"
+)
+"""Someone's say-so: what "unless/until" waits for when the rule is an approval."""
+ASK_VERB_RE = re.compile(
+    rf"{_B}(?:ask|frag\w*|nachfrag\w*|rückfrag\w*|pregunt\w*|consult\w*|demande\w*|pergunt\w*){_E}"
+    r"|聞いて|尋ね|询问|请示"
+)
+"""Asking (a verb), as opposed to the noun of an approval."""
+REQUIRES_RE = re.compile(
+    rf"{_B}(?:requires?|required|needs?|must\s+be\s+(?:approved|confirmed)|subject\s+to"
+    rf"|erfordert|benötigt|braucht|requiere\w*|necesita\w*|exige\w*|nécessite\w*|requer\w*"
+    rf"|precisa\w*){_E}|必要|需要"
+)
+SEND_RE = re.compile(
+    rf"{_B}(?:send\w*|sent|reply|replies|forward\w*|senden|sende|verschick\w*|env[ií]\w*|envo\w*"
+    rf"|respond\w*|transmet\w*){_E}|送信|发送|寄"
+)
+MESSAGE_RE = re.compile(
+    rf"{_B}(?:messages?|nachricht\w*|mensajes?|mensage\w*|mensagens?){_E}|メッセージ|消息"
+)
+CLICK_RE = re.compile(
+    rf"{_B}(?:click\w*|press\w*|tap|taps|hit|klick\w*|drück\w*|clic\w*|cliqu\w*|clica\w*"
+    rf"|puls\w*|appu\w*){_E}|クリック|押|点击|按"
+)
+DELETE_RE = re.compile(
+    rf"{_B}(?:delet\w*|remov\w*|lösch\w*|entfern\w*|borr\w*|elimin\w*|supprim\w*|efface\w*"
+    rf"|apag\w*|exclu\w*){_E}|削除|删除"
+)
+FILE_RE = re.compile(
+    rf"{_B}(?:files?|folders?|director(?:y|ies)|dateien|datei|ordner|verzeichnis\w*|archivos?"
+    rf"|carpetas?|fichiers?|dossiers?|arquivos?|pastas?){_E}|ファイル|フォルダ|文件"
+)
+FORCE_RE = re.compile(rf"{_B}force[\s-]?push\w*|push\w*\s+(?:with\s+)?--?f(?:orce)?{_E}")
+THERE_RE = re.compile(
+    rf"{_B}(?:there|therein|it|dort|dorthin|darin|allí|ahí|allá|là|lá|ali){_E}|そこ|那里|其中"
+)
+DATA_NOUN_RE = re.compile(
+    rf"{_B}(?:schemas?|databases?|db|tables?|datasets?|buckets?|keyspaces?|warehouses?|esquemas?"
+    rf"|tablas?|tabelas?|tabellen?|schémas?|datenbank\w*){_E}|スキーマ|テーブル|数据库|表"
+)
+_NUMBER = r"(?P<n>\d{1,3}(?:,\d{3})+(?:\.\d{1,2})?|\d{1,12}(?:[.,]\d{1,2})?)(?![\d])"
+_CURRENCY = r"(?:[$€£¥]|usd|eur|gbp|chf|us\$)"
+AMOUNT_RE = re.compile(
+    r"(?P<noun>[^\W\d_]{3,40})?\s*(?:\s(?:of|de|von|d')\s+)?(?:amounts?\s+)?"
+    r"(?:above|over|more\s+than|greater\s+than|larger\s+than|higher\s+than|exceeding|exceeds?"
+    r"|beyond|in\s+excess\s+of|>|über|mehr\s+als|oberhalb\s+von|más\s+de|mayor(?:es)?\s+(?:a|de|que)"
+    r"|superior(?:es)?\s+a|plus\s+de|au-delà\s+de|supérieur(?:e|s)?\s+à|acima\s+de|mais\s+de"
+    rf"|超过|超過)\s*{_CURRENCY}?\s*{_NUMBER}"
+    rf"|(?P<noun2>[^\W\d_]{{3,40}})?\s*(?:\s(?:of|de|von)\s+)?{_CURRENCY}?\s*"
+    rf"(?P<n2>\d{{1,3}}(?:,\d{{3}})+|\d{{1,12}})\s*{_CURRENCY}?\s+(?:or|oder|o|ou)\s+"
+    r"(?:more|above|higher|mehr|más|plus|mais)\b",
+    re.IGNORECASE,
+)
+"""An amount limit ("refunds above 50 EUR", "Erstattungen über 50 €", "refunds of $1,000
+or more"): the noun before it and the number (``n``; ``n2`` for "N or more")."""

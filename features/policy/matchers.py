@@ -19,15 +19,29 @@ import re
 from collections.abc import Sequence
 
 __all__ = [
+    "CLICK",
     "DB_CALL",
+    "FILE_DELETE",
+    "FORCE_PUSH",
     "KUBECTL_MUTATING",
     "MIGRATION",
+    "PAY_CLICK",
+    "SQL_DDL",
+    "SQL_DML",
+    "SQL_KINDS",
     "SQL_WRITE",
+    "click_on",
     "command",
     "identifier_other_than",
     "mail_outside",
+    "mail_send",
+    "noun_tool",
+    "number_above",
     "push_to",
+    "sql_statement",
+    "tool_named",
     "tool_verb",
+    "with_amount_above",
 ]
 
 _SEG = r"[^;&|\n]{0,240}?"
@@ -180,3 +194,222 @@ def identifier_other_than(allowed: str) -> tuple[str, str] | None:
         flag, value = re.escape(m[1]), re.escape(m[2])
         return rf"{flag}(?:\s+|=)(?!{value}(?![\w-]))[\w-]", rf"{flag}(?:\s+|=)[\w-]"
     return None
+
+
+# -- what a call does, for the shapes of structured rules ------------------------------------
+
+_HEAD = r"(?i)^[\w.:-]{0,80}?"
+"""The start of a non-shell call's text: its tool name (``mcp__shop__issue_refund``)."""
+
+GENERIC_TOOL_VERBS = frozenset(
+    ["issue", "create", "make", "do", "run", "call", "execute", "perform", "invoke", "process"]
+)
+"""Verbs of a tool's name that say nothing of what it does (``issue_refund`` is a refund,
+as ``stripe__create_refund`` is)."""
+
+
+def tool_named(identifier: str) -> str | None:
+    """A call of a tool whose name carries the content words of ``identifier`` (a tool a
+    rule names: ``issue_refund`` → any tool whose name has ``refund``; ``delete_customer``
+    → ``crm_delete_customer``); None when the identifier has no content word.
+
+    >>> p = re.compile(tool_named("issue_refund"))
+    >>> [bool(p.search(t)) for t in ("stripe__create_refund #1 EUR", "shopify__get_order #1",
+    ...                              "bash echo refund")]
+    [True, False, False]
+    """
+    words = [w for w in re.split(r"[_.\-]+|(?<=[a-z])(?=[A-Z])", identifier) if w]
+    words = [w.lower() for w in words if w.lower() not in GENERIC_TOOL_VERBS and len(w) > 1]
+    if not words:
+        return None
+    looks = "".join(rf"(?=[\w.:-]{{0,80}}?{re.escape(w)})" for w in words)
+    return rf"(?i)^{looks}[\w.:-]{{1,120}}(?:\s|$)"
+
+
+def noun_tool(noun: str) -> str:
+    """A call of a tool whose name carries ``noun`` (a stem: ``refund``), the action a rule
+    names by its object ("refunds above 50 EUR need approval").
+
+    >>> bool(re.search(noun_tool("refund"), "stripe__create_refund #1"))
+    True
+    """
+    return rf"(?i)^(?=[\w.:-]{{0,80}}?{re.escape(noun.lower())})[\w.:-]{{1,120}}(?:\s|$)"
+
+
+def number_above(limit: float) -> str:
+    """A regex for a decimal number greater than ``limit`` (its integer part compared
+    digit by digit; a fraction counts above an integer limit). Anchored by the caller.
+
+    >>> p = re.compile(rf"^(?:{number_above(50)})$")
+    >>> [bool(p.match(n)) for n in ("51", "50.01", "130.59", "50", "49.99", "7", "1000")]
+    [True, True, True, False, False, False, True]
+    """
+    n = str(int(limit))
+    k = len(n)
+    alts = [rf"[1-9]\d{{{k},}}(?:\.\d+)?"]  # more digits
+    for i, d in enumerate(n):
+        if d != "9":
+            head = re.escape(n[:i])
+            alts.append(rf"{head}[{int(d) + 1}-9]\d{{{k - i - 1}}}(?:\.\d+)?")
+    frac = limit - int(limit)
+    if frac:
+        digits = f"{frac:.6f}"[2:].rstrip("0")
+        alts.append(rf"{n}\.(?:{_fraction_above(digits)})")
+    else:
+        alts.append(rf"{n}\.\d*[1-9]\d*")
+    return "|".join(alts)
+
+
+def _fraction_above(digits: str) -> str:
+    """Fraction digits greater than ``digits`` (``5`` → ``[6-9]\\d*|5\\d*[1-9]\\d*``)."""
+    alts = []
+    for i, d in enumerate(digits):
+        if d != "9":
+            alts.append(rf"{re.escape(digits[:i])}[{int(d) + 1}-9]\d*")
+    alts.append(rf"{re.escape(digits)}\d*[1-9]\d*")
+    return "|".join(alts)
+
+
+def with_amount_above(action: str, limit: float) -> str:
+    """``action`` (a regex anchored at the start of the call's text) done with a numeric
+    argument above ``limit``: the call's numeric arguments follow its text as
+    ``key=value`` (:attr:`features.calls.tool_view.ToolView.numbers`).
+
+    >>> p = re.compile(with_amount_above(noun_tool("refund"), 50))
+    >>> [bool(p.search(t)) for t in ("create_refund #1 EUR\\namount=80",
+    ...                              "create_refund #1\\namount=33.0",
+    ...                              "get_order #1\\ntotal=80")]
+    [True, False, False]
+    """
+    number = number_above(limit)
+    return (
+        rf"{action}(?=[\s\S]{{0,4000}}?\n(?:[^\n]{{0,400}}\s)?[\w.-]{{1,60}}=(?:{number})(?![\d.]))"
+    )
+
+
+SQL_KINDS: dict[str, str] = {
+    "insert": r"insert\s+(?:into\s+)?",
+    "update": r"update\s+(?:only\s+)?",
+    "delete": r"delete\s+from\s+",
+    "drop": r"drop\s+(?:table|view|schema|database|index|materialized\s+view)\s+"
+    r"(?:if\s+exists\s+)?",
+    "alter": r"alter\s+(?:table|view|schema|database|index)\s+(?:if\s+exists\s+)?",
+    "truncate": r"truncate\s+(?:table\s+)?",
+    "create": r"create\s+(?:or\s+replace\s+)?(?:temp(?:orary)?\s+)?(?:table|view|schema|index"
+    r"|materialized\s+view)\s+(?:if\s+not\s+exists\s+)?",
+    "merge": r"merge\s+into\s+",
+    "refresh": r"refresh\s+materialized\s+view\s+(?:concurrently\s+)?",
+}
+"""SQL statements that change data or schema, up to their target's name."""
+SQL_DDL = ("create", "alter", "drop", "truncate", "refresh")
+SQL_DML = ("insert", "update", "delete", "merge")
+_SQL_NAME = r"[\w.\"`\[\]]"
+
+
+def sql_statement(
+    kinds: Sequence[str] = (), *, target: str | None = None, outside: str | None = None
+) -> str:
+    """A SQL statement of ``kinds`` (all writes when empty) whose target (the table it
+    writes) is in ``target`` (a schema or a table: ``analytics_prod`` matches
+    ``analytics_prod.events``), or not in ``outside``. Reading from a name is not writing
+    to it (``CREATE TABLE scratch.t AS SELECT … FROM prod.events`` writes scratch).
+
+    >>> p = re.compile(sql_statement(target="analytics_prod"))
+    >>> [bool(p.search(q)) for q in ("DELETE FROM analytics_prod.events WHERE x",
+    ...     "CREATE TABLE scratch.t AS SELECT * FROM analytics_prod.events",
+    ...     "SELECT * FROM analytics_prod.events")]
+    [True, False, False]
+    >>> bool(re.search(sql_statement(outside="scratch"), "insert into prod.t values (1)"))
+    True
+    """
+    verbs = "|".join(SQL_KINDS[k] for k in (kinds or SQL_KINDS))
+    out = rf"(?i)(?<![\w.])(?:{verbs})"
+    if target:
+        t = re.escape(target)
+        out += rf"{_SQL_NAME}{{0,130}}?(?<![\w]){t}(?![\w])"
+    elif outside:
+        o = re.escape(outside)
+        out += rf"(?!{_SQL_NAME}{{0,130}}?(?<![\w]){o}(?![\w])){_SQL_NAME}"
+    else:
+        out += r"[\w\"`\[]"
+    return out
+
+
+_SEND_WORDS = r"(?:send|reply|forward|submit)"
+_MAIL_WORDS = r"(?:mail|message|smtp)"
+
+
+def mail_send() -> str:
+    """A call that sends mail: a tool whose name says mail (or message) and send (or reply,
+    forward): ``send_email``, ``gmail_send``, ``outlook.reply``; a draft is not a send.
+
+    >>> p = re.compile(mail_send())
+    >>> [bool(p.search(t)) for t in ("send_email x@y.de hi", "gmail_send x@y.de",
+    ...                              "draft_email x@y.de",
+    ...                              "read_email 123")]
+    [True, True, False, False]
+    """
+    return (
+        rf"(?i)^(?=[\w.:-]{{0,80}}?{_SEND_WORDS})(?=[\w.:-]{{0,80}}?{_MAIL_WORDS})"
+        r"(?![\w.:-]{0,80}?draft)[\w.:-]{1,120}(?:\s|$)"
+    )
+
+
+_CLICK_TOOL = (
+    r"(?=[\w.:-]{0,80}?(?:click|press|tap|select|submit)"
+    r"|[^\n]{0,300}?\b(?:left_|right_|double_)?click\b)"
+)
+
+
+def click_on(label: str) -> str:
+    """A click (press, tap) whose target names ``label`` (a button's text: "Place order").
+
+    >>> p = re.compile(click_on("Place order"))
+    >>> [bool(p.search(t)) for t in ("browser_click Place order e42", "browser_click Add e8",
+    ...                              "browser_type Place order")]
+    [True, False, False]
+    """
+    words = r"\s+".join(re.escape(w) for w in label.split())
+    return rf"(?i)^{_CLICK_TOOL}[\s\S]{{0,4000}}?(?<![\w]){words}(?![\w])"
+
+
+CLICK = rf"(?i)^{_CLICK_TOOL}"
+"""Any click (the calls a rule about clicking is kept by)."""
+
+_PAY_LABELS = (
+    "pay",
+    "pay now",
+    "place order",
+    "buy now",
+    "buy",
+    "purchase",
+    "checkout",
+    "submit order",
+    "comprar",
+    "pagar",
+    "bezahlen",
+    "kaufen",
+    "payer",
+    "acheter",
+    "支払",
+    "购买",
+    "注文を確定",
+)
+PAY_CLICK = (
+    rf"(?i)^{_CLICK_TOOL}[\s\S]{{0,4000}}?(?<![\w])(?:"
+    + "|".join(r"\s+".join(map(re.escape, w.split())) for w in _PAY_LABELS)
+    + r")(?![\w])"
+)
+"""A click on a button that pays (its label says pay, buy, order, checkout)."""
+
+FORCE_PUSH = (
+    command("git", ["push"]) + r"(?=[^;&|\n]{0,240}?\s(?:-f|--force(?:-with-lease)?)(?![\w-]))"
+)
+"""A forced ``git push``."""
+
+FILE_DELETE = (
+    r"(?i)(?:(?<![\w-])rm\s+(?:-\w+\s+){0,3}[^\s;&|]"
+    r"|^(?=[\w.:-]{0,80}?(?:delete|remove))(?=[\w.:-]{0,80}?(?:file|dir|folder|path))"
+    r"[\w.:-]{1,120}(?:\s|$))"
+)
+"""Deleting files: ``rm``, or a tool named for deleting a file or folder."""

@@ -14,6 +14,26 @@ entries; the actions are recognised by :mod:`features.policy.matchers` from what
 does. A line that states a time bounds the prohibitions of its sentences (a freeze):
 :func:`time_bound`.
 
+The shapes (issue 26), each judged on what a call does, never on the sentence's words:
+
+- *a prohibition waiting for a person's say-so* ("never X unless the user says so",
+  "nunca … sin autorización del usuario", "ユーザーの確認なしに…しないこと"): an approval for X;
+- *"X requires approval: call T before U"*: the asking tool (``request_approval``) marks
+  the clause as asking, ``U`` is a tool matched by the content words of its name
+  (``issue_refund`` → any tool named ``…refund…``); snake_case or camelCase;
+- *an amount limit* ("refunds above 50 EUR", "über 50 €", "$1,000 or more"): the approval
+  holds only for a call with a numeric argument above it
+  (:attr:`features.calls.tool_view.ToolView.numbers`);
+- *SQL in prose*: statements named in capitals (``INSERT/UPDATE/DELETE/DDL``), a table or
+  schema said to be read-only or named with a negation (and "there" pointing back to
+  its line): a SQL statement of those kinds whose *target* is that table; "write tables
+  only to X": a SQL write whose target is elsewhere;
+- *buttons*: a click verb and a quoted label ("never click "Place order"", 「…」, “…”) or
+  capitalised words before "button": a click whose target — in its arguments, or in its
+  result for clicks by index or coordinates — is that label;
+- *mail*: sending (a tool named send/reply + mail/message), not drafting; outside an
+  ``@domain`` when one is named.
+
 Pure; linear in the sentence (bounded regexes over at most 600 characters).
 
 >>> import re
@@ -33,14 +53,24 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from features.calls.tool_view import DEFAULT_APPROVAL_RE
 from features.policy import matchers
 from features.policy.lexicon import (
     AFTER_RE,
+    AMOUNT_RE,
     ASK_RE,
+    ASK_VERB_RE,
     BEFORE_RE,
+    CLICK_RE,
+    CONSENT_RE,
+    DATA_NOUN_RE,
     DATABASE_RE,
+    DELETE_RE,
     DEPLOY_RE,
+    FILE_RE,
+    FORCE_RE,
     MAIL_RE,
+    MESSAGE_RE,
     MIGRATION_RE,
     MODIFY_RE,
     NEG_RE,
@@ -49,6 +79,10 @@ from features.policy.lexicon import (
     PUSH_RE,
     READ_ONLY_RE,
     READ_RE,
+    REQUIRES_RE,
+    SEND_RE,
+    THERE_RE,
+    UNTIL_RE,
     WITHOUT_RE,
 )
 
@@ -256,44 +290,107 @@ def time_bound(line: str) -> str | None:
     return None
 
 
-def sentence_rules(sentence: str, until: str | None = None) -> list[Rule]:
+def sentence_rules(sentence: str, until: str | None = None, line: str = "") -> list[Rule]:
     """The rules of one sentence: clause by clause (cut at ``;``, ``:``, ``。``), each clause
-    reading the namespaces its sentence named when it names none ("… never apply there")."""
+    reading the namespaces its sentence named when it names none ("… never apply there"),
+    and the tables its line named when it says "there". An amount limit anywhere in the
+    sentence ("any refund above 50 EUR requires approval: … before issue_refund") bounds
+    its approval rules about a tool."""
     clauses = [c for c in _CLAUSE_SPLIT_RE.split(sentence[:600]) if c.strip()]
     context: tuple[str, ...] = ()
+    label: str | None = None
+    amount = _amount(sentence)
+    tools_named = bool(_tool_identifiers(sentence))
     out: list[Rule] = []
     for clause in clauses:
-        for rule in clause_rules(clause, until=until, context_namespaces=context):
+        got = clause_rules(
+            clause,
+            until=until,
+            context_namespaces=context,
+            context_line=line,
+            amount=amount,
+            noun_ok=not tools_named,
+            context_label=label,
+        )
+        for rule in got:
             if rule not in out:
                 out.append(rule)
         context = _namespaces(clause) or context  # "there" is the last namespaces named
+        bare = clause.strip().strip("`\"'*-• ")
+        label = bare if _LABEL_ID_RE.fullmatch(bare) else None  # "analytics_prod: read only"
     return out
 
 
+_LABEL_ID_RE = re.compile(r"[A-Za-z_][\w]{1,62}_[\w]{1,62}(?:\.[A-Za-z_]\w{1,62})?")
+
+
+def consent_condition(sentence: str) -> bool:
+    """Whether a prohibition waits for someone's say-so ("never X unless the user says
+    so", "nunca … sin autorización del usuario"): then it is an approval rule, which this
+    module reads although the sentence is a conditional."""
+    low = sentence[:600].casefold()
+    return bool(
+        NEG_RE.search(low)
+        and UNTIL_RE.search(low)
+        and (CONSENT_RE.search(low) or ASK_RE.search(low))
+    )
+
+
 def clause_rules(
-    clause: str, *, until: str | None = None, context_namespaces: tuple[str, ...] = ()
+    clause: str,
+    *,
+    until: str | None = None,
+    context_namespaces: tuple[str, ...] = (),
+    context_line: str = "",
+    amount: tuple[str, float] | None = None,
+    noun_ok: bool = True,
+    context_label: str | None = None,
 ) -> list[Rule]:
     """The rules of one clause (see the module docstring)."""
     low = clause.casefold()
-    ask = bool(ASK_RE.search(low)) and bool(BEFORE_RE.search(low) or WITHOUT_RE.search(low))
     neg = bool(NEG_RE.search(low))
+    waits = bool(BEFORE_RE.search(low) or WITHOUT_RE.search(low) or UNTIL_RE.search(low))
+    # "send e-mails only after the user confirms", "nur nach Freigabe"
+    waits = waits or bool(ONLY_RE.search(low) and AFTER_RE.search(low))
+    # the tool that asks, named ("call request_approval … before issue_refund"), asks too
+    asks = bool(ASK_RE.search(low)) or any(
+        DEFAULT_APPROVAL_RE.search(i) for i in _TOOL_ID_RE.findall(low)
+    )
+    ask = asks and waits
+    # "never X unless/until the user says so": X needs that person's approval
+    ask = ask or (neg and bool(UNTIL_RE.search(low)) and bool(CONSENT_RE.search(low)))
+    # "any refund above 50 EUR requires approval", "X needs the user's confirmation"
+    ask = ask or (bool(ASK_RE.search(low)) and bool(REQUIRES_RE.search(low)) and not neg)
     only = bool(ONLY_RE.search(low))
     read_only = bool(READ_ONLY_RE.search(low))
-    if not (ask or neg or only or read_only):
+    loose_ask = not (ask or neg) and bool(ASK_VERB_RE.search(low))
+    if not (ask or neg or only or read_only or loose_ask):
         return []
     ticked = _TICKED_RE.findall(clause)
     commands = _commands(clause, ticked)
     own_ns = _namespaces(clause)
     namespaces = own_ns or context_namespaces
     kube_verbs = _kubectl_verbs(low) if (namespaces or "kubectl" in low) else []
-    if ask:
-        return [("require_approval_for", a) for a in _approval_actions(clause, low, commands)]
+    if ask or loose_ask:
+        actions = _approval_actions(
+            clause, low, commands, amount=amount, noun_ok=noun_ok, concrete_only=loose_ask
+        )
+        return [("require_approval_for", a) for a in actions]
     out: list[Rule] = []
     if only and not (neg and not own_ns and not _paths(clause, ticked)):
         out += _only_rules(clause, low, ticked, own_ns, until)
     if neg or read_only:
         out += _prohibitions(
-            clause, low, ticked, commands, namespaces, kube_verbs, read_only, until
+            clause,
+            low,
+            ticked,
+            commands,
+            namespaces,
+            kube_verbs,
+            read_only,
+            until,
+            context_line,
+            context_label,
         )
     return out
 
@@ -378,20 +475,226 @@ def _data_objects(clause: str) -> list[str]:
 # -- rule families -------------------------------------------------------------------------
 
 
-def _approval_actions(clause: str, low: str, commands: list[tuple[str, list[str]]]) -> list[str]:
+def _approval_actions(
+    clause: str,
+    low: str,
+    commands: list[tuple[str, list[str]]],
+    *,
+    amount: tuple[str, float] | None = None,
+    noun_ok: bool = True,
+    concrete_only: bool = False,
+) -> list[str]:
+    """What a clause says needs approval, as matchers of what a call does: commands, SQL
+    statements, sending mail, paying, a force-push, deleting files, the tools it names
+    (``before issue_refund``), or the tool its amount limit is about ("refunds above 50
+    EUR"). With ``concrete_only`` ("ask for destructive actions, e.g. force-push"), only
+    objects a call can be recognised by, not the classes of mail and payment."""
     out: list[str] = []
+    force = bool(FORCE_RE.search(low))
     for program, subs in commands:
+        if program == "git" and force and "push" in subs:
+            continue
         out.append(matchers.command(program, subs))
-    if MAIL_RE.search(low):
+    if force:
+        out.append(matchers.FORCE_PUSH)
+    sql = _sql_kinds(clause)
+    if sql:
+        out.append(matchers.sql_statement(sql))
+    tools = [t for t in (matchers.tool_named(i) for i in _tool_identifiers(clause)) if t]
+    if amount is not None:
+        noun, limit = amount
+        if not tools and noun_ok and len(noun) >= 3:
+            tools = [matchers.noun_tool(noun)]
+        tools = [matchers.with_amount_above(t, limit) for t in tools]
+    out += tools
+    if DELETE_RE.search(low) and FILE_RE.search(low):
+        out.append(matchers.FILE_DELETE)
+    if not concrete_only and not tools:  # the tools named are what the rule is about
         domains = [d.casefold() for d in _DOMAIN_RE.findall(clause)]
-        out += [matchers.mail_outside(d) for d in domains] or [matchers.mail_outside(None)]
-    if PAY_RE.search(low):
-        out.append(matchers.tool_verb(["book", "reserv", "pay", "purchas", "buy", "checkout"]))
-    if not commands and PUSH_RE.search(low):
-        out.append(matchers.PUSH)
-    if not commands and DEPLOY_RE.search(low):
-        out.append(r"\bdeploy")
+        if MAIL_RE.search(low) and domains:  # mail outside a domain
+            out += [matchers.mail_outside(d) for d in domains]
+        elif SEND_RE.search(low) and (MAIL_RE.search(low) or MESSAGE_RE.search(low)):
+            out.append(matchers.mail_send())  # sending, not drafting
+        elif MAIL_RE.search(low):
+            out.append(matchers.mail_outside(None))
+        if PAY_RE.search(low):
+            out.append(matchers.tool_verb(["book", "reserv", "pay", "purchas", "buy", "checkout"]))
+            out.append(matchers.PAY_CLICK)
+        if not commands and not force and PUSH_RE.search(low):
+            out.append(matchers.PUSH)
+        if not commands and DEPLOY_RE.search(low):
+            out.append(r"\bdeploy")
     return list(dict.fromkeys(out))
+
+
+_TOOL_ID_RE = re.compile(
+    r"(?<![\w.@/:-])([a-z][a-z0-9]{1,30}(?:__?[a-z0-9]{2,30}){1,4})(?![\w@/-]|\.\w)"
+)
+_SQL_WORD_RE = re.compile(
+    r"(?<![\w])(INSERT|UPDATE|DELETE|DROP|ALTER|TRUNCATE|CREATE|MERGE|DDL|DML)(?![\w])"
+)
+_SQL_CONTEXT_RE = re.compile(
+    r"(?i)\b(?:sql|quer(?:y|ies)|statements?|tables?|schemas?|databases?|db)\b"
+)
+
+
+_CAMEL_ID_RE = re.compile(
+    r"(?<![\w.@/:-])([a-z]{2,20}(?:[A-Z][a-z0-9]{1,20}){1,4})(?![\w@/-]|\.\w)"
+)
+
+
+def _tool_identifiers(text: str) -> list[str]:
+    """Tool names a sentence names (``issue_refund``, ``gmail_send``): snake_case words
+    that are not the tool that asks (``request_approval``), an identifier with digits
+    (``acct_1Stg…``) or a table (``analytics_prod.events``)."""
+    out = []
+    found = [*_TOOL_ID_RE.finditer(text[:600]), *_CAMEL_ID_RE.finditer(text[:600])]
+    for m in found:
+        name = m[1]
+        if DEFAULT_APPROVAL_RE.search(name) or any(c.isdigit() for c in name):
+            continue
+        if name not in out:
+            out.append(name)
+    return out
+
+
+def _sql_kinds(clause: str) -> tuple[str, ...]:
+    """The SQL statements a clause names in capitals (``INSERT/UPDATE/DELETE/DDL``), the
+    way people write SQL in prose; in a clause written all in capitals ("NEVER DELETE
+    FILES") two of them, or one with a word of SQL, are needed."""
+    words = _SQL_WORD_RE.findall(clause)
+    if not words:
+        return ()
+    letters = [w for w in re.findall(r"[^\W\d_]{2,}", clause)]
+    shouting = letters and sum(w.isupper() for w in letters) > 0.6 * len(letters)
+    if shouting and len(set(words)) < 2 and not _SQL_CONTEXT_RE.search(clause):
+        return ()
+    kinds: list[str] = []
+    for w in words:
+        w = w.lower()
+        for k in matchers.SQL_DDL if w == "ddl" else matchers.SQL_DML if w == "dml" else (w,):
+            if k not in kinds:
+                kinds.append(k)
+    return tuple(kinds)
+
+
+_GENERIC_NOUNS = frozenset(
+    ["anything", "something", "everything", "amount", "amounts", "sum", "sums", "value", "total"]
+)
+_BEFORE_VERB_RE = re.compile(
+    r"\b(?:before|prior\s+to)\s+(?:you\s+|we\s+|the\s+agent\s+)?(?:can\s+|may\s+)?"
+    r"([a-z]{3,20}?)(?:ing)?\b",
+    re.IGNORECASE,
+)
+
+
+def _amount(sentence: str) -> tuple[str, float] | None:
+    """The amount limit a sentence states: (the noun it is about, singular; the limit)."""
+    m = AMOUNT_RE.search(sentence[:600])
+    if not m:
+        return None
+    at_least = m["n2"] is not None  # "N or more": N itself is over the limit
+    noun = (m["noun"] or m["noun2"] or "").casefold()
+    if noun in _NOT_NAMES or noun in ("any", "all", "each", "every", "jede", "cualquier"):
+        noun = ""
+    if noun in _GENERIC_NOUNS:
+        # "anything over €50 needs sign-off before you refund it": the action after before
+        after = _BEFORE_VERB_RE.search(sentence[m.end() : 600])
+        noun = after[1].casefold() if after else ""
+    noun = re.sub(r"(?:es|s)$", "", noun) if len(noun) > 4 else noun
+    number = m["n2"] if at_least else m["n"]
+    if re.fullmatch(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?", number):
+        number = number.replace(",", "")  # thousands
+    try:
+        limit = float(number.replace(",", "."))
+    except ValueError:
+        return None
+    return noun, limit - 0.01 if at_least else limit
+
+
+_NOT_DATA_NAMES = _NOT_NAMES | frozenset(
+    [
+        "this",
+        "that",
+        "these",
+        "those",
+        "it",
+        "any",
+        "all",
+        "each",
+        "every",
+        "our",
+        "their",
+        "its",
+        "my",
+        "is",
+        "be",
+        "for",
+        "agents",
+        "agent",
+        "read",
+        "only",
+        "write",
+        "production",
+        "prod",
+        "data",
+        "main",
+        "new",
+        "same",
+        "other",
+        "ist",
+        "es",
+        "est",
+        "é",
+        "und",
+        "y",
+        "et",
+    ]
+)
+_DATA_WORD_RE = re.compile(
+    r"(?i)schemas?|databases?|db|tables?|datasets?|buckets?|esquemas?|tablas?|tabelas?|tabellen?"
+    r"|schémas?|datenbank(?:en)?"
+)
+_DATA_BEFORE_RE = re.compile(
+    r"[`\"']?([A-Za-z_][\w.]{1,62})[`\"']?\s+(?:schemas?|databases?|db|tables?|datasets?|buckets?)\b",
+    re.IGNORECASE,
+)
+_DATA_AFTER_RE = re.compile(
+    r"\b(?:schemas?|databases?|db|tables?|datasets?|buckets?|esquemas?|tablas?|tabelas?"
+    r"|tabellen?|schémas?|datenbank(?:en)?)\s+[`\"']?([A-Za-z_][\w.]{1,62})",
+    re.IGNORECASE,
+)
+_READ_ONLY_NAME_RE = re.compile(
+    r"[`\"']?([A-Za-z_][\w.]{1,62})[`\"']?\s+(?:is|are|ist|sind|es|son|est|sont|é|são)\s+"
+    r"(?:\w+\s+){0,2}?(?:read[\s-]?only|schreibgeschützt|nur\s+lesend|de\s+solo\s+lectura"
+    r"|en\s+lecture\s+seule|somente\s+leitura)",
+    re.IGNORECASE,
+)
+_ONLY_TO_RE = re.compile(
+    r"(?:only|nur|solo|s[oó]lo|únicamente|uniquement|seulement|somente|apenas)\s+"
+    r"(?:to|in|into|nach|in|en|a|dans|em|no|na)\s+[`\"']?([A-Za-z_][\w.]{1,62})",
+    re.IGNORECASE,
+)
+
+
+def _named_data(clause: str, *, with_noun: bool = True) -> list[str]:
+    """Tables and schemas a clause names: next to a word for them ("schema analytics_prod",
+    "the warehouse schema"), said to be read-only, or dotted (``raw.customers``)."""
+    out: list[str] = []
+    patterns = [_READ_ONLY_NAME_RE]
+    if with_noun:
+        patterns += [_DATA_AFTER_RE, _DATA_BEFORE_RE]
+    for pattern in patterns:
+        for m in pattern.finditer(clause[:600]):
+            name = m[1].rstrip(".")
+            if name.casefold() in _NOT_DATA_NAMES or _DATA_WORD_RE.fullmatch(name):
+                continue
+            if name not in out:
+                out.append(name)
+    for name in _data_objects(clause):
+        if name not in out:
+            out.append(name)
+    return out
 
 
 def _forbid(action: str, within: str | None, until: str | None) -> Rule:
@@ -412,8 +715,12 @@ def _prohibitions(
     kube_verbs: list[str],
     read_only: bool,
     until: str | None,
+    context_line: str = "",
+    context_label: str | None = None,
 ) -> list[Rule]:
     out: list[Rule] = []
+    out += _data_writes(clause, low, read_only, until, context_line, context_label)
+    out += _clicks(clause, low, until)
     pushes = bool(PUSH_RE.search(low))
     if pushes:
         branch = _branch(clause, ticked)
@@ -444,12 +751,78 @@ def _prohibitions(
         out.append(_forbid(matchers.MIGRATION, matchers.DB_CALL, until))
     if DATABASE_RE.search(low) and MODIFY_RE.search(low):
         out.append(_forbid(matchers.SQL_WRITE, matchers.DB_CALL, until))
-    if READ_RE.search(low) or MODIFY_RE.search(low):
+    if (READ_RE.search(low) or MODIFY_RE.search(low)) and not read_only:
         for name in _data_objects(clause):
             out.append(_forbid(rf"(?i)\b{re.escape(name)}\b", matchers.DB_CALL, until))
     if MODIFY_RE.search(low):
         out += [("forbidden_write_paths", g) for g in _paths(clause, ticked)]
     return out
+
+
+_WRITE_TO_RE = re.compile(
+    r"(?i:writ\w*|modif\w*|chang\w*|alter\w*|touch\w*|updat\w*)\s+(?:(?i:to|into|in|on)\s+)?"
+    r"[`\"']?([A-Za-z_][\w.]{2,62}?)[`\"']?(?=[\s.,;:!)]|$)"
+)
+
+
+def _data_writes(
+    clause: str,
+    low: str,
+    read_only: bool,
+    until: str | None,
+    context_line: str,
+    context_label: str | None = None,
+) -> list[Rule]:
+    """Writes forbidden to named tables: "schema analytics_prod is READ-ONLY", "no
+    INSERT/UPDATE/DELETE there", "NEVER TRUNCATE or DROP": a SQL statement of those kinds
+    whose target is the table (any table when none is named and the statements are)."""
+    kinds = _sql_kinds(clause)
+    if not (read_only or kinds or MODIFY_RE.search(low)):
+        return []
+    names = _named_data(clause)
+    if not names and THERE_RE.search(low) and context_line:
+        names = _named_data(context_line)
+    if not names and MODIFY_RE.search(low):
+        # "don't write to analytics_prod": an identifier (not a path) after the verb
+        names = [
+            m[1]
+            for m in _WRITE_TO_RE.finditer(clause)
+            if "_" in m[1] and m[1].rsplit(".", 1)[-1].casefold() not in _FILE_ENDINGS
+        ]
+    if not names and read_only and context_label:
+        names = [context_label]  # "analytics_prod: read only until …"
+    if not names:
+        # statements named, no table: those statements anywhere ("NEVER TRUNCATE or DROP")
+        return [_forbid(matchers.sql_statement(kinds), matchers.DB_CALL, until)] if kinds else []
+    return [
+        _forbid(matchers.sql_statement(kinds, target=name), matchers.DB_CALL, until)
+        for name in names
+    ]
+
+
+_BUTTON_RE = re.compile(
+    r"(?:\bon\s+|\bthe\s+|\bauf\s+(?:den\s+)?|\ben\s+(?:el\s+)?)?"
+    r"((?:[A-Z][\w'-]{0,20}\s+){0,3}[A-Z][\w'-]{0,20})\s+(?:button|Button|Schaltfläche|botón|bouton|botão)"
+)
+_SINGLE_QUOTED_RE = re.compile(r"(?<![\w])'([^'\n]{1,40}?)'(?![\w])")
+_CLICK_LABEL_RE = re.compile(
+    r"(?i:click|press|tap|hit)\w*\s+(?:(?i:on)\s+)?(?:(?i:the)\s+)?"
+    r"((?:[A-Z][\w'-]{0,20}\s+){0,2}[A-Z][\w'-]{0,20})(?![\w])"
+)
+_QUOTED_LABEL_RE = re.compile(r"[\"“”„«「『]([^\"“”„«»「」『』\n]{1,60})[\"“”»」』]")
+
+
+def _clicks(clause: str, low: str, until: str | None) -> list[Rule]:
+    """Buttons not to press: a click verb and quoted labels ("never click "Place order"")."""
+    if not CLICK_RE.search(low):
+        return []
+    labels = [m[1].strip() for m in _QUOTED_LABEL_RE.finditer(clause) if m[1].strip()]
+    labels += [m[1].strip() for m in _SINGLE_QUOTED_RE.finditer(clause) if m[1].strip()]
+    if not labels:  # "never click the Place Order button": the capitalised words before it
+        labels = [m[1] for m in _BUTTON_RE.finditer(clause)]
+    if not labels:  # "do not click Pay": the capitalised words after the verb
+        labels = [m[1].strip() for m in _CLICK_LABEL_RE.finditer(clause)]
+    return [_forbid(matchers.click_on(label), matchers.CLICK, until) for label in labels]
 
 
 def _only_rules(
@@ -469,6 +842,16 @@ def _only_rules(
                     until,
                 )
             )
+    if MODIFY_RE.search(low) and not _paths(clause, ticked) and not namespaces:
+        # "write intermediate tables only to scratch_bia": a SQL write elsewhere breaks it
+        for m in _ONLY_TO_RE.finditer(clause):
+            name = m[1].rstrip(".")
+            if name.casefold() in _NOT_DATA_NAMES or "/" in name:
+                continue
+            if DATA_NOUN_RE.search(low) or "_" in name or "." in name:
+                out.append(
+                    _forbid(matchers.sql_statement(outside=name), matchers.sql_statement(), until)
+                )
     for m in _TYPED_ID_RE.finditer(clause):
         typed = matchers.identifier_other_than(m[1])
         if typed:

@@ -16,6 +16,7 @@ releases the rest at the end of a partition's input.
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
@@ -84,6 +85,22 @@ class Reorderer(Generic[T]):
         while self._heap and mark is not None and self._heap[0][0] <= mark:
             out.append(heapq.heappop(self._heap)[3])
         return out
+
+    def discard(self, drop: Callable[[T], bool]) -> int:
+        """Take back the held items ``drop`` selects (the watermark stays where it is);
+        returns how many.
+
+        >>> r: Reorderer[str] = Reorderer(lateness_ns=10)
+        >>> r.push(1, "a"); r.push(2, "b")
+        >>> r.discard(lambda item: item == "a"), r.flush()
+        (1, ['b'])
+        """
+        kept = [entry for entry in self._heap if not drop(entry[3])]
+        dropped = len(self._heap) - len(kept)
+        if dropped:
+            heapq.heapify(kept)
+            self._heap = kept
+        return dropped
 
     def flush(self) -> list[T]:
         """Everything still held, in order (end of input)."""

@@ -34,10 +34,8 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 
-from features.calls.canonical import arguments_value
 from features.calls.step_features import features_of
 from features.calls.tool_view import is_scratch
 from features.text.shell_words import (
@@ -80,7 +78,6 @@ _GIT_VALUE = {
 }
 _HEX_RE = re.compile(r"^[0-9a-fA-F]{7,40}$")
 _EXPANSION_RE = re.compile(r"[$`*?\[{]")
-_EDITOR_COMMANDS = frozenset({"create", "str_replace", "insert", "undo_edit", "write", "edit"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +118,7 @@ def step_writes(step: Step, directory: str | None = None) -> tuple[Write, ...]:
         for write in git_writes(command):
             found.setdefault((write.path, write.op), write)
         deleted.update(_deleted(command))
-    for raw in (*view.writes, *_editor_writes(step, view.commands)):
+    for raw in view.writes:
         path = workspace_path(raw, directory)
         if path is not None:
             op = "delete" if raw in deleted else "edit"
@@ -134,19 +131,6 @@ def step_writes(step: Step, directory: str | None = None) -> tuple[Write, ...]:
                 if path is not None:
                     found.setdefault((path, "edit"), Write(path, "edit"))
     return tuple(found.values())
-
-
-def _editor_writes(step: Step, commands: tuple[str, ...]) -> list[str]:
-    """The path an editor tool (``str_replace_editor``, ``str_replace_based_edit_tool``)
-    writes with a ``command`` that names its edit (``create``, ``str_replace``, ``insert``,
-    ``undo_edit``): the tool view reads that ``command`` as a shell command line and finds
-    no write in it."""
-    if len(commands) != 1 or commands[0] not in _EDITOR_COMMANDS:
-        return []
-    args = arguments_value(step.arguments)
-    if not isinstance(args, Mapping) or args.get("command") != commands[0]:
-        return []
-    return [v for k in ("path", "file_path", "file") if isinstance(v := args.get(k), str)]
 
 
 def workspace_path(path: str, directory: str | None) -> str | None:

@@ -28,10 +28,11 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
+from detectors.agent_baseline.detector import AgentBaseline
 from detectors.base import Detector
 from detectors.registry import DetectorSet
 from detectors.score_series import encode_chunk
@@ -43,6 +44,14 @@ from ingest.formats.otlp_json import decode_otlp_json
 from ingest.formats.otlp_proto import decode_otlp_proto
 from ingest.formats.session_events import decode_event
 from ingest.pipeline import letters
+from ingest.pipeline.adoption import (
+    adopted,
+    adopted_alert,
+    merged,
+    provisional_ids,
+    trace_session,
+)
+from ingest.pipeline.baselines import BaselineStage
 from ingest.pipeline.identity import LINKED, check_identity, merge_sources, parent_of
 from ingest.pipeline.intake import guarded_decode
 from ingest.pipeline.lookups import Lookups, look_up
@@ -50,7 +59,7 @@ from ingest.pipeline.options import PipelineOptions
 from ingest.pipeline.ordering import Ordering
 from ingest.pipeline.probe import Probe
 from ingest.pipeline.rejudge import rejudge, superseded
-from ingest.pipeline.resolution import Resolved
+from ingest.pipeline.resolution import CAUSE_STEP, Resolved
 from ingest.pipeline.sequencing import Sequenced, sequence
 from ingest.pipeline.session import LiveSession, read_stored, restore, updated_info
 from ingest.pipeline.silence import Clocks, marks, next_due, silence_step
@@ -82,6 +91,20 @@ class Released:
     """The alerts raised."""
     touched: list[str]
     """The sessions whose cursor or facts changed, in the order first touched."""
+    adopting: list[str]
+    """The named sessions that placed a step of a trace whose provisional session is
+    live or stored (:mod:`ingest.pipeline.adoption`): to be settled now, adopting it."""
+
+
+def _without(released: Released, gone: set[str]) -> Released:
+    """``released`` without what it placed and raised in the sessions ``gone`` (provisional
+    sessions adopted in the same commit: their steps are stored again in the adopter)."""
+    return replace(
+        released,
+        steps=[step for step in released.steps if step.session_id not in gone],
+        alerts=[alert for alert in released.alerts if alert.session_id not in gone],
+        touched=[session_id for session_id in released.touched if session_id not in gone],
+    )
 
 
 class Pipeline:
@@ -118,6 +141,11 @@ class Pipeline:
             (p for p in self.detectors.prototypes if isinstance(p, WorkspaceConflict)), None
         )
         self._workspaces = WorkspaceStage(judge) if judge is not None else None
+        # the per-agent baseline's cross-session part (ingest.pipeline.baselines)
+        baseline = next(
+            (p for p in self.detectors.prototypes if isinstance(p, AgentBaseline)), None
+        )
+        self._baselines = BaselineStage(baseline) if baseline is not None else None
         self._cross = frozenset(
             p.name for p in self.detectors.prototypes if getattr(p, "cross_session", False)
         )
@@ -330,12 +358,20 @@ class Pipeline:
                 # its detectors saw a step the store does not hold: no roll-forward
                 # could see it again, so the checkpoint must be past it
                 self._sessions[step.session_id].checkpoint_due = True
-            settled = self._settle(unit, released.touched, every_session=checkpoint_all)
+            settled, gone = self._settle(
+                unit, released.touched, released.adopting, every_session=checkpoint_all
+            )
             raised = released.alerts
             if settled:  # the judgement in order replaces what arrival order raised
                 raised = [a for a in raised if a.session_id not in settled]
                 raised += [a for alerts in settled.values() for a in alerts]
+            if gone:  # provisional sessions adopted: what they placed now is the adopter's
+                raised = [a for a in raised if a.session_id not in gone]
+                released = _without(released, gone)
             touched = list(dict.fromkeys([*released.touched, *settled]))
+            if self._baselines is not None:
+                # before the cursors: the checkpoints then hold what it learnt and attached
+                raised = [*raised, *self._baselines.run(unit, self._sessions, touched)]
             if checkpoint_all:
                 behind = (
                     s for s, session in self._sessions.items() if session.upto < session.next_seq
@@ -417,10 +453,10 @@ class Pipeline:
         rows = []
         for session_id in touched:
             home = self._clocks.home(session_id)
-            if home in self._relayed:
+            session = self._sessions.get(session_id)
+            if home in self._relayed and session is not None:
                 lane, partition = self._relayed[home]
-                due = next_due(self._sessions[session_id], self._clocks.bounds)
-                rows.append((lane, session_id, partition, due))
+                rows.append((lane, session_id, partition, next_due(session, self._clocks.bounds)))
         return rows
 
     def _reopen(self, session_id: str, unit: StoreUnit) -> LiveSession | None:
@@ -540,6 +576,10 @@ class Pipeline:
             touched[session_id] = None
             stats.sessions.add(session_id)
             if draft.step.kind in LINKED and parent not in stored and parent not in placed:
+                if parent is not None and draft.step.kind is StepKind.EGRESS:
+                    # its call is another session's (a provisional one): for a re-judgement
+                    # that adopts it to link (ingest.pipeline.adoption)
+                    draft.step = draft.step.with_(detail={**draft.step.detail, CAUSE_STEP: parent})
                 parent = None
             sequenced = sequence(session, draft, step_id, parent, checked=checked)
             placed.update(final.step_id for final, _, _ in sequenced)
@@ -548,28 +588,67 @@ class Pipeline:
         while mark is not None:  # the marks fed after the last draft
             tick(mark[1], mark[2], None)
             mark = next(pending_marks, None)
-        return Released(steps, storable, unstorable, alerts, list(touched))
+        # after placing: a provisional session this release opened is live
+        adopting = self._adopting(unit, resolved)
+        return Released(steps, storable, unstorable, alerts, list(touched), adopting)
+
+    def _adopting(self, unit: StoreUnit, resolved: Sequence[tuple[Draft, str]]) -> list[str]:
+        """The named sessions among ``resolved``'s that place a step of a trace whose
+        provisional session (the trace id: :mod:`ingest.pipeline.adoption`) is live or
+        stored: one query on the sessions' keys, for the traces not live."""
+        wanted: dict[str, str] = {}
+        for draft, session_id in resolved:
+            provisional = trace_session(draft.trace_id)
+            if provisional is not None and provisional != session_id:
+                wanted.setdefault(provisional, session_id)
+        if not wanted:
+            return []
+        live = self._sessions
+        found = {p for p in wanted if p in live}
+        unknown = [p for p in wanted if p not in live]
+        if unknown:
+            found |= unit.known_sessions(unknown)
+        # a named session only: one whose drafts were all duplicates may not be live
+        return list(dict.fromkeys(s for p, s in wanted.items() if p in found and s in live))
 
     def _settle(
-        self, unit: StoreUnit, touched: Sequence[str], *, every_session: bool
-    ) -> dict[str, list[Alert]]:
+        self,
+        unit: StoreUnit,
+        touched: Sequence[str],
+        adopting: Sequence[str],
+        *,
+        every_session: bool,
+    ) -> tuple[dict[str, list[Alert]], set[str]]:
         """Judge again, in event-time order, each unsettled session that settles now
         (:mod:`ingest.pipeline.rejudge`): one ``touched`` whose end is placed, one idle for
         ``settings.settle_idle_ms`` of event time, or (``every_session``: the input ends)
-        every live one. Its steps are stored again at their new places, the alerts it
-        raised before and no longer raises are marked superseded, those it raises again
-        are restated; returns, per session settled, the alerts it raises that are not
-        stored yet (the caller stores and delivers them)."""
+        every live one; and each of ``adopting``, with the steps of its traces' provisional
+        sessions (:mod:`ingest.pipeline.adoption`), which every settle adopts. Its steps
+        are stored again at their new places, the alerts it raised before and no longer
+        raises are marked superseded, those it raises again are restated; returns, per
+        session settled, the alerts it raises that are not stored yet (the caller stores
+        and delivers them), and the provisional sessions adopted (deleted: the caller
+        writes nothing more of them)."""
         due = [s for s in touched if (live := self._sessions[s]).unsettled and live.info.ended_ts]
         if every_session:
             due += [s for s, live in self._sessions.items() if live.unsettled]
         else:
             due += self._idle_unsettled()
+        # the adopters first: a provisional session they take is not judged on its own
+        due = [*adopting, *due]
         out: dict[str, list[Alert]] = {}
+        gone: set[str] = set()
         for session_id in dict.fromkeys(due):
+            if session_id in gone:
+                continue
             previous = self._sessions[session_id]
+            own = unit.steps(session_id)
+            taken = self._adopt(unit, session_id, own)
+            for provisional in taken:  # settled on its own before: its alerts are adopted
+                gone.add(provisional)
+                out.pop(provisional, None)
             again = rejudge(
-                unit.steps(session_id),
+                merged(own, [step for steps in taken.values() for step in steps]),
                 previous,
                 self.detectors,
                 self.settings,
@@ -594,7 +673,39 @@ class Pipeline:
             out[session_id] = [a for i, a in raised.items() if i not in stored]
             self.stats.rejudged += 1
             self.stats.rejudged_steps += len(again.steps)
-        return out
+        return out, gone
+
+    def _adopt(
+        self, unit: StoreUnit, session_id: str, own: Sequence[Step]
+    ) -> dict[str, list[Step]]:
+        """Take the provisional sessions of ``session_id``'s traces (read from ``own``, its
+        stored steps) that are stored: per provisional session, its steps as
+        ``session_id``'s (:func:`~ingest.pipeline.adoption.adopted`). Each is deleted from
+        the store and from memory, its alerts marked superseded (kept, with their actions)."""
+        candidates = provisional_ids(own, session_id)
+        if not candidates:
+            return {}
+        # the live ones too: one this commit opened has no row until the commit's end
+        found = unit.known_sessions(candidates) | {c for c in candidates if c in self._sessions}
+        taken: dict[str, list[Step]] = {}
+        for provisional in sorted(found):
+            taken[provisional] = adopted(unit.steps(provisional), provisional, session_id)
+            unit.restate_alerts(
+                [
+                    adopted_alert(alert, session_id)
+                    for alert in unit.alerts([provisional])  # the standing ones
+                ]
+            )
+            unit.drop_session(provisional)
+            self._sessions.pop(provisional, None)
+            home = self._clocks.home(provisional)
+            if home in self._relayed:  # watched for silence: watched no more
+                lane, partition = self._relayed[home]
+                unit.watch_silences([(lane, provisional, partition, None)])
+            self._clocks.forget_session(provisional)
+            self.stats.sessions.discard(provisional)  # what was seen: one session, not two
+            self.stats.adopted += 1
+        return taken
 
     def _idle_unsettled(self) -> list[str]:
         """The live unsettled sessions whose last step is ``settle_idle_ms`` or more of event

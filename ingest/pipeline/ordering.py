@@ -28,6 +28,7 @@ from ingest.decoded import Draft, SpanRecord
 from ingest.pipeline.agent_roles import MAIN, UNDECIDED, agent_role, settled_role
 from ingest.pipeline.event_order import tie_key
 from ingest.pipeline.intake import make_storable
+from ingest.pipeline.nested_models import NestedModels
 from ingest.pipeline.options import PipelineOptions
 from ingest.pipeline.resolution import Resolved, resolve
 from ingest.pipeline.stats import Stats
@@ -73,6 +74,7 @@ class Ordering:
         self._partitions: dict[str, Reorderer[Draft]] = {}
         self._traces = TraceIndex(max_traces=options.max_traces)
         self._code = CodeMemory()
+        self._nested = NestedModels()
         self._ready: list[Draft] = []
         self._held: dict[str, list[_Held]] = {}
         """Per partition, the agent spans held until their role is decided."""
@@ -114,9 +116,28 @@ class Ordering:
             held=held,
             restated=True,
         )
+        nested = self._nested.read(batch, self._traces)
+        if nested:
+            drafts = [d for d in drafts if d.span_id not in nested.here]
+            self._take_back(nested.before)
         self.add_drafts(drafts, partition=partition, position=position)
         for other in changed - {partition}:
             self._release(other)
+
+    def _take_back(self, spans: set[tuple[str, str]]) -> None:
+        """Drop the drafts of ``spans`` (trace id, span id) still held or released and not
+        yet taken (:mod:`ingest.pipeline.nested_models`)."""
+        if not spans:
+            return
+
+        def covered(draft: Draft) -> bool:
+            return (draft.trace_id or "", draft.span_id or "") in spans
+
+        for reorderer in self._partitions.values():
+            self.stats.drafts_nested += reorderer.discard(covered)
+        kept = [draft for draft in self._ready if not covered(draft)]
+        self.stats.drafts_nested += len(self._ready) - len(kept)
+        self._ready = kept
 
     def _role(self, span: SpanRecord) -> str | None:
         tree = self._traces.tree(span.trace_id)

@@ -36,7 +36,7 @@ from ingest.decoded import Draft
 from ingest.formats.step_lines import DERIVED_DETAIL
 from ingest.pipeline.event_order import order_key
 from ingest.pipeline.options import PipelineOptions
-from ingest.pipeline.resolution import CAUSE_SPAN
+from ingest.pipeline.resolution import CAUSE_SPAN, CAUSE_STEP
 from ingest.pipeline.sequencing import sequence
 from ingest.pipeline.session import LiveSession, Stored, restore
 from models.records import UNSEQUENCED, Alert, SessionInfo, Step, StepKind
@@ -81,19 +81,26 @@ def in_event_order(stored: Sequence[Step]) -> list[Step]:
 
 def _linked(step: Step, ids: AbstractSet[str], calls: Mapping[str, str]) -> Step:
     """A step whose parent was not a step when it was released, linked as a release in
-    order links it: a tool result to its call, an egress step to the tool call of the span
-    it was caused in (``detail.cause_span``), when the session has it."""
+    order links it: a tool result to its call, an egress step to the tool call it was
+    caused by (``detail.cause_step``) or of the span it was caused in
+    (``detail.cause_span``), when the session has it."""
     if step.parent_step_id is not None:
         return step
     if step.kind == _TOOL_RESULT and step.call_id:
         call = f"{step.session_id}/tool_call/{step.call_id}"
         return step.with_(parent_step_id=call) if call in ids else step
-    cause = step.detail.get(CAUSE_SPAN) if step.kind == _EGRESS else None
-    call = calls.get(cause) if isinstance(cause, str) else None
-    if call is None:
+    if step.kind != _EGRESS:
+        return step
+    known = step.detail.get(CAUSE_STEP)
+    if isinstance(known, str) and known in ids:
+        detail = {key: value for key, value in step.detail.items() if key != CAUSE_STEP}
+        return step.with_(parent_step_id=known, detail=detail)
+    cause = step.detail.get(CAUSE_SPAN)
+    spanned = calls.get(cause) if isinstance(cause, str) else None
+    if spanned is None:
         return step
     detail = {key: value for key, value in step.detail.items() if key != CAUSE_SPAN}
-    return step.with_(parent_step_id=call, detail=detail)
+    return step.with_(parent_step_id=spanned, detail=detail)
 
 
 def rejudge(

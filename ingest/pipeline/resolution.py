@@ -61,3 +61,10 @@ def session_of(draft: Draft, traces: TraceIndex) -> str:
     return clean_id(
         draft.session_hint or traces.session_of(draft.trace_id) or draft.trace_id or "unknown"
     )
+
+
+CAUSE_STEP = "cause_step"
+"""``detail`` key of an egress step whose cause was found in the span tree but was not a
+step of its session when it was released (the tool call was placed in another session:
+a provisional one, :mod:`ingest.pipeline.adoption`): the step id the cause would have. A
+re-judgement links the step to it, and drops the key, when the session holds it."""

@@ -27,11 +27,14 @@ class Stats:
     """Drafts decoded from the input. Once released, each is exactly one of: a step placed
     in its session (``drafts_stepped``), a duplicate of a step stored or placed before
     (``drafts_duplicate``), or a dead letter because a value fits no column
-    (``drafts_unstorable``). A placed step is stored unless the store refuses it, a last
-    resort counted in ``store_rejected`` (and dead-lettered too)."""
+    (``drafts_unstorable``); a draft taken back before its release, a model span's whose
+    model parent came later (``drafts_nested``, :mod:`ingest.pipeline.nested_models`), is
+    never released. A placed step is stored unless the store refuses it, a last resort
+    counted in ``store_rejected`` (and dead-lettered too)."""
     drafts_stepped: int = 0
     drafts_duplicate: int = 0
     drafts_unstorable: int = 0
+    drafts_nested: int = 0
     unstorable: int = 0
     """Records dead-lettered because a value fits no column (drafts, steps, alerts,
     session facts); see :mod:`models.storable`."""
@@ -42,3 +45,6 @@ class Stats:
     (:mod:`ingest.pipeline.rejudge`), counted once per settling."""
     rejudged_steps: int = 0
     """The steps those re-judgements placed and judged again: their cost."""
+    adopted: int = 0
+    """Provisional sessions (a trace's steps released before their session was known)
+    whose steps a named session adopted (:mod:`ingest.pipeline.adoption`)."""

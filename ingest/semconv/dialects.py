@@ -62,7 +62,19 @@ OpenTelemetry SDK):
 - **LlamaIndex** through OpenInference (read at openinference-instrumentation-llama-index
   4.6.1): every dispatcher span of an LLM instance is an ``LLM`` span, named
   ``<Class>.<method>``; ``…._prepare_chat_with_tools`` (the message assembly before each
-  ``chat``/``astream_chat``: no tokens, no output) is no model call.
+  ``chat``/``astream_chat``: no tokens, no output) is no model call. Recorded from the
+  running packages (llama-index-core 0.14.25, ``fixtures/frameworks/``): the agent's run is
+  the trace's root ``CHAIN`` span ``<Agent>.run`` (``FunctionAgent.run``; its input holds
+  the workflow's state, not the task), restated as ``invoke_agent``; a ``FunctionTool`` span's
+  output is the ``ToolOutput`` as JSON (``blocks``, ``tool_name``, ``raw_input``,
+  ``raw_output``, ``is_error``): its result is ``raw_output``, and ``is_error`` fails it.
+- **LangChain/LangGraph** through OpenInference (recorded at
+  openinference-instrumentation-langchain 0.1.80, langgraph 1.2.24): the graph is the
+  trace's root ``CHAIN`` span (metadata ``ls_integration: langgraph``), restated as
+  ``invoke_agent``: the run (each execution of a node named ``agent`` is an ``AGENT`` span
+  under it); a ``TOOL`` span's output is the ``ToolMessage`` as ``{"type": "tool", "data":
+  {...}}``: its content is the result, its ``tool_call_id`` the call id, ``status:
+  "error"`` fails it.
 - **Claude Code**'s own spans (scope ``com.anthropic.claude_code.tracing``, behind
   ``CLAUDE_CODE_ENHANCED_TELEMETRY_BETA``): ``claude_code.interaction`` (one user turn,
   ``user_prompt``), ``claude_code.llm_request`` (``model``, ``input_tokens``,
@@ -152,6 +164,11 @@ _LLAMA_INDEX_NOT_CALLS = ("._prepare_chat_with_tools",)
 """LlamaIndex LLM methods that call no model: ``FunctionCallingLLM._prepare_chat_with_tools``
 (abstract, so its dispatcher wraps every implementation in a span, ``<Class>.<method>``)
 assembles the messages and tools the next ``chat``/``astream_chat`` sends."""
+_OI_LANGCHAIN = "openinference.instrumentation.langchain"
+_OI_LLAMA_INDEX = "openinference.instrumentation.llama_index"
+_OPENINFERENCE_DIALECTS = frozenset({_OI_LANGCHAIN, _OI_LLAMA_INDEX})
+"""OpenInference instrumentation scopes whose spans say something :mod:`spans` does not
+read as they are (see the module docstring): their run, their tools' outputs."""
 _CLAUDE_CODE = "claude_code."
 """The prefix of Claude Code's span names (scope ``com.anthropic.claude_code.tracing``)."""
 
@@ -180,6 +197,7 @@ def to_genai(span: SpanRecord) -> SpanRecord:
         and name not in _MARKED_NAMES
         and not name.startswith(("Function: ", _CLAUDE_CODE))
         and not name.endswith(_LLAMA_INDEX_NOT_CALLS)
+        and span.scope not in _OPENINFERENCE_DIALECTS
         and not any(event.name in _CONTENT_EVENTS for event in span.events)
     ):
         return span
@@ -191,6 +209,7 @@ def to_genai(span: SpanRecord) -> SpanRecord:
     failed = _genai_events(span, attrs, out)
     failed |= _openllmetry(span, attrs, out)
     failed |= _langsmith(span, attrs, out)
+    failed |= _openinference(span, attrs, out)
     _vercel(span, attrs, out)
     _pydantic_ai(span, attrs, out)
     _adk(span, attrs, out)
@@ -216,6 +235,7 @@ def restate(spans: Iterable[SpanRecord]) -> list[SpanRecord]:
     batch = [to_genai(span) for span in spans]
     batch = _lift_run_inputs(batch)
     batch = _named_runs(batch)
+    batch = _langgraph_tool_arguments(batch)
     outcomes: dict[str, str] = {}
     for span in batch:
         if span.name == "claude_code.tool.execution" and span.parent_span_id:
@@ -263,6 +283,7 @@ def _named_runs(batch: list[SpanRecord]) -> list[SpanRecord]:
     trace root (``OpenInferenceTracingProcessor.on_trace_start``: named after the
     workflow, ``Agent workflow``) runs the agent its first agent span names."""
     named: dict[str, tuple[int, str]] = {}
+    by_id = {span.span_id: span for span in batch}
     for span in batch:
         name = span.attributes.get("agent.name")
         if (
@@ -271,9 +292,10 @@ def _named_runs(batch: list[SpanRecord]) -> list[SpanRecord]:
             and name
             and span.attributes.get("openinference.span.kind") == "AGENT"
         ):
-            first = named.get(span.parent_span_id)
+            runner = _agent_ancestor(span, by_id)
+            first = named.get(runner)
             if first is None or span.start_ns < first[0]:
-                named[span.parent_span_id] = (span.start_ns, name)
+                named[runner] = (span.start_ns, name)
     if not named:
         return batch
     out = []
@@ -289,6 +311,64 @@ def _named_runs(batch: list[SpanRecord]) -> list[SpanRecord]:
             span = dataclasses.replace(span, attributes={**attrs, "agent.name": given[1]})
         out.append(span)
     return out
+
+
+def _langgraph_tool_arguments(batch: list[SpanRecord]) -> list[SpanRecord]:
+    """The batch with each LangChain ``TOOL`` span (OpenInference) whose input is not the
+    arguments' object given the ``args`` of the tool call its parent LangGraph ``tools``
+    task was sent (``input.value``: ``{"tool_call": {"name", "args", "id"}, ...}``):
+    LangChain logs a tool of one text argument as that text alone (``"Lisbon"``, not
+    ``{"city": "Lisbon"}``). A parent in another batch leaves the bare text."""
+    tools = [
+        span
+        for span in batch
+        if span.scope == _OI_LANGCHAIN
+        and span.parent_span_id
+        and span.attributes.get("openinference.span.kind") == "TOOL"
+        and "gen_ai.tool.call.arguments" not in span.attributes
+        and not isinstance(json_value(span.attributes.get("input.value")), Mapping)
+    ]
+    if not tools:
+        return batch
+    by_id = {span.span_id: span for span in batch}
+    given: dict[str, Any] = {}
+    for span in tools:
+        parent = by_id.get(span.parent_span_id or "")
+        sent = json_value(parent.attributes.get("input.value")) if parent else None
+        call = sent.get("tool_call") if isinstance(sent, Mapping) else None
+        if (
+            isinstance(call, Mapping)
+            and call.get("name") == span.attributes.get("tool.name", span.name)
+            and isinstance(call.get("args"), Mapping)
+        ):
+            given[span.span_id] = call["args"]
+    return [
+        dataclasses.replace(
+            span, attributes={**span.attributes, "gen_ai.tool.call.arguments": given[span.span_id]}
+        )
+        if span.span_id in given
+        else span
+        for span in batch
+    ]
+
+
+def _agent_ancestor(span: SpanRecord, by_id: Mapping[str, SpanRecord]) -> str:
+    """The id of ``span``'s nearest ``AGENT`` ancestor in the batch, climbing through the
+    ``CHAIN`` spans between (the Agents SDK 0.20 puts a ``CHAIN`` task span between the
+    trace's root and its agent), never through a tool (an agent under a tool is a delegated
+    run); its parent's id when there is no such ancestor in the batch."""
+    parent = span.parent_span_id or ""
+    current = by_id.get(parent)
+    for _ in range(64):  # a bound on a cyclic or deep tree
+        if current is None:
+            return parent
+        kind = current.attributes.get("openinference.span.kind")
+        if kind == "AGENT":
+            return current.span_id
+        if kind != "CHAIN":
+            return parent
+        current = by_id.get(current.parent_span_id or "")
+    return parent
 
 
 def _failed(span: SpanRecord, error: str) -> SpanRecord:
@@ -441,6 +521,44 @@ def _langsmith(span: SpanRecord, attrs: Mapping[str, Any], out: dict[str, Any]) 
         # LangSmith names a prompt-template run's operation ``chat``: it calls no model
         out["gen_ai.operation.name"] = "prompt"
     return False
+
+
+def _openinference(span: SpanRecord, attrs: Mapping[str, Any], out: dict[str, Any]) -> bool:
+    """LangChain/LangGraph's and LlamaIndex's OpenInference spans: the root run, the tools'
+    outputs (module docstring). True when a tool's output says it failed."""
+    if span.scope not in _OPENINFERENCE_DIALECTS:
+        return False
+    kind = attrs.get("openinference.span.kind")
+    if kind == "CHAIN" and span.parent_span_id is None and _is_run(span, attrs):
+        _operation(out, attrs, "invoke_agent")
+        return False
+    if kind != "TOOL":
+        return False
+    output = json_value(attrs.get("output.value"))
+    if span.scope == _OI_LANGCHAIN:
+        result, call_id, failed = _tool_output(output)
+        if result is not output:
+            _put(out, attrs, "gen_ai.tool.call.result", result)
+            _put(out, attrs, "gen_ai.tool.call.id", call_id)
+        return failed
+    if isinstance(output, Mapping) and {"tool_name", "raw_output"} <= output.keys():
+        raw = output["raw_output"]
+        _put(out, attrs, "gen_ai.tool.call.result", raw if isinstance(raw, str) else _json(raw))
+        return output.get("is_error") is True
+    return False
+
+
+def _is_run(span: SpanRecord, attrs: Mapping[str, Any]) -> bool:
+    """A root CHAIN span that is the agent's run: LangGraph's graph, LlamaIndex's
+    ``<Agent>.run`` (the callers check the kind and the root)."""
+    if span.scope == _OI_LLAMA_INDEX:
+        return span.name.endswith(".run")
+    metadata = json_value(attrs.get("metadata"))
+    return isinstance(metadata, Mapping) and metadata.get("ls_integration") == "langgraph"
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, default=str, ensure_ascii=False)
 
 
 def _vercel(span: SpanRecord, attrs: Mapping[str, Any], out: dict[str, Any]) -> None:
@@ -795,6 +913,15 @@ def _langchain_message(value: Any) -> tuple[str, Mapping[str, Any]] | None:
         and "role" not in value
     ):
         return _LANGCHAIN_ROLES[kind], value
+    data = value.get("data")  # messages_to_dict: {"type": "tool", "data": {content, ...}}
+    if (
+        isinstance(kind, str)
+        and kind in _LANGCHAIN_ROLES
+        and isinstance(data, Mapping)
+        and "content" in data
+        and set(value) == {"type", "data"}
+    ):
+        return _LANGCHAIN_ROLES[kind], data
     return None
 
 

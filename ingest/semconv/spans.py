@@ -104,6 +104,10 @@ SESSION_ATTRIBUTES = (
     "langsmith.metadata.conversation_id",
     "ai.telemetry.metadata.sessionId",
     "traceloop.association.properties.session_id",
+    # OpenLLMetry's copy of LangGraph's thread id on every span: the session the root span
+    # names as gen_ai.conversation.id (recorded at 0.62.4), but that span ends last, so the
+    # others must name it themselves (or a live run splits: fixtures/frameworks/)
+    "traceloop.association.properties.thread_id",
 )
 
 
@@ -418,9 +422,10 @@ def _tool_arguments(attrs: Mapping[str, Any]) -> Any:
     )
     value = json_value(raw)
     # OpenInference's smolagents instrumentor wraps calls as
-    # {"args": [...], "kwargs": {...}, "sanitize_inputs_outputs": ...}: unwrap it
-    # so the same call looks the same whichever instrumentor recorded it.
-    if isinstance(value, Mapping) and "kwargs" in value and "args" in value:
+    # {"args": [...], "kwargs": {...}, "sanitize_inputs_outputs": ...}, its LlamaIndex one
+    # as {"kwargs": {...}} (recorded at 4.6.1): unwrap it so the same call looks the same
+    # whichever instrumentor recorded it.
+    if isinstance(value, Mapping) and "kwargs" in value and ("args" in value or len(value) == 1):
         kwargs = value.get("kwargs")
         args = value.get("args") or []
         items = kwargs.items() if isinstance(kwargs, Mapping) else ()

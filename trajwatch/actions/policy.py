@@ -8,17 +8,19 @@ when an action at least as strong (notify < resume < rollback < kill) fired in t
 session less than ``cooldown_ns`` of event time before; a stronger one always goes through.
 Shadow mode, globally or per agent, records the decision without sending it.
 
-Kill discipline (:func:`corroborated`): a kill or rollback a detector *recommends* fires only
-with evidence that holds beyond one rule — a second, independent signal in the same session
-that judged the harm serious itself (an earlier ``critical`` alert of another
+Kill discipline (:func:`corroborated`): a kill or rollback a detector *recommends* fires
+only with evidence that holds beyond one rule — a second, independent signal in the same
+session that judged the harm serious itself (an earlier ``critical`` alert of another
 :data:`SIGNAL_GROUPS` family), or the detector on the operator's confirmed list
-(``[actions] confirmed_kills``). Otherwise it is withheld and the alert notifies; when an
-independent signal (``warn`` or above) comes later, that alert carries the withheld action.
-An :data:`ADVISORY` detector is never the second signal. Measured on every labelled set
-(``trajwatch eval``): with a ``warn`` enough as the earlier signal and premature completion
-counted, 1 healthy run in 33 and 3 in 27 of two blind sets were stopped; as now, none of the
-blind or tuned sets' healthy runs is. A rule the operator wrote with an explicit action is a confirmed rule and is not
-gated. ``corroborate = false`` turns the discipline off.
+(``[actions] confirmed_kills``). Otherwise it is withheld and the alert notifies; when
+an independent signal (``warn`` or above) comes later, that alert carries the withheld
+action. An :data:`ADVISORY` detector is never the second signal; a :data:`CORROBORATING`
+one (the per-agent baseline) is one like any other, and never stops a run itself.
+Measured on every labelled set (``trajwatch eval``): with a ``warn`` enough as the
+earlier signal and premature completion counted, 1 healthy run in 33 and 3 in 27 of two
+blind sets were stopped; as now, none of the blind or tuned sets' healthy runs is. A
+rule the operator wrote with an explicit action is a confirmed rule and is not gated.
+``corroborate = false`` turns the discipline off.
 
 A rollback names the last clean checkpoint before the alert's onset (the detector's own
 ``checkpoint_id`` when it gave one) and its workspace commit; with no checkpoint before the
@@ -290,6 +292,19 @@ and a workspace conflict judges two runs' overlap, not either one's trajectory. 
 them witnesses that another detector's stop is right."""
 
 
+CORROBORATING = frozenset({"agent_baseline"})
+"""Second opinions: detectors that never stop a run on their own - a stop one of them
+recommends, or an operator's rule or confirmed list gives it, is turned into a
+notification - but whose ``warn`` corroborates another family's stop as any independent
+warning does: it carries a stop withheld earlier in the session. ``agent_baseline``
+judges a session against its agent's own history (a learned baseline,
+:mod:`detectors.agent_baseline`): it says the run is unlike this agent, not what harm it
+does, so it can confirm another detector's verdict but never be one. Its *earlier*
+warning does not let a later ``critical`` fire at once (only a ``critical`` does): counted
+so, it stopped 2 healthy runs in 27 of the blind longrun set and no more failing runs
+than without (``docs/detectors/agent_baseline.md``)."""
+
+
 def signal_group(detector: str) -> str:
     return SIGNAL_GROUPS.get(detector, detector)
 
@@ -379,6 +394,9 @@ def plan(
         mode = "shadow" if policy.is_shadow(agent) else "enforce"
         before = seen[alert.session_id]
         target = alert
+        if action in STOPS and alert.detector in CORROBORATING:
+            action = Action.NOTIFY
+            why += f"; {alert.detector} is a second opinion: it never stops a run on its own"
         if action is not None and policy.corroborate and not confirmed:
             action, why, carried = corroborated(alert, action, why, before, policy)
             if carried is not None:

@@ -12,9 +12,8 @@ the checkpoints it wrote: the thread is as it was before the run). A notify does
 **Which thread.** The alert's session *is* the LangGraph thread: LangGraph copies
 ``configurable.thread_id`` into every run's metadata, LangSmith's OTel export writes it
 as ``langsmith.metadata.thread_id`` and OpenLLMetry as
-``traceloop.association.properties.thread_id``; trajwatch reads the first as the session
-(``ingest.semconv.spans.SESSION_ATTRIBUTES``; for the second set
-``TRAJWATCH_SESSION_ATTRIBUTE=traceloop.association.properties.thread_id``).
+``traceloop.association.properties.thread_id``; trajwatch reads both as the session
+(``ingest.semconv.spans.SESSION_ATTRIBUTES``).
 
 **Which run.** An alert names a session, not a run, so every active run of the thread is
 cancelled: ``runs.list(thread, status=...)``, the pending ones first (else cancelling the

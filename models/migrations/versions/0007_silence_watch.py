@@ -1,7 +1,7 @@
 """The sessions a Kafka worker watches for silence.
 
 Revision ID: 0007
-Revises: 0006
+Revises: 0008
 Create Date: 2026-12-07
 
 Adds ``silence_watch`` (one row per repartition partition and session whose next silence
@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0007"
-down_revision: str | Sequence[str] | None = "0006"
+down_revision: str | Sequence[str] | None = "0008"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -75,3 +75,37 @@ def test_shell_write_screen_skips_only_segments_that_cannot_write(
     monkeypatch.setattr(tool_view_module, "_WRITER_WORD", re.compile(""))  # tokenise all
     assert screened == [tool_view_module._shell_writes(c) for c in commands]
     assert sum(map(bool, screened)) > 1_000
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "writes", "commands"),
+    [
+        # OpenHands' editor and Anthropic's text editor tool name their operation in
+        # ``command``: it is no shell command line, and only the edits write
+        (
+            "str_replace_editor",
+            {"command": "create", "path": "/w/NOTES.md", "file_text": "x"},
+            ("/w/NOTES.md",),
+            (),
+        ),
+        ("str_replace_editor", {"command": "view", "path": "/w/app.py"}, (), ()),
+        (
+            "str_replace_based_edit_tool",
+            {"command": "str_replace", "path": "/w/a.py", "old_str": "rm -rf /", "new_str": "b"},
+            ("/w/a.py",),
+            (),
+        ),
+        # a shell tool's ``command`` is a command line, a path beside it or not
+        ("bash", {"command": "ls", "path": "/w"}, (), ("ls",)),
+        ("execute", {"command": "rm -rf build", "cwd": "/w"}, ("build",), ("rm -rf build",)),
+    ],
+)
+def test_an_editor_s_command_names_its_operation_not_a_shell_line(
+    tool: str, arguments: dict[str, str], writes: tuple[str, ...], commands: tuple[str, ...]
+) -> None:
+    call, _ = Session().tool(tool, arguments)
+    view = tool_view(call)
+    assert view is not None
+    assert view.commands == commands
+    assert view.writes == writes
+    assert "rm -rf /" not in view.text  # an edit's content is not what the call runs

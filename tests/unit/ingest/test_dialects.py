@@ -13,6 +13,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -27,10 +28,10 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 
-from ingest.decoded import Draft, SpanRecord
+from ingest.decoded import STATUS_ERROR, Draft, SpanRecord
 from ingest.formats.otlp_json import to_otlp_json
 from ingest.formats.otlp_proto import decode_otlp_proto
-from ingest.semconv.dialects import to_genai
+from ingest.semconv.dialects import restate, to_genai
 from ingest.semconv.spans import spans_to_drafts
 from models.store import Store
 from tests.support.paths import ROOT
@@ -643,3 +644,95 @@ def test_any_dialect_attributes_map_to_steps_without_raising(
     assert {k: respelled.attributes[k] for k in attributes} == attributes  # nothing overwritten
     for draft in spans_to_drafts([span]):
         assert draft.step.kind in ("start", "end", "model_call", "tool_call", "tool_result")
+
+
+# -- shapes recorded from the running packages (fixtures/frameworks/) --------------------
+
+
+def _oi(
+    span_id: str,
+    parent: str | None,
+    kind: str,
+    start: int = 0,
+    scope: str = "openai_agents",
+    **attrs: Any,
+) -> SpanRecord:
+    """An OpenInference span of ``openinference.instrumentation.<scope>``."""
+    return SpanRecord(
+        trace_id="t",
+        span_id=span_id,
+        parent_span_id=parent,
+        name=span_id,
+        kind=1,
+        start_ns=start,
+        end_ns=100 - start,
+        attributes={"openinference.span.kind": kind, **attrs},
+        scope=f"openinference.instrumentation.{scope}",
+    )
+
+
+def test_agents_sdk_root_is_named_through_chain_spans_never_through_a_tool() -> None:
+    """The Agents SDK 0.20 puts a CHAIN task span between the trace's root AGENT span and
+    the agent's: the root still runs the agent it names; an agent a tool delegated to,
+    though it started first, does not name it."""
+    spans = [
+        _oi("root", None, "AGENT", 0),
+        _oi("tool", "root", "TOOL", 1),
+        _oi("helper", "tool", "AGENT", 2, **{"agent.name": "Helper"}),
+        _oi("task", "root", "CHAIN", 3),
+        _oi("agent", "task", "AGENT", 4, **{"agent.name": "Planner"}),
+    ]
+    by_id = {s.span_id: s for s in restate(spans)}
+    assert by_id["root"].attributes["agent.name"] == "Planner"
+    assert by_id["task"].attributes.get("agent.name") is None
+
+
+def _langchain(span_id: str, parent: str | None, kind: str, **attrs: Any) -> SpanRecord:
+    return _oi(span_id, parent, kind, scope="langchain", **attrs)
+
+
+def test_langgraph_through_openinference_graph_tools_and_tool_messages() -> None:
+    """openinference-instrumentation-langchain 0.1.80 on LangGraph: the root graph CHAIN is
+    the run; a tool's ToolMessage output ``{"type": "tool", "data": ...}`` gives the result,
+    the call id and the failure; a one-text-argument tool's arguments come from the call
+    its parent ``tools`` task was sent. A root chain of plain LangChain is no run."""
+    message = {"content": "boom", "tool_call_id": "call_7", "status": "error", "type": "tool"}
+    call = {"name": "run_tests", "args": {"path": "t.py"}, "id": "call_7"}
+    spans = [
+        _langchain("graph", None, "CHAIN", metadata='{"ls_integration": "langgraph"}'),
+        _langchain("tools", "graph", "CHAIN", **{"input.value": json.dumps({"tool_call": call})}),
+        _langchain(
+            "run_tests",
+            "tools",
+            "TOOL",
+            **{
+                "input.value": "t.py",
+                "tool.name": "run_tests",
+                "output.value": json.dumps({"type": "tool", "data": message}),
+            },
+        ),
+    ]
+    by_id = {s.span_id: s for s in restate(spans)}
+    assert by_id["graph"].attributes["gen_ai.operation.name"] == "invoke_agent"
+    assert "gen_ai.operation.name" not in by_id["tools"].attributes
+    tool = by_id["run_tests"]
+    assert tool.attributes["gen_ai.tool.call.arguments"] == {"path": "t.py"}
+    assert tool.attributes["gen_ai.tool.call.result"] == "boom"
+    assert tool.attributes["gen_ai.tool.call.id"] == "call_7"
+    assert tool.status_code == STATUS_ERROR
+    plain = restate([_langchain("chain", None, "CHAIN", metadata='{"ls_run_depth": 0}')])
+    assert "gen_ai.operation.name" not in plain[0].attributes
+
+
+def test_llama_index_through_openinference_run_and_tool_output() -> None:
+    """openinference-instrumentation-llama-index 4.6.1 (llama-index-core 0.14.25): the root
+    ``<Agent>.run`` CHAIN is the run; a FunctionTool's ToolOutput gives ``raw_output``, and
+    ``is_error`` fails the call."""
+    output = {"blocks": [{"text": "no"}], "tool_name": "f", "raw_output": "no", "is_error": True}
+    run = replace(_oi("r", None, "CHAIN", scope="llama_index"), name="FunctionAgent.run")
+    tool = _oi("x", "r", "TOOL", 1, "llama_index", **{"output.value": json.dumps(output)})
+    tool = replace(tool, name="FunctionTool.acall")
+    by_id = {s.span_id: s for s in restate([run, tool])}
+    assert by_id["r"].attributes["gen_ai.operation.name"] == "invoke_agent"
+    assert by_id["x"].attributes["gen_ai.tool.call.result"] == "no"
+    assert by_id["x"].status_code == STATUS_ERROR

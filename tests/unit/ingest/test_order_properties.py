@@ -12,6 +12,7 @@ from __future__ import annotations
 import gzip
 import random
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -34,6 +35,7 @@ VARIED = [  # compactions, loops, an OpenInference research run, a prompt inject
     for path in sorted((ROOT / "fixtures/recorded").glob(f"{run}-*.otlp.jsonl.gz"))
 ]
 LATENESS_MS = 10_000
+T = TypeVar("T")
 _SPANS: dict[Path, list[SpanRecord]] = {}
 
 
@@ -52,6 +54,12 @@ def spans_of(path: Path) -> list[SpanRecord]:
 def run(tmp: Path, name: str, deliveries: list[tuple[str, list[SpanRecord]]]) -> tuple:
     """Stored (session, seq, step id, kind) and alert ids after ``deliveries``
     (partition, spans) in order, a commit after each, then close."""
+    return settled(tmp, name, [(p, Decoded(spans=list(spans))) for p, spans in deliveries])
+
+
+def settled(tmp: Path, name: str, deliveries: list[tuple[str, Decoded]]) -> tuple:
+    """Stored (session, seq, step id, kind) and standing alert ids after ``deliveries``
+    (partition, decoded spans or drafts) in order, a commit after each, then close."""
     store = Store.open(f"sqlite:///{tmp / name}.db")
     try:
         pipeline = Pipeline(
@@ -59,8 +67,8 @@ def run(tmp: Path, name: str, deliveries: list[tuple[str, list[SpanRecord]]]) ->
             settings=Settings(lateness_ms=LATENESS_MS),
             detectors=detector_set({}),
         )
-        for partition, spans in deliveries:
-            pipeline.feed_decoded(Decoded(spans=list(spans)), partition=partition)
+        for partition, decoded in deliveries:
+            pipeline.feed_decoded(decoded, partition=partition)
             pipeline.commit()
         pipeline.close()
         steps = [
@@ -74,11 +82,12 @@ def run(tmp: Path, name: str, deliveries: list[tuple[str, list[SpanRecord]]]) ->
     return sorted(steps), alerts
 
 
-def cut(spans: list[SpanRecord], rng: random.Random) -> list[list[SpanRecord]]:
+def cut(items: list[T], rng: random.Random) -> list[list[T]]:
+    """``items`` in order, cut into batches of 1 to 12."""
     out, i = [], 0
-    while i < len(spans):
+    while i < len(items):
         n = rng.randint(1, 12)
-        out.append(spans[i : i + n])
+        out.append(items[i : i + n])
         i += n
     return out
 
@@ -131,12 +140,6 @@ def test_shuffled_split_and_redelivered_stores_the_same_session(
     assert run(tmp_path, f"shuffled-{seed}", deliveries) == whole
 
 
-@pytest.mark.xfail(
-    reason="a known limit (docs/decisions/settle-and-rejudge.md): a span delivered after "
-    "the window and before any span naming its session is stored under its trace id, "
-    "and such steps are not moved into the session once it is known (seed 551 on run-012)",
-    strict=False,
-)
 @pytest.mark.parametrize("path", VARIED, ids=lambda p: p.name.split(".")[0])
 @settings(**SETTINGS)
 @given(seed=st.integers(0, 2**32 - 1))

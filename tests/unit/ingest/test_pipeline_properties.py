@@ -163,7 +163,8 @@ def _check_accounted(store: Store, kind: str, records: list[bytes], pipeline: Pi
         for data in records:
             drafts, dead = decode_event(data, source="prop", location="x")
             assert bool(drafts) != (dead is not None), "an event is drafts xor a dead letter"
-    assert stats.drafts == stats.drafts_stepped + stats.drafts_duplicate + stats.drafts_unstorable
+    ended = stats.drafts_stepped + stats.drafts_duplicate + stats.drafts_unstorable
+    assert stats.drafts == ended + stats.drafts_nested
     assert stats.store_rejected == 0, "the pipeline let through a step the store refused"
     counts = _counts(store)
     assert counts["steps"] == stats.new_steps == stats.steps

@@ -279,6 +279,47 @@ def test_premature_completion_neither_corroborates_nor_carries_a_stop() -> None:
     assert [d.action for d in decided] == [Action.NOTIFY, Action.NOTIFY]
 
 
+def test_an_agent_baseline_warning_corroborates_another_familys_withheld_kill() -> None:
+    loop = alert(1, detector="runaway_loop", onset=12)
+    baseline = alert(
+        2, detector="agent_baseline", severity=Severity.WARN, action=Action.NOTIFY, ts_s=1
+    )
+    decided = plan(ActionPolicy(), [loop, baseline], {}, {})
+    assert [d.action for d in decided] == [Action.NOTIFY, Action.KILL]
+    assert "corroborates runaway_loop's withheld kill (al_0001)" in decided[1].why
+    # without it, the same kill stays withheld: the warning is what made it fire
+    [alone] = plan(ActionPolicy(), [loop], {}, {})
+    assert alone.action == Action.NOTIFY
+    # an earlier baseline warning is a warning like any other: a later critical of
+    # another family still waits for a second signal (measured: docs/detectors)
+    early = alert(
+        3, detector="agent_baseline", severity=Severity.WARN, action=Action.NOTIFY, onset=5
+    )
+    later = alert(4, detector="runaway_loop", onset=12, ts_s=1)
+    assert [d.action for d in plan(ActionPolicy(), [early, later], {}, {})] == [
+        Action.NOTIFY,
+        Action.NOTIFY,
+    ]
+
+
+def test_the_agent_baseline_never_stops_a_run_on_its_own() -> None:
+    lone = alert(1, detector="agent_baseline", severity=Severity.WARN, action=Action.NOTIFY)
+    assert [d.action for d in plan(ActionPolicy(), [lone], {}, {})] == [Action.NOTIFY]
+    # not even when it recommends a stop, a rule names one, or the operator confirmed it
+    stop = alert(2, detector="agent_baseline", severity=Severity.CRITICAL, action=Action.KILL)
+    ruled = ActionPolicy(rules=(Rule(detector="agent_baseline", action=Action.KILL),))
+    confirmed = ActionPolicy(confirmed=frozenset({"agent_baseline"}))
+    for policy in (ActionPolicy(), ruled, confirmed, UNGATED):
+        [decision] = plan(policy, [stop], {}, {})
+        assert decision.action == Action.NOTIFY, policy
+        assert "never stops a run on its own" in decision.why
+    # and two of its warnings are one family, not two signals
+    second = alert(
+        3, detector="agent_baseline", severity=Severity.WARN, action=Action.NOTIFY, ts_s=1
+    )
+    assert {d.action for d in plan(ActionPolicy(), [lone, second], {}, {})} == {Action.NOTIFY}
+
+
 def test_two_detectors_of_one_family_are_one_signal() -> None:
     loop = alert(1, detector="runaway_loop")
     budget = alert(2, detector="budget_overrun", onset=14, ts_s=1)

@@ -1,0 +1,1 @@
+"""The per-agent behaviour baseline (``agent_baseline``): a learned second opinion."""
