@@ -1,7 +1,7 @@
 """The sessions a Kafka worker watches for silence.
 
-Revision ID: 0007
-Revises: 0008
+Revision ID: 0008
+Revises: 0007
 Create Date: 2026-12-07
 
 Adds ``silence_watch`` (one row per repartition partition and session whose next silence
@@ -16,8 +16,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0007"
-down_revision: str | Sequence[str] | None = "0008"
+revision: str = "0008"
+down_revision: str | Sequence[str] | None = "0007"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

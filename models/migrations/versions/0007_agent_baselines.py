@@ -1,14 +1,12 @@
 """The per-agent behaviour baseline's state (``agent_baseline``).
 
-Revision ID: 0008
+Revision ID: 0007
 Revises: 0006
 Create Date: 2026-12-07
 
 Adds ``agent_baselines`` (one row per agent name: the history of its sessions' behaviour
 the ``agent_baseline`` detector learns from, a versioned pickle;
-``models.tables.AgentBaselineRow``). Numbered 0008 because another change may take 0007:
-whichever lands second sets its ``down_revision`` to the other. Written out in full (see
-0001).
+``models.tables.AgentBaselineRow``). Written out in full (see 0001).
 """
 
 from __future__ import annotations
@@ -18,7 +16,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0008"
+revision: str = "0007"
 down_revision: str | Sequence[str] | None = "0006"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
