@@ -109,6 +109,12 @@ class KafkaOptions:
     idle_flush_ms: int = field(default=5_000, metadata=env("TRAJWATCH_KAFKA_IDLE_FLUSH_MS"))
     """An input partition silent this long (wall clock) releases every draft it holds:
     the watermark only moves with new input. The exporter's batch delay is 5 s."""
+    silence: bool = field(default=False, metadata=env("TRAJWATCH_KAFKA_SILENCE"))
+    """Silence steps in a worker (``stalled_run``): each input partition's clock relayed
+    to the repartition partitions (:mod:`ingest.sources.clock_relay`). Off by default:
+    recovery from a broker restart with the relay's clock records is not shown yet
+    (``docs/decisions/silence-through-kafka.md``, Open); off, a worker places no silence
+    steps, as before."""
     session_timeout_ms: int = field(
         default=10_000, metadata=env("TRAJWATCH_KAFKA_SESSION_TIMEOUT_MS")
     )

@@ -22,7 +22,7 @@ import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import FrameType
 from typing import IO, Any
 
@@ -173,10 +173,12 @@ def run_worker(
     try:
         ensure_topics(options)
 
-        # silence steps: each input partition's clock is relayed to every repartition
-        # partition (ingest.sources.clock_relay; docs/operations/worker.md)
+        # silence steps, when asked for: each input partition's clock is relayed to every
+        # repartition partition (ingest.sources.clock_relay; docs/operations/worker.md)
+        judged = settings if options.silence else replace(settings, silence_first_ms=0)
+
         def new_pipeline() -> Pipeline:
-            return Pipeline(store, settings=settings, detectors=detectors, sinks=sinks)
+            return Pipeline(store, settings=judged, detectors=detectors, sinks=sinks)
 
         def new_producer() -> KafkaProducer:
             return producer(options)
