@@ -432,8 +432,9 @@ _ASKING_RE = re.compile(
 
 def may_request_approval(args: Mapping[str, Any]) -> bool:
     """Whether ``args`` has a request key (``question``, ``action``, ``reason``, …, any
-    case): without one, :func:`parsed_view` of these arguments (as JSON: the same keys)
-    is no approval request, whatever their values - a check that needs no parse.
+    case): without one, :func:`parsed_view` of these arguments as JSON is no approval
+    request, whatever their values (it reads back the same keys; a JSON text cut short
+    reads as no object at all) - a check that needs no dump and no parse.
 
     >>> may_request_approval({"Question": "may I push?"}), may_request_approval({"path": "a"})
     (True, False)

@@ -89,11 +89,12 @@ def waits_for_human(tool: str | None, args: Any) -> bool:
         if args.get("sandbox_permissions") == "require_escalated":
             return True
         if tool and not isinstance(args.get("command"), str | list):
-            text = json.dumps(args, sort_keys=True)
-            if len(text) <= _VIEW_CHARS and not may_request_approval(args):
-                # the view parses ``text`` back to ``args``' own keys, none of which asks
+            if not may_request_approval(args):
+                # the view reads back ``args``' own keys, none of which asks, or (cut
+                # short) no JSON object at all: no request either way, no dump to parse
                 return False
-            return parsed_view(tool, text[:_VIEW_CHARS]).approval_request
+            text = json.dumps(args, sort_keys=True)[:_VIEW_CHARS]
+            return parsed_view(tool, text).approval_request
     return False
 
 
