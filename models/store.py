@@ -310,11 +310,18 @@ class Store:
         rows.sort(key=lambda row: row["session_id"])
         return [SessionInfo(**row) for row in rows]
 
-    def steps(self, session_id: str, start: int = 0, end: int | None = None) -> list[Step]:
+    def steps(
+        self,
+        session_id: str,
+        start: int = 0,
+        end: int | None = None,
+        *,
+        kinds: Collection[StepKind] | None = None,
+    ) -> list[Step]:
         """The stored steps of ``session_id`` ordered by seq (those with ``start <= seq <
-        end`` when given)."""
+        end`` when given; only those of ``kinds`` when given)."""
         with self._read() as connection:
-            return _session_steps(connection, session_id, start, end)
+            return _session_steps(connection, session_id, start, end, kinds)
 
     def alerts(
         self, session_ids: Sequence[str] | None = None, *, superseded: bool = False
@@ -494,9 +501,16 @@ class StoreUnit:
         rows = _select_in(self._connection, query, _steps.c.step_id, step_ids)
         return {row["step_id"] for row in rows}
 
-    def steps(self, session_id: str, start: int = 0, end: int | None = None) -> list[Step]:
+    def steps(
+        self,
+        session_id: str,
+        start: int = 0,
+        end: int | None = None,
+        *,
+        kinds: Collection[StepKind] | None = None,
+    ) -> list[Step]:
         """:meth:`Store.steps`, as this transaction sees them."""
-        return _session_steps(self._connection, session_id, start, end)
+        return _session_steps(self._connection, session_id, start, end, kinds)
 
     def alerts(self, session_ids: Sequence[str], *, superseded: bool = False) -> list[Alert]:
         """:meth:`Store.alerts` of ``session_ids``, as this transaction sees them."""
@@ -1107,13 +1121,19 @@ def _alert_row(alert: Alert) -> dict[str, Any]:
 
 
 def _session_steps(
-    connection: Connection, session_id: str, start: int, end: int | None
+    connection: Connection,
+    session_id: str,
+    start: int,
+    end: int | None,
+    kinds: Collection[StepKind] | None = None,
 ) -> list[Step]:
     query = select(*(_steps.c[f] for f in _STEP_FIELDS)).where(
         _steps.c.session_id == session_id, _steps.c.seq >= start
     )
     if end is not None:
         query = query.where(_steps.c.seq < end)
+    if kinds is not None:  # fewer rows read and decoded, the same order
+        query = query.where(_steps.c.kind.in_(sorted(str(kind) for kind in kinds)))
     rows = connection.execute(query.order_by(_steps.c.seq)).mappings().all()
     return [Step(**{**row, "kind": StepKind(row["kind"])}) for row in rows]
 

@@ -42,6 +42,7 @@ __all__ = [
     "echoed_grant",
     "is_check_command",
     "is_scratch",
+    "may_request_approval",
     "normalise_path",
     "tool_view",
     "view_of_call",
@@ -501,6 +502,18 @@ _ASKING_RE = re.compile(
     r"(?i)\b(?:approv\w*|permission|authori[sz]\w*|confirm\w*|sign[\s-]?off|consent"
     r"|may\s+i|can\s+i|ok\s+to|allowed\s+to|go[\s-]ahead)\b"
 )
+
+
+def may_request_approval(args: Mapping[str, Any]) -> bool:
+    """Whether ``args`` has a request key (``question``, ``action``, ``reason``, …, any
+    case): without one, :func:`parsed_view` of these arguments as JSON is no approval
+    request, whatever their values (it reads back the same keys; a JSON text cut short
+    reads as no object at all) - a check that needs no dump and no parse.
+
+    >>> may_request_approval({"Question": "may I push?"}), may_request_approval({"path": "a"})
+    (True, False)
+    """
+    return any(isinstance(k, str) and k.lower() in _REQUEST_KEYS for k in args)
 
 
 def _asks_approval(args: Mapping[str, Any]) -> bool:

@@ -19,7 +19,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from features.calls.tool_view import DEFAULT_APPROVAL_RE, parsed_view
+from features.calls.tool_view import DEFAULT_APPROVAL_RE, may_request_approval, parsed_view
 
 __all__ = ["declared_timeout_s", "waits_for_human"]
 
@@ -28,6 +28,9 @@ _S_KEYS = ("timeout_s", "timeout_sec", "timeout_secs", "timeout_seconds", "wait_
 _BARE_KEYS = ("timeout", "max_wait", "wait_timeout")
 _MS_TOOLS = frozenset({"Bash", "BashOutput"})
 """Tools whose bare ``timeout`` is in milliseconds: Claude Code's (up to 600000)."""
+_VIEW_CHARS = 8_000
+"""Characters of a call's arguments (as JSON) :func:`waits_for_human` reads for a request
+for approval."""
 _SECONDS_CAP = 86_400
 """A bare ``timeout`` above a day of seconds is read as milliseconds."""
 
@@ -86,7 +89,12 @@ def waits_for_human(tool: str | None, args: Any) -> bool:
         if args.get("sandbox_permissions") == "require_escalated":
             return True
         if tool and not isinstance(args.get("command"), str | list):
-            return parsed_view(tool, json.dumps(args, sort_keys=True)[:8000]).approval_request
+            if not may_request_approval(args):
+                # the view reads back ``args``' own keys, none of which asks, or (cut
+                # short) no JSON object at all: no request either way, no dump to parse
+                return False
+            text = json.dumps(args, sort_keys=True)[:_VIEW_CHARS]
+            return parsed_view(tool, text).approval_request
     return False
 
 

@@ -38,6 +38,8 @@ from models.store import StoreUnit
 __all__ = ["WorkspaceStage"]
 
 _TOOL_CALL, _CHECKPOINT, _START = StepKind.TOOL_CALL, StepKind.CHECKPOINT, StepKind.START
+_WRITING = (_TOOL_CALL, _CHECKPOINT)
+"""The kinds of step a write is read from (:meth:`WorkspaceStage._writes`)."""
 _MAX_PATH = 1024  # the column's width: a longer path is not recorded
 
 
@@ -59,7 +61,8 @@ class WorkspaceStage:
         sessions judged again in this commit (all their stored steps are read)."""
         refill = set(reread) | {s.session_id for s in steps if s.kind == _START}
         placed = (s for s in steps if s.session_id not in refill)
-        stored = (s for sid in sorted(refill) for s in unit.steps(sid))
+        # only the kinds _writes reads: the same writes, a fraction of the rows decoded
+        stored = (s for sid in sorted(refill) for s in unit.steps(sid, kinds=_WRITING))
         writes = self._writes([*placed, *stored], infos)
         if not writes:
             return []

@@ -97,3 +97,50 @@ def test_sensitive_file_prefilter_never_skips_a_match() -> None:
         text = "".join(c for c in text if rng.random() > 0.05)  # broken pieces too
         if not any(a in text for a in _FILE_LITERALS):
             assert _FILE_RE.search(text) is None, text
+
+
+def _plain_waits_for_human(tool: str, args: object) -> bool:
+    """``features.calls.waits.waits_for_human`` as it read a call before its fast path:
+    every call without a command parsed as its sorted JSON (first 8,000 characters)."""
+    import json
+    from collections.abc import Mapping
+
+    from features.calls.tool_view import DEFAULT_APPROVAL_RE, parsed_view
+
+    if tool and DEFAULT_APPROVAL_RE.search(tool):
+        return True
+    if isinstance(args, Mapping):
+        if args.get("with_escalated_permissions") is True:
+            return True
+        if args.get("sandbox_permissions") == "require_escalated":
+            return True
+        if tool and not isinstance(args.get("command"), str | list):
+            return parsed_view(tool, json.dumps(args, sort_keys=True)[:8000]).approval_request
+    return False
+
+
+def test_waits_for_human_skips_the_parse_only_where_it_finds_no_request() -> None:
+    from features.calls.waits import waits_for_human
+
+    rng = random.Random(7)
+    keys = ["question", "Reason", "ACTION", "path", "query", "url", "content", "n", "x"]
+    values = [
+        "may I push to main?",
+        "please approve the deploy",
+        "Can I delete the branch",
+        "read the file",
+        "src/a.py",
+        "x" * 9_000,  # past the 8,000 characters read: the view reads a cut text
+        "ok to go ahead",
+        3,
+        None,
+        ["a", "permission"],
+    ]
+    asked = 0
+    for _ in range(3_000):
+        args = {k: rng.choice(values) for k in rng.sample(keys, rng.randint(0, 8))}
+        tool = rng.choice(["web_fetch", "notify", "read_file", "write_file", "ask"])
+        expected = _plain_waits_for_human(tool, args)
+        asked += expected
+        assert waits_for_human(tool, args) == expected, (tool, args)
+    assert 0 < asked < 3_000  # both answers were exercised
