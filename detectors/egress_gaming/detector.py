@@ -378,9 +378,9 @@ class EgressGaming(Detector):
             verb = verb.split()[0] if verb != "remote add" else verb
             if egress_history.adds_remote(verb, rest):
                 egress_calls.precursor(self._recent, step)
-            found = egress_history.on_git(self._git, task, step, verb, rest, cap=cap)
-            if found:
-                alerts += self._fire(*found)
+            git_finding = egress_history.on_git(self._git, task, step, verb, rest, cap=cap)
+            if git_finding:
+                alerts += self._fire(*git_finding)
             if verb == "push" and not alerts and "push" not in self._fired:
                 remote = next((w for w in rest.split() if not w.startswith("-")), "origin")
                 repo = self._git.remotes.get(remote) or repo_id(remote)
@@ -389,7 +389,7 @@ class EgressGaming(Detector):
         # 4. a harness's hidden answer key read from disk
         if "grader" not in self._fired and not alerts:
             workspace = task.workspace or workdir
-            found = next(
+            key_file = next(
                 (
                     p
                     for p in ledger.call_files.get(step.step_id or "", ())
@@ -397,9 +397,9 @@ class EgressGaming(Detector):
                 ),
                 None,
             )
-            if found is not None:
+            if key_file is not None:
                 reason = (
-                    f"step {step.seq} reads {found}: a grader's expected answers outside the "
+                    f"step {step.seq} reads {key_file}: a grader's expected answers outside the "
                     "workspace - the score's answer key, not a way to solve the task."
                 )
                 alerts += self._fire("grader", step, step, Severity.CRITICAL, reason)

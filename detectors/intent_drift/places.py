@@ -45,7 +45,7 @@ def changes_existing(arguments: str | None) -> bool:
     >>> changes_existing('{"path": "notes.md", "content": "x"}')
     False
     """
-    return bool(arguments) and bool(_EXISTING_RE.search(arguments[:4_000]))
+    return arguments is not None and bool(_EXISTING_RE.search(arguments[:4_000]))
 
 
 MAX_FILES = 512

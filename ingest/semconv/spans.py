@@ -372,15 +372,15 @@ def _system_text(attrs: Mapping[str, Any]) -> str | None:
         if any(system):
             return "\n".join(text for text in system if text)
     # OpenInference flattened messages (llm.input_messages.<i>.message.role = system)
-    system = []
+    flattened: list[str] = []
     i = 0
     while i < MAX_SCANNED_MESSAGES and (f"llm.input_messages.{i}.message.role" in attrs or i == 0):
         if attrs.get(f"llm.input_messages.{i}.message.role") in ("system", "developer"):
             text = _flattened_content(attrs, f"llm.input_messages.{i}.message.")
             if text:
-                system.append(text)
+                flattened.append(text)
         i += 1
-    return "\n".join(system) or None
+    return "\n".join(flattened) or None
 
 
 def _output_text(attrs: Mapping[str, Any]) -> str | None:

@@ -365,7 +365,7 @@ def _installed(sampler: StageSampler, parts: list[tuple[Any, str, str]]) -> Iter
             original = vars(owner)[attr] if own else getattr(owner, attr)
             if isinstance(original, staticmethod):
                 wrapped: Any = staticmethod(sampler.marked(stage, original.__func__))
-            elif isinstance(original, property):  # a lazily computed feature
+            elif isinstance(original, property) and original.fget is not None:  # a feature
                 wrapped = property(sampler.marked(stage, original.fget), doc=original.__doc__)
             else:
                 wrapped = sampler.marked(stage, original)
@@ -388,10 +388,10 @@ def _replay_function() -> tuple[Callable[[Path, str, Any], int], Callable[..., A
     import importlib.util
 
     if importlib.util.find_spec("ingest.replay") is not None:  # 37f6ddb's layout
-        from ingest.config import detector_set as old_set  # type: ignore[import-not-found]
+        from ingest.config import detector_set as old_set
         from ingest.config import load_config as old_load
-        from ingest.replay import replay as old_replay  # type: ignore[import-not-found]
-        from ingest.settings import Settings as OldSettings  # type: ignore[import-not-found]
+        from ingest.replay import replay as old_replay
+        from ingest.settings import Settings as OldSettings
 
         def old(folder: Path, url: str, detectors: Any) -> int:
             settings = OldSettings(db_url=url)
