@@ -47,6 +47,7 @@ __all__ = ["BaselineStage"]
 class _Live(Protocol):
     info: SessionInfo
     detectors: list[Detector]
+    checkpoint_due: bool
 
 
 class BaselineStage:
@@ -83,6 +84,7 @@ class BaselineStage:
             history.learn(Record(sid, started, ended_ts, detector.summary()))
             detector.mark_learned()
             changed.add(agent)
+            _checkpoint(sessions, sid)
         for agent in sorted(changed):
             history = histories[agent]
             unit.put_agent_baseline(agent, VERSION, len(history.records), history.dumps())
@@ -95,6 +97,7 @@ class BaselineStage:
             history = self._history(unit, str(info.agent), histories)
             reference = proto.reference(history.before(info.started_ts))
             alerts += detector.attach(reference)
+            _checkpoint(sessions, sid)
         return alerts
 
     def _history(
@@ -107,6 +110,13 @@ class BaselineStage:
             else:  # none yet, or of another layout: a new history (cold)
                 histories[agent] = AgentHistory(self.detector.keep)
         return histories[agent]
+
+
+def _checkpoint(sessions: Mapping[str, _Live], session_id: str) -> None:
+    """The detector's state changed outside its steps (learnt, or handed its reference):
+    this commit checkpoints it, so a restore from the store (a restart, the pre-execution
+    check's probe) rolls forward from a state that holds it - steps alone would not."""
+    sessions[session_id].checkpoint_due = True
 
 
 def _detector_of(live: _Live) -> AgentBaseline | None:
