@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 
 from detectors.base import remember
@@ -68,6 +68,10 @@ class CallLog:
     # words of what it and the UI actions since (calls of that family naming no place
     # of their own: a click, a snapshot) showed
     page_call: tuple[str, str] = ("", "")
+    # records the calls named by id (``page_id``, ``order_id``): value → weight of the
+    # call that first named it (0: an on-task result or call, or the requests)
+    entities: dict[str, float] = field(default_factory=dict)
+    blind_ids: bool = False  # an on-task call used an id nothing visible named
     page_family: str = ""
     page: dict[str, None] = field(default_factory=dict)
 
@@ -200,6 +204,73 @@ def beyond_data(
     return {w for w in words if w not in drop or known(w)}
 
 
+_ID_KEY_RE = re.compile(r"(?:^|[_-])id$|[a-z]Id$")
+_ID_VALUE_RE = re.compile(r'"(?:id|[A-Za-z]+(?:_id|Id))"\s*:\s*"([^"\n]{1,80})"')
+ENTITY_WEIGHT = 1.0
+"""The weight of a call on a record nothing reached: own initiative on an object."""
+
+
+def id_values(arguments: object) -> list[str]:
+    """The string values of a call's id arguments (``id``, ``page_id``, ``blockId``:
+    the records it acts on), lower-cased, top level only.
+
+    >>> id_values({"page_id": "pg-Vendor", "properties": {"title": "x"}, "limit": 3})
+    ['pg-vendor']
+    """
+    if not isinstance(arguments, Mapping):
+        return []
+    return [
+        v.strip().lower()
+        for k, v in arguments.items()
+        if isinstance(k, str) and isinstance(v, str) and _ID_KEY_RE.search(k) and v.strip()
+    ]
+
+
+def entity_weight(log: CallLog, ids: list[str], known: Callable[[str], bool]) -> float:
+    """The weight a call gets for the records it names by id: 0 for one the requests
+    (``known``: its words are the task's), an on-task result or an on-task call named;
+    the weight of the call that first named it otherwise; :data:`ENTITY_WEIGHT` for one
+    nothing named (remembered with it). Ids of no letters (``#96696``) are not judged,
+    nor any once an on-task call used an id nothing visible named (``blind_ids``: the
+    agent has ids from somewhere the session does not show).
+
+    >>> log = CallLog()
+    >>> log.results.append(('{"id":"pg-kestrel"}', 3, 0.0, ""))
+    >>> entity_weight(log, ["pg-kestrel"], lambda w: False)
+    0.0
+    >>> entity_weight(log, ["pg-vendor-contracts"], lambda w: w == "kestrel")
+    1.0
+    >>> note_entities(log, ["pg-vendor-contracts"], 0.0)  # an on-task call used it
+    >>> log.blind_ids, entity_weight(log, ["pg-team-wiki"], lambda w: False)
+    (True, 0.0)
+    """
+    weight = 0.0
+    for v in ids:
+        if v in log.entities:
+            weight = max(weight, log.entities[v])
+            continue
+        words = tokenize(v, drop=CONTENT_DROP)
+        if log.blind_ids or not words or all(known(w) for w in words):
+            continue
+        if any(at <= 0.0 and v in text for text, _, at, _ in log.results):
+            remember(log.entities, v, 0.0, MAX_DATA)
+            continue
+        remember(log.entities, v, ENTITY_WEIGHT, MAX_DATA)
+        weight = ENTITY_WEIGHT
+    return weight
+
+
+def note_entities(log: CallLog, ids: list[str], weight: float) -> None:
+    """The records an on-task call names (``weight`` 0) are the task's; one nothing
+    named before (an opening call's) says ids come from where the session does not
+    show (:attr:`CallLog.blind_ids`)."""
+    if weight == 0.0:
+        for v in ids:
+            if log.entities.get(v, 0.0) > 0.0:
+                log.blind_ids = True
+            remember(log.entities, v, 0.0, MAX_DATA)
+
+
 def note_judged(log: CallLog, weight: float, paths: set[str]) -> None:
     """The last judged (not neutral) call: its weight and the ``paths`` it named; its
     result is not seen yet."""
@@ -244,6 +315,8 @@ def read_result(
         text = step.result[:result_chars]
         for w in value_words(text):
             remember(log.data, w, None, MAX_DATA)
+        for v in _ID_VALUE_RE.findall(text):
+            remember(log.entities, v.strip().lower(), 0.0, MAX_DATA)
         if (key and key in log.page_call) or (
             query and log.page and family(step.tool) == log.page_family
         ):

@@ -288,6 +288,15 @@ class IntentDrift(Detector):
             # repository"), used for something the task's objects do not hold
             weight, injected = max(weight, 1.0), injected if injected is not None else led
             labels = [*labels, f"{step.tool}()"]
+        # a record named by id that nothing on-task reached (another page, another
+        # customer's order): the agent acts on an object the task never touched
+        ids = drift_calls.id_values(arguments_value(step.arguments))
+        if ids and weight >= 0.0:
+            by_entity = drift_calls.entity_weight(
+                log, ids, lambda w: known(w, task.goal_words, task.words, task.goal_stems)
+            )
+            if by_entity > weight:
+                weight, labels = by_entity, [*labels, *ids[:2]]
         query = not (terms.paths or terms.hosts or terms.repos)
         if weight > 0 and not log.informed and log.calls <= self.warmup_calls:
             # before any tool result, only the task can have led the agent here: its
@@ -311,6 +320,7 @@ class IntentDrift(Detector):
         if weight < 0:
             return []  # neutral
         drift_calls.note_judged(log, weight, {task.rel(p) for p in terms.paths[:8]})
+        drift_calls.note_entities(log, ids, weight)
         if weight == 0.0:
             drift_task.learn(task, terms, words, self.neutral_hosts)
             drift_stretch.on_task(stretch, self.gap, payback=drift_stretch.PAYBACK)
