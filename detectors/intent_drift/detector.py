@@ -60,7 +60,7 @@ from detectors.intent_drift import task as drift_task
 from detectors.intent_drift.answer import AnswerState
 from detectors.intent_drift.calls import CallLog
 from detectors.intent_drift.reasons import step_ref
-from detectors.intent_drift.scope import DEFAULT_NEUTRAL_HOSTS, names_entity
+from detectors.intent_drift.scope import DEFAULT_NEUTRAL_HOSTS, known, names_entity
 from detectors.intent_drift.stretch import StretchState
 from detectors.intent_drift.task import TaskState
 from detectors.intent_drift.weigh import tool_led, weigh_call
@@ -248,7 +248,18 @@ class IntentDrift(Detector):
             drift_task.find_workspace(
                 task, value if isinstance(value, Mapping) else None, terms.paths
             )
+        places = bool(terms.paths or terms.hosts or terms.repos)
+        # the values an on-task read returned (an order's id, its amount) and the page an
+        # on-task navigation reached (for a click on it) are the task's data, not topics
         words = features.judged_words
+        if not places:
+            words = drift_calls.beyond_data(
+                log,
+                words,
+                drift_calls.on_page(log, step.tool, places),
+                lambda w: known(w, task.goal_words, task.words, task.goal_stems),
+            )
+        drift_calls.note_page(log, step, bool(terms.hosts))
         scope = task.scope(
             log.results,
             neutral_hosts=self.neutral_hosts,
@@ -271,11 +282,21 @@ class IntentDrift(Detector):
                 log.results,
             ),
         )
-        if led is not None and weight != 0.0:
+        # (a call with no arguments - a snapshot, a refresh - acts on nothing a result named)
+        if led is not None and weight != 0.0 and (weight > 0 or arguments_value(step.arguments)):
             # a capability only a result named (the README that says "fork this
             # repository"), used for something the task's objects do not hold
             weight, injected = max(weight, 1.0), injected if injected is not None else led
             labels = [*labels, f"{step.tool}()"]
+        # a record named by id that nothing on-task reached (another page, another
+        # customer's order): the agent acts on an object the task never touched
+        ids = drift_calls.id_values(arguments_value(step.arguments))
+        if ids and weight >= 0.0:
+            by_entity = drift_calls.entity_weight(
+                log, ids, lambda w: known(w, task.goal_words, task.words, task.goal_stems)
+            )
+            if by_entity > weight:
+                weight, labels = by_entity, [*labels, *ids[:2]]
         query = not (terms.paths or terms.hosts or terms.repos)
         if weight > 0 and not log.informed and log.calls <= self.warmup_calls:
             # before any tool result, only the task can have led the agent here: its
@@ -299,6 +320,7 @@ class IntentDrift(Detector):
         if weight < 0:
             return []  # neutral
         drift_calls.note_judged(log, weight, {task.rel(p) for p in terms.paths[:8]})
+        drift_calls.note_entities(log, ids, weight)
         if weight == 0.0:
             drift_task.learn(task, terms, words, self.neutral_hosts)
             drift_stretch.on_task(stretch, self.gap, payback=drift_stretch.PAYBACK)
