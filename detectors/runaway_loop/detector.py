@@ -58,8 +58,14 @@ from detectors.runaway_loop.cycles import (
     repeats,
     shows_progress,
 )
-from detectors.runaway_loop.progress import attempt, delegation_depth
-from detectors.runaway_loop.records import Attempts, FailureChain, LoopCall, SameAnswers
+from detectors.runaway_loop.progress import attempt, delegation_depth, revisit
+from detectors.runaway_loop.records import (
+    Attempts,
+    FailureChain,
+    LoopCall,
+    Revisits,
+    SameAnswers,
+)
 from detectors.runaway_loop.retries import (
     Finding,
     add_failure,
@@ -86,6 +92,7 @@ _Call = LoopCall
 _Chain = FailureChain
 _Answers = SameAnswers
 _Attempts = Attempts
+_Revisits = Revisits
 # enum members bound once: a module global is cheaper than a class attribute lookup
 _MODEL_CALL = StepKind.MODEL_CALL
 _TOOL_CALL = StepKind.TOOL_CALL
@@ -223,6 +230,8 @@ class RunawayLoop(Detector):
         self._asked: list[LoopCall] = []  # the current run of one request re-worded
         self._asked_count = 0
         self._novel = 0
+        self._last_changes: deque[LoopCall] = deque(maxlen=2)  # successful changes
+        self._revisits: Revisits | None = None  # the current run of A-B-A-B changes
         self._compacted = False  # a compaction since the last call
         self._tokens = 0
         self._out_tokens = 0
@@ -427,7 +436,10 @@ class RunawayLoop(Detector):
         else:
             if call.changes:
                 self._changed_targets(call)
-            alerts = self._on_success(call)
+                alerts = self._revisited(step, call)
+            else:
+                alerts = []
+            alerts += self._on_success(call)
             alerts += self._same_answer(step, call, text or "")
         if self._calls and self._calls[-1] is call:
             if any(self._runs):
@@ -464,6 +476,18 @@ class RunawayLoop(Detector):
             targets[target] = None
             while len(targets) > _MAX_TARGETS:
                 del targets[next(iter(targets))]
+
+    def _revisited(self, step: Step, call: LoopCall) -> list[Alert]:
+        """A change worked: the A-B-A-B rule (:func:`~.progress.revisit`)."""
+        self._revisits, finding = revisit(
+            self._last_changes,
+            self._revisits,
+            call,
+            warn_at=self.warn_cycles,
+            kill_at=self.critical_read_cycles,
+        )
+        self._last_changes.append(call)
+        return [] if finding is None else self._emit(step, finding)
 
     def _attempted(self, step: Step, call: LoopCall) -> list[Alert]:
         """A failed run of a check: the attempts rule (:func:`~.progress.attempt`)."""

@@ -14,6 +14,10 @@ told the agent: :func:`features.calls.information.information_digest`):
   again and again): attempts at one sub-goal that keep failing are a loop even when every
   attempt is different code. A check that answers something new, or work that changes a
   target not changed before (many files changed successfully is progress), ends it.
+- :func:`revisit` — successful changes that alternate between two states (A-B-A-B: a
+  revision, its reversal, the revision again; two agents undoing each other's work),
+  however their counters (``v3``, ``v4``) and the reads between them change: no change
+  reaches a state not reached before.
 - :func:`delegation_depth` — sub-agents running at once, each opened by a call still
   waiting for its result: agents spawning agents that spawn agents.
 
@@ -23,12 +27,12 @@ each is O(its inputs), and every input is bounded by the detector.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from detectors.base import MAX_EVIDENCE
 from detectors.runaway_loop.patience import PATIENT_GROWTH, patient
-from detectors.runaway_loop.records import Attempts, LoopCall
-from detectors.runaway_loop.retries import Finding
+from detectors.runaway_loop.records import Attempts, LoopCall, Revisits
+from detectors.runaway_loop.retries import Finding, names_only
 from features.calls.action_keys import crc
 
 __all__ = [
@@ -37,6 +41,7 @@ __all__ = [
     "delegation_depth",
     "learnt",
     "patient",
+    "revisit",
 ]
 
 
@@ -98,6 +103,52 @@ def attempt(
     keys = {crc(f"attempts\x1f{key}")}
     members = current.members
     return Finding(members[1], list(members), keys, reason, current.count)
+
+
+def revisit(
+    last: Sequence[LoopCall],
+    run: Revisits | None,
+    change: LoopCall,
+    *,
+    warn_at: int,
+    kill_at: int,
+) -> tuple[Revisits | None, Finding | None]:
+    """Judge ``change``, a change that worked, against ``last``, the two successful
+    changes before it (oldest first). It *revisits* when its near-duplicate key (words
+    of its action; counters mixing letters and digits, such as ``v7``, dropped) is the
+    one two changes before and not the one just before (A-B-A). Consecutive revisits
+    extend ``run`` (A-B-A-B-A: three); any other change ends it. A finding from
+    ``warn_at`` revisits: the work alternates between two states and reaches no third
+    one, whatever the reads between them answered. Returns the run after ``change``.
+
+    A change repeated as it was (A-A-A: the same command for another batch) is no
+    revisit: the cycle and retry rules judge it. Nor is one whose changed arguments only
+    name another target (a refund of another charge, a reply to another e-mail:
+    :func:`~detectors.runaway_loop.retries.names_only`): effects on distinct targets
+    are progress.
+    """
+    if len(last) < 2 or last[-2].key != change.key or last[-1].key == change.key:
+        return None, None
+    if names_only(last[-2].values, change.values):
+        # another refund, file or message id: an effect on a distinct target is
+        # progress, not a return to a state reached before
+        return None, None
+    if run is None or not run.members or run.members[-1] is not last[-1]:
+        run = Revisits([last[-2], last[-1]], 0)
+    run.members.append(change)
+    run.count += 1
+    if len(run.members) > MAX_EVIDENCE:
+        del run.members[2 : len(run.members) - MAX_EVIDENCE + 2]
+    if run.count < warn_at:
+        return run, None
+    a, b = run.members[0], run.members[1]
+    reason = (
+        f"{run.count} changes in a row return to the state made two changes before "
+        f"(`{a.label}` and `{b.label}` in turn since step {a.seq}): the work alternates "
+        "between two states, each undoing the other, and reaches no third"
+    )
+    keys = {crc(f"revisit\x1f{min(a.key, b.key)}\x1f{max(a.key, b.key)}")}
+    return run, Finding(run.members[2], list(run.members), keys, reason, run.count, kill_at)
 
 
 def delegation_depth(open_calls: Iterable[LoopCall]) -> list[LoopCall]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["Attempts", "FailureChain", "LoopCall", "SameAnswers"]
+__all__ = ["Attempts", "FailureChain", "LoopCall", "Revisits", "SameAnswers"]
 
 
 @dataclass(slots=True)
@@ -97,12 +97,22 @@ class Attempts:
     attempts: int = 0  # changes made between them
 
 
+@dataclass(slots=True)
+class Revisits:
+    """Successful changes alternating between two states (A-B-A-B: a revision and its
+    reversal, resubmitted in turn), each returning to the state made two changes before."""
+
+    members: list[LoopCall] = field(default_factory=list)
+    count: int = 0  # changes that returned to the state two changes before
+
+
 # pickled by the path they had inside the detector's module (see the module docstring)
 for _cls, _name in (
     (LoopCall, "_Call"),
     (SameAnswers, "_Answers"),
     (FailureChain, "_Chain"),
     (Attempts, "_Attempts"),
+    (Revisits, "_Revisits"),
 ):
     _cls.__module__ = "detectors.runaway_loop.detector"
     _cls.__qualname__ = _name

@@ -191,3 +191,38 @@ def test_state_stays_bounded_over_ten_thousand_steps() -> None:
         assert len(detector._targets) <= 512
         sizes.append(len(pickle.dumps(detector.state_dict())))
     assert sizes[1] <= 1.1 * sizes[0], sizes  # saturated by 10,000: no growth after
+
+
+def test_changes_alternating_between_two_states_are_a_loop() -> None:
+    """A-B-A-B: a revision and its reversal resubmitted in turn, with a version counter
+    and reads between them answering differently each time, reach no third state."""
+
+    def submissions(messages: list[str]) -> list[Step]:
+        s = Session("pingpong")
+        steps = warmup(s)
+        rng = random.Random(3)
+        for version, message in enumerate(messages, 1):
+            steps.append(s.model())
+            steps += s.tool(
+                "run_query",
+                {"sql": "SELECT count(*) FROM customers"},
+                result=f"{rng.randint(5_000, 7_000)} rows",
+            )
+            steps.append(s.model())
+            steps += s.tool(
+                "send_message",
+                {"recipient": "reviewer", "message": f"dataset v{version}: {message}"},
+                result=f"changes requested ({rng.randint(0, 10**6)})",
+            )
+        return steps
+
+    states = ["including trial plans", "excluding trial plans"]
+    alerts = feed(submissions(states * 4))
+    assert alerts and alerts[0].severity == Severity.WARN
+    assert "alternates between two states" in alerts[0].reason
+    distinct = [
+        f"with the {word} cohort"
+        for word in ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth")
+    ]
+    assert feed(submissions(distinct)) == []  # each revision a state not reached before
+    assert feed(submissions([states[0]] * 8)) == []  # A-A-A: the cycle rules' to judge
