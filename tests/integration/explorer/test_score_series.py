@@ -100,7 +100,9 @@ def test_scores_stored_through_checkpoints_a_crash_and_a_reopen(tmp_path: Path) 
     options = PipelineOptions(checkpoint_steps=64, lateness_ms=0)
     with Store.open(url) as store:
         first = Pipeline(store, detectors=detector_set, settings=options)
-        for start in range(0, 405, 45):  # checkpoints at 90, 180, 270, 360
+        # checkpoints at 45 (the commit that hands agent_baseline its reference), 135,
+        # 225 and 315: the commit at 360 leaves 45 steps past the last one
+        for start in range(0, 360, 45):
             first.feed_decoded(Decoded(drafts=drafts(steps[start : start + 45])), partition="p")
             first.commit()
         # a chunk per checkpoint, back to back from the first step
@@ -111,13 +113,13 @@ def test_scores_stored_through_checkpoints_a_crash_and_a_reopen(tmp_path: Path) 
         assert ranges[-1][1] < stored  # live: steps past the last checkpoint
         assert same_as_replay(store, SESSION, detector_set) == stored - ranges[-1][1]
         # a batch fed but never committed: the process dies
-        first.feed_decoded(Decoded(drafts=drafts(steps[405:450])), partition="p")
+        first.feed_decoded(Decoded(drafts=drafts(steps[360:405])), partition="p")
         del first
         assert len(store.steps(SESSION)) == stored
         # another process reopens the session from its checkpoint, rolls forward the steps
         # stored past it, and continues (the lost batch delivered again)
         second = Pipeline(store, detectors=detector_set, settings=options)
-        for start in range(405, 900, 70):
+        for start in range(360, 900, 70):
             second.feed_decoded(Decoded(drafts=drafts(steps[start : start + 70])), partition="p")
             second.commit()
         assert same_as_replay(store, SESSION, detector_set) >= 0
