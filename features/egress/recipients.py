@@ -33,6 +33,7 @@ from __future__ import annotations
 import json
 import re
 
+from features.calls.drafts import drafts_only
 from features.text.hosts import host_of
 from features.text.memo import short_text_memo
 
@@ -111,10 +112,6 @@ _SENDING = re.compile(
 _READING = re.compile(
     r"^(?:get|read|search|list|find|query|lookup|view|show|check|browse|visit|open|fetch|download)"
 )
-# A draft stays in the sender's own mailbox until a send: a tool that drafts and names
-# no send (``create_draft``, ``draft_email``, ``save_draft``) sends nothing yet.
-_DRAFTING = re.compile(r"draft")
-_SEND_VERB = re.compile(r"send|post|publish|submit|forward")
 _MAX_VALUES = 64
 
 
@@ -166,7 +163,7 @@ def recipients(tool: str | None, args: str) -> tuple[tuple[str, str], ...]:
     name = (tool or "").lower()
     if _READING.match(name) and not _SENDING.search(name):
         return ()
-    if _DRAFTING.search(name) and not _SEND_VERB.search(name):
+    if drafts_only(name):
         return ()
     try:
         parsed = json.loads(args) if args[:1] in "{[" else None

@@ -18,6 +18,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from features.calls.drafts import not_drafting_lookahead
+
 __all__ = [
     "CLICK",
     "DB_CALL",
@@ -341,17 +343,18 @@ _MAIL_WORDS = r"(?:mail|message|smtp)"
 
 def mail_send() -> str:
     """A call that sends mail: a tool whose name says mail (or message) and send (or reply,
-    forward): ``send_email``, ``gmail_send``, ``outlook.reply``; a draft is not a send.
+    forward): ``send_email``, ``gmail_send``, ``outlook.reply``; a draft is not a send,
+    its send is (:mod:`features.calls.drafts`).
 
     >>> p = re.compile(mail_send())
     >>> [bool(p.search(t)) for t in ("send_email x@y.de hi", "gmail_send x@y.de",
-    ...                              "draft_email x@y.de",
-    ...                              "read_email 123")]
-    [True, True, False, False]
+    ...                              "draft_email x@y.de", "mail.create_reply_draft 17",
+    ...                              "gmail.send_draft 17", "read_email 123")]
+    [True, True, False, False, True, False]
     """
     return (
         rf"(?i)^(?=[\w.:-]{{0,80}}?{_SEND_WORDS})(?=[\w.:-]{{0,80}}?{_MAIL_WORDS})"
-        r"(?![\w.:-]{0,80}?draft)[\w.:-]{1,120}(?:\s|$)"
+        rf"{not_drafting_lookahead()}[\w.:-]{{1,120}}(?:\s|$)"
     )
 
 
