@@ -125,6 +125,7 @@ def main() -> None:
     from trajwatch.bench import run as bench
     from trajwatch.bench.spans import agent_traces, encode_batches
     from trajwatch.config import detector_set, load_config
+    from trajwatch.service.spawned import free_port, wait_healthy
 
     runs = [
         (str(Path(t).resolve()), cpu) for t in args.trees.split(",") for cpu in args.cpu.split(",")
@@ -147,7 +148,7 @@ def main() -> None:
                 flush=True,
             )
             for n, (tree, cpu) in enumerate(runs):
-                port = bench._free_port()
+                port = free_port()
                 url = f"sqlite:///{sub}/serve{n}.db"
                 spec = {"db_url": url, "inbound_dir": f"{sub}/inbound{n}", "port": port, "cpu": cpu}
                 proc = subprocess.Popen(
@@ -155,7 +156,7 @@ def main() -> None:
                     stdout=subprocess.PIPE,
                     env={**os.environ, "PYTHONPATH": tree},
                 )
-                bench._wait_healthy(port, proc)
+                wait_healthy(f"http://127.0.0.1:{port}", proc)
                 cpu0, wall0 = bench._cpu_seconds(proc.pid), time.monotonic()
                 bench._send_all(port, traces)
                 bench._settle(port)

@@ -4,13 +4,9 @@ from __future__ import annotations
 
 import socket
 
+from trajwatch.service.spawned import free_port
 
-def free_port() -> int:
-    """A loopback port nothing listens on: bound, then released (another process could take
-    it before the caller binds it; on a test machine that race is not seen)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+__all__ = ["free_port", "listening"]
 
 
 def listening(port: int) -> bool:

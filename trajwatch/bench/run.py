@@ -46,7 +46,6 @@ import pickle
 import platform
 import resource
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -60,6 +59,7 @@ from typing import Any
 
 from models.errors import ConfigError
 from trajwatch.bench.spans import BATCH
+from trajwatch.service.spawned import free_port, wait_healthy
 
 __all__ = ["Sizes", "format_report", "run_bench"]
 
@@ -413,12 +413,6 @@ def _cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _serve(
     traces: list[list[bytes]],
     latency_traces: list[list[bytes]],
@@ -431,7 +425,7 @@ def _serve(
 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """One ``serve`` child: the throughput phase, then (given ``latency_traces``) the
     latency phase at half the median of this and ``earlier_rates``."""
-    port = _free_port()
+    port = free_port()
     url = f"sqlite:///{tmp / 'serve.db'}"
     spec = {
         "db_url": url,
@@ -441,7 +435,7 @@ def _serve(
     }
     child = _child("serve", spec)
     try:
-        _wait_healthy(port, child)
+        wait_healthy(f"http://127.0.0.1:{port}", child)
         cpu0, wall0 = _cpu_seconds(child.pid), time.monotonic()
         retries = _send_all(port, traces)
         acknowledged = time.monotonic() - wall0
@@ -497,21 +491,6 @@ def _quantile(values: list[float], q: float) -> float | None:
         return None
     ordered = sorted(values)
     return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 1)
-
-
-def _wait_healthy(port: int, child: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if child.poll() is not None:
-            raise RuntimeError(f"the serve child exited: {child.stderr.read().decode()[-2000:]}")  # type: ignore[union-attr]
-        try:
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=1)
-            conn.request("GET", "/healthz")
-            if conn.getresponse().status == 200:
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError("serve did not start")
 
 
 def _child(kind: str, spec: dict[str, Any]) -> subprocess.Popen[bytes]:
