@@ -92,6 +92,7 @@ from detectors.egress_gaming.sends import (
 )
 from detectors.egress_gaming.task import TaskContext
 from detectors.registry import register
+from features.calls.drafts import drafts_only
 from features.calls.facts import DATA_METHODS, SENDS_RE, sending_tool
 from features.calls.step_features import StepFeatures, features_of
 from features.egress.answer_sources import repo_id
@@ -307,6 +308,7 @@ class EgressGaming(Detector):
             else None
         )
         personal, pload = self._personal(step, low, features)
+        drafting = pload is not None and drafts_only(step.tool)
         pushed: str | None = None  # the last push target's URL
         outbound: list[tuple[str, str | None, str]] = []  # targets carrying data
         personal_out: list[tuple[str, str | None, str]] = []  # ... or personal data
@@ -367,9 +369,10 @@ class EgressGaming(Detector):
             repo = repo_id(pushed) if not local(host_of(pushed) or "") else None
             if repo is not None:
                 alerts += self._on_push(step, repo)
-        if pload is not None and not alerts and "leak" not in self._fired:
+        if pload is not None and not alerts and "leak" not in self._fired and not drafting:
             # personal data: network targets only (a message tool's recipients are the
-            # injected-address rule's), and remembered for the call's HTTP span
+            # injected-address rule's), and remembered for the call's HTTP span; a draft
+            # naming people stays in the user's own mailbox until its send
             alerts += self._on_leak(step, pload, personal_out, (), publish=False)
         for address in (*emails, *(a for a, _ in sent)):
             remember(ledger.agent, address, None, cap)
