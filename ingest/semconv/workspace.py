@@ -27,7 +27,12 @@ workspace key ignores them).
 The run it continues (:mod:`features.session.lineage`): ``predecessor`` from
 ``trajwatch.predecessor.session_id`` (:data:`PREDECESSOR_ATTRIBUTE`), on the span, else on
 its resource: the ``data.session_id`` of the ``trajwatch.resume`` webhook that started the
-run, echoed by the orchestrator that resumed it in a new trace. OpenTelemetry's
+run, echoed by the orchestrator that resumed it in a new trace. Else the agent span's first
+link to a span of another trace (OpenTelemetry's way to say a new trace continues an older
+one): the session its attributes name (``gen_ai.conversation.id``, ``session.id`` or
+:data:`PREDECESSOR_ATTRIBUTE`), else its trace id under :data:`PREDECESSOR_TRACE`, which
+the ordering stage turns into that trace's session when it knows the trace
+(:func:`ingest.pipeline.resolution.resolve`). OpenTelemetry's
 ``session.previous_id`` is not read: it names a user's previous session, which need not be
 a run this one continues, and a payment repeated a month later is no replay.
 """
@@ -40,7 +45,7 @@ from features.session.lineage import PREDECESSOR
 from ingest.decoded import SpanRecord
 from ingest.semconv.attributes import first_str
 
-__all__ = ["PREDECESSOR_ATTRIBUTE", "WORKSPACE_ATTRIBUTES", "workspace_detail"]
+__all__ = ["PREDECESSOR_ATTRIBUTE", "PREDECESSOR_TRACE", "WORKSPACE_ATTRIBUTES", "workspace_detail"]
 
 WORKSPACE_ATTRIBUTES: Mapping[str, tuple[str, ...]] = {
     "host": ("host.name",),
@@ -53,6 +58,10 @@ WORKSPACE_ATTRIBUTES: Mapping[str, tuple[str, ...]] = {
 
 PREDECESSOR_ATTRIBUTE = "trajwatch.predecessor.session_id"
 """The attribute naming the session a run continues (start ``detail`` key ``predecessor``)."""
+PREDECESSOR_TRACE = "predecessor_trace"
+"""The start ``detail`` key of the trace an agent span links to, when the link names no
+session: resolved to the trace's session by the ordering stage."""
+_LINK_SESSION = ("gen_ai.conversation.id", "session.id", PREDECESSOR_ATTRIBUTE)
 
 
 def workspace_detail(span: SpanRecord) -> dict[str, str]:
@@ -75,4 +84,12 @@ def workspace_detail(span: SpanRecord) -> dict[str, str]:
     predecessor = first_str(span.attributes, names) or first_str(span.resource, names)
     if predecessor is not None and predecessor.strip():
         facts[PREDECESSOR] = predecessor.strip()
+        return facts
+    link = next((k for k in span.links if k.trace_id != span.trace_id), None)
+    if link is not None:
+        named = first_str(link.attributes, _LINK_SESSION)
+        if named is not None and named.strip():
+            facts[PREDECESSOR] = named.strip()
+        else:
+            facts[PREDECESSOR_TRACE] = link.trace_id
     return facts

@@ -11,13 +11,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import Link, SpanContext
 
 from detectors.duplicate_side_effect import DuplicateSideEffect
 from detectors.registry import DetectorSet
 from features.session.lineage import PREDECESSOR
 from ingest.formats.claude_code import transcript_drafts
 from ingest.formats.codex import rollout_drafts
+from ingest.formats.otlp_json import decode_otlp_json, to_otlp_json
+from ingest.formats.otlp_proto import decode_otlp_proto
 from ingest.formats.session_events import decode_event
+from ingest.semconv.spans import spans_to_drafts
 from models.records import StepKind
 from models.store import Store
 from trajwatch.service.replay import replay
@@ -31,9 +40,17 @@ def attrs(values: dict[str, str]) -> list[dict[str, Any]]:
     return [{"key": k, "value": {"stringValue": v}} for k, v in values.items()]
 
 
-def run(trace: int, session: str, at: int, resource: dict[str, str], tools: list[str]) -> list[str]:
+def run(
+    trace: int,
+    session: str,
+    at: int,
+    resource: dict[str, str],
+    tools: list[str],
+    links: tuple[dict[str, Any], ...] = (),
+) -> list[str]:
     """Collector file-exporter lines of a run in its own trace: a send_email tool span per
-    result in ``tools``, then the agent span above them (exported last, when it ends)."""
+    result in ``tools``, then the agent span above them (exported last, when it ends),
+    with ``links``."""
     trace_id, base = f"{trace:032x}", T0 + at * 10**9
     root = f"{trace:08x}00000001"
     spans = [
@@ -51,6 +68,7 @@ def run(trace: int, session: str, at: int, resource: dict[str, str], tools: list
                     "gen_ai.conversation.id": session,
                 }
             ),
+            "links": list(links),
         }
     ]
     for i, result in enumerate(tools):
@@ -186,3 +204,67 @@ def test_a_claude_code_session_forked_from_another_names_it() -> None:
     plain = {k: v for k, v in line.items() if k != "forkedFrom"}
     (start,) = [d.step for d in transcript_drafts([("1", plain)])[0]]
     assert PREDECESSOR not in start.detail
+
+
+def dead_span(**attributes: str) -> dict[str, Any]:
+    """A link to the dead run's tool span (trace 1, as :func:`run` names its spans)."""
+    return {"traceId": f"{1:032x}", "spanId": f"{1:08x}00000010", "attributes": attrs(attributes)}
+
+
+@pytest.mark.parametrize(
+    "link",
+    [dead_span(), dead_span(**{"gen_ai.conversation.id": "conv-dead"})],
+    ids=["trace-only", "naming-the-session"],
+)
+def test_a_resumed_run_whose_agent_span_links_to_the_dead_run_is_judged_against_it(
+    db_url: str, tmp_path: Path, link: dict[str, Any]
+) -> None:
+    lines = [
+        *run(1, "conv-dead", 0, {}, ["sent 120/120 emails"]),
+        *run(2, "conv-resumed", 1800, {}, ["sent 120/120 emails"], links=(link,)),
+    ]
+    (tmp_path / "spans.otlp.jsonl").write_text("\n".join(lines) + "\n")
+    replay(
+        [tmp_path],
+        settings=Settings(db_url=db_url),
+        detectors=DetectorSet([DuplicateSideEffect()]),
+    )
+    with Store.open(db_url) as store:
+        infos = {i.session_id: i.predecessor for i in store.sessions()}
+        found = [a for a in store.alerts() if a.detector == "duplicate_side_effect"]
+    assert infos == {"conv-dead": None, "conv-resumed": "conv-dead"}
+    (alert,) = found
+    assert alert.session_id == "conv-resumed" and "session conv-dead" in alert.reason
+
+
+def test_a_link_to_a_trace_this_process_never_saw_names_no_predecessor(
+    db_url: str, tmp_path: Path
+) -> None:
+    lines = run(2, "conv-resumed", 1800, {}, ["sent 120/120 emails"], links=(dead_span(),))
+    (tmp_path / "spans.otlp.jsonl").write_text("\n".join(lines) + "\n")
+    replay([tmp_path], settings=Settings(db_url=db_url))
+    with Store.open(db_url) as store:
+        assert [i.predecessor for i in store.sessions()] == [None]
+
+
+def test_an_sdk_span_link_decodes_alike_from_protobuf_and_json() -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(resource=Resource.create({"service.name": "ops-worker"}))
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    dead = SpanContext(trace_id=1, span_id=16, is_remote=True)
+    bad = SpanContext(trace_id=0, span_id=0, is_remote=True)  # invalid: left out
+    span = provider.get_tracer("t").start_span(
+        "invoke_agent ops",
+        links=[Link(dead, {"session.id": "conv-dead"}), Link(bad)],
+        attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.conversation.id": "new"},
+    )
+    span.end()
+    request = encode_spans(exporter.get_finished_spans())
+    from_proto = decode_otlp_proto(request.SerializeToString(), source="t").spans
+    from_json = decode_otlp_json(to_otlp_json(request), source="t").spans
+    for (decoded,) in (from_proto, from_json):
+        assert [(k.trace_id, k.span_id, dict(k.attributes)) for k in decoded.links] == [
+            (f"{1:032x}", f"{16:016x}", {"session.id": "conv-dead"})
+        ]
+        (start,) = [d.step for d in spans_to_drafts([decoded]) if d.step.kind == StepKind.START]
+        assert start.detail[PREDECESSOR] == "conv-dead"
