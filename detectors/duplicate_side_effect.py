@@ -203,7 +203,9 @@ def completed_effects(steps: Iterable[Step], *, window: int = 64) -> list[dict[s
             status = step.status or "unknown"
             if record is None or status in ("error", "cancelled"):
                 continue
-            result = " ".join((step.result or "").split())[:RESULT_CHARS] or None
+            # a bounded head is read: whitespace runs collapse to one space
+            result = " ".join((step.result or "")[: 8 * RESULT_CHARS].split())[:RESULT_CHARS]
+            result = result or None
             done.append({**record, "status": status, "result": result})
             del done[:-window]
     return done
