@@ -21,6 +21,13 @@ at ``critical_replays``; ``thresholds``: ``warn`` 0.6, ``critical`` 1.0. The par
 meaning: :class:`DuplicateSideEffect`. State: ``window`` calls and ``window`` keys, least
 recently used out (~7 KB pickled at 64).
 
+A run resumed as a *new* session (a dead worker's work started again under another session
+id, a forked conversation: :mod:`features.session.lineage`) is judged against what the run
+it continues had completed: the pipeline reads that run's completed side effects once, when
+the link is first seen, and hands them over on the step that carries it (``detail``
+:data:`PREDECESSOR_EFFECTS`, :func:`completed_effects`; :mod:`ingest.pipeline.predecessors`).
+A replay of one of them names that run, its step and the result it had.
+
 What counts as a side effect, and why: ``docs/detectors/single_module.md``.
 >>> from detectors.testing import Session
 >>> s = Session("dup", goal="Pay the December rent")
@@ -43,20 +50,38 @@ both with the first replay as onset.
 >>> scores = [(st.kind, d.update(st), d.score) for st in steps]
 >>> [score for kind, _, score in scores if kind == "tool_call"]  # 0 on the results
 [0.0, 0.6, 0.8, 1.0, 1.0]
+
+A resumer in a new session sending again the e-mails its dead predecessor had sent; the call
+the predecessor never finished is new work.
+
+>>> dead = Session("dead", goal="Notify the customers")
+>>> mail = {"to": "customers@example.com", "template": "incident-42"}
+>>> before = [dead.start(), *dead.tool("send_email", mail), dead.call("post_status", {"id": 42})]
+>>> effects = completed_effects(before)
+>>> [(e["tool"], e["seq"]) for e in effects]
+[('send_email', 1)]
+>>> new = Session("new", goal="Continue the dead run")
+>>> start = new.start().with_(detail={"predecessor": "dead", PREDECESSOR_EFFECTS: effects})
+>>> d = DuplicateSideEffect()
+>>> steps = [start, *new.tool("post_status", {"id": 42}), *new.tool("send_email", mail)]
+>>> [(a.onset_seq, "session dead" in a.reason) for st in steps for a in d.update(st)]
+[(3, True)]
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
+from typing import Any
 
 from detectors.base import MAX_EVIDENCE, Detector, StepRef, make_alert
 from detectors.registry import register
 from features.calls.step_features import features_of
 from models.records import Action, Alert, Severity, Step, StepKind
 
-__all__ = ["DuplicateSideEffect"]
+__all__ = ["PREDECESSOR_EFFECTS", "DuplicateSideEffect", "call_digest", "completed_effects"]
 
 # enum members bound once: a module global is cheaper than a class attribute lookup
 _TOOL_CALL = StepKind.TOOL_CALL
@@ -108,6 +133,82 @@ class _Entry:
     epoch: int
     status: str | None = None  # None until its result arrives
     finding: _Finding | None = None  # once the call has been replayed
+    # added later: new fields go last (see __setstate__)
+    session: str | None = None  # the run this session continues, for an inherited call
+    result: str | None = None  # an inherited call's result (an excerpt)
+
+    def __getstate__(self) -> tuple[Any, ...]:
+        """The field values in order: smaller than the slot names with their values."""
+        return tuple(getattr(self, f.name) for f in dataclasses.fields(self))
+
+    def __setstate__(self, state: tuple[Any, ...]) -> None:
+        """Unpickled from :meth:`__getstate__`'s values, or from ``(None, {slot: value})``
+        (how pickle gave a slotted object's state before). A state from before later
+        fields were added lacks them: they take their defaults (the generic restore would
+        leave them unset)."""
+        names = [f.name for f in dataclasses.fields(self)]
+        if len(state) == 2 and state[0] is None and isinstance(state[1], dict):
+            given = state[1]
+        else:
+            given = dict(zip(names, state, strict=False))
+        for f in dataclasses.fields(self):
+            object.__setattr__(self, f.name, given.get(f.name, f.default))
+
+
+PREDECESSOR_EFFECTS = "predecessor_effects"
+"""The step ``detail`` key under which the pipeline hands a session the completed side
+effects of the run it continues (:func:`completed_effects`)."""
+RESULT_CHARS = 160
+"""How much of an inherited call's result its record keeps, for the reason."""
+
+
+def call_digest(tool: str | None, arguments: str | None) -> str:
+    """The identity of a call by its tool and (canonical, stored) arguments."""
+    return hashlib.blake2b(f"{tool}\x1f{arguments or ''}".encode(), digest_size=8).hexdigest()
+
+
+def completed_effects(steps: Iterable[Step], *, window: int = 64) -> list[dict[str, Any]]:
+    """The side-effecting calls among ``steps`` (one session's tool calls and results, in
+    ``seq`` order; other kinds are skipped) that completed: a result arrived that is no
+    error and no cancellation. A call without its result (the one a dead worker was in)
+    did not complete. The last ``window`` of them, oldest first, as JSON records: the
+    call's ``session_id``, ``step_id``, ``seq``, ``ts``, ``source_ref``, ``tool``, effect
+    class ``cls``, ``digest`` (:func:`call_digest`; None when its arguments are unknown),
+    idempotency ``key``, result ``status`` and ``result`` (<= :data:`RESULT_CHARS`).
+    Pure; bounded by ``window`` plus the calls awaiting a result (<= 16)."""
+    pending: dict[str, dict[str, Any]] = {}
+    done: list[dict[str, Any]] = []
+    for step in steps:
+        if step.kind == _TOOL_CALL:
+            cls, _ = features_of(step).effect
+            key = step.idempotency_key
+            if cls is None and not key:
+                continue
+            known = cls is not None and not features_of(step).unknown_arguments
+            pending[step.step_id] = {
+                "session_id": step.session_id,
+                "step_id": step.step_id,
+                "seq": step.seq,
+                "ts": step.ts,
+                "source_ref": step.source_ref,
+                "tool": step.tool,
+                "cls": cls or "effect",
+                "digest": call_digest(step.tool, step.arguments) if known else None,
+                "key": key or None,
+            }
+            while len(pending) > 16:
+                del pending[next(iter(pending))]
+        elif step.kind == _TOOL_RESULT:
+            record = pending.pop(step.parent_step_id or "", None)
+            status = step.status or "unknown"
+            if record is None or status in ("error", "cancelled"):
+                continue
+            # a bounded head is read: whitespace runs collapse to one space
+            result = " ".join((step.result or "")[: 8 * RESULT_CHARS].split())[:RESULT_CHARS]
+            result = result or None
+            done.append({**record, "status": status, "result": result})
+            del done[:-window]
+    return done
 
 
 @register
@@ -173,6 +274,10 @@ class DuplicateSideEffect(Detector):
         if kind in _LAPSES:
             if kind != StepKind.START or step.seq > 0:
                 self._lapse = (step.seq, _lapse_words(step))
+            if kind == StepKind.START:
+                inherited = step.detail.get(PREDECESSOR_EFFECTS)
+                if isinstance(inherited, list):
+                    self._inherit(inherited)
             return []
         if kind == _TOOL_CALL:
             return self._on_call(step)
@@ -200,6 +305,31 @@ class DuplicateSideEffect(Detector):
                         del ledger[k]
         return []
 
+    def _inherit(self, records: list[Any]) -> None:
+        """Remember the completed calls of the run this session continues
+        (:func:`completed_effects` records), as of now (a push inherited is replayed by
+        a push with no change made here since); a call this session made itself stays."""
+        for record in records:
+            if not isinstance(record, Mapping) or not isinstance(record.get("session_id"), str):
+                continue
+            try:
+                entry = _Entry(
+                    int(record["seq"]),
+                    str(record["step_id"]),
+                    str(record["source_ref"]),
+                    int(record["ts"]),
+                    str(record["cls"]),
+                    self._epoch,
+                    status=str(record["status"]),
+                    session=record["session_id"],
+                    result=record.get("result") if isinstance(record.get("result"), str) else None,
+                )
+            except (KeyError, TypeError, ValueError):
+                continue
+            for ledger, k in ((self._calls, record.get("digest")), (self._keys, record.get("key"))):
+                if isinstance(k, str) and k and k not in ledger:
+                    self._put(ledger, k, replace(entry))
+
     def _on_call(self, step: Step) -> list[Alert]:
         arguments = step.arguments or ""
         cls, mutation = features_of(step).effect
@@ -208,7 +338,7 @@ class DuplicateSideEffect(Detector):
             if mutation:
                 self._epoch += 1
             return []
-        digest = hashlib.blake2b(f"{step.tool}\x1f{arguments}".encode(), digest_size=8).hexdigest()
+        digest = call_digest(step.tool, arguments)
         entry = _Entry(
             step.seq, step.step_id, step.source_ref, step.ts, cls or "effect", self._epoch
         )
@@ -261,7 +391,11 @@ class DuplicateSideEffect(Detector):
         ref = StepRef.of(step)
         if finding is None:
             first = StepRef(
-                step.session_id, earlier.step_id, earlier.seq, earlier.ts, earlier.source_ref
+                earlier.session or step.session_id,
+                earlier.step_id,
+                earlier.seq,
+                earlier.ts,
+                earlier.source_ref,
             )
             finding = _Finding(refs=(first, ref), replays=1, level=0)
         elif finding.level < 2:  # once critical, nothing more to report: stop collecting
@@ -292,27 +426,38 @@ class DuplicateSideEffect(Detector):
         first, onset, *later = finding.refs
 
         what = _WHAT.get(earlier.cls, _WHAT["effect"])
+        inherited = first.session_id != step.session_id
+        where = f"step {first.seq}"
+        if inherited:
+            where += f" of session {first.session_id}, the run this session continues,"
+        done = "succeeded" if earlier.status == "ok" else "ran without an error"
+        if inherited and earlier.result:
+            done += f' (result: "{earlier.result}")'
         if finding.replays == 1:
             reason = (
                 f"step {step.seq} repeats {step.tool}, {what}, with the same {same} as "
-                f"step {first.seq}, which already "
-                f"{'succeeded' if earlier.status == 'ok' else 'ran without an error'}: "
-                "a replayed side effect (retry of a call that had taken effect)."
+                f"{where} which already {done}: a replayed side effect (retry of a call "
+                "that had taken effect)."
             )
         else:
             reason = (
                 f"step {step.seq} repeats {step.tool}, {what}, with the same {same} as "
-                f"step {first.seq}: replayed {finding.replays} times since step {onset.seq} "
+                f"{where} replayed {finding.replays} times since step {onset.seq} "
                 f"(critical from {self.critical_replays}): the side effect is being executed "
                 "again and again."
             )
         lapse = self._lapse
-        if lapse is not None and first.seq < lapse[0] < step.seq:
+        if inherited:
+            reason += (
+                f" Session {first.session_id} stopped and this session resumed its work: the "
+                "resumed run re-issued what the stopped worker had already done."
+            )
+        elif lapse is not None and first.seq < lapse[0] < step.seq:
             reason += (
                 f" Between them the run was interrupted ({lapse[1]}, step {lapse[0]}): a "
                 "resumed run re-issued what the stopped worker had already done."
             )
-        return make_alert(
+        alert = make_alert(
             self.name,
             onset=onset,
             raised=step,
@@ -322,3 +467,11 @@ class DuplicateSideEffect(Detector):
             reason=reason,
             action=Action.NOTIFY,
         )
+        if not inherited:
+            return alert
+        # the first execution is the other session's step: its reference names that session
+        evidence = tuple(
+            {**ref, "session_id": first.session_id} if ref["step_id"] == first.step_id else ref
+            for ref in alert.evidence
+        )
+        return replace(alert, evidence=evidence)

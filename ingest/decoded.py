@@ -42,6 +42,20 @@ class SpanEvent:
     attributes: Mapping[str, Any]
 
 
+@dataclass(frozen=True, slots=True)
+class SpanLink:
+    """A span's link to another span (OTLP ``Span.Link``), in any trace: the span a
+    batch, a fork or a resumed run continues. Ids are lowercase hex."""
+
+    trace_id: str
+    span_id: str
+    attributes: Mapping[str, Any]
+
+
+MAX_LINKS = 8
+"""Links read of one span; the rest are left out (a batch consumer links hundreds)."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SpanRecord:
     """One decoded span. Ids are lowercase hex; times are Unix nanoseconds.
@@ -65,6 +79,8 @@ class SpanRecord:
     resource: Mapping[str, Any] = field(default_factory=dict)
     scope: str = ""
     location: str = ""
+    links: tuple[SpanLink, ...] = ()
+    """The first :data:`MAX_LINKS` links with valid ids."""
 
 
 def value_size(value: Any) -> int:

@@ -387,7 +387,9 @@ class SessionInfo:
     """What is known about a session beyond its steps (from ``session_start`` or the
     agent span): the goal anchor, the policy and budget it runs under, and where it works
     (:mod:`features.session.workspace`: ``workspace`` is the working directory,
-    ``revision`` the commit checked out at the start)."""
+    ``revision`` the commit checked out at the start), and the run it continues
+    (``predecessor``: the session id of a dead or forked run this one resumes as a new
+    session, :mod:`features.session.lineage`)."""
 
     session_id: str
     goal: str | None = None
@@ -404,6 +406,7 @@ class SessionInfo:
     branch: str | None = None
     revision: str | None = None
     host: str | None = None
+    predecessor: str | None = None
 
     def __setstate__(self, state: Any) -> None:
         """Unpickled from a session's stored state: the field values in order, as the

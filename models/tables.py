@@ -83,6 +83,7 @@ class SessionRow(Base):
     branch: Mapped[str | None] = mapped_column(Text)
     revision: Mapped[str | None] = mapped_column(Text)
     host: Mapped[str | None] = mapped_column(Text)
+    predecessor: Mapped[str | None] = mapped_column(SESSION_ID)
     next_seq: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     model_session: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     last_ts: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")

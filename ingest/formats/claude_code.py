@@ -22,7 +22,9 @@ parsers that read them):
   ``server_tool_use`` / ``mcp_tool_use`` block, whose ``…_tool_result`` block in the same
   response is its ``tool_result``; ``isApiErrorMessage`` lines are ``error`` steps;
 - ``user`` lines: the first typed prompt of the main chain is the session's ``start``
-  (its goal; ``cwd`` is the workspace), a sub-agent's first prompt its own ``start``;
+  (its goal; ``cwd`` is the workspace; ``forkedFrom.sessionId``, on the lines a forked or
+  resumed-into-a-new-file session copied from the one it continues, its predecessor:
+  :mod:`features.session.lineage`), a sub-agent's first prompt its own ``start``;
   later prompts ride on the next model call (``detail.user_message``); a slash command,
   stored as ``<command-name>``/``<command-args>`` markup, is the prompt ``/name args``;
   ``tool_result`` blocks are ``tool_result`` steps (an image or document in one is a
@@ -64,6 +66,7 @@ from typing import Any
 
 from features.calls.actions import tool_call_fields, tool_result_fields
 from features.calls.canonical import canonical_json
+from features.session.lineage import PREDECESSOR
 from features.text.clip import excerpt
 from ingest.decoded import Draft, compaction_key
 from ingest.formats.session_events import parse_ts
@@ -433,6 +436,9 @@ def _user(
             value = line.get(key)
             if isinstance(value, str) and value:
                 detail[name] = value
+        forked = line.get("forkedFrom")
+        if isinstance(forked, Mapping) and isinstance(forked.get("sessionId"), str):
+            detail[PREDECESSOR] = forked["sessionId"]
     else:
         detail["agent_id"] = context
         detail.update(reader.inline.task_of.get(context, {}))

@@ -8,7 +8,10 @@ Codex keeps each session as JSON lines in
 changes a step). Read here:
 
 - ``session_meta``: the session ``id`` (else ``session_id``), ``cwd`` (the workspace) and ``git``
-  (``repository_url``, ``commit_hash``: the task's repository and base commit);
+  (``repository_url``, ``commit_hash``: the task's repository and base commit), and
+  ``forked_from_id``: the thread a forked rollout continues, its predecessor
+  (:mod:`features.session.lineage`; not a sub-agent's, whose ``source.subagent`` names its
+  parent: a parent is not a run the sub-agent resumes);
 - ``turn_context``: the ``model`` of the calls that follow, ``approval_policy`` and
   ``sandbox_policy``;
 - ``event_msg`` ``user_message``: the first is the session's ``start`` and goal, later ones
@@ -72,6 +75,7 @@ from typing import Any
 
 from features.calls.actions import tool_call_fields, tool_result_fields
 from features.calls.canonical import canonical_json
+from features.session.lineage import PREDECESSOR
 from features.text.clip import excerpt
 from ingest.decoded import Draft
 from ingest.formats.session_events import parse_ts
@@ -329,6 +333,9 @@ def _read_line(rollout: _Rollout, location: str, line: Mapping[str, Any]) -> Non
         ):
             if isinstance(value, str) and value:
                 rollout.workspace[key] = value
+        forked, source = payload.get("forked_from_id"), payload.get("source")
+        if isinstance(forked, str) and not (isinstance(source, Mapping) and "subagent" in source):
+            rollout.workspace[PREDECESSOR] = forked
     elif kind == "turn_context":
         if isinstance(payload.get("model"), str):
             rollout.model = payload["model"]

@@ -46,10 +46,12 @@ from typing import Any
 
 from ingest.decoded import (
     DEFAULT_MAX_ATTRIBUTE_BYTES,
+    MAX_LINKS,
     SPAN_KINDS,
     STATUS_CODES,
     Decoded,
     SpanEvent,
+    SpanLink,
     SpanRecord,
     oversized_attribute,
 )
@@ -474,6 +476,19 @@ def _span(span: Any, resource: Mapping[str, Any], scope: str, where: str, cap: i
             )
         )
     message = status.get("message", "")
+    links: list[SpanLink] = []
+    raw_links = _get(span, "links", []) or []
+    for link in raw_links if isinstance(raw_links, list) else []:
+        if len(links) == MAX_LINKS:
+            break
+        try:  # a link with a bad id is left out: the span itself is sound
+            linked = _id(_get(link, "traceId"), 16, "link traceId")
+            linked_span = _id(_get(link, "spanId"), 8, "link spanId")
+            link_attributes = _attributes(_get(link, "attributes", []) or [])
+        except (DecodeError, AttributeError, TypeError):
+            continue
+        if linked and linked_span:
+            links.append(SpanLink(linked, linked_span, link_attributes))
     return SpanRecord(
         trace_id=trace_id or "",
         span_id=span_id or "",
@@ -489,6 +504,7 @@ def _span(span: Any, resource: Mapping[str, Any], scope: str, where: str, cap: i
         resource=resource,
         scope=scope,
         location=where,
+        links=tuple(links),
     )
 
 

@@ -25,10 +25,12 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Sp
 
 from ingest.decoded import (
     DEFAULT_MAX_ATTRIBUTE_BYTES,
+    MAX_LINKS,
     SPAN_KINDS,
     STATUS_CODES,
     Decoded,
     SpanEvent,
+    SpanLink,
     SpanRecord,
     oversized_attribute,
 )
@@ -165,6 +167,11 @@ def _span(
             resource=resource,
             scope=scope,
             location=where,
+            links=tuple(
+                SpanLink(link.trace_id.hex(), link.span_id.hex(), key_values(link.attributes))
+                for link in span.links
+                if len(link.trace_id) == 16 and any(link.trace_id) and len(link.span_id) == 8
+            )[:MAX_LINKS],
         )
     )
 

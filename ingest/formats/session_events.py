@@ -26,6 +26,7 @@ from jsonschema.exceptions import best_match
 
 from features.calls.actions import tool_call_fields
 from features.calls.canonical import canonical_json
+from features.session.lineage import PREDECESSOR
 from features.text.clip import excerpt
 from ingest.decoded import Draft, compaction_key
 from ingest.semconv.attributes import json_value
@@ -420,6 +421,9 @@ def _start_detail(event: Mapping[str, Any]) -> dict[str, Any]:
             detail["branch"] = event[alias]
     if event.get("budget"):
         detail["budget"] = dict(event["budget"])
+    # the run this session continues (features.session.lineage)
+    if isinstance(event.get("predecessor_session_id"), str):
+        detail[PREDECESSOR] = event["predecessor_session_id"]
     if event.get("system_instructions"):
         detail["system_instructions"] = excerpt(event["system_instructions"], 4096)
     return detail

@@ -34,6 +34,7 @@ from typing import Any
 
 from detectors.agent_baseline.detector import AgentBaseline
 from detectors.base import Detector
+from detectors.duplicate_side_effect import DuplicateSideEffect
 from detectors.registry import DetectorSet
 from detectors.score_series import encode_chunk
 from detectors.workspace_conflict.detector import WorkspaceConflict
@@ -57,6 +58,7 @@ from ingest.pipeline.intake import guarded_decode
 from ingest.pipeline.lookups import Lookups, look_up
 from ingest.pipeline.options import PipelineOptions
 from ingest.pipeline.ordering import Ordering
+from ingest.pipeline.predecessors import CALL_KINDS, with_predecessor_effects
 from ingest.pipeline.probe import Probe
 from ingest.pipeline.rejudge import rejudge, superseded
 from ingest.pipeline.resolution import CAUSE_STEP, Resolved
@@ -72,6 +74,20 @@ from models.storable import Unstorable
 from models.store import SessionCursor, Store, StoreUnit
 
 _START_OR_END = (StepKind.START, StepKind.END)  # read once: a member read is an enum lookup
+_START = StepKind.START
+
+
+def _calls_of(unit: StoreUnit, placed: Sequence[Step], session_id: str) -> list[Step]:
+    """Session ``session_id``'s tool calls and results, in ``seq`` order: those stored,
+    then those ``placed`` in this release (not stored yet)."""
+    stored = unit.steps(session_id, kinds=CALL_KINDS)
+    known = {step.step_id for step in stored}
+    fresh = [
+        step
+        for step in placed
+        if step.session_id == session_id and step.kind in CALL_KINDS and step.step_id not in known
+    ]
+    return [*stored, *fresh]
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +162,12 @@ class Pipeline:
             (p for p in self.detectors.prototypes if isinstance(p, AgentBaseline)), None
         )
         self._baselines = BaselineStage(baseline) if baseline is not None else None
+        # a resumed run's inheritance, when its detector is configured
+        # (ingest.pipeline.predecessors): how many completed side effects it remembers
+        duplicates = next(
+            (p for p in self.detectors.prototypes if isinstance(p, DuplicateSideEffect)), None
+        )
+        self._inherited = duplicates.window if duplicates is not None else None
         self._cross = frozenset(
             p.name for p in self.detectors.prototypes if getattr(p, "cross_session", False)
         )
@@ -573,6 +595,17 @@ class Pipeline:
                 continue
             stats.drafts_stepped += 1
             session = self._session(session_id, found)
+            if (
+                self._inherited is not None
+                and draft.step.kind is _START
+                and session.info.predecessor is None
+            ):
+                draft.step = with_predecessor_effects(
+                    draft.step,
+                    session_id,
+                    partial(_calls_of, unit, steps),
+                    window=self._inherited,
+                )
             touched[session_id] = None
             stats.sessions.add(session_id)
             if draft.step.kind in LINKED and parent not in stored and parent not in placed:

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from features.session.lineage import PREDECESSOR
 from ingest.decoded import Draft
 from ingest.pipeline.trace_index import TraceIndex
-from models.records import StepKind
+from ingest.semconv.workspace import PREDECESSOR_TRACE
+from models.records import Step, StepKind
 from models.storable import clean_id
 
 _EGRESS = StepKind.EGRESS  # read once: a StepKind member read costs an enum lookup
+_START = StepKind.START
 
 
 @dataclass(slots=True)
@@ -33,8 +36,11 @@ class Resolved:
 
 
 def resolve(draft: Draft, traces: TraceIndex) -> Resolved:
-    """``draft`` with its session (and, for an egress step, its cause) from ``traces``."""
+    """``draft`` with its session (and, for an egress step, its cause; for a start linked
+    to another trace, that trace's session as its predecessor) from ``traces``."""
     session_id = session_of(draft, traces)
+    if draft.step.kind is _START and PREDECESSOR_TRACE in draft.step.detail:
+        draft.step = _linked(draft.step, traces)
     parent = None
     if draft.step.kind == _EGRESS:
         call = traces.enclosing_tool_call(draft.trace_id, draft.parent_span_id)
@@ -45,6 +51,21 @@ def resolve(draft: Draft, traces: TraceIndex) -> Resolved:
             cause = f"{draft.trace_id}:{draft.parent_span_id}"
             draft.step = draft.step.with_(detail={**draft.step.detail, CAUSE_SPAN: cause})
     return Resolved(draft, session_id, parent)
+
+
+def _linked(start: Step, traces: TraceIndex) -> Step:
+    """``start``, whose agent span links to another trace (:data:`PREDECESSOR_TRACE`),
+    naming that trace's session as its predecessor when the index knows the trace: the
+    session a span of it named, else the trace itself (a run traced without a session id
+    is the session of its trace id). Unknown here (forgotten, or read by another ordering
+    stage: another input partition's), it names none."""
+    trace = start.detail[PREDECESSOR_TRACE]
+    if PREDECESSOR in start.detail or not isinstance(trace, str):
+        return start
+    found = traces.session_of(trace) or (trace if traces.tree(trace) is not None else None)
+    if found is None:
+        return start
+    return start.with_(detail={**start.detail, PREDECESSOR: clean_id(found)})
 
 
 CAUSE_SPAN = "cause_span"

@@ -15,6 +15,7 @@ from detectors.base import Detector
 from detectors.registry import DetectorSet
 from detectors.score_series import ScoreChunk, ScoreRecorder
 from features.session.compaction import CompactionInference
+from features.session.lineage import with_predecessor
 from features.session.trajectory import TrajectoryFeatures
 from features.session.workspace import with_workspace
 from features.text.requests import substantive
@@ -170,11 +171,12 @@ def restore(stored: Stored, detectors: DetectorSet, options: PipelineOptions) ->
 
 
 def updated_info(info: SessionInfo, step: Step) -> SessionInfo:
-    """Session facts a step teaches: the goal and policy from the (outermost) start,
-    the outcome from the end, the first event time from any step. A session whose start
-    carries no goal (many instrumentations put the task on the model call only: the
-    OpenAI Agents SDK's, LangGraph's and LlamaIndex's through OpenInference, ADK's) takes
-    the user message of its first model call that has one, as the detectors do."""
+    """Session facts a step teaches: the goal, policy, workspace and predecessor from the
+    (outermost) start, the outcome from the end, the first event time from any step. A
+    session whose start carries no goal (many instrumentations put the task on the model
+    call only: the OpenAI Agents SDK's, LangGraph's and LlamaIndex's through OpenInference,
+    ADK's) takes the user message of its first model call that has one, as the detectors
+    do."""
     started = step.ts if info.started_ts is None else min(info.started_ts, step.ts)
     if step.kind == _MODEL_CALL and not info.goal:
         message = step.detail.get("user_message")
@@ -186,7 +188,7 @@ def updated_info(info: SessionInfo, step: Step) -> SessionInfo:
         # task (the detectors read it), and "continue" never becomes it
         goal = info.goal or (step.text if substantive(step.text) else None)
         return replace(
-            with_workspace(info, detail),
+            with_predecessor(with_workspace(info, detail), detail),
             goal=goal,
             agent=info.agent or step.agent,
             policy_id=info.policy_id or detail.get("policy_id"),

@@ -3,9 +3,15 @@ errors, reads and new pushes do not."""
 
 from __future__ import annotations
 
+import pickle
+
 import pytest
 
-from detectors.duplicate_side_effect import DuplicateSideEffect
+from detectors.duplicate_side_effect import (
+    PREDECESSOR_EFFECTS,
+    DuplicateSideEffect,
+    completed_effects,
+)
 from detectors.testing import Session
 from models.records import Action, Alert, Severity, Step
 
@@ -219,3 +225,65 @@ def test_a_replay_after_the_worker_stopped_says_so() -> None:
     steps += s.tool("stripe__create_refund", refund)
     detector = DuplicateSideEffect()
     assert "interrupted" not in next(a for st in steps for a in detector.update(st)).reason
+
+
+# -- a run resumed as a new session (the predecessor's completed effects on its start) ----
+
+
+def resumed(effects: list[dict[str, object]]) -> tuple[Session, list[Step]]:
+    s = Session("resumer", goal="Continue the work of session dead.")
+    start = s.start()
+    return s, [start.with_(detail={**start.detail, PREDECESSOR_EFFECTS: effects})]
+
+
+def test_only_completed_effects_are_inherited_and_the_last_window_of_them() -> None:
+    dead = Session("dead", goal="Pay the December bills.")
+    steps = [dead.start()]
+    for i in range(5):
+        steps += dead.tool("send_money", {"recipient": f"r{i}", "amount": 10}, result=f"paid {i}")
+    steps += dead.tool("send_money", {"recipient": "failed", "amount": 1}, ok=False, error="402")
+    steps += dead.tool("send_money", {"recipient": "cancelled", "amount": 1}, cancelled=True)
+    steps += dead.tool("get_balance", {})  # no effect
+    steps.append(dead.call("send_money", {"recipient": "in-flight", "amount": 1}))
+    effects = completed_effects(steps, window=3)
+    assert [e["result"] for e in effects] == ["paid 2", "paid 3", "paid 4"]
+    assert {e["session_id"] for e in effects} == {"dead"}
+
+
+def test_an_inherited_idempotency_key_and_push_are_judged_as_in_one_session() -> None:
+    dead = Session("dead", goal="Ship the fix.")
+    before = [
+        dead.start(),
+        *dead.tool("create_invoice", {"amount": 120}, idempotency_key="inv-17", result="INV-17"),
+        *dead.tool("bash", {"command": "git push origin fix/dst"}, result="pushed"),
+    ]
+    effects = completed_effects(before)
+    s, steps = resumed(effects)
+    # another amount, the same key: the key's effect happened once already
+    key = [*steps, *s.tool("create_invoice", {"amount": 120.0}, idempotency_key="inv-17")]
+    (alert,) = feed(key)
+    assert "idempotency key 'inv-17'" in alert.reason and "session dead" in alert.reason
+    assert 'result: "INV-17"' in alert.reason
+    # a push after a change of the resumer's own is new work; without one, a replay
+    s, steps = resumed(effects)
+    steps += s.tool("edit_file", {"path": "src/dates.py", "old": "a", "new": "b"})
+    assert feed([*steps, *s.tool("bash", {"command": "git push origin fix/dst"})]) == []
+    s, steps = resumed(effects)
+    (alert,) = feed([*steps, *s.tool("bash", {"command": "git push origin fix/dst"})])
+    assert alert.severity == Severity.WARN and "session dead" in alert.reason
+
+
+def test_an_inherited_ledger_survives_a_state_round_trip() -> None:
+    dead = Session("dead", goal="Notify the customers.")
+    mail = {"to": "customers@example.com", "template": "incident-42"}
+    effects = completed_effects([dead.start(), *dead.tool("send_email", mail)])
+    s, steps = resumed(effects)
+    live = DuplicateSideEffect()
+    for step in steps:
+        live.update(step)
+    restored = DuplicateSideEffect()
+    restored.load_state_dict(pickle.loads(pickle.dumps(live.state_dict())))
+    call, result = s.tool("send_email", mail)
+    (alert,) = restored.update(call)
+    assert [e.get("session_id") for e in alert.evidence] == [None, "dead"]
+    assert restored.update(result) == []
