@@ -290,19 +290,21 @@ def with_amount_above(action: str, limit: float) -> str:
 
 
 SQL_KINDS: dict[str, str] = {
-    "insert": r"insert\s+(?:into\s+)?",
-    "update": r"update\s+(?:only\s+)?",
+    "insert": r"insert\s+(?:into\s+)?+",
+    "update": r"update\s+(?:only\s+)?+",
     "delete": r"delete\s+from\s+",
     "drop": r"drop\s+(?:table|view|schema|database|index|materialized\s+view)\s+"
-    r"(?:if\s+exists\s+)?",
-    "alter": r"alter\s+(?:table|view|schema|database|index)\s+(?:if\s+exists\s+)?",
-    "truncate": r"truncate\s+(?:table\s+)?",
+    r"(?:if\s+exists\s+)?+",
+    "alter": r"alter\s+(?:table|view|schema|database|index)\s+(?:if\s+exists\s+)?+",
+    "truncate": r"truncate\s+(?:table\s+)?+",
     "create": r"create\s+(?:or\s+replace\s+)?(?:temp(?:orary)?\s+)?(?:table|view|schema|index"
-    r"|materialized\s+view)\s+(?:if\s+not\s+exists\s+)?",
+    r"|materialized\s+view)\s+(?:if\s+not\s+exists\s+)?+",
     "merge": r"merge\s+into\s+",
-    "refresh": r"refresh\s+materialized\s+view\s+(?:concurrently\s+)?",
+    "refresh": r"refresh\s+materialized\s+view\s+(?:concurrently\s+)?+",
 }
-"""SQL statements that change data or schema, up to their target's name."""
+"""SQL statements that change data or schema, up to their target's name. Their optional
+words are possessive (``?+``): a rule "write only to scratch" must not match ``INSERT INTO
+scratch.t`` by leaving ``INTO`` out and reading it as the target."""
 SQL_DDL = ("create", "alter", "drop", "truncate", "refresh")
 SQL_DML = ("insert", "update", "delete", "merge")
 _SQL_NAME = r"[\w.\"`\[\]]"
@@ -321,8 +323,11 @@ def sql_statement(
     ...     "CREATE TABLE scratch.t AS SELECT * FROM analytics_prod.events",
     ...     "SELECT * FROM analytics_prod.events")]
     [True, False, False]
-    >>> bool(re.search(sql_statement(outside="scratch"), "insert into prod.t values (1)"))
-    True
+    >>> p = re.compile(sql_statement(outside="scratch"))
+    >>> [bool(p.search(q)) for q in ("insert into prod.t values (1)",
+    ...     "INSERT INTO scratch.t SELECT 1", "CREATE TABLE IF NOT EXISTS scratch.t AS SELECT 1",
+    ...     "drop table if exists scratch.t", "truncate table scratch.t", "update prod.t set x=1")]
+    [True, False, False, False, False, True]
     """
     verbs = "|".join(SQL_KINDS[k] for k in (kinds or SQL_KINDS))
     out = rf"(?i)(?<![\w.])(?:{verbs})"
