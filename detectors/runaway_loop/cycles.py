@@ -92,6 +92,13 @@ def repeats(calls: Sequence[LoopCall], call: LoopCall, p: int, wait_growth: floa
         # canonical signatures hide numbers (they are noise in *retries*); after a
         # success, a call with other numbers tries something new (answers, pages)
         return False
+    if prev.status == "error" and any(
+        calls[j].key == call.key and calls[j].status == "ok" and calls[j].numbers != call.numbers
+        for j in range(n - p + 1, n)
+    ):
+        # the failed call worked since, and this one names another target (batch 0
+        # pushed after its retries, now batch 1): the work moved on, nothing repeats
+        return False
     if n >= 2 and calls[n - 1].key == call.key and calls[n - 2].key == call.key:
         # Polling with back-off: the wait between back-to-back repeats grew. Only
         # back to back is the gap the agent's wait: inside a longer cycle it is the
@@ -294,9 +301,21 @@ def judge_cycle(
     # the same test failing the same way), at least two calls
     # ... unless each repeat waited longer than the one before (back-off: patience)
     waits = [b.wait - a.wait for a, b in zip((cycle[0], *repeated), repeated, strict=False)]
+    # ... or each repeat ran longer than the one before (a growing --timeout, a client
+    # backing off inside the call; two at least, the results in). One call repeated is
+    # judged so at any period: its answers may alternate (429, 503, 429) into a cycle of 2
+    # (from the cycle's first call, or from its first repeat: a poll that saw progress
+    # starts its back-off again)
+    took = [c.took for c in (cycle[0], *repeated) if c.status is not None]
+    one_call = all(c.exact == cycle[0].exact for c in cycle)
+    if one_call and (
+        (p == 1 and patient(waits, patience))
+        or any(len(t) >= 2 and patient(t, patience) for t in (took, took[1:]))
+    ):
+        return None  # patience, for a bounded count (patient() is False past it)
     why = (
         confirmed(cycle, repeated, models=models, out_tokens=out_tokens, burn_ratio=burn_ratio)
-        if exact and run >= p - 1 and not (p == 1 and patient(waits, patience))
+        if exact and run >= p - 1
         else ""
     )
     if not why and (not settled or run < p or cycles < needed):

@@ -54,6 +54,7 @@ class LoopCall:
     targets: frozenset[str] = frozenset()  # what it changes, where its arguments name it
     delegates: bool = False  # while it was open another agent reasoned: it runs a sub-agent
     results_at: int = 0  # tool results the session had seen when it was made
+    took: float = 0.0  # seconds from the call to its result: the time it ran (or waited)
 
 
 @dataclass(slots=True)

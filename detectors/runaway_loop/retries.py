@@ -88,7 +88,8 @@ def add_failure(
     """Record ``call``'s failure (``text``: its error) in the chain of its error
     signature, or a new chain; ``novel`` is the count of new calls the session has
     tried so far. Sets ``call.error`` and ``call.chain``; keeps at most ``max_chains``."""
-    signature = result_signature(text, call.values)
+    # measured: what a failure printed is part of it (`2 of 6 ready`), its timings not
+    signature = result_signature(text, call.values, measured=True)
     error = crc(f"{call.tool}\x1f{signature}")
     call.error = error
     chain = chains.get(error)
@@ -140,9 +141,13 @@ def retry_finding(
     already is (TRAIL labels it); with other work between the failures, the repeats
     must outnumber it by two. Retries that wait longer each time (back-off:
     :func:`~detectors.runaway_loop.progress.patient`) are patience until ``patience``
-    failures."""
+    failures: a wait slept between them, or attempts that each ran longer than the one
+    before (a growing ``--timeout``, a client backing off inside the call)."""
     failures = chain.count
-    if failures <= patience and patient(retry_waits(chain.members), patience):
+    if failures <= patience and (
+        patient(retry_waits(chain.members), patience)
+        or (failures >= 2 and patient([m.took for m in chain.members], patience))
+    ):
         return None
     bare = failures >= 2 and chain.novel_between == 0
     outweighed = failures >= warn_cycles and chain.novel_between <= failures - 2
