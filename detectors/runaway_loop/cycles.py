@@ -313,9 +313,12 @@ def judge_cycle(
         or any(len(t) >= 2 and patient(t, patience) for t in (took, took[1:]))
     ):
         return None  # patience, for a bounded count (patient() is False past it)
+    # a poll whose answer just moved (the cycle's first call failed otherwise than its
+    # run before) is looked at again: one answered repeat of the news confirms nothing yet
+    fresh = one_call and cycle[0].news and len(took) < 3
     why = (
         confirmed(cycle, repeated, models=models, out_tokens=out_tokens, burn_ratio=burn_ratio)
-        if exact and run >= p - 1
+        if exact and run >= p - 1 and not fresh
         else ""
     )
     if not why and (not settled or run < p or cycles < needed):

@@ -561,7 +561,16 @@ class RunawayLoop(Detector):
         return []
 
     def _on_failure(self, step: Step, call: LoopCall, text: str) -> list[Alert]:
-        chain = add_failure(self._chains, call, text, self._novel, _MAX_CHAINS)
+        calls = self._calls
+        i = len(calls) - 1
+        while i >= 0 and calls[i] is not call:
+            i -= 1
+        j = i - 1
+        while j >= 0 and calls[j].exact != call.exact:
+            j -= 1
+        before = calls[j] if j >= 0 else None  # the same call's last run: O(window)
+        chain = add_failure(self._chains, call, text, self._novel, _MAX_CHAINS, before)
+        call.news = chain.moved and chain.first is call
         self._building(chain.count, self.warn_cycles)
         finding = retry_finding(chain, call, self.warn_cycles, self.patience)
         if finding is None:

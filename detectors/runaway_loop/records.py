@@ -55,6 +55,7 @@ class LoopCall:
     delegates: bool = False  # while it was open another agent reasoned: it runs a sub-agent
     results_at: int = 0  # tool results the session had seen when it was made
     took: float = 0.0  # seconds from the call to its result: the time it ran (or waited)
+    news: bool = False  # it failed otherwise than the same call's run before it
 
 
 @dataclass(slots=True)
@@ -81,6 +82,7 @@ class FailureChain:
     count: int = 0
     novel_mark: int = 0  # the detector's novel-call count at the last failure
     novel_between: int = 0  # new calls tried between the failures
+    moved: bool = False  # its first failure was news: the same call had failed otherwise before
 
 
 @dataclass(slots=True)

@@ -137,3 +137,36 @@ def test_a_failures_wall_time_is_a_measurement_not_news() -> None:
     c = "exit status 1\nWall time: 0.599 seconds\nOutput: 3 of 6 ready"
     assert result_signature(a, measured=True) == result_signature(b, measured=True)
     assert result_signature(b, measured=True) != result_signature(c, measured=True)
+
+
+def test_a_poll_that_backs_off_again_after_each_bit_of_progress_is_no_loop() -> None:
+    s = Session("rollout")
+    steps = warmup(s)
+    for ready in range(5):
+        for timeout in (5, 10, 20):  # progress resets the back-off
+            steps.append(s.model())
+            steps += s.tool(
+                "shell",
+                {"command": f"kubectl rollout status deploy/api --timeout={timeout}s"},
+                ok=False,
+                error="exit status 1",
+                result=f"Waiting for rollout to finish: {ready} of 20 updated replicas",
+                seconds=timeout + 0.4,
+            )
+    assert feed(steps) == []
+
+
+def test_news_then_the_same_answer_at_a_flat_interval_is_still_a_loop() -> None:
+    s = Session("stuck")
+    steps = warmup(s)
+    for ready in (0, 1, 1, 1, 1, 1, 1):
+        steps.append(s.model())
+        steps += s.tool(
+            "shell",
+            {"command": "kubectl rollout status deploy/api --timeout=30s"},
+            ok=False,
+            error="exit status 1",
+            result=f"Waiting for rollout to finish: {ready} of 20 updated replicas",
+            seconds=30.4,
+        )
+    assert feed(steps)
