@@ -47,6 +47,7 @@ NEAR = 0.5  # share of the changed arguments' words that makes two calls near-sa
 MIN_BURN = 1_000  # output tokens a call below which nothing is "burnt"
 MAX_SHOWN = 3  # calls of a cycle a reason names
 POLL_CYCLES = 3  # cycles more a poll that waits each time needs before it warns
+BLOCKING = 30.0  # seconds a repeated call runs, on average, that make it a wait of its own
 
 
 def near(a: LoopCall, b: LoopCall) -> bool:
@@ -291,7 +292,12 @@ def judge_cycle(
     # a poll that waits each time (``sleep 60 && status``, a wait call in the cycle):
     # patience, for a bounded count - three cycles more (blind sets: healthy runs wait
     # on an alert or an export 3-6 times; stuck polls go on for dozens)
-    polls = repeated[-1].wait - cycle[0].wait >= MIN_WAIT * (run // p + 1)
+    # A call that itself blocks for long (a watch, a log window, a long timeout) waits
+    # as a sleep does.
+    repeats_run = run // p + 1
+    polls = repeated[-1].wait - cycle[0].wait >= MIN_WAIT * repeats_run or (
+        sum(c.took for c in repeated) >= BLOCKING * repeats_run
+    )
     if polls:
         needed += POLL_CYCLES
     # early, after one repeat: only for exact repeats (an edit and its revert share

@@ -170,3 +170,24 @@ def test_news_then_the_same_answer_at_a_flat_interval_is_still_a_loop() -> None:
             seconds=30.4,
         )
     assert feed(steps)
+
+
+def watch(n: int, seconds: float) -> list[Step]:
+    """``n`` runs of one log count, each answering 0 and blocking ``seconds``."""
+    s = Session(f"watch{n}-{seconds}")
+    steps = warmup(s)
+    for _ in range(n):
+        steps.append(s.model())
+        steps += s.tool(
+            "terminal__run",
+            {"command": 'kubectl logs deploy/api --since=15m | grep -c "rounding"'},
+            result='{"exit_code": 0, "stdout": "0"}',
+            seconds=seconds,
+        )
+    return steps
+
+
+def test_a_call_that_blocks_for_minutes_waits_as_a_sleep_does() -> None:
+    assert feed(watch(5, 1.0)), "the same quick read answered the same five times"
+    assert feed(watch(5, 540.0)) == [], "a 9-minute watch repeated 5 times is waiting"
+    assert feed(watch(12, 540.0)), "patience is bounded: a dozen unchanged watches loop"
