@@ -191,3 +191,21 @@ def test_a_call_that_blocks_for_minutes_waits_as_a_sleep_does() -> None:
     assert feed(watch(5, 1.0)), "the same quick read answered the same five times"
     assert feed(watch(5, 540.0)) == [], "a 9-minute watch repeated 5 times is waiting"
     assert feed(watch(12, 540.0)), "patience is bounded: a dozen unchanged watches loop"
+
+
+def rereads(*, compact: bool) -> list[Step]:
+    """The same four files read in turn four times, a compaction after each round when
+    ``compact``."""
+    s = Session(f"rereads-{compact}")
+    steps = [s.start()]
+    for _ in range(4):
+        for path in ("src/app.py", "src/db.py", "src/cli.py", "tests/test_app.py"):
+            steps += [s.model(), *s.tool("Read", {"file_path": path}, result=f"text of {path}")]
+        if compact:
+            steps.append(s.compaction())
+    return steps
+
+
+def test_rereading_after_each_compaction_is_recovery_not_a_loop() -> None:
+    assert feed(rereads(compact=False)), "the same four reads cycling, nothing learnt"
+    assert feed(rereads(compact=True)) == [], "the context was lost each time"
