@@ -569,6 +569,8 @@ class RunawayLoop(Detector):
         while j >= 0 and calls[j].exact != call.exact:
             j -= 1
         before = calls[j] if j >= 0 else None  # the same call's last run: O(window)
+        if before is not None:
+            call.since = call.wait - before.wait
         chain = add_failure(self._chains, call, text, self._novel, _MAX_CHAINS, before)
         call.news = chain.moved and chain.first is call
         self._building(chain.count, self.warn_cycles)

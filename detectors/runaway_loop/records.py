@@ -56,6 +56,7 @@ class LoopCall:
     results_at: int = 0  # tool results the session had seen when it was made
     took: float = 0.0  # seconds from the call to its result: the time it ran (or waited)
     news: bool = False  # it failed otherwise than the same call's run before it
+    since: float = -1.0  # seconds waited since the same call's run before it (-1: none)
 
 
 @dataclass(slots=True)

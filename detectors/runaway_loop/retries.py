@@ -156,8 +156,12 @@ def retry_finding(
     members = chain.members
     # after news the back-off starts again: the attempts since the first may be patient
     runs = (members, members[1:]) if chain.moved else (members,)
+    # the waits between the call's runs, whatever the runs between the members answered
+    # (a 503 between two 429s is an attempt of the same back-off)
+    since = [c.since for c in members if c.since >= 0]
     if failures <= patience and (
         patient(retry_waits(members), patience)
+        or patient(since, patience)
         or any(len(m) >= 2 and patient([c.took for c in m], patience) for m in runs)
     ):
         return None

@@ -209,3 +209,16 @@ def rereads(*, compact: bool) -> list[Step]:
 def test_rereading_after_each_compaction_is_recovery_not_a_loop() -> None:
     assert feed(rereads(compact=False)), "the same four reads cycling, nothing learnt"
     assert feed(rereads(compact=True)) == [], "the context was lost each time"
+
+
+def test_back_off_between_runs_of_one_call_is_patience_whatever_each_run_answered() -> None:
+    s = Session("openalex")
+    steps = warmup(s)
+    fetch = {"command": "curl -sS 'https://api.example.org/works?search=domain-shift'"}
+    errors = ["HTTP 429: Too Many Requests", "HTTP 503: Service Unavailable"]
+    for i, error in enumerate([errors[0], errors[1], errors[0], errors[0]]):
+        steps.append(s.model())
+        steps += s.tool("shell", fetch, ok=False, error=error, result=error)
+        steps += s.tool("shell", {"command": f"sleep {2**i}"}, result="")
+    steps += s.tool("shell", fetch, result='{"results": [{"title": "a study"}]}')
+    assert feed(steps) == []
