@@ -47,6 +47,7 @@ NEAR = 0.5  # share of the changed arguments' words that makes two calls near-sa
 MIN_BURN = 1_000  # output tokens a call below which nothing is "burnt"
 MAX_SHOWN = 3  # calls of a cycle a reason names
 POLL_CYCLES = 3  # cycles more a poll that waits each time needs before it warns
+BLOCKING = 30.0  # seconds a repeated call runs, on average, that make it a wait of its own
 
 
 def near(a: LoopCall, b: LoopCall) -> bool:
@@ -91,6 +92,13 @@ def repeats(calls: Sequence[LoopCall], call: LoopCall, p: int, wait_growth: floa
     if prev.status != "error" and prev.numbers != call.numbers:
         # canonical signatures hide numbers (they are noise in *retries*); after a
         # success, a call with other numbers tries something new (answers, pages)
+        return False
+    if prev.status == "error" and any(
+        calls[j].key == call.key and calls[j].status == "ok" and calls[j].numbers != call.numbers
+        for j in range(n - p + 1, n)
+    ):
+        # the failed call worked since, and this one names another target (batch 0
+        # pushed after its retries, now batch 1): the work moved on, nothing repeats
         return False
     if n >= 2 and calls[n - 1].key == call.key and calls[n - 2].key == call.key:
         # Polling with back-off: the wait between back-to-back repeats grew. Only
@@ -284,7 +292,12 @@ def judge_cycle(
     # a poll that waits each time (``sleep 60 && status``, a wait call in the cycle):
     # patience, for a bounded count - three cycles more (blind sets: healthy runs wait
     # on an alert or an export 3-6 times; stuck polls go on for dozens)
-    polls = repeated[-1].wait - cycle[0].wait >= MIN_WAIT * (run // p + 1)
+    # A call that itself blocks for long (a watch, a log window, a long timeout) waits
+    # as a sleep does.
+    repeats_run = run // p + 1
+    polls = repeated[-1].wait - cycle[0].wait >= MIN_WAIT * repeats_run or (
+        sum(c.took for c in repeated) >= BLOCKING * repeats_run
+    )
     if polls:
         needed += POLL_CYCLES
     # early, after one repeat: only for exact repeats (an edit and its revert share
@@ -294,9 +307,24 @@ def judge_cycle(
     # the same test failing the same way), at least two calls
     # ... unless each repeat waited longer than the one before (back-off: patience)
     waits = [b.wait - a.wait for a, b in zip((cycle[0], *repeated), repeated, strict=False)]
+    # ... or each repeat ran longer than the one before (a growing --timeout, a client
+    # backing off inside the call; two at least, the results in). One call repeated is
+    # judged so at any period: its answers may alternate (429, 503, 429) into a cycle of 2
+    # (from the cycle's first call, or from its first repeat: a poll that saw progress
+    # starts its back-off again)
+    took = [c.took for c in (cycle[0], *repeated) if c.status is not None]
+    one_call = all(c.exact == cycle[0].exact for c in cycle)
+    if one_call and (
+        (p == 1 and patient(waits, patience))
+        or any(len(t) >= 2 and patient(t, patience) for t in (took, took[1:]))
+    ):
+        return None  # patience, for a bounded count (patient() is False past it)
+    # a poll whose answer just moved (the cycle's first call failed otherwise than its
+    # run before) is looked at again: one answered repeat of the news confirms nothing yet
+    fresh = one_call and cycle[0].news and len(took) < 3
     why = (
         confirmed(cycle, repeated, models=models, out_tokens=out_tokens, burn_ratio=burn_ratio)
-        if exact and run >= p - 1 and not (p == 1 and patient(waits, patience))
+        if exact and run >= p - 1 and not fresh
         else ""
     )
     if not why and (not settled or run < p or cycles < needed):

@@ -403,15 +403,17 @@ class RunawayLoop(Detector):
             return []
         failed = step.status == "error"
         text = step.error if failed and step.error else step.result
+        if step.ts > call.ts:
+            call.took = (step.ts - call.ts) / 1e9
         masked = result_unknown(text)
         if masked:
             # a placeholder says nothing: never the same answer or error as another, so
             # a result of its own (as the publisher's digests differ) - never "no change"
             text = None
             call.head = call.body = head_crc(f"\x00masked result of call {call.seq}")
-        if text or (failed and step.result):
-            # what it told the agent: the error and the output a failure printed
-            said = f"{text}\n{step.result}" if failed and step.result else text or ""
+        # what it told the agent: the error and the output a failure printed
+        said = f"{text}\n{step.result}" if failed and text and step.result else text or ""
+        if said:
             call.digest = information_digest(said) or 1
             if failed:
                 call.shape = failure_shape(said) or 1
@@ -425,12 +427,18 @@ class RunawayLoop(Detector):
             # digits dropped, not the regex (~10 µs per KB): clocks and ids in a body
             # must not pass for progress; the first line keeps a poll's counters
             call.body = body_crc(start[:_BODY])
+            if said is not text:
+                # a failure's first line is its error (`exit status 1`); what it printed
+                # says whether the world moved (`2 of 6 ready` after `1 of 6`)
+                call.head = call.digest
         if any(self._runs):  # only a running repeat can show progress
             self._progress(call)
         # the error signature and text ignore leading space: the unstripped text will do
         if failed:
             self._answers = None
-            alerts = [] if masked else self._on_failure(step, call, text or "")
+            # the output is part of how it failed: `2 of 6 ready` after `1 of 6` is the
+            # world moving, not the same failure again
+            alerts = [] if masked else self._on_failure(step, call, said)
             if not masked and call.shape:
                 alerts += self._attempted(step, call)
         else:
@@ -553,7 +561,18 @@ class RunawayLoop(Detector):
         return []
 
     def _on_failure(self, step: Step, call: LoopCall, text: str) -> list[Alert]:
-        chain = add_failure(self._chains, call, text, self._novel, _MAX_CHAINS)
+        calls = self._calls
+        i = len(calls) - 1
+        while i >= 0 and calls[i] is not call:
+            i -= 1
+        j = i - 1
+        while j >= 0 and calls[j].exact != call.exact:
+            j -= 1
+        before = calls[j] if j >= 0 else None  # the same call's last run: O(window)
+        if before is not None:
+            call.since = call.wait - before.wait
+        chain = add_failure(self._chains, call, text, self._novel, _MAX_CHAINS, before)
+        call.news = chain.moved and chain.first is call
         self._building(chain.count, self.warn_cycles)
         finding = retry_finding(chain, call, self.warn_cycles, self.patience)
         if finding is None:

@@ -54,6 +54,9 @@ class LoopCall:
     targets: frozenset[str] = frozenset()  # what it changes, where its arguments name it
     delegates: bool = False  # while it was open another agent reasoned: it runs a sub-agent
     results_at: int = 0  # tool results the session had seen when it was made
+    took: float = 0.0  # seconds from the call to its result: the time it ran (or waited)
+    news: bool = False  # it failed otherwise than the same call's run before it
+    since: float = -1.0  # seconds waited since the same call's run before it (-1: none)
 
 
 @dataclass(slots=True)
@@ -80,6 +83,7 @@ class FailureChain:
     count: int = 0
     novel_mark: int = 0  # the detector's novel-call count at the last failure
     novel_between: int = 0  # new calls tried between the failures
+    moved: bool = False  # its first failure was news: the same call had failed otherwise before
 
 
 @dataclass(slots=True)

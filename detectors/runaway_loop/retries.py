@@ -83,12 +83,20 @@ def end_chains(chains: dict[int, FailureChain], call: LoopCall) -> None:
 
 
 def add_failure(
-    chains: dict[int, FailureChain], call: LoopCall, text: str, novel: int, max_chains: int
+    chains: dict[int, FailureChain],
+    call: LoopCall,
+    text: str,
+    novel: int,
+    max_chains: int,
+    before: LoopCall | None = None,
 ) -> FailureChain:
-    """Record ``call``'s failure (``text``: its error) in the chain of its error
-    signature, or a new chain; ``novel`` is the count of new calls the session has
-    tried so far. Sets ``call.error`` and ``call.chain``; keeps at most ``max_chains``."""
-    signature = result_signature(text, call.values)
+    """Record ``call``'s failure (``text``: its error and what it printed) in the chain of
+    its error signature, or a new chain; ``novel`` is the count of new calls the session
+    has tried so far; ``before`` the last earlier run of the same call, if any: when it
+    failed otherwise, a new chain starts from news (``moved``: a poll watching a world
+    that moves). Sets ``call.error`` and ``call.chain``; keeps at most ``max_chains``."""
+    # measured: what a failure printed is part of it (`2 of 6 ready`), its timings not
+    signature = result_signature(text, call.values, measured=True)
     error = crc(f"{call.tool}\x1f{signature}")
     call.error = error
     chain = chains.get(error)
@@ -113,6 +121,7 @@ def add_failure(
             error_text=" ".join(text.split())[:80],
             first=call,
             ident=crc(f"{error}\x1f{call.key}"),
+            moved=before is not None and before.status == "error" and before.error != error,
         )
         chains.pop(error, None)
         while len(chains) >= max_chains:
@@ -140,11 +149,25 @@ def retry_finding(
     already is (TRAIL labels it); with other work between the failures, the repeats
     must outnumber it by two. Retries that wait longer each time (back-off:
     :func:`~detectors.runaway_loop.progress.patient`) are patience until ``patience``
-    failures."""
+    failures: a wait slept between them, or attempts that each ran longer than the one
+    before (a growing ``--timeout``, a client backing off inside the call). A chain that
+    began with news (``moved``) needs one bare retry more."""
     failures = chain.count
-    if failures <= patience and patient(retry_waits(chain.members), patience):
+    members = chain.members
+    # after news the back-off starts again: the attempts since the first may be patient
+    runs = (members, members[1:]) if chain.moved else (members,)
+    # the waits between the call's runs, whatever the runs between the members answered
+    # (a 503 between two 429s is an attempt of the same back-off)
+    since = [c.since for c in members if c.since >= 0]
+    if failures <= patience and (
+        patient(retry_waits(members), patience)
+        or patient(since, patience)
+        or any(len(m) >= 2 and patient([c.took for c in m], patience) for m in runs)
+    ):
         return None
-    bare = failures >= 2 and chain.novel_between == 0
+    # a poll whose answer just moved is looked at again: a bare retry is waste from the
+    # second repeat of the news, not the first
+    bare = failures >= 2 + chain.moved and chain.novel_between == 0
     outweighed = failures >= warn_cycles and chain.novel_between <= failures - 2
     if not (bare or outweighed):
         return None

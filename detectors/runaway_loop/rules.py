@@ -117,12 +117,13 @@ def mask_echo(head: str, arguments: str) -> str:
 
 
 @lru_cache(maxsize=1024)
-def result_signature(text: str, values: tuple[str, ...] = ()) -> str:
+def result_signature(text: str, values: tuple[str, ...] = (), *, measured: bool = False) -> str:
     """What a result says once what varies with its call is masked (at most ``_KEPT``
     characters, lower-cased, spaces collapsed). ``values``: the call's argument values
     (:func:`~features.calls.action_keys.argument_values`): where the result echoes one back it
     is masked, and so are the numbers the agent passed (a page, an offset); other short
-    numbers stay.
+    numbers stay. ``measured``: fractions are masked too (measurements: a failure's wall
+    time, a size), where only counts tell one failure from the next.
 
     >>> a = result_signature("Exception: No results found for query: 'bird count 2019'."
     ...                      " Use a less specific query.", ("bird count 2019",))
@@ -133,6 +134,11 @@ def result_signature(text: str, values: tuple[str, ...] = ()) -> str:
     >>> result_signature("page 7 of 9 is out of range", ("7",))
     'page <n> of 9 is out of range'
     >>> result_signature("2 failed, 5 passed") == result_signature("1 failed, 6 passed")
+    False
+    >>> a, b = "exit 1, wall time 0.74 s", "exit 1, wall time 0.6 s"
+    >>> result_signature(a, measured=True) == result_signature(b, measured=True)
+    True
+    >>> result_signature(a) == result_signature(b)
     False
     """
     head = " ".join(text[:SIGNATURE_CHARS].split())
@@ -147,7 +153,9 @@ def result_signature(text: str, values: tuple[str, ...] = ()) -> str:
     # a plain word is kept as it is (most are), another read from the table when its
     # mask is known: both tested here, not in a call
     known = _MASKED.get
-    masked = [w if w.isalpha() else known(w) or _mask_word(w, numbers) for w in head.split(" ")]
+    masked = [
+        w if w.isalpha() else known(w) or _mask_word(w, numbers, measured) for w in head.split(" ")
+    ]
     return " ".join(masked)[:_KEPT].lower()
 
 
@@ -158,7 +166,7 @@ line's punctuation) across calls: the tests run once a word. Bounded: emptied wh
 _MAX_MASKED = 4_096
 
 
-def _mask_word(word: str, numbers: frozenset[str]) -> str:
+def _mask_word(word: str, numbers: frozenset[str], measured: bool = False) -> str:
     """One word of a result with what varies masked (its surrounding punctuation kept):
     URLs, paths and file names, timestamps, UUIDs, keys and ids (6+ characters mixing
     letters and digits), long numbers, and numbers the call passed. Word by word, not
@@ -181,6 +189,10 @@ def _mask_word(word: str, numbers: frozenset[str]) -> str:
         mask = "<n>"
     elif core.isdigit() and len(core) >= 5:
         mask = "#"
+    elif measured and "." in core:
+        # a fraction is a measurement (a wall time, a size, a score), not a count: the
+        # same failure timed again is the same failure
+        mask = "<x>"
     else:
         return word
     return f"{left}{mask}{right}"

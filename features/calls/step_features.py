@@ -39,6 +39,8 @@ from functools import lru_cache
 from typing import Any, TypeVar
 
 from features.calls.action_keys import action_facts, argument_facts, numbers_crc
+from features.calls.annotations import operative_arguments
+from features.calls.canonical import canonical_action
 from features.calls.effects import call_effect
 from features.calls.facts import CallFacts, call_facts, read_tool, sending_tool, target_hosts
 from features.calls.tool_view import DEFAULT_APPROVAL_RE, ToolView, approval_view, parsed_view
@@ -253,11 +255,15 @@ class StepFeatures:
     def action(self) -> tuple[int, frozenset[str], int, str]:
         """(near-duplicate key, its word bag, crc of the signature, label) of the
         canonical action (or the tool name when there is none):
-        :func:`features.calls.action_keys.action_facts`."""
+        :func:`features.calls.action_keys.action_facts`. Annotation arguments (the
+        model's note on its call: :mod:`features.calls.annotations`) are left out: a
+        call that only re-words its ``description`` is the same action."""
         if self._action is not _UNSET:
             return self._action
         step = self.step
-        facts = action_facts(step.tool, step.action or step.tool or "")
+        operative = operative_arguments(step.arguments)
+        action = canonical_action(step.tool, operative) if operative is not None else step.action
+        facts = action_facts(step.tool, action or step.tool or "")
         return _keep(self, "_action", facts)
 
     @property
@@ -277,10 +283,13 @@ class StepFeatures:
 
     @property
     def numbers(self) -> int:
-        """crc of the numbers in the raw arguments."""
+        """crc of the numbers in the raw arguments, annotation arguments left out
+        (:mod:`features.calls.annotations`: "back off 8 s" is no new number)."""
         if self._numbers is not _UNSET:
             return self._numbers
-        return _keep(self, "_numbers", numbers_crc(self.step.arguments))
+        arguments = self.step.arguments
+        operative = operative_arguments(arguments)
+        return _keep(self, "_numbers", numbers_crc(arguments if operative is None else operative))
 
     @property
     def reads(self) -> bool:

@@ -1,0 +1,49 @@
+"""Annotation arguments: prose a call carries about itself, not input to what it does.
+
+Runtimes let the model say why it makes a call beside what the call does: Claude Code's
+``Bash`` takes ``description`` next to ``command``, MCP tools take a ``reason`` or a
+``comment``, approval-gated tools a ``justification``. The text changes with the model's
+mood ("Retry the same batch.", "Back off 8 s and retry."), the action does not. A loop is
+the same action again, so :func:`operative_arguments` drops these fields before a call's
+action is keyed (:attr:`features.calls.step_features.StepFeatures.action`): a retry that
+only re-words its description repeats its call.
+
+The names are the runtimes' argument names (a schema vocabulary, read from the argument
+keys only, never from text). A field is dropped only at the top level and only when the
+call has another argument: a tool whose whole input is a ``description`` keeps it.
+Pure, O(len(arguments)).
+"""
+
+from __future__ import annotations
+
+from features.calls.canonical import arguments_value, canonical_json
+
+__all__ = ["ANNOTATIONS", "operative_arguments"]
+
+ANNOTATIONS = frozenset(
+    {"description", "reason", "comment", "justification", "explanation", "rationale"}
+)
+"""Argument names runtimes use for the model's note about its own call."""
+
+
+def operative_arguments(arguments: str | None) -> str | None:
+    """``arguments`` (a call's stored JSON text) without its top-level annotation fields,
+    as canonical JSON; None when there is nothing to drop (no such field, arguments that
+    are not a JSON object, or no other argument).
+
+    >>> operative_arguments('{"command": "make test", "description": "Run the tests."}')
+    '{"command":"make test"}'
+    >>> operative_arguments('{"command": "make test"}') is None
+    True
+    >>> operative_arguments('{"description": "a task for a sub-agent"}') is None
+    True
+    """
+    if not arguments or not any(f'"{name}"' in arguments for name in ANNOTATIONS):
+        return None  # the common case, a substring scan: no parse
+    value = arguments_value(arguments)
+    if not isinstance(value, dict):
+        return None
+    kept = {k: v for k, v in value.items() if k not in ANNOTATIONS}
+    if not kept or len(kept) == len(value):
+        return None
+    return canonical_json(kept)

@@ -1,0 +1,224 @@
+"""runaway_loop: what makes a call new, and what makes a repeat patience (issue 26).
+
+Small constructed sessions: a retry that only re-words its ``description`` repeats its
+call; attempts that each run longer (a growing ``--timeout``, a client backing off) are
+patience for a bounded count; a failure's printed output is part of how it failed
+(``2 of 6 ready`` after ``1 of 6`` is progress), its wall time is not.
+"""
+
+from __future__ import annotations
+
+from detectors.runaway_loop.detector import RunawayLoop
+from detectors.runaway_loop.rules import result_signature
+from detectors.testing import Session
+from features.calls.annotations import operative_arguments
+from features.calls.step_features import features_of
+from models.records import Alert, Step
+
+
+def feed(steps: list[Step]) -> list[Alert]:
+    detector = RunawayLoop()
+    return [alert for step in steps for alert in detector.update(step)]
+
+
+def warmup(s: Session) -> list[Step]:
+    steps = [s.start()]
+    for path in ("README.md", "scripts/push.py"):
+        steps += [s.model(), *s.tool("Read", {"file_path": path}, result=f"contents of {path}")]
+    return steps
+
+
+def bash(command: str, description: str) -> dict[str, str]:
+    return {"command": command, "description": description}
+
+
+def test_a_call_that_only_rewords_its_description_is_the_same_action() -> None:
+    s = Session("desc")
+    a, _ = s.tool("Bash", bash("make deploy", "Deploy it."))
+    b, _ = s.tool("Bash", bash("make deploy", "Retry the deploy after the 503, backing off 8s."))
+    c, _ = s.tool("Bash", bash("make deploy-prod", "Deploy it."))
+    assert features_of(a).action[0] == features_of(b).action[0]
+    assert features_of(a).numbers == features_of(b).numbers  # "8s" is no new number
+    assert features_of(a).action[0] != features_of(c).action[0]
+    # a tool whose whole input is its description keeps it
+    assert operative_arguments('{"description": "summarise the logs"}') is None
+
+
+def test_retries_rewording_their_description_are_a_loop() -> None:
+    s = Session("storm")
+    steps = warmup(s)
+    for i in range(6):
+        steps.append(s.model())
+        steps += s.tool(
+            "Bash",
+            bash("python scripts/push.py --batch 3", f"Attempt {i + 2}: the API failed, retry."),
+            ok=False,
+            error="exit status 1",
+            result="HTTP 500 Internal Server Error",
+        )
+    alerts = feed(steps)
+    assert alerts, "the same failing call, re-described each time, is a loop"
+    assert alerts[-1].severity.value == "critical"
+
+
+def test_attempts_that_each_run_longer_are_patience_for_a_bounded_count() -> None:
+    def poll(n: int) -> list[Step]:
+        s = Session(f"poll{n}")
+        steps = warmup(s)
+        for i in range(n):
+            timeout = 5 * 2**i
+            steps.append(s.model())
+            steps += s.tool(
+                "shell",
+                {"command": f"kubectl rollout status deploy/api --timeout={timeout}s"},
+                ok=False,
+                error="exit status 1",
+                result="Waiting for rollout to finish: 0 of 4 updated replicas are available",
+                seconds=timeout + 0.4,
+            )
+        return steps
+
+    assert feed(poll(4)) == []  # 5, 10, 20, 40 s: back-off
+    assert feed(poll(9)), "past the patience the same unchanged poll is a loop"
+
+
+def test_the_same_flat_retry_is_not_patience() -> None:
+    s = Session("flat")
+    steps = warmup(s)
+    for _ in range(4):
+        steps.append(s.model())
+        steps += s.tool(
+            "shell",
+            {"command": "kubectl rollout status deploy/api --timeout=60s"},
+            ok=False,
+            error="exit status 1",
+            result="Waiting for rollout to finish: 0 of 4 updated replicas are available",
+            seconds=60.4,
+        )
+    assert feed(steps)
+
+
+def test_a_failure_whose_output_moves_is_progress() -> None:
+    s = Session("moving")
+    steps = warmup(s)
+    for ready in range(4):
+        steps.append(s.model())
+        steps += s.tool(
+            "shell",
+            {"command": "kubectl rollout status deploy/api --timeout=60s"},
+            ok=False,
+            error="exit status 1",
+            result=f"Waiting for rollout to finish: {ready} of 6 updated replicas are available",
+            seconds=60.4,
+        )
+    assert feed(steps) == []
+
+
+def test_retries_that_worked_then_moved_to_the_next_batch_repeat_nothing() -> None:
+    s = Session("batches")
+    steps = warmup(s)
+    for batch in range(4):
+        for attempt in range(2):
+            steps.append(s.model())
+            steps += s.tool(
+                "Bash",
+                bash(f"python scripts/push.py --batch {batch}", "Push the batch."),
+                ok=attempt == 1,
+                error=None if attempt else "exit status 1",
+                result=f"batch {batch}: 40 records created" if attempt else "HTTP 503",
+                seconds=1.0 + 4 * attempt,  # the retry backs off inside the call
+            )
+    assert feed(steps) == []
+
+
+def test_a_failures_wall_time_is_a_measurement_not_news() -> None:
+    a = "exit status 1\nWall time: 0.742 seconds\nOutput: 2 of 6 ready"
+    b = "exit status 1\nWall time: 0.599 seconds\nOutput: 2 of 6 ready"
+    c = "exit status 1\nWall time: 0.599 seconds\nOutput: 3 of 6 ready"
+    assert result_signature(a, measured=True) == result_signature(b, measured=True)
+    assert result_signature(b, measured=True) != result_signature(c, measured=True)
+
+
+def test_a_poll_that_backs_off_again_after_each_bit_of_progress_is_no_loop() -> None:
+    s = Session("rollout")
+    steps = warmup(s)
+    for ready in range(5):
+        for timeout in (5, 10, 20):  # progress resets the back-off
+            steps.append(s.model())
+            steps += s.tool(
+                "shell",
+                {"command": f"kubectl rollout status deploy/api --timeout={timeout}s"},
+                ok=False,
+                error="exit status 1",
+                result=f"Waiting for rollout to finish: {ready} of 20 updated replicas",
+                seconds=timeout + 0.4,
+            )
+    assert feed(steps) == []
+
+
+def test_news_then_the_same_answer_at_a_flat_interval_is_still_a_loop() -> None:
+    s = Session("stuck")
+    steps = warmup(s)
+    for ready in (0, 1, 1, 1, 1, 1, 1):
+        steps.append(s.model())
+        steps += s.tool(
+            "shell",
+            {"command": "kubectl rollout status deploy/api --timeout=30s"},
+            ok=False,
+            error="exit status 1",
+            result=f"Waiting for rollout to finish: {ready} of 20 updated replicas",
+            seconds=30.4,
+        )
+    assert feed(steps)
+
+
+def watch(n: int, seconds: float) -> list[Step]:
+    """``n`` runs of one log count, each answering 0 and blocking ``seconds``."""
+    s = Session(f"watch{n}-{seconds}")
+    steps = warmup(s)
+    for _ in range(n):
+        steps.append(s.model())
+        steps += s.tool(
+            "terminal__run",
+            {"command": 'kubectl logs deploy/api --since=15m | grep -c "rounding"'},
+            result='{"exit_code": 0, "stdout": "0"}',
+            seconds=seconds,
+        )
+    return steps
+
+
+def test_a_call_that_blocks_for_minutes_waits_as_a_sleep_does() -> None:
+    assert feed(watch(5, 1.0)), "the same quick read answered the same five times"
+    assert feed(watch(5, 540.0)) == [], "a 9-minute watch repeated 5 times is waiting"
+    assert feed(watch(12, 540.0)), "patience is bounded: a dozen unchanged watches loop"
+
+
+def rereads(*, compact: bool) -> list[Step]:
+    """The same four files read in turn four times, a compaction after each round when
+    ``compact``."""
+    s = Session(f"rereads-{compact}")
+    steps = [s.start()]
+    for _ in range(4):
+        for path in ("src/app.py", "src/db.py", "src/cli.py", "tests/test_app.py"):
+            steps += [s.model(), *s.tool("Read", {"file_path": path}, result=f"text of {path}")]
+        if compact:
+            steps.append(s.compaction())
+    return steps
+
+
+def test_rereading_after_each_compaction_is_recovery_not_a_loop() -> None:
+    assert feed(rereads(compact=False)), "the same four reads cycling, nothing learnt"
+    assert feed(rereads(compact=True)) == [], "the context was lost each time"
+
+
+def test_back_off_between_runs_of_one_call_is_patience_whatever_each_run_answered() -> None:
+    s = Session("openalex")
+    steps = warmup(s)
+    fetch = {"command": "curl -sS 'https://api.example.org/works?search=domain-shift'"}
+    errors = ["HTTP 429: Too Many Requests", "HTTP 503: Service Unavailable"]
+    for i, error in enumerate([errors[0], errors[1], errors[0], errors[0]]):
+        steps.append(s.model())
+        steps += s.tool("shell", fetch, ok=False, error=error, result=error)
+        steps += s.tool("shell", {"command": f"sleep {2**i}"}, result="")
+    steps += s.tool("shell", fetch, result='{"results": [{"title": "a study"}]}')
+    assert feed(steps) == []
