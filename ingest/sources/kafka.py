@@ -109,12 +109,14 @@ class KafkaOptions:
     idle_flush_ms: int = field(default=5_000, metadata=env("TRAJWATCH_KAFKA_IDLE_FLUSH_MS"))
     """An input partition silent this long (wall clock) releases every draft it holds:
     the watermark only moves with new input. The exporter's batch delay is 5 s."""
-    silence: bool = field(default=False, metadata=env("TRAJWATCH_KAFKA_SILENCE"))
+    silence: bool = field(default=True, metadata=env("TRAJWATCH_KAFKA_SILENCE"))
     """Silence steps in a worker (``stalled_run``): each input partition's clock relayed
-    to the repartition partitions (:mod:`ingest.sources.clock_relay`). Off by default:
-    recovery from a broker restart with the relay's clock records is not shown yet
-    (``docs/decisions/silence-through-kafka.md``, Open); off, a worker places no silence
-    steps, as before."""
+    to the repartition partitions (:mod:`ingest.sources.clock_relay`). ``0``: off, a
+    worker places no silence steps."""
+    clock_interval_ms: int = field(default=5_000, metadata=env("TRAJWATCH_KAFKA_CLOCK_INTERVAL_MS"))
+    """With silence steps on: the least time (wall clock) between two records of input
+    clocks alone sent to one repartition partition, each one more record batch there; a
+    silence step is placed up to this much later than one process would."""
     session_timeout_ms: int = field(
         default=10_000, metadata=env("TRAJWATCH_KAFKA_SESSION_TIMEOUT_MS")
     )
@@ -145,8 +147,9 @@ class KafkaOptions:
         ):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{_env(name)} must be >= 1, got {getattr(self, name)}")
-        if self.idle_flush_ms < 0:
-            raise ConfigError(f"{_env('idle_flush_ms')} must be >= 0, got {self.idle_flush_ms}")
+        for name in ("idle_flush_ms", "clock_interval_ms"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"{_env(name)} must be >= 0, got {getattr(self, name)}")
         topics = [self.spans_topic, self.events_topic, self.steps_topic, self.dead_letter_topic]
         if len(set(topics)) != len(topics):
             raise ConfigError(
@@ -375,12 +378,14 @@ def _oversized(topic: str, item: Resolved, size: int) -> DeadLetter:
     )
 
 
-def _max_ts(metadata: str | None) -> int | None:
+def _committed_time(metadata: str | None, name: str) -> int | None:
+    """An event time the ordering stage committed with an offset: ``max_ts`` (the newest
+    read) or ``clock`` (the newest released, :meth:`ClockRelay.newest`)."""
     try:
-        value = json.loads(metadata or "{}").get("max_ts")
+        value = json.loads(metadata or "{}").get(name)
     except (ValueError, AttributeError):
         return None  # not ours (another tool committed for this group): order afresh
-    return value if isinstance(value, int) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def decode_message(
@@ -549,15 +554,25 @@ class OrderingStage:
             if self._committed.get(tp) != position:
                 # with the watermark: re-reading from ``position`` then rebuilds exactly the
                 # ordering state this process had (see _seek_committed)
-                mark = self.pipeline.newest_event_time(partition)
-                metadata = json.dumps({"max_ts": mark}) if mark is not None else ""
-                offsets[tp] = OffsetAndMetadata(position, metadata, -1)
+                offsets[tp] = OffsetAndMetadata(position, self._commit_metadata(partition), -1)
         if offsets:
             if wait:
                 self.consumer.commit(offsets, timeout_ms=CALL_TIMEOUT_MS)
             else:
                 self.consumer.commit_async(offsets, callback=self._commit_done)
             self._committed.update({tp: o.offset for tp, o in offsets.items()})
+
+    def _commit_metadata(self, partition: str) -> str:
+        """What an offset of input ``partition`` is committed with: its newest event time
+        read (the watermark, ``max_ts``) and, with the relay, released (``clock``): the
+        times the relay still owes some lane are forgotten with the process, and the
+        partition's next owner tells every lane ``clock`` instead (:meth:`_seek_committed`)."""
+        times = {
+            "max_ts": self.pipeline.newest_event_time(partition),
+            "clock": self._relay.newest(partition) if self._relay is not None else None,
+        }
+        kept = {name: ts for name, ts in times.items() if ts is not None}
+        return json.dumps(kept) if kept else ""
 
     def _clock_relay(self) -> ClockRelay | None:
         """The relay of input clocks (None: silence steps off), made once the number of
@@ -572,7 +587,7 @@ class OrderingStage:
             lanes = self._producer.partitions_for(self.options.steps_topic)
             if not lanes:
                 raise KafkaError(f"no partitions known for topic {self.options.steps_topic}")
-            self._relay = ClockRelay(len(lanes))
+            self._relay = ClockRelay(len(lanes), every_s=self.options.clock_interval_ms / 1000)
         return self._relay
 
     def _commit_done(
@@ -636,7 +651,7 @@ class OrderingStage:
         from there."""
         self.pipeline = self._new_pipeline()
         if self._relay is not None:
-            self._relay = ClockRelay(self._relay.lanes)
+            self._relay = ClockRelay(self._relay.lanes, every_s=self._relay.every_s)
         self._read.clear()
         self._last_input.clear()
         self._committed.clear()
@@ -655,9 +670,17 @@ class OrderingStage:
             # that were released before are released again at once (and dropped as
             # duplicates downstream), the ones that were held are held again, and what
             # follows is ordered exactly as if this stage had never stopped.
-            mark = _max_ts(committed.metadata)
+            partition = f"{tp.topic}/{tp.partition}"
+            mark = _committed_time(committed.metadata, "max_ts")
             if mark is not None:
-                self.pipeline.resume_partition(f"{tp.topic}/{tp.partition}", newest_event_time=mark)
+                self.pipeline.resume_partition(partition, newest_event_time=mark)
+            # the newest time the last owner released, told to every lane: it may still
+            # have owed it to some (a quiet lane is told once per clock_interval_ms), and
+            # the drafts below the committed offset are not read again
+            clock = _committed_time(committed.metadata, "clock")
+            relay = self._clock_relay() if clock is not None else None
+            if relay is not None and clock is not None:
+                relay.passed(partition, clock)
         self._rewind = False
 
     def close(self) -> None:

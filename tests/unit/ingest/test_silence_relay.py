@@ -20,7 +20,7 @@ from detectors.registry import DetectorSet
 from detectors.stalled_run.detector import StalledRun
 from ingest.pipeline.engine import Pipeline
 from ingest.sources.clock_relay import ClockRelay, lane_of
-from ingest.sources.kafka import repartition_records
+from ingest.sources.kafka import options_from, repartition_records
 from ingest.sources.repartition import ClockMark, RecordError, decode_record, encode_resolved
 from models.records import StepKind
 from models.store import Store
@@ -70,6 +70,33 @@ def test_a_lane_is_told_the_newest_time_released_elsewhere_since_its_last_record
         (1, ClockMark("q", 50)),
     ]
     assert relay.flush() == []
+
+
+def test_a_quiet_lane_hears_a_time_alone_at_most_once_per_interval() -> None:
+    now = [0.0]
+    relay = ClockRelay(2, every_s=5.0, clock=lambda: now[0])
+    relay.route("p", 10, 0)
+    assert relay.flush() == [(1, ClockMark("p", 10))]  # never told anything: at once
+    now[0] = 1.0
+    relay.route("p", 20, 0)
+    assert relay.flush() == []  # told 1 s ago
+    now[0] = 4.0
+    relay.route("q", 5, 0)
+    assert relay.flush() == []  # q never told lane 1 anything, but lane 1 heard p at 0
+    now[0] = 5.0
+    assert relay.flush() == [(1, ClockMark("p", 20)), (1, ClockMark("q", 5))]  # one batch
+    now[0] = 6.0
+    relay.route("q", 7, 0)
+    assert relay.route("p", 30, 1) is None  # a draft carries what is owed, due or not
+    assert relay.route("q", 8, 1) == 7
+    now[0] = 11.0
+    assert relay.flush() == [(0, ClockMark("p", 30)), (0, ClockMark("q", 8))]
+
+
+def test_the_relay_is_on_unless_turned_off() -> None:
+    assert options_from({}, {}, {}).silence
+    assert not options_from({}, {"TRAJWATCH_KAFKA_SILENCE": "0"}, {}).silence
+    assert not options_from({"silence": False}, {}, {}).silence
 
 
 def test_a_record_carries_its_input_partition_and_clock(tmp_path: Path) -> None:
@@ -132,17 +159,29 @@ def one_process(url: str, events: list[dict[str, Any]]) -> Store:
 
 
 def ordering_stage(
-    tmp_path: Path, events: list[dict[str, Any]], seed: int
+    tmp_path: Path,
+    events: list[dict[str, Any]],
+    seed: int,
+    every_s: float = 0.0,
+    *,
+    replaced: str = "",
 ) -> dict[int, list[bytes]]:
     """The ordering stage's output, lane by lane: the input read in random batches, each
-    batch's releases sent as repartition records (``repartition_records``)."""
-    store = Store.open(f"sqlite:///{tmp_path / f'ordering-{seed}.db'}")
+    batch's releases sent as repartition records (``repartition_records``), 0 to 1 s
+    apart (a quiet lane is told a clock alone once per ``every_s``); after the input,
+    the batches that send what is still owed. ``replaced``: the relay is lost with its
+    process once everything is released and committed, before the last batch; its
+    successor is told the newest time each partition released, as committed
+    (``"restored"``), or not (``"forgotten"``)."""
+    store = Store.open(f"sqlite:///{tmp_path / f'ordering-{seed}-{every_s}{replaced}.db'}")
     ordering = Pipeline(store, settings=SETTINGS)
-    relay = ClockRelay(LANES)
+    now = [0.0]
+    relay = ClockRelay(LANES, every_s=every_s, clock=lambda: now[0])
     rng = random.Random(seed)
     lanes: dict[int, list[bytes]] = defaultdict(list)
 
     def send() -> None:
+        now[0] += rng.random()
         records, dead = repartition_records("steps", ordering.resolve(), relay)
         assert dead == []
         for record in records:
@@ -159,6 +198,14 @@ def ordering_stage(
             send()
     for p in SESSIONS:
         ordering.end_partition(p)
+    send()
+    if replaced:
+        lost, relay = relay, ClockRelay(LANES, every_s=every_s, clock=lambda: now[0])
+        for p in SESSIONS:
+            newest = lost.newest(p)
+            if replaced == "restored" and newest is not None:
+                relay.passed(p, newest)
+    now[0] += every_s
     send()
     return lanes
 
@@ -201,8 +248,10 @@ def everything(store: Store) -> tuple[dict[str, list[tuple[str, int, int, str]]]
     return steps, sorted(a.alert_id for a in store.alerts(sessions))
 
 
-@pytest.mark.parametrize("seed", [1, 2])
-def test_the_lanes_place_the_silences_one_process_places(tmp_path: Path, seed: int) -> None:
+@pytest.mark.parametrize(("seed", "every_s"), [(1, 0.0), (2, 0.0), (1, 3.0), (2, 10.0)])
+def test_the_lanes_place_the_silences_one_process_places(
+    tmp_path: Path, seed: int, every_s: float
+) -> None:
     events = fleet()
     lanes_of = {s: lane_of(s.encode(), LANES) for ss in SESSIONS.values() for s in ss}
     # the relay is what ticks them: each dead session shares no lane with its partition's
@@ -214,9 +263,39 @@ def test_the_lanes_place_the_silences_one_process_places(tmp_path: Path, seed: i
     dead = [step for step in want[0]["stalled-0"] if step[3] == StepKind.SILENCE.value]
     assert len(dead) == 4, "5, 10, 20 and 40 minutes of silence: the comparison means something"
     assert len(want[1]) == 2  # both stalls
-    lanes = ordering_stage(tmp_path, events, seed)
+    lanes = ordering_stage(tmp_path, events, seed, every_s)
     got = everything(sequencing_stage(f"sqlite:///{tmp_path / 'lanes.db'}", lanes, seed))
     assert got == want
+
+
+def test_a_relay_replaced_tells_every_lane_what_its_predecessor_released(
+    tmp_path: Path,
+) -> None:
+    """The times a relay still owes some lane die with its process; told the newest time
+    each input partition released (what the ordering stage commits with its offsets), its
+    successor places the same. Forgotten, the stalls' last silences are missed."""
+    events = fleet()
+    want = everything(one_process(f"sqlite:///{tmp_path / 'one.db'}", events))
+    got = {}
+    for replaced in ("restored", "forgotten"):
+        lanes = ordering_stage(tmp_path, events, 5, every_s=10.0, replaced=replaced)
+        url = f"sqlite:///{tmp_path / f'{replaced}.db'}"
+        got[replaced] = everything(sequencing_stage(url, lanes, 5))
+    assert got["restored"] == want
+    assert got["forgotten"] != want
+
+
+def clocks_alone(lanes: dict[int, list[bytes]]) -> int:
+    return sum(decode_record(value)[1] is None for values in lanes.values() for value in values)
+
+
+def test_a_quiet_lane_is_told_a_clock_alone_once_per_interval(tmp_path: Path) -> None:
+    """What the interval saves: each record of a clock alone is one more record batch on
+    its lane (``docs/decisions/silence-through-kafka.md``)."""
+    events = fleet()
+    every_batch = clocks_alone(ordering_stage(tmp_path, events, 1))
+    held_back = clocks_alone(ordering_stage(tmp_path, events, 1, every_s=10.0))
+    assert 0 < held_back < every_batch / 3, (held_back, every_batch)
 
 
 @pytest.mark.parametrize("restart_at", [30, 120])
