@@ -9,18 +9,18 @@ sees only its own sessions' drafts. The ordering stage therefore tells each lane
 
 - a draft sent to lane ``k`` carries the newest event time of ``P``'s drafts sent to
   other lanes since the last record of ``P`` on ``k`` (:meth:`ClockRelay.route`);
-- at the end of each batch, a lane owed such a time by an input partition that has sent
-  it nothing for ``every_s`` (wall clock) gets a record of each time it is owed, alone
-  (:meth:`ClockRelay.flush`), unless it got such records less than ``every_s`` ago; a
-  lane not due hears the time with its next record of ``P``.
+- at the end of a batch, if the last clock records alone were sent ``every_s`` (wall
+  clock) ago or more, every lane with such a time pending gets a record of it alone
+  (:meth:`ClockRelay.flush`); until then a lane hears it with its next record of ``P``.
 
-A lane busy with ``P``'s drafts thus gets no clock record of ``P``, and a quiet one gets
-them at most once every ``every_s``: they are one more record batch on the lane, and at
-``every_s = 0`` (one to each lane at the end of every batch) they made a worker's recovery
-from a broker restart three times slower (``docs/decisions/silence-through-kafka.md``).
-Holding a time back changes no step, only how soon it is placed: a silence step's time is
-the bound crossed, not the clock that crossed it, and a session's next draft on the lane
-carries every time owed before it.
+Each clock record sent alone is one more record batch on its lane: one to every lane at
+the end of every batch (``every_s = 0``) made a worker's recovery from a broker restart
+three times slower (``docs/decisions/silence-through-kafka.md``). Holding a time back
+changes no step, only how soon it is placed: a silence step's time is the bound crossed,
+not the clock that crossed it, and a session's next draft on the lane carries every time
+owed before it. What is held back dies with the process, so the ordering stage commits
+no input partition the relay still owes a time (:meth:`ClockRelay.owes`): its next owner
+reads again, and relays again, what moved that clock.
 
 A silence is due at a bound crossed: the steps placed for one session are those of
 every bound below the largest event time released between two of its drafts (the
@@ -67,12 +67,11 @@ def lane_of(key: bytes, lanes: int) -> int:
 
 
 class ClockRelay:
-    """Per input partition, the event time each lane has not been told yet, when each lane
-    was last sent a record of it, and the newest time it released. Memory: a few numbers
-    per input partition and lane.
+    """Per input partition, the event time each lane has not been told yet. Memory: one
+    integer per input partition and lane.
 
-    ``every_s``: the least time (``clock``, seconds) between two records of an input
-    partition on a lane before :meth:`flush` sends a time alone (0: at every flush)."""
+    ``every_s``: the least time (``clock``, seconds) between two flushes that send
+    records of a clock alone (0: every flush sends what is owed)."""
 
     def __init__(
         self, lanes: int, every_s: float = 0.0, clock: Callable[[], float] = time.monotonic
@@ -85,17 +84,13 @@ class ClockRelay:
         self.every_s = every_s
         self._clock = clock
         self._pending: dict[str, dict[int, int]] = {}
-        self._told: dict[tuple[str, int], float] = {}
-        self._alone: dict[int, float] = {}
-        self._newest: dict[str, int] = {}
+        self._sent = -math.inf
 
     def route(self, partition: str, ts: int, lane: int) -> int | None:
         """A draft of input ``partition`` at event time ``ts`` goes to ``lane``: the clock
         it carries (None: nothing new for that lane); every other lane is owed ``ts``."""
         pending = self._pending.setdefault(partition, {})
         carried = pending.pop(lane, None)
-        self._told[(partition, lane)] = self._clock()
-        self._released(partition, ts)
         for other in range(self.lanes):
             if other != lane:
                 owed = pending.get(other)
@@ -105,46 +100,30 @@ class ClockRelay:
 
     def passed(self, partition: str, ts: int) -> None:
         """A draft of ``partition`` at ``ts`` was released but goes to no lane (a dead
-        letter), or was released before this relay was made (:meth:`newest` of the one
-        it replaces): it moved the partition's clock, for every lane."""
+        letter): it still moved the partition's clock, for every lane."""
         pending = self._pending.setdefault(partition, {})
-        self._released(partition, ts)
         for lane in range(self.lanes):
             owed = pending.get(lane)
             if owed is None or ts > owed:
                 pending[lane] = ts
 
-    def newest(self, partition: str) -> int | None:
-        """The newest event time released on ``partition`` (routed or passed): telling it
-        to every lane is always right, since whatever ``partition`` releases next is
-        released after it."""
-        return self._newest.get(partition)
+    def owes(self, partition: str) -> bool:
+        """Whether some lane has not been told a time ``partition`` released."""
+        return bool(self._pending.get(partition))
 
-    def _released(self, partition: str, ts: int) -> None:
-        newest = self._newest.get(partition)
-        if newest is None or ts > newest:
-            self._newest[partition] = ts
-
-    def flush(self) -> list[tuple[int, ClockMark]]:
-        """``(lane, mark)`` of every clock owed to a lane due them, by partition then
-        lane: a lane sent no clock alone for ``every_s`` and owed a time by a partition
-        that sent it nothing for as long. None owed after to those lanes; the others'
-        clocks stay owed."""
+    def flush(self, *, force: bool = False) -> list[tuple[int, ClockMark]]:
+        """``(lane, mark)`` of every clock owed, by partition then lane, and none owed
+        after; nothing if the last records were sent less than ``every_s`` ago, unless
+        ``force``."""
         now = self._clock()
-        due = {
-            lane
-            for partition, pending in self._pending.items()
-            for lane in pending
-            if now - self._told.get((partition, lane), -math.inf) >= self.every_s
-            and now - self._alone.get(lane, -math.inf) >= self.every_s
-        }
-        for lane in due:
-            self._alone[lane] = now
-        out = []
-        for partition, pending in sorted(self._pending.items()):
-            for lane in sorted(pending):
-                if lane in due:
-                    out.append((lane, ClockMark(partition, pending.pop(lane))))
-                    self._told[(partition, lane)] = now
-        self._pending = {p: pending for p, pending in self._pending.items() if pending}
+        if not force and now - self._sent < self.every_s:
+            return []
+        out = [
+            (lane, ClockMark(partition, ts))
+            for partition, pending in sorted(self._pending.items())
+            for lane, ts in sorted(pending.items())
+        ]
+        self._pending.clear()
+        if out:
+            self._sent = now
         return out

@@ -114,9 +114,10 @@ class KafkaOptions:
     to the repartition partitions (:mod:`ingest.sources.clock_relay`). ``0``: off, a
     worker places no silence steps."""
     clock_interval_ms: int = field(default=5_000, metadata=env("TRAJWATCH_KAFKA_CLOCK_INTERVAL_MS"))
-    """With silence steps on: the least time (wall clock) between two records of input
-    clocks alone sent to one repartition partition, each one more record batch there; a
-    silence step is placed up to this much later than one process would."""
+    """With silence steps on: the least time (wall clock) between two sendings of input
+    clocks alone to the repartition partitions (each one more record batch on each), and
+    so between two commits of a busy input partition; a silence step is placed up to
+    this much later than one process would."""
     session_timeout_ms: int = field(
         default=10_000, metadata=env("TRAJWATCH_KAFKA_SESSION_TIMEOUT_MS")
     )
@@ -331,15 +332,19 @@ def _dead_letter(
 
 
 def repartition_records(
-    topic: str, released: list[Resolved], relay: ClockRelay | None = None
+    topic: str,
+    released: list[Resolved],
+    relay: ClockRelay | None = None,
+    *,
+    every_clock: bool = False,
 ) -> tuple[list[_Record], list[DeadLetter]]:
     """The repartition records of ``released`` drafts (keyed by session id), in order,
     and a dead letter for each draft too large to be one (:data:`MAX_RECORD_BYTES`).
 
     With a ``relay`` (silence steps on): each record is sent to its partition by number
     (where its key puts it, :func:`lane_of`) and carries its input partition's clock, and
-    the batch ends with a record of each clock still owed to a partition
-    (:mod:`ingest.sources.clock_relay`)."""
+    the batch ends with a record of each clock still owed to a partition, if the relay's
+    interval has passed or ``every_clock`` (:mod:`ingest.sources.clock_relay`)."""
     records, dead = [], []
     for item in released:
         key = item.session_id.encode("utf-8", "surrogatepass")
@@ -359,7 +364,8 @@ def repartition_records(
             records.append(_Record(topic, key, value, partition=lane))
     if relay is not None:
         records += [
-            _Record(topic, b"", encode_clock(mark), partition=lane) for lane, mark in relay.flush()
+            _Record(topic, b"", encode_clock(mark), partition=lane)
+            for lane, mark in relay.flush(force=every_clock)
         ]
     return records, dead
 
@@ -378,14 +384,12 @@ def _oversized(topic: str, item: Resolved, size: int) -> DeadLetter:
     )
 
 
-def _committed_time(metadata: str | None, name: str) -> int | None:
-    """An event time the ordering stage committed with an offset: ``max_ts`` (the newest
-    read) or ``clock`` (the newest released, :meth:`ClockRelay.newest`)."""
+def _max_ts(metadata: str | None) -> int | None:
     try:
-        value = json.loads(metadata or "{}").get(name)
+        value = json.loads(metadata or "{}").get("max_ts")
     except (ValueError, AttributeError):
         return None  # not ours (another tool committed for this group): order afresh
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    return value if isinstance(value, int) else None
 
 
 def decode_message(
@@ -519,13 +523,15 @@ class OrderingStage:
 
     def _send(self, *, wait: bool = False) -> None:
         """Produce what is released, store and send the dead letters, then commit each
-        input partition behind what it still holds: without ``wait``, the commit is sent
-        and not waited for (a round trip before the next poll saved; see
-        :meth:`_commit_done`)."""
+        input partition behind what it still holds, unless the relay still owes a lane
+        its clock: without ``wait``, the commit is sent and not waited for (a round trip
+        before the next poll saved; see :meth:`_commit_done`); with it (closing), every
+        clock owed is sent first."""
         released = self.pipeline.resolve()
         dead = self.pipeline.take_dead_letters()
+        relay = self._clock_relay()
         records, oversized = repartition_records(
-            self.options.steps_topic, released, self._clock_relay()
+            self.options.steps_topic, released, relay, every_clock=wait
         )
         dead += oversized
         records += [
@@ -549,30 +555,24 @@ class OrderingStage:
         offsets = {}
         for tp, read in self._read.items():
             partition = f"{tp.topic}/{tp.partition}"
+            if relay is not None and relay.owes(partition):
+                # a time held back dies with this process: until the lanes are told, a
+                # restart must read again (and relay again) the drafts that moved it
+                continue
             held = self.pipeline.held_from(partition)
             position = read if held is None else held
             if self._committed.get(tp) != position:
                 # with the watermark: re-reading from ``position`` then rebuilds exactly the
                 # ordering state this process had (see _seek_committed)
-                offsets[tp] = OffsetAndMetadata(position, self._commit_metadata(partition), -1)
+                mark = self.pipeline.newest_event_time(partition)
+                metadata = json.dumps({"max_ts": mark}) if mark is not None else ""
+                offsets[tp] = OffsetAndMetadata(position, metadata, -1)
         if offsets:
             if wait:
                 self.consumer.commit(offsets, timeout_ms=CALL_TIMEOUT_MS)
             else:
                 self.consumer.commit_async(offsets, callback=self._commit_done)
             self._committed.update({tp: o.offset for tp, o in offsets.items()})
-
-    def _commit_metadata(self, partition: str) -> str:
-        """What an offset of input ``partition`` is committed with: its newest event time
-        read (the watermark, ``max_ts``) and, with the relay, released (``clock``): the
-        times the relay still owes some lane are forgotten with the process, and the
-        partition's next owner tells every lane ``clock`` instead (:meth:`_seek_committed`)."""
-        times = {
-            "max_ts": self.pipeline.newest_event_time(partition),
-            "clock": self._relay.newest(partition) if self._relay is not None else None,
-        }
-        kept = {name: ts for name, ts in times.items() if ts is not None}
-        return json.dumps(kept) if kept else ""
 
     def _clock_relay(self) -> ClockRelay | None:
         """The relay of input clocks (None: silence steps off), made once the number of
@@ -670,17 +670,9 @@ class OrderingStage:
             # that were released before are released again at once (and dropped as
             # duplicates downstream), the ones that were held are held again, and what
             # follows is ordered exactly as if this stage had never stopped.
-            partition = f"{tp.topic}/{tp.partition}"
-            mark = _committed_time(committed.metadata, "max_ts")
+            mark = _max_ts(committed.metadata)
             if mark is not None:
-                self.pipeline.resume_partition(partition, newest_event_time=mark)
-            # the newest time the last owner released, told to every lane: it may still
-            # have owed it to some (a quiet lane is told once per clock_interval_ms), and
-            # the drafts below the committed offset are not read again
-            clock = _committed_time(committed.metadata, "clock")
-            relay = self._clock_relay() if clock is not None else None
-            if relay is not None and clock is not None:
-                relay.passed(partition, clock)
+                self.pipeline.resume_partition(f"{tp.topic}/{tp.partition}", newest_event_time=mark)
         self._rewind = False
 
     def close(self) -> None:

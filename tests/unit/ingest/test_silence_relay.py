@@ -72,25 +72,25 @@ def test_a_lane_is_told_the_newest_time_released_elsewhere_since_its_last_record
     assert relay.flush() == []
 
 
-def test_a_quiet_lane_hears_a_time_alone_at_most_once_per_interval() -> None:
+def test_clocks_alone_are_sent_at_most_once_per_interval() -> None:
     now = [0.0]
     relay = ClockRelay(2, every_s=5.0, clock=lambda: now[0])
     relay.route("p", 10, 0)
-    assert relay.flush() == [(1, ClockMark("p", 10))]  # never told anything: at once
+    assert relay.owes("p") and not relay.owes("q")
+    assert relay.flush() == [(1, ClockMark("p", 10))]  # none sent before: at once
+    assert not relay.owes("p")
     now[0] = 1.0
     relay.route("p", 20, 0)
-    assert relay.flush() == []  # told 1 s ago
-    now[0] = 4.0
-    relay.route("q", 5, 0)
-    assert relay.flush() == []  # q never told lane 1 anything, but lane 1 heard p at 0
-    now[0] = 5.0
-    assert relay.flush() == [(1, ClockMark("p", 20)), (1, ClockMark("q", 5))]  # one batch
-    now[0] = 6.0
-    relay.route("q", 7, 0)
-    assert relay.route("p", 30, 1) is None  # a draft carries what is owed, due or not
-    assert relay.route("q", 8, 1) == 7
-    now[0] = 11.0
-    assert relay.flush() == [(0, ClockMark("p", 30)), (0, ClockMark("q", 8))]
+    assert relay.flush() == [] and relay.owes("p")  # the last were sent 1 s ago
+    now[0] = 3.0
+    relay.route("q", 5, 1)
+    assert relay.route("p", 30, 1) == 20  # a draft carries what its lane is owed
+    assert relay.flush(force=True) == [(0, ClockMark("p", 30)), (0, ClockMark("q", 5))]
+    now[0] = 7.0
+    relay.route("p", 40, 0)
+    assert relay.flush() == []  # forced at 3 s
+    now[0] = 8.0
+    assert relay.flush() == [(1, ClockMark("p", 40))]
 
 
 def test_the_relay_is_on_unless_turned_off() -> None:
@@ -159,21 +159,13 @@ def one_process(url: str, events: list[dict[str, Any]]) -> Store:
 
 
 def ordering_stage(
-    tmp_path: Path,
-    events: list[dict[str, Any]],
-    seed: int,
-    every_s: float = 0.0,
-    *,
-    replaced: str = "",
+    tmp_path: Path, events: list[dict[str, Any]], seed: int, every_s: float = 0.0
 ) -> dict[int, list[bytes]]:
     """The ordering stage's output, lane by lane: the input read in random batches, each
     batch's releases sent as repartition records (``repartition_records``), 0 to 1 s
-    apart (a quiet lane is told a clock alone once per ``every_s``); after the input,
-    the batches that send what is still owed. ``replaced``: the relay is lost with its
-    process once everything is released and committed, before the last batch; its
-    successor is told the newest time each partition released, as committed
-    (``"restored"``), or not (``"forgotten"``)."""
-    store = Store.open(f"sqlite:///{tmp_path / f'ordering-{seed}-{every_s}{replaced}.db'}")
+    apart (clocks alone sent at most once per ``every_s``); after the input, the
+    batch that sends what is still owed."""
+    store = Store.open(f"sqlite:///{tmp_path / f'ordering-{seed}-{every_s}.db'}")
     ordering = Pipeline(store, settings=SETTINGS)
     now = [0.0]
     relay = ClockRelay(LANES, every_s=every_s, clock=lambda: now[0])
@@ -199,12 +191,6 @@ def ordering_stage(
     for p in SESSIONS:
         ordering.end_partition(p)
     send()
-    if replaced:
-        lost, relay = relay, ClockRelay(LANES, every_s=every_s, clock=lambda: now[0])
-        for p in SESSIONS:
-            newest = lost.newest(p)
-            if replaced == "restored" and newest is not None:
-                relay.passed(p, newest)
     now[0] += every_s
     send()
     return lanes
@@ -266,23 +252,6 @@ def test_the_lanes_place_the_silences_one_process_places(
     lanes = ordering_stage(tmp_path, events, seed, every_s)
     got = everything(sequencing_stage(f"sqlite:///{tmp_path / 'lanes.db'}", lanes, seed))
     assert got == want
-
-
-def test_a_relay_replaced_tells_every_lane_what_its_predecessor_released(
-    tmp_path: Path,
-) -> None:
-    """The times a relay still owes some lane die with its process; told the newest time
-    each input partition released (what the ordering stage commits with its offsets), its
-    successor places the same. Forgotten, the stalls' last silences are missed."""
-    events = fleet()
-    want = everything(one_process(f"sqlite:///{tmp_path / 'one.db'}", events))
-    got = {}
-    for replaced in ("restored", "forgotten"):
-        lanes = ordering_stage(tmp_path, events, 5, every_s=10.0, replaced=replaced)
-        url = f"sqlite:///{tmp_path / f'{replaced}.db'}"
-        got[replaced] = everything(sequencing_stage(url, lanes, 5))
-    assert got["restored"] == want
-    assert got["forgotten"] != want
 
 
 def clocks_alone(lanes: dict[int, list[bytes]]) -> int:
