@@ -9,8 +9,18 @@ sees only its own sessions' drafts. The ordering stage therefore tells each lane
 
 - a draft sent to lane ``k`` carries the newest event time of ``P``'s drafts sent to
   other lanes since the last record of ``P`` on ``k`` (:meth:`ClockRelay.route`);
-- at the end of each batch, every lane with such a time pending gets a record of it
-  alone (:meth:`ClockRelay.flush`).
+- at the end of a batch, if the last clock records alone were sent ``every_s`` (wall
+  clock) ago or more, every lane with such a time pending gets a record of it alone
+  (:meth:`ClockRelay.flush`); until then a lane hears it with its next record of ``P``.
+
+Each clock record sent alone is one more record batch on its lane: one to every lane at
+the end of every batch (``every_s = 0``) made a worker's recovery from a broker restart
+three times slower (``docs/decisions/silence-through-kafka.md``). Holding a time back
+changes no step, only how soon it is placed: a silence step's time is the bound crossed,
+not the clock that crossed it, and a session's next draft on the lane carries every time
+owed before it. What is held back dies with the process, so the ordering stage commits
+no input partition the relay still owes a time (:meth:`ClockRelay.owes`): its next owner
+reads again, and relays again, what moved that clock.
 
 A silence is due at a bound crossed: the steps placed for one session are those of
 every bound below the largest event time released between two of its drafts (the
@@ -31,6 +41,10 @@ order of a lane's records from one input partition matters, and the producer kee
 """
 
 from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
 
 from kafka.partitioner.default import murmur2
 
@@ -54,13 +68,23 @@ def lane_of(key: bytes, lanes: int) -> int:
 
 class ClockRelay:
     """Per input partition, the event time each lane has not been told yet. Memory: one
-    integer per input partition and lane."""
+    integer per input partition and lane.
 
-    def __init__(self, lanes: int) -> None:
+    ``every_s``: the least time (``clock``, seconds) between two flushes that send
+    records of a clock alone (0: every flush sends what is owed)."""
+
+    def __init__(
+        self, lanes: int, every_s: float = 0.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         if lanes < 1:
             raise ValueError(f"lanes must be >= 1, got {lanes}")
+        if every_s < 0:
+            raise ValueError(f"every_s must be >= 0, got {every_s}")
         self.lanes = lanes
+        self.every_s = every_s
+        self._clock = clock
         self._pending: dict[str, dict[int, int]] = {}
+        self._sent = -math.inf
 
     def route(self, partition: str, ts: int, lane: int) -> int | None:
         """A draft of input ``partition`` at event time ``ts`` goes to ``lane``: the clock
@@ -83,12 +107,23 @@ class ClockRelay:
             if owed is None or ts > owed:
                 pending[lane] = ts
 
-    def flush(self) -> list[tuple[int, ClockMark]]:
-        """``(lane, mark)`` of every clock owed, by partition then lane; none owed after."""
+    def owes(self, partition: str) -> bool:
+        """Whether some lane has not been told a time ``partition`` released."""
+        return bool(self._pending.get(partition))
+
+    def flush(self, *, force: bool = False) -> list[tuple[int, ClockMark]]:
+        """``(lane, mark)`` of every clock owed, by partition then lane, and none owed
+        after; nothing if the last records were sent less than ``every_s`` ago, unless
+        ``force``."""
+        now = self._clock()
+        if not force and now - self._sent < self.every_s:
+            return []
         out = [
             (lane, ClockMark(partition, ts))
             for partition, pending in sorted(self._pending.items())
             for lane, ts in sorted(pending.items())
         ]
         self._pending.clear()
+        if out:
+            self._sent = now
         return out

@@ -109,12 +109,15 @@ class KafkaOptions:
     idle_flush_ms: int = field(default=5_000, metadata=env("TRAJWATCH_KAFKA_IDLE_FLUSH_MS"))
     """An input partition silent this long (wall clock) releases every draft it holds:
     the watermark only moves with new input. The exporter's batch delay is 5 s."""
-    silence: bool = field(default=False, metadata=env("TRAJWATCH_KAFKA_SILENCE"))
+    silence: bool = field(default=True, metadata=env("TRAJWATCH_KAFKA_SILENCE"))
     """Silence steps in a worker (``stalled_run``): each input partition's clock relayed
-    to the repartition partitions (:mod:`ingest.sources.clock_relay`). Off by default:
-    recovery from a broker restart with the relay's clock records is not shown yet
-    (``docs/decisions/silence-through-kafka.md``, Open); off, a worker places no silence
-    steps, as before."""
+    to the repartition partitions (:mod:`ingest.sources.clock_relay`). ``0``: off, a
+    worker places no silence steps."""
+    clock_interval_ms: int = field(default=5_000, metadata=env("TRAJWATCH_KAFKA_CLOCK_INTERVAL_MS"))
+    """With silence steps on: the least time (wall clock) between two sendings of input
+    clocks alone to the repartition partitions (each one more record batch on each), and
+    so between two commits of a busy input partition; a silence step is placed up to
+    this much later than one process would."""
     session_timeout_ms: int = field(
         default=10_000, metadata=env("TRAJWATCH_KAFKA_SESSION_TIMEOUT_MS")
     )
@@ -145,8 +148,9 @@ class KafkaOptions:
         ):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{_env(name)} must be >= 1, got {getattr(self, name)}")
-        if self.idle_flush_ms < 0:
-            raise ConfigError(f"{_env('idle_flush_ms')} must be >= 0, got {self.idle_flush_ms}")
+        for name in ("idle_flush_ms", "clock_interval_ms"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"{_env(name)} must be >= 0, got {getattr(self, name)}")
         topics = [self.spans_topic, self.events_topic, self.steps_topic, self.dead_letter_topic]
         if len(set(topics)) != len(topics):
             raise ConfigError(
@@ -328,15 +332,19 @@ def _dead_letter(
 
 
 def repartition_records(
-    topic: str, released: list[Resolved], relay: ClockRelay | None = None
+    topic: str,
+    released: list[Resolved],
+    relay: ClockRelay | None = None,
+    *,
+    every_clock: bool = False,
 ) -> tuple[list[_Record], list[DeadLetter]]:
     """The repartition records of ``released`` drafts (keyed by session id), in order,
     and a dead letter for each draft too large to be one (:data:`MAX_RECORD_BYTES`).
 
     With a ``relay`` (silence steps on): each record is sent to its partition by number
     (where its key puts it, :func:`lane_of`) and carries its input partition's clock, and
-    the batch ends with a record of each clock still owed to a partition
-    (:mod:`ingest.sources.clock_relay`)."""
+    the batch ends with a record of each clock still owed to a partition, if the relay's
+    interval has passed or ``every_clock`` (:mod:`ingest.sources.clock_relay`)."""
     records, dead = [], []
     for item in released:
         key = item.session_id.encode("utf-8", "surrogatepass")
@@ -356,7 +364,8 @@ def repartition_records(
             records.append(_Record(topic, key, value, partition=lane))
     if relay is not None:
         records += [
-            _Record(topic, b"", encode_clock(mark), partition=lane) for lane, mark in relay.flush()
+            _Record(topic, b"", encode_clock(mark), partition=lane)
+            for lane, mark in relay.flush(force=every_clock)
         ]
     return records, dead
 
@@ -514,13 +523,15 @@ class OrderingStage:
 
     def _send(self, *, wait: bool = False) -> None:
         """Produce what is released, store and send the dead letters, then commit each
-        input partition behind what it still holds: without ``wait``, the commit is sent
-        and not waited for (a round trip before the next poll saved; see
-        :meth:`_commit_done`)."""
+        input partition behind what it still holds, unless the relay still owes a lane
+        its clock: without ``wait``, the commit is sent and not waited for (a round trip
+        before the next poll saved; see :meth:`_commit_done`); with it (closing), every
+        clock owed is sent first."""
         released = self.pipeline.resolve()
         dead = self.pipeline.take_dead_letters()
+        relay = self._clock_relay()
         records, oversized = repartition_records(
-            self.options.steps_topic, released, self._clock_relay()
+            self.options.steps_topic, released, relay, every_clock=wait
         )
         dead += oversized
         records += [
@@ -544,6 +555,10 @@ class OrderingStage:
         offsets = {}
         for tp, read in self._read.items():
             partition = f"{tp.topic}/{tp.partition}"
+            if relay is not None and relay.owes(partition):
+                # a time held back dies with this process: until the lanes are told, a
+                # restart must read again (and relay again) the drafts that moved it
+                continue
             held = self.pipeline.held_from(partition)
             position = read if held is None else held
             if self._committed.get(tp) != position:
@@ -572,7 +587,7 @@ class OrderingStage:
             lanes = self._producer.partitions_for(self.options.steps_topic)
             if not lanes:
                 raise KafkaError(f"no partitions known for topic {self.options.steps_topic}")
-            self._relay = ClockRelay(len(lanes))
+            self._relay = ClockRelay(len(lanes), every_s=self.options.clock_interval_ms / 1000)
         return self._relay
 
     def _commit_done(
@@ -636,7 +651,7 @@ class OrderingStage:
         from there."""
         self.pipeline = self._new_pipeline()
         if self._relay is not None:
-            self._relay = ClockRelay(self._relay.lanes)
+            self._relay = ClockRelay(self._relay.lanes, every_s=self._relay.every_s)
         self._read.clear()
         self._last_input.clear()
         self._committed.clear()

@@ -15,7 +15,7 @@ Silence (:mod:`ingest.pipeline.silence`) is measured by each *input* partition's
 so a record also carries the input partition its draft was read from, and the clock of
 that partition's drafts sent to other repartition partitions since the last record of it
 on this one (``clock``: a :class:`ClockMark` that comes before the draft). A record of a
-clock alone (no draft) carries the rest, at the end of each batch
+clock alone (no draft) carries the rest to a lane that hears nothing else for a while
 (:mod:`ingest.sources.clock_relay`). Records without these fields (written before them)
 read as a draft of partition ``""`` with no clock.
 

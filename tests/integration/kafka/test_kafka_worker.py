@@ -606,7 +606,6 @@ def test_a_stalled_session_raises_stalled_run_as_a_replay_does_across_a_handover
     step was stored, before their silence reaches the stall bound. The workers store
     exactly what ``trajwatch replay`` of the same events (one file per input partition)
     stores: every silence step, every alert, the stalls' ids among them."""
-    workers.env["TRAJWATCH_KAFKA_SILENCE"] = "1"
     fleet = stall_fleet()
     reference, stalls = stall_replay(fleet, tmp_path)
     send_events(options, fleet, until_ms=10 * MIN)  # the calls, their 5-minute silences
@@ -633,7 +632,6 @@ def test_a_stall_is_raised_as_a_replay_does_across_a_worker_killed_mid_stream(
     the lanes; one is SIGKILLed as the rest of the events arrive, and a third takes its
     share: its ingest stage re-reads and relays again, its detect stage reads the watch
     the dead one stored. Still exactly replay's steps and alerts."""
-    workers.env["TRAJWATCH_KAFKA_SILENCE"] = "1"
     fleet = stall_fleet()
     reference, stalls = stall_replay(fleet, tmp_path)
     victim = workers.start()

@@ -20,7 +20,7 @@ from detectors.registry import DetectorSet
 from detectors.stalled_run.detector import StalledRun
 from ingest.pipeline.engine import Pipeline
 from ingest.sources.clock_relay import ClockRelay, lane_of
-from ingest.sources.kafka import repartition_records
+from ingest.sources.kafka import options_from, repartition_records
 from ingest.sources.repartition import ClockMark, RecordError, decode_record, encode_resolved
 from models.records import StepKind
 from models.store import Store
@@ -70,6 +70,33 @@ def test_a_lane_is_told_the_newest_time_released_elsewhere_since_its_last_record
         (1, ClockMark("q", 50)),
     ]
     assert relay.flush() == []
+
+
+def test_clocks_alone_are_sent_at_most_once_per_interval() -> None:
+    now = [0.0]
+    relay = ClockRelay(2, every_s=5.0, clock=lambda: now[0])
+    relay.route("p", 10, 0)
+    assert relay.owes("p") and not relay.owes("q")
+    assert relay.flush() == [(1, ClockMark("p", 10))]  # none sent before: at once
+    assert not relay.owes("p")
+    now[0] = 1.0
+    relay.route("p", 20, 0)
+    assert relay.flush() == [] and relay.owes("p")  # the last were sent 1 s ago
+    now[0] = 3.0
+    relay.route("q", 5, 1)
+    assert relay.route("p", 30, 1) == 20  # a draft carries what its lane is owed
+    assert relay.flush(force=True) == [(0, ClockMark("p", 30)), (0, ClockMark("q", 5))]
+    now[0] = 7.0
+    relay.route("p", 40, 0)
+    assert relay.flush() == []  # forced at 3 s
+    now[0] = 8.0
+    assert relay.flush() == [(1, ClockMark("p", 40))]
+
+
+def test_the_relay_is_on_unless_turned_off() -> None:
+    assert options_from({}, {}, {}).silence
+    assert not options_from({}, {"TRAJWATCH_KAFKA_SILENCE": "0"}, {}).silence
+    assert not options_from({"silence": False}, {}, {}).silence
 
 
 def test_a_record_carries_its_input_partition_and_clock(tmp_path: Path) -> None:
@@ -132,17 +159,21 @@ def one_process(url: str, events: list[dict[str, Any]]) -> Store:
 
 
 def ordering_stage(
-    tmp_path: Path, events: list[dict[str, Any]], seed: int
+    tmp_path: Path, events: list[dict[str, Any]], seed: int, every_s: float = 0.0
 ) -> dict[int, list[bytes]]:
     """The ordering stage's output, lane by lane: the input read in random batches, each
-    batch's releases sent as repartition records (``repartition_records``)."""
-    store = Store.open(f"sqlite:///{tmp_path / f'ordering-{seed}.db'}")
+    batch's releases sent as repartition records (``repartition_records``), 0 to 1 s
+    apart (clocks alone sent at most once per ``every_s``); after the input, the
+    batch that sends what is still owed."""
+    store = Store.open(f"sqlite:///{tmp_path / f'ordering-{seed}-{every_s}.db'}")
     ordering = Pipeline(store, settings=SETTINGS)
-    relay = ClockRelay(LANES)
+    now = [0.0]
+    relay = ClockRelay(LANES, every_s=every_s, clock=lambda: now[0])
     rng = random.Random(seed)
     lanes: dict[int, list[bytes]] = defaultdict(list)
 
     def send() -> None:
+        now[0] += rng.random()
         records, dead = repartition_records("steps", ordering.resolve(), relay)
         assert dead == []
         for record in records:
@@ -159,6 +190,8 @@ def ordering_stage(
             send()
     for p in SESSIONS:
         ordering.end_partition(p)
+    send()
+    now[0] += every_s
     send()
     return lanes
 
@@ -201,8 +234,10 @@ def everything(store: Store) -> tuple[dict[str, list[tuple[str, int, int, str]]]
     return steps, sorted(a.alert_id for a in store.alerts(sessions))
 
 
-@pytest.mark.parametrize("seed", [1, 2])
-def test_the_lanes_place_the_silences_one_process_places(tmp_path: Path, seed: int) -> None:
+@pytest.mark.parametrize(("seed", "every_s"), [(1, 0.0), (2, 0.0), (1, 3.0), (2, 10.0)])
+def test_the_lanes_place_the_silences_one_process_places(
+    tmp_path: Path, seed: int, every_s: float
+) -> None:
     events = fleet()
     lanes_of = {s: lane_of(s.encode(), LANES) for ss in SESSIONS.values() for s in ss}
     # the relay is what ticks them: each dead session shares no lane with its partition's
@@ -214,9 +249,22 @@ def test_the_lanes_place_the_silences_one_process_places(tmp_path: Path, seed: i
     dead = [step for step in want[0]["stalled-0"] if step[3] == StepKind.SILENCE.value]
     assert len(dead) == 4, "5, 10, 20 and 40 minutes of silence: the comparison means something"
     assert len(want[1]) == 2  # both stalls
-    lanes = ordering_stage(tmp_path, events, seed)
+    lanes = ordering_stage(tmp_path, events, seed, every_s)
     got = everything(sequencing_stage(f"sqlite:///{tmp_path / 'lanes.db'}", lanes, seed))
     assert got == want
+
+
+def clocks_alone(lanes: dict[int, list[bytes]]) -> int:
+    return sum(decode_record(value)[1] is None for values in lanes.values() for value in values)
+
+
+def test_a_quiet_lane_is_told_a_clock_alone_once_per_interval(tmp_path: Path) -> None:
+    """What the interval saves: each record of a clock alone is one more record batch on
+    its lane (``docs/decisions/silence-through-kafka.md``)."""
+    events = fleet()
+    every_batch = clocks_alone(ordering_stage(tmp_path, events, 1))
+    held_back = clocks_alone(ordering_stage(tmp_path, events, 1, every_s=10.0))
+    assert 0 < held_back < every_batch / 3, (held_back, every_batch)
 
 
 @pytest.mark.parametrize("restart_at", [30, 120])
