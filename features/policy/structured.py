@@ -672,7 +672,11 @@ _READ_ONLY_NAME_RE = re.compile(
 )
 _ONLY_TO_RE = re.compile(
     r"(?:only|nur|solo|s[oó]lo|únicamente|uniquement|seulement|somente|apenas)\s+"
-    r"(?:to|in|into|nach|in|en|a|dans|em|no|na)\s+[`\"']?([A-Za-z_][\w.]{1,62})",
+    r"(?:to|in|into|nach|in|en|a|dans|em|no|na)\s+"
+    # the noun that says what the name is ("only to schema scratch", "nur in das Schema x")
+    r"(?:(?:the|das|die|den|el|la|le|o)\s+)?(?:(?:schema|database|dataset|table|esquema|schéma"
+    r"|tabla|tabela|tabelle|datenbank)s?\s+)?"
+    r"[`\"']?([A-Za-z_][\w.]{1,62})",
     re.IGNORECASE,
 )
 

@@ -131,10 +131,24 @@ def test_sql_statements_named_in_capitals_are_forbidden_everywhere_not_other_cap
     assert derive("NEVER DELETE FILES IN THE HOME FOLDER.").rules == ()
 
 
-def test_writes_only_to_a_named_schema() -> None:
-    text = "Write temporary tables only to sandbox_ml."
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Write temporary tables only to sandbox_ml.",
+        "Agents may write only into the schema sandbox_ml; the rest is read-only.",
+        "Schreibe nur in das Schema sandbox_ml.",
+        "Escribe solo en el esquema sandbox_ml.",
+    ],
+)
+def test_writes_only_to_a_named_schema(text: str) -> None:
     assert _flagged(text, "sql", {"query": "CREATE TABLE reporting.t AS SELECT 1"})
+    assert _flagged(text, "sql", {"query": "INSERT INTO reporting.t SELECT 1"})
     assert not _flagged(text, "sql", {"query": "CREATE TABLE sandbox_ml.t AS SELECT 1"})
+    # the statement's optional words are not the target it writes
+    assert not _flagged(text, "sql", {"query": "INSERT INTO sandbox_ml.t SELECT 1"})
+    assert not _flagged(
+        text, "sql", {"query": "CREATE TABLE IF NOT EXISTS sandbox_ml.t AS SELECT 1"}
+    )
     assert not _flagged(text, "sql", {"query": "SELECT * FROM reporting.t"})
 
 
