@@ -438,7 +438,7 @@ class RunawayLoop(Detector):
             self._answers = None
             # the output is part of how it failed: `2 of 6 ready` after `1 of 6` is the
             # world moving, not the same failure again
-            alerts = [] if masked else self._on_failure(step, call, said)
+            alerts = [] if masked else self._on_failure(step, call, said, text or "")
             if not masked and call.shape:
                 alerts += self._attempted(step, call)
         else:
@@ -560,7 +560,8 @@ class RunawayLoop(Detector):
             end_chains(self._chains, call)
         return []
 
-    def _on_failure(self, step: Step, call: LoopCall, text: str) -> list[Alert]:
+    def _on_failure(self, step: Step, call: LoopCall, said: str, error: str) -> list[Alert]:
+        """``said``: the error and what the failure printed; ``error``: the error alone."""
         calls = self._calls
         i = len(calls) - 1
         while i >= 0 and calls[i] is not call:
@@ -571,6 +572,11 @@ class RunawayLoop(Detector):
         before = calls[j] if j >= 0 else None  # the same call's last run: O(window)
         if before is not None:
             call.since = call.wait - before.wait
+        # what it printed tells the failures apart where only its counts moved (`2 of 6
+        # ready` after `1 of 6`: the world moving); printed otherwise in words (another
+        # test failing beside the same one), it is the same error again
+        reworded = before is not None and before.status == "error" and before.shape != call.shape
+        text = error if reworded and error else said
         chain = add_failure(self._chains, call, text, self._novel, _MAX_CHAINS, before)
         call.news = chain.moved and chain.first is call
         self._building(chain.count, self.warn_cycles)

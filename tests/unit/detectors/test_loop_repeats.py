@@ -222,3 +222,29 @@ def test_back_off_between_runs_of_one_call_is_patience_whatever_each_run_answere
         steps += s.tool("shell", {"command": f"sleep {2**i}"}, result="")
     steps += s.tool("shell", fetch, result='{"results": [{"title": "a study"}]}')
     assert feed(steps) == []
+
+
+def test_the_same_test_failing_beside_a_different_one_each_run_is_the_same_failure() -> None:
+    """The same edit made and reverted, the same test failing each run while another
+    fails beside it (flaky, or the edit's side effect): the output differs in words, not
+    in a counter that moved - the same error again, a loop to stop (the recorded
+    loop_cycle_edit_test_revert run)."""
+    s = Session("flaky")
+    steps = warmup(s)
+    chunks = ["83a069", "cc719b", "e0f1aa", "91bc2d", "ffa310", "0c4e7d"]
+    for i, other in enumerate(
+        ("test_cache", "test_frame", "test_entry", "test_option", "test_token", "test_io")
+    ):
+        steps += [s.model(), *s.tool("edit_file", {"path": "src/cut.rs", "new_text": "floor(max)"})]
+        steps.append(s.model())
+        steps += s.tool(
+            "bash",
+            {"command": "cargo test --all"},
+            ok=False,
+            error="exit status 1: 2 test(s) failed",
+            result=f"running {300 + 97 * i} tests\ntest r2740_preview ... FAILED\n"
+            f"test {other} ... FAILED\nChunk ID: {chunks[i]}",
+        )
+        steps += [s.model(), *s.tool("bash", {"command": "git checkout -- src/cut.rs"})]
+    alerts = feed(steps)
+    assert alerts and alerts[-1].severity.value == "critical", [a.reason for a in alerts]
