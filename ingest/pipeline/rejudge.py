@@ -11,7 +11,9 @@ live steps with fresh detectors and features. What comes out is what an in-order
 gives, so a session's settled steps and alerts are a function of its spans alone:
 
 - the steps are stored again with their new ``seq`` (the compactions sequencing derives
-  from model calls are derived again, per context window, from the calls in order);
+  from model calls are derived again, per context window, from the calls in order), the
+  turns of a conversation keyed again by event time
+  (:func:`~ingest.pipeline.turns.rekeyed_turns`);
 - an alert the re-judgement raises again keeps its id (ids come from content:
   :func:`models.records.alert_id`) and takes the new judgement's onset and evidence;
 - an alert it no longer raises is marked superseded with the reason (kept; an action
@@ -39,6 +41,7 @@ from ingest.pipeline.options import PipelineOptions
 from ingest.pipeline.resolution import CAUSE_SPAN, CAUSE_STEP
 from ingest.pipeline.sequencing import sequence
 from ingest.pipeline.session import LiveSession, Stored, restore
+from ingest.pipeline.turns import rekeyed_turns
 from models.records import UNSEQUENCED, Alert, SessionInfo, Step, StepKind
 from models.store import SessionCursor
 
@@ -112,16 +115,16 @@ def rejudge(
 ) -> Rejudged:
     """Judge ``stored`` (a session's stored steps) again in event-time order with fresh
     detectors and features, as the pipeline judges live steps; ``previous`` is the live
-    session (its turns and the facts only it learnt are kept). ``failed`` is told of a
-    detector's error on a step."""
+    session (the facts only it learnt are kept, and its turns no stored step shows).
+    ``failed`` is told of a detector's error on a step."""
     session_id = previous.info.session_id
     session = restore(Stored(SessionCursor(session_id=session_id)), detectors, options)
-    session.turns = dict(previous.turns)
+    ordered, session.turns = rekeyed_turns(in_event_order(stored), session_id, previous.turns)
     steps: list[Step] = []
     storable: list[Step] = []
     unstorable: list[tuple[Step, str]] = []
     alerts: list[Alert] = []
-    for step in in_event_order(stored):
+    for step in ordered:
         context = step.detail.get("context")
         draft = Draft(
             step=step,

@@ -282,19 +282,11 @@ CODE_BEFORE_CHILDREN = (
     "ingest/semconv/codeact.py CodeMemory keeps only children that come before their step "
     "(GAIA 0ebe673d, seed 6 within the window: FinalAnswerTool after Step 1)"
 )
-TURN_OWNER = (
-    "beyond the window, the trace that owns a conversation's start/end keys is the first "
-    "turn released, not the first in event time (ingest/pipeline/turns.py key_turns), and "
-    "the settling re-judgement keeps the stored ids (turns 60 s apart, seed 0 in any "
-    "order: the second turn's start became <conversation>/start)"
-)
 
 
 def span_params(*, far: bool) -> list:
     """The span inputs, with the known failures of each as non-strict xfails."""
     known = {"gaia": CODE_BEFORE_CHILDREN}
-    if far:
-        known["turns-60s-apart"] = TURN_OWNER
     params = []
     for name in SPAN_INPUTS:
         reason = next((why for key, why in known.items() if name.startswith(key)), None)
