@@ -49,6 +49,7 @@ DERIVED_COMPACTIONS = ("/compaction-inferred", "/compaction-signalled")
 """Suffixes of the ids of compaction steps sequencing derives from a model call."""
 
 _TOOL_CALL, _TOOL_RESULT, _EGRESS = StepKind.TOOL_CALL, StepKind.TOOL_RESULT, StepKind.EGRESS
+_SILENCE = StepKind.SILENCE
 
 SUPERSEDED = "superseded: the session was judged again in event-time order after a late step"
 """The reason stored on an alert a re-judgement no longer raises."""
@@ -73,13 +74,31 @@ class Rejudged:
 def in_event_order(stored: Sequence[Step]) -> list[Step]:
     """The stored steps a re-judgement places, in event-time order (stable: steps that
     tie keep their stored order, which is their log's): without the compactions
-    sequencing derived (it derives them again) and without what placing added to their
-    detail."""
+    sequencing derived (it derives them again), the silence steps the order contradicts
+    (:func:`_heard_silences`) and what placing added to their detail."""
     kept = [step for step in stored if not step.step_id.endswith(DERIVED_COMPACTIONS)]
     kept.sort(key=order_key)
+    kept = _heard_silences(kept)
     ids = {step.step_id for step in kept}
     calls = {s.source_ref: s.step_id for s in kept if s.kind == _TOOL_CALL and s.source_ref}
     return [_linked(_as_drafted(step), ids, calls) for step in kept]
+
+
+def _heard_silences(ordered: Sequence[Step]) -> list[Step]:
+    """``ordered`` without the silence steps its own event-time order contradicts: one
+    placed while a step of the session that comes before it in event time had not
+    arrived (a file's batches read minutes out of order), which measured its silence
+    (``detail.silence_ms``) from an earlier step than the last one before it. In order,
+    that step would have started the silence anew (:mod:`ingest.pipeline.silence`)."""
+    out: list[Step] = []
+    last: int | None = None
+    for step in ordered:
+        if step.kind != _SILENCE:
+            last = step.ts
+        elif last is None or step.detail.get("silence_ms") != (step.ts - last) // 1_000_000:
+            continue
+        out.append(step)
+    return out
 
 
 def _linked(step: Step, ids: AbstractSet[str], calls: Mapping[str, str]) -> Step:

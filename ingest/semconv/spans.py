@@ -58,7 +58,7 @@ from typing import Any
 
 from features.calls.actions import tool_call_fields
 from features.calls.canonical import canonical_json
-from features.calls.codeact import code_blocks, prompt_tools
+from features.calls.codeact import MAX_CODE_CHARS, code_blocks, prompt_tools
 from features.calls.unknown import UNRECORDED
 from features.calls.waits import declared_timeout_s, waits_for_human
 from features.prices.reported import reported_cost
@@ -642,7 +642,9 @@ def _code_drafts(
         model=model,
         tools=frozenset(tools),
         children=by_start(list(unique.values())),
-        observation=observation[:cap] if observation is not None else None,
+        # what is read of it: a head of MAX_TEXT_CHARS, and whether it is longer than
+        # restates_code reads (features.calls.codeact)
+        observation=observation[: MAX_CODE_CHARS + 1] if observation is not None else None,
         error=error[:cap] if error is not None else None,
         base=base,
     )

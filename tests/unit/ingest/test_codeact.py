@@ -32,12 +32,12 @@ from ingest.pipeline.engine import Pipeline
 from ingest.semconv.spans import spans_to_drafts
 from models.records import StepKind
 from models.store import Store
-from tests.support.paths import ROOT
+from tests.support.paths import CORPUS
 from tests.unit.ingest.test_dialects import Run
 from trajwatch.service.replay import replay
 from trajwatch.settings import Settings
 
-GAIA = ROOT.parent / "shared" / "corpus" / "trail" / "traces" / "gaia"
+GAIA = CORPUS / "trail" / "traces" / "gaia"
 TOOLS = {"web_search", "visit_page", "inspect_file_as_text", "final_answer", "search_agent"}
 SYSTEM = "You only have access to these tools:\n" + "".join(
     f"- {name}: does {name}.\n    Takes inputs: {{}}\n" for name in sorted(TOOLS)
