@@ -526,6 +526,18 @@ class StoreUnit:
         connection.execute(delete(_steps).where(_steps.c.session_id == session_id))
         self.add_steps(steps)
 
+    def drop_steps(self, step_ids: Collection[str]) -> set[str]:
+        """Delete the stored steps among ``step_ids``; returns their sessions. For the
+        steps a CodeAct step inferred before a traced call read after it showed what they
+        were (:class:`ingest.semconv.codeact.CodeMemory`): the pipeline judges those
+        sessions again when they settle, which stores their steps again in order."""
+        query = select(_steps.c.step_id, _steps.c.session_id)
+        rows = _select_in(self._connection, query, _steps.c.step_id, step_ids)
+        if rows:
+            found = [row["step_id"] for row in rows]
+            self._connection.execute(delete(_steps).where(_steps.c.step_id.in_(found)))
+        return {row["session_id"] for row in rows}
+
     def known_sessions(self, session_ids: Collection[str]) -> set[str]:
         """The ids among ``session_ids`` of stored sessions (their keys only: no cursor,
         no state read)."""

@@ -286,7 +286,10 @@ class Pipeline:
     def resolve(self) -> list[Resolved]:
         """Take every released draft with its session resolved (and an egress step's
         cause looked up): the ordering stage's whole output. :meth:`commit` calls it; a
-        worker whose sequencing runs elsewhere calls it and sends the result on."""
+        worker whose sequencing runs elsewhere calls it and sends the result on (the
+        drafts its ordering stage retracted are not sent: a CodeAct step's inferred
+        calls stored before a traced call read after them stay, there)."""
+        self._ordering.take_retracted()  # for a commit here only
         return self._ordering.resolve()
 
     def feed_resolved(self, resolved: Iterable[Resolved], *, lane: str | None = None) -> None:
@@ -365,12 +368,18 @@ class Pipeline:
         # drafts fed in resolved (another process's ordering stage: the repartition topic)
         # were not made storable here: their steps get the whole check
         checked = not self._resolved
+        retracted = self._ordering.take_retracted()
         ready, self._resolved = [*self._resolved, *self.resolve()], []
         clock_marks, self._marks = self._marks, []
         offsets, self._offsets = self._offsets, {}
         moves, self._moves = self._moves, {}
         with self.store.unit() as unit:
+            revised = self._retract(unit, retracted) if retracted else []
             released = self._release(ready, clock_marks, unit, checked=checked)
+            if revised:
+                released = replace(
+                    released, touched=[*dict.fromkeys([*released.touched, *revised])]
+                )
             inserted, refused = unit.add_storable_steps(released.storable)
             refused = [*released.unstorable, *refused]
             left_out = {step.step_id for step, _ in refused}
@@ -480,6 +489,18 @@ class Pipeline:
                 lane, partition = self._relayed[home]
                 rows.append((lane, session_id, partition, next_due(session, self._clocks.bounds)))
         return rows
+
+    def _retract(self, unit: StoreUnit, step_ids: Sequence[str]) -> list[str]:
+        """Delete the stored steps among ``step_ids`` (drafts the ordering stage retracted:
+        :meth:`~ingest.pipeline.ordering.Ordering.take_retracted`) before anything of
+        this commit is placed; their sessions are left unsettled, to be judged again in
+        event-time order when they settle (:mod:`ingest.pipeline.rejudge`). Returns them."""
+        sessions = sorted(unit.drop_steps(step_ids))
+        for session_id in sessions:
+            session = self._sessions.get(session_id) or self._reopen(session_id, unit)
+            if session is not None:
+                session.unsettled = True
+        return [s for s in sessions if s in self._sessions]
 
     def _reopen(self, session_id: str, unit: StoreUnit) -> LiveSession | None:
         """Session ``session_id`` from the store (None: not stored), made live: a

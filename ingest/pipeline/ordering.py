@@ -78,6 +78,7 @@ class Ordering:
         self._ready: list[Draft] = []
         self._held: dict[str, list[_Held]] = {}
         """Per partition, the agent spans held until their role is decided."""
+        self._retracted: list[str] = []
 
     def add_spans(self, spans: Sequence[SpanRecord], *, partition: str, position: int) -> None:
         """Learn the spans' trees and sessions, then order the drafts they map to."""
@@ -116,6 +117,9 @@ class Ordering:
             held=held,
             restated=True,
         )
+        retracted = self._code.take_retracted()
+        if retracted:  # before the drafts that replace them go on
+            self._retract(set(retracted))
         nested = self._nested.read(batch, self._traces)
         if nested:
             drafts = [d for d in drafts if d.span_id not in nested.here]
@@ -138,6 +142,27 @@ class Ordering:
         kept = [draft for draft in self._ready if not covered(draft)]
         self.stats.drafts_nested += len(self._ready) - len(kept)
         self._ready = kept
+
+    def _retract(self, ids: set[str]) -> None:
+        """Drop the drafts of ``ids`` (a CodeAct step's, mapped again with a traced call
+        read after it: :class:`~ingest.semconv.codeact.CodeMemory`) still held or released
+        and not yet taken, and keep them for :meth:`take_retracted`."""
+
+        def retracted(draft: Draft) -> bool:
+            return not draft.natural_key and draft.fallback_id in ids
+
+        for reorderer in self._partitions.values():
+            reorderer.discard(retracted)
+        self._ready = [draft for draft in self._ready if not retracted(draft)]
+        # a copy may have been taken before (a re-delivered step): the store is asked
+        self._retracted.extend(sorted(ids))
+
+    def take_retracted(self) -> list[str]:
+        """The step ids of the drafts retracted (what a CodeAct step's drafts were before a
+        traced call read after them): the sequencing stage deletes those it stored, and
+        their session is judged again when it settles. Taken once."""
+        retracted, self._retracted = self._retracted, []
+        return retracted
 
     def _role(self, span: SpanRecord) -> str | None:
         tree = self._traces.tree(span.trace_id)

@@ -11,7 +11,9 @@ live steps with fresh detectors and features. What comes out is what an in-order
 gives, so a session's settled steps and alerts are a function of its spans alone:
 
 - the steps are stored again with their new ``seq`` (the compactions sequencing derives
-  from model calls are derived again, per context window, from the calls in order);
+  from model calls are derived again, per context window, from the calls in order), the
+  turns of a conversation keyed again by event time
+  (:func:`~ingest.pipeline.turns.rekeyed_turns`);
 - an alert the re-judgement raises again keeps its id (ids come from content:
   :func:`models.records.alert_id`) and takes the new judgement's onset and evidence;
 - an alert it no longer raises is marked superseded with the reason (kept; an action
@@ -39,6 +41,7 @@ from ingest.pipeline.options import PipelineOptions
 from ingest.pipeline.resolution import CAUSE_SPAN, CAUSE_STEP
 from ingest.pipeline.sequencing import sequence
 from ingest.pipeline.session import LiveSession, Stored, restore
+from ingest.pipeline.turns import rekeyed_turns
 from models.records import UNSEQUENCED, Alert, SessionInfo, Step, StepKind
 from models.store import SessionCursor
 
@@ -46,6 +49,7 @@ DERIVED_COMPACTIONS = ("/compaction-inferred", "/compaction-signalled")
 """Suffixes of the ids of compaction steps sequencing derives from a model call."""
 
 _TOOL_CALL, _TOOL_RESULT, _EGRESS = StepKind.TOOL_CALL, StepKind.TOOL_RESULT, StepKind.EGRESS
+_SILENCE = StepKind.SILENCE
 
 SUPERSEDED = "superseded: the session was judged again in event-time order after a late step"
 """The reason stored on an alert a re-judgement no longer raises."""
@@ -70,13 +74,31 @@ class Rejudged:
 def in_event_order(stored: Sequence[Step]) -> list[Step]:
     """The stored steps a re-judgement places, in event-time order (stable: steps that
     tie keep their stored order, which is their log's): without the compactions
-    sequencing derived (it derives them again) and without what placing added to their
-    detail."""
+    sequencing derived (it derives them again), the silence steps the order contradicts
+    (:func:`_heard_silences`) and what placing added to their detail."""
     kept = [step for step in stored if not step.step_id.endswith(DERIVED_COMPACTIONS)]
     kept.sort(key=order_key)
+    kept = _heard_silences(kept)
     ids = {step.step_id for step in kept}
     calls = {s.source_ref: s.step_id for s in kept if s.kind == _TOOL_CALL and s.source_ref}
     return [_linked(_as_drafted(step), ids, calls) for step in kept]
+
+
+def _heard_silences(ordered: Sequence[Step]) -> list[Step]:
+    """``ordered`` without the silence steps its own event-time order contradicts: one
+    placed while a step of the session that comes before it in event time had not
+    arrived (a file's batches read minutes out of order), which measured its silence
+    (``detail.silence_ms``) from an earlier step than the last one before it. In order,
+    that step would have started the silence anew (:mod:`ingest.pipeline.silence`)."""
+    out: list[Step] = []
+    last: int | None = None
+    for step in ordered:
+        if step.kind != _SILENCE:
+            last = step.ts
+        elif last is None or step.detail.get("silence_ms") != (step.ts - last) // 1_000_000:
+            continue
+        out.append(step)
+    return out
 
 
 def _linked(step: Step, ids: AbstractSet[str], calls: Mapping[str, str]) -> Step:
@@ -112,16 +134,16 @@ def rejudge(
 ) -> Rejudged:
     """Judge ``stored`` (a session's stored steps) again in event-time order with fresh
     detectors and features, as the pipeline judges live steps; ``previous`` is the live
-    session (its turns and the facts only it learnt are kept). ``failed`` is told of a
-    detector's error on a step."""
+    session (the facts only it learnt are kept, and its turns no stored step shows).
+    ``failed`` is told of a detector's error on a step."""
     session_id = previous.info.session_id
     session = restore(Stored(SessionCursor(session_id=session_id)), detectors, options)
-    session.turns = dict(previous.turns)
+    ordered, session.turns = rekeyed_turns(in_event_order(stored), session_id, previous.turns)
     steps: list[Step] = []
     storable: list[Step] = []
     unstorable: list[tuple[Step, str]] = []
     alerts: list[Alert] = []
-    for step in in_event_order(stored):
+    for step in ordered:
         context = step.detail.get("context")
         draft = Draft(
             step=step,

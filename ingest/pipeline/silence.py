@@ -16,7 +16,9 @@ before it), so commit batching changes nothing and a replay places the same ones
 
 Placed once, never moved: its id is ``{session}/silence/{ts}`` and it is stored like any
 step; a re-judgement in event-time order (:mod:`ingest.pipeline.rejudge`) places the
-stored ones again where their event time puts them (it derives none). None is due at or
+stored ones again where their event time puts them (it derives none), but for one the
+order contradicts: placed before a step of the session that comes before it in event
+time had arrived, it measured its silence from an earlier step, and is dropped. None is due at or
 behind the last step the session placed (:func:`next_due`), so a session restored from the
 store, or input read again, never gets a second one for the same bound. A silence step
 does not move the session's ``last_ts`` (the silence goes on) and carries what it

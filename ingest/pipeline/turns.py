@@ -7,16 +7,21 @@ A conversation traced one trace per turn (the same ``gen_ai.conversation.id`` or
 ``start/<trace>``/``end/<trace>`` (:func:`later_turn_key`), with ``detail.turn`` (the
 turn's index) and, on the end, ``detail.turn_end`` (an end that does not close the
 session). Turn 0's end is released before a later turn is known, so it carries no mark.
+
+Live, the owner is the first trace released; a turn released after the window may be
+an earlier one. A re-judgement gives the keys again by event time (:func:`rekeyed_turns`),
+so the settled ids are those of a delivery in order.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from ingest.decoded import Draft
+from ingest.pipeline.event_order import order_key
 from ingest.pipeline.session import LiveSession
 from ingest.semconv.spans import SPAN_SOURCE
-from models.records import StepKind
+from models.records import Step, StepKind
 
 _END = StepKind.END
 _START_OR_END = (StepKind.START, _END)
@@ -85,3 +90,49 @@ def key_turns(
             detail["turn_end"] = True
         draft.natural_key = later_turn_key(draft)
         draft.step = draft.step.with_(detail=detail)
+
+
+def rekeyed_turns(
+    steps: Sequence[Step], session_id: str, turns: Mapping[str, int]
+) -> tuple[list[Step], dict[str, int]]:
+    """``steps`` (a session's, in event-time order) with its turn edges keyed as a
+    delivery in order keys them, and the turn index by trace that goes with them.
+
+    The trace of the first edge in event time owns ``start``/``end`` (turn 0, no mark);
+    each other trace, in the order of its first edge, gets the next index and the
+    ``start/<trace>``/``end/<trace>`` ids (:func:`later_turn_key`). Traces of ``turns``
+    (the live session's) with no stored edge keep their place after these. Unchanged
+    when the session's start is not a span's (a ``session_start`` event the first trace's
+    start folded into) or no trace ends a turn."""
+    prefix = f"{session_id}/"
+    edges: dict[int, str] = {}  # position in steps -> trace
+    for i, step in enumerate(steps):
+        if step.kind not in _START_OR_END or not step.step_id.startswith(prefix):
+            continue
+        natural = step.step_id[len(prefix) :]
+        trace = (step.source_ref or "").partition(":")[0]
+        if natural in ("start", "end"):
+            if step.source != SPAN_SOURCE:
+                return list(steps), dict(turns)
+            edges[i] = trace
+        elif step.source == SPAN_SOURCE and natural in (f"start/{trace}", f"end/{trace}"):
+            edges[i] = trace
+    if not edges:
+        return list(steps), dict(turns)
+    order: dict[str, int] = {}
+    for i in sorted(edges, key=lambda i: order_key(steps[i])):
+        order.setdefault(edges[i], len(order))
+    for trace in sorted(turns, key=turns.__getitem__):
+        order.setdefault(trace, len(order))
+    out = list(steps)
+    for i, trace in edges.items():
+        step, index = steps[i], order[trace]
+        kind = "end" if step.kind == _END else "start"
+        detail = {k: v for k, v in step.detail.items() if k not in ("turn", "turn_end")}
+        if index:
+            detail["turn"] = index
+            if step.kind == _END:
+                detail["turn_end"] = True
+        natural = kind if index == 0 else f"{kind}/{trace}"
+        out[i] = step.with_(step_id=f"{prefix}{natural}", detail=detail)
+    return out, order

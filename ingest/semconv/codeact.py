@@ -27,14 +27,16 @@ makes:
 Step ids are stable: ``<trace>:<step span>:code<i>:call``/``:result`` (``block<i>`` for
 a block run as a whole); every step's ``source_ref`` is the step span, for evidence.
 Pure, but for :class:`CodeMemory`: the bounded memory of the children a step span will
-need when they came in earlier batches.
+need when they came in earlier batches, and of the steps mapped already, so that a
+traced child read after its step (a later batch, another partition) revises the step's
+drafts to those the step would have had with the child before it (:class:`CodeStep`).
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from features.calls.actions import tool_call_fields, tool_result_fields
@@ -53,7 +55,9 @@ from models.records import Step, StepKind
 __all__ = [
     "Child",
     "CodeMemory",
+    "CodeStep",
     "ModelFacts",
+    "by_start",
     "code_step_drafts",
     "is_code_step",
     "tagged_action_drafts",
@@ -65,11 +69,13 @@ MakeStep = Callable[..., Step]
 
 @dataclass(frozen=True, slots=True)
 class Child:
-    """A TOOL (``tool`` set) or AGENT (``tool`` None) span directly under the step."""
+    """A TOOL (``tool`` set) or AGENT (``tool`` None) span directly under the step; the
+    step's children are matched with its code's calls in the order they started."""
 
     span_id: str
     tool: str | None
     failed: bool = False
+    start_ns: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +88,70 @@ class ModelFacts:
     tools: frozenset[str]
 
 
+@dataclass(frozen=True, slots=True)
+class CodeStep:
+    """What :func:`code_step_drafts` reads of a step mapped already, kept to map it again
+    with a traced child (or its model call) read after it: the step span without what the
+    drafts do not read (its ids, times, status and agent name: :meth:`slim`), its model
+    call (None: not read yet), the tools its agent lists, the children known, its
+    observation and error, and the drafts' base."""
+
+    span: SpanRecord
+    model: ModelFacts | None
+    tools: frozenset[str]
+    children: tuple[Child, ...]
+    observation: str | None
+    error: str | None
+    base: Mapping[str, Any]
+
+    @staticmethod
+    def slim(span: SpanRecord, keep: Sequence[str]) -> SpanRecord:
+        """``span`` with only the attributes ``keep`` names and its ``service.name``."""
+        attributes = {key: span.attributes[key] for key in keep if key in span.attributes}
+        service = span.resource.get("service.name")
+        resource = {"service.name": service} if service is not None else {}
+        return replace(span, attributes=attributes, events=(), resource=resource)
+
+    def with_child(self, child: Child) -> CodeStep | None:
+        """This step with ``child`` among its children; None when it is known already
+        (or the step has :attr:`CodeMemory.MAX_CHILDREN`)."""
+        if len(self.children) >= CodeMemory.MAX_CHILDREN or any(
+            c.span_id == child.span_id for c in self.children
+        ):
+            return None
+        return replace(self, children=by_start((*self.children, child)))
+
+    def with_model(self, model: ModelFacts) -> CodeStep | None:
+        """This step with its model call; None when it had one."""
+        return replace(self, model=model) if self.model is None else None
+
+    def drafts(self, make_step: MakeStep) -> list[Draft]:
+        """:func:`code_step_drafts` of this step (none without its model call)."""
+        if self.model is None:
+            return []
+        return code_step_drafts(
+            self.span,
+            model_output=self.model.output,
+            model_end_ns=self.model.end_ns,
+            tools=self.model.tools | self.tools,
+            children=self.children,
+            observation=self.observation,
+            error=self.error,
+            make_step=make_step,
+            base=self.base,
+        )
+
+
+def by_start(children: Sequence[Child]) -> tuple[Child, ...]:
+    """``children`` in the order they started (then by span id): the order their calls
+    are matched in, whatever order they were read in."""
+    return tuple(sorted(children, key=lambda c: (c.start_ns, c.span_id)))
+
+
+Mapped = tuple[CodeStep, tuple[tuple[str, Step], ...]]
+"""A step mapped already, with its drafts' ``(fallback id, step)``."""
+
+
 class CodeMemory:
     """The model calls and traced calls of steps whose span has not arrived yet, bounded.
 
@@ -91,8 +161,16 @@ class CodeMemory:
     schedule delay is split. So the model call and the tool spans under a step usually
     come before the step, in other batches. They are kept here per parent span (the
     ``max_parents`` most recent parents, ``MAX_CHILDREN`` children each) until their
-    step arrives and takes them. In-memory only; a restart forgets them (a step whose
-    children came before the restart shows no code actions, as before)."""
+    step arrives and takes them.
+
+    A traced child can also come after its step (a later batch, another partition, or
+    later than the lateness window). So the ``max_parents`` most recent steps mapped are
+    kept too (:meth:`mapped`, :meth:`revise`): a child of one maps the step again with
+    it, and the drafts it made that the step no longer makes are *retracted*
+    (:meth:`take_retracted`: the ordering stage drops those it holds, the pipeline
+    deletes those it stored and judges the session again when it settles). In-memory
+    only; a restart forgets all of it (a step whose children came before the restart
+    shows no code actions, one whose child comes after it keeps the calls it inferred)."""
 
     MAX_CHILDREN = 64
     MAX_OUTPUT_CHARS = 65_536
@@ -101,6 +179,8 @@ class CodeMemory:
         self.max_parents = max_parents
         self._models: OrderedDict[str, ModelFacts] = OrderedDict()
         self._children: OrderedDict[str, list[Child]] = OrderedDict()
+        self._steps: OrderedDict[str, Mapped] = OrderedDict()
+        self._retracted: list[str] = []
 
     def remember_model(self, parent: str, facts: ModelFacts) -> None:
         self._models[parent] = ModelFacts(
@@ -121,6 +201,38 @@ class CodeMemory:
     def take(self, step: str) -> tuple[ModelFacts | None, list[Child]]:
         """The model call and children remembered for span ``step``, forgotten here."""
         return self._models.pop(step, None), self._children.pop(step, [])
+
+    def mapped(self, step: str) -> CodeStep | None:
+        """Span ``step`` as it was mapped, if it is among the steps remembered."""
+        found = self._steps.get(step)
+        return found[0] if found is not None else None
+
+    def revise(self, code: CodeStep, drafts: Sequence[Draft]) -> list[Draft]:
+        """Remember ``code`` mapped to ``drafts``; returns those of them it had not made
+        before (all, for a step not mapped yet), and keeps the ids of the drafts it made
+        before and makes no more, or makes otherwise, for :meth:`take_retracted`."""
+        made = tuple((draft.fallback_id, draft.step) for draft in drafts)
+        before = self._steps.get(code.span.span_id)
+        self._steps[code.span.span_id] = (code, made)
+        self._steps.move_to_end(code.span.span_id)
+        while len(self._steps) > self.max_parents:
+            self._steps.popitem(last=False)
+        if before is None:
+            return list(drafts)
+        old, new = dict(before[1]), dict(made)
+        self._retracted.extend(i for i, step in old.items() if new.get(i) != step)
+        return [draft for draft in drafts if old.get(draft.fallback_id) != draft.step]
+
+    def makes(self, draft: Draft) -> bool:
+        """Whether ``draft`` is among those its step (``draft.span_id``) makes now, as
+        last mapped (a step mapped twice in one batch: the first mapping's are not)."""
+        found = self._steps.get(draft.span_id or "")
+        return found is not None and (draft.fallback_id, draft.step) in found[1]
+
+    def take_retracted(self) -> list[str]:
+        """The ids of the drafts retracted since the last call (see the class)."""
+        retracted, self._retracted = self._retracted, []
+        return retracted
 
 
 def is_code_step(span: SpanRecord) -> bool:

@@ -58,7 +58,7 @@ from typing import Any
 
 from features.calls.actions import tool_call_fields
 from features.calls.canonical import canonical_json
-from features.calls.codeact import code_blocks, prompt_tools
+from features.calls.codeact import MAX_CODE_CHARS, code_blocks, prompt_tools
 from features.calls.unknown import UNRECORDED
 from features.calls.waits import declared_timeout_s, waits_for_human
 from features.prices.reported import reported_cost
@@ -81,8 +81,9 @@ from ingest.semconv.attributes import (
 from ingest.semconv.codeact import (
     Child,
     CodeMemory,
+    CodeStep,
     ModelFacts,
-    code_step_drafts,
+    by_start,
     is_code_step,
     tagged_action_drafts,
 )
@@ -126,9 +127,11 @@ def spans_to_drafts(
 
     ``session_attribute`` is an extra attribute that names the session, read after
     ``gen_ai.conversation.id`` and ``session.id``. ``memory`` keeps, across batches, the
-    model calls and traced calls under step spans not seen yet (:class:`CodeMemory`);
-    without it a CodeAct step shows its code actions only when its children are in the
-    same batch.
+    model calls and traced calls under step spans not seen yet, and the steps mapped
+    (:class:`CodeMemory`): a traced call read after its step maps the step again, its new
+    drafts are among those returned and the ones it no longer makes are retracted
+    (:meth:`CodeMemory.take_retracted`). Without it a CodeAct step shows its code actions
+    only when its children are in the same batch.
 
     ``main`` names the agent spans that are the session's run; without it they are
     judged from the batch alone (the outermost ones: right for a whole trace, not for a
@@ -142,8 +145,7 @@ def spans_to_drafts(
     if main is None:
         main = _main_agents(batch, by_id)
     children = _children(batch)
-    if memory is not None:
-        _remember(batch, by_id, memory)
+    revised = _remember(batch, by_id, memory) if memory is not None else []
     drafts: list[Draft] = []
     for span in batch:
         if span.span_id in held:
@@ -151,6 +153,9 @@ def spans_to_drafts(
         for draft in _span_drafts(span, by_id, main, session_attribute, children, memory):
             draft.arrival = arrival + len(drafts)
             drafts.append(draft)
+    for draft in revised:
+        draft.arrival = arrival + len(drafts)
+        drafts.append(draft)
     return drafts
 
 
@@ -532,8 +537,7 @@ def _span_drafts(
     ref = f"{span.trace_id}:{span.span_id}"
     drafts: list[Draft] = []
     if role == "other" and is_code_step(span):
-        earlier = memory.take(span.span_id) if memory is not None else (None, [])
-        drafts.extend(_code_drafts(span, by_id, children.get(span.span_id, []), earlier, base))
+        drafts.extend(_code_drafts(span, by_id, children.get(span.span_id, []), memory, base))
     if role == "model":
         parent = by_id.get(span.parent_span_id or "")
         if parent is None or operation_of(parent) != "model":
@@ -607,37 +611,47 @@ def _code_drafts(
     step: SpanRecord,
     by_id: Mapping[str, SpanRecord],
     under: list[SpanRecord],
-    earlier: tuple[ModelFacts | None, list[Child]],
+    memory: CodeMemory | None,
     base: dict[str, Any],
 ) -> list[Draft]:
     """The code actions of a smolagents step span (:mod:`ingest.semconv.codeact`), read from its
     model call's output, with its TOOL and AGENT children as the calls traced already
-    (those of this batch, and those ``earlier`` batches left in the memory)."""
+    (those of this batch, those ``earlier`` batches left in the memory, and those of the
+    step as mapped before, when it is read again)."""
+    earlier: tuple[ModelFacts | None, list[Child]] = (None, [])
+    before = None
+    if memory is not None:
+        earlier, before = memory.take(step.span_id), memory.mapped(step.span_id)
     model = next((_model_facts(s) for s in under if operation_of(s) == "model"), None)
-    model = model or earlier[0]
-    if model is None:
-        return []
-    tools = set(model.tools)
+    model = model or earlier[0] or (before.model if before is not None else None)
+    cap = CodeMemory.MAX_OUTPUT_CHARS
+    if model is not None and len(model.output) > cap:  # as the memory keeps it
+        model = ModelFacts(model.end_ns, model.output[:cap], model.tools)
+    tools: set[str] = set()
     agent = _agent_parent(step, by_id)
     if agent is not None:
         tools.update(_smolagents_tools(agent.attributes))
-    found = list(earlier[1])
-    seen = {c.span_id for c in found}
-    for span in under:
-        child = _child(span)
-        if child is not None and child.span_id not in seen:
-            found.append(child)
-    return code_step_drafts(
-        step,
-        model_output=model.output,
-        model_end_ns=model.end_ns,
+    found = list(before.children) if before is not None else []
+    found += earlier[1]
+    found += [child for span in under if (child := _child(span)) is not None]
+    unique = {child.span_id: child for child in reversed(found)}  # the first read of each
+    observation = first_str(step.attributes, ("output.value",))
+    error = _error_text(step)
+    code = CodeStep(
+        span=CodeStep.slim(step, _AGENT_NAMES),
+        model=model,
         tools=frozenset(tools),
-        children=found,
-        observation=first_str(step.attributes, ("output.value",)),
-        error=_error_text(step),
-        make_step=_step,
+        children=by_start(list(unique.values())),
+        # what is read of it: a head of MAX_TEXT_CHARS, and whether it is longer than
+        # restates_code reads (features.calls.codeact)
+        observation=observation[: MAX_CODE_CHARS + 1] if observation is not None else None,
+        error=error[:cap] if error is not None else None,
         base=base,
     )
+    drafts = code.drafts(_step)
+    if memory is not None:
+        memory.revise(code, drafts)
+    return drafts
 
 
 def _model_facts(span: SpanRecord) -> ModelFacts:
@@ -670,31 +684,45 @@ def _calls_tools(attrs: Mapping[str, Any]) -> bool:
 def _child(span: SpanRecord) -> Child | None:
     """A tool or agent span as the step above it needs it (None for other spans)."""
     role = operation_of(span)
+    failed = span.status_code == STATUS_ERROR
     if role == "tool":
         name = first_str(span.attributes, ("gen_ai.tool.name", "tool.name"))
-        return Child(span.span_id, name or span.name, span.status_code == STATUS_ERROR)
+        return Child(span.span_id, name or span.name, failed, span.start_ns)
     if role == "agent":
-        return Child(span.span_id, None, span.status_code == STATUS_ERROR)
+        return Child(span.span_id, None, failed, span.start_ns)
     return None
 
 
 def _remember(
     batch: Iterable[SpanRecord], by_id: Mapping[str, SpanRecord], memory: CodeMemory
-) -> None:
+) -> list[Draft]:
     """Keep what a step span that is not in this batch will need: a model call whose
-    output holds code, and the tool and agent spans beside it, by their parent."""
+    output holds code, and the tool and agent spans beside it, by their parent. One whose
+    step was mapped already maps it again (:meth:`CodeMemory.revise`): returns the
+    drafts that makes anew."""
+    revised: list[Draft] = []
     for span in batch:
         parent = span.parent_span_id
         if not parent or parent in by_id:
             continue  # the parent is here: it is handled in this batch
+        mapped = memory.mapped(parent)
         if operation_of(span) == "model":
             facts = _model_facts(span)
-            if facts.output and code_blocks(facts.output):
+            if not (facts.output and code_blocks(facts.output)):
+                continue
+            richer = mapped.with_model(facts) if mapped is not None else None
+            if mapped is None:
                 memory.remember_model(parent, facts)
         else:
             child = _child(span)
-            if child is not None:
+            if child is None:
+                continue
+            richer = mapped.with_child(child) if mapped is not None else None
+            if mapped is None:
                 memory.remember_child(parent, child)
+        if richer is not None:
+            revised += memory.revise(richer, richer.drafts(_step))
+    return [draft for draft in revised if memory.makes(draft)]
 
 
 def _tagged_drafts(

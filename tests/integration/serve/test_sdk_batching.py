@@ -19,9 +19,12 @@ unsettled session again), the replay at the end of its file. What is compared is
 the store holds after that: every session's step ids in seq order, and the standing
 (not superseded) alert ids.
 
-Known limit (the xfail): batches shuffled outright, minutes out of order in the one
-partition a file is, make ``silence`` steps that serve, whose partitions are traces, does
-not; a re-judgement keeps them (``ingest/pipeline/silence.py``).
+Batches shuffled outright, minutes out of order in the one partition a file is, make
+``silence`` steps that serve, whose partitions are traces, does not: a session's later
+spans were still to come. The settling re-judgement drops those its event-time order
+contradicts (``ingest/pipeline/rejudge.py``): here all of them, as no run of this test
+pauses for five minutes (a pause that long in a file of many sessions would keep its
+silence: the partition's clock is another matter than order).
 """
 
 from __future__ import annotations
@@ -268,13 +271,6 @@ def test_a_fully_shuffled_file_settles_to_the_live_alerts_and_steps_but_silences
     assert summary.rejudged >= len(steps)  # every session had steps behind it
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="silence steps come from the partition's clock in arrival order and a "
-    "re-judgement keeps them (ingest/pipeline/silence.py: placed once, never moved): a "
-    "file's batches minutes out of order tick a session whose next spans are still to "
-    "come; serve's partitions are traces, ticked by their own spans only",
-)
 def test_a_fully_shuffled_file_settles_to_the_live_steps_silences_included(
     live: Live, fully_shuffled: tuple[State, ReplaySummary]
 ) -> None:

@@ -18,7 +18,7 @@ import pytest
 
 from ingest.formats.claude_code import is_claude_code_line, transcript_drafts
 from models.store import Store
-from tests.support.paths import ROOT
+from tests.support.paths import CORPUS
 from trajwatch.cli.main import main
 
 SESSION = "4d5611e5-241a-462a-8d15-5122611a9569"
@@ -378,7 +378,7 @@ def test_calls_cancelled_by_a_failing_sibling_are_cancelled_not_failed() -> None
     assert results["toolu_late"].status == "ok"
 
 
-RECORDINGS = ROOT.parent / "shared" / "corpus" / "recordings"
+RECORDINGS = CORPUS / "recordings"
 
 
 def raw(path: Path) -> list[dict[str, Any]]:

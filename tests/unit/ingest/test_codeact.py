@@ -32,12 +32,12 @@ from ingest.pipeline.engine import Pipeline
 from ingest.semconv.spans import spans_to_drafts
 from models.records import StepKind
 from models.store import Store
-from tests.support.paths import ROOT
+from tests.support.paths import CORPUS
 from tests.unit.ingest.test_dialects import Run
 from trajwatch.service.replay import replay
 from trajwatch.settings import Settings
 
-GAIA = ROOT.parent / "shared" / "corpus" / "trail" / "traces" / "gaia"
+GAIA = CORPUS / "trail" / "traces" / "gaia"
 TOOLS = {"web_search", "visit_page", "inspect_file_as_text", "final_answer", "search_agent"}
 SYSTEM = "You only have access to these tools:\n" + "".join(
     f"- {name}: does {name}.\n    Takes inputs: {{}}\n" for name in sorted(TOOLS)
@@ -453,6 +453,45 @@ def test_spans_exported_one_by_one_give_the_same_code_actions(tmp_path: Path) ->
     # web_search left no span (an untraced call): its result is the observation
     assert tools == [("inspect_file_as_text", "ok"), ("web_search", "ok")]
     assert rows[0][-1][5] == "Execution logs:\n84\nLast output from code snippet:\nNone"
+
+
+@pytest.mark.parametrize("lateness_ms", [1_000_000, 0], ids=["within", "beyond"])
+def test_children_read_after_their_step_give_the_same_code_actions(
+    tmp_path: Path, lateness_ms: int
+) -> None:
+    # the model call, then the step span, then its tool spans one by one (a later batch,
+    # another partition): each maps the step again, and what it inferred before and no
+    # longer does is dropped (within the lateness window: before it is released; beyond
+    # it: deleted from the store, the session judged again when it settles)
+    run = Run()
+    code = 'text = inspect_file_as_text(file_path="a.pdf")\nfinal_answer(text[:20])'
+    smolagents_step(
+        run,
+        smol(code),
+        traced=("inspect_file_as_text", "final_answer"),
+        observation="Execution logs:\nLast output from code snippet:\nabc",
+    )
+    spans = run.exporter.get_finished_spans()
+    model, *tools, step, agent = spans
+    rows = []
+    for name, requests, lateness in (
+        ("batch", [spans], 1_000_000),
+        ("step first", [[model], [step], *([t] for t in tools), [agent]], lateness_ms),
+    ):
+        with Store.open(f"sqlite:///{tmp_path / name}.db") as store:
+            pipeline = Pipeline(store, settings=Settings(lateness_ms=lateness))
+            for i, request in enumerate(requests):
+                data = encode_spans(request).SerializeToString()
+                pipeline.feed_otlp_proto(data, source="t", location=str(i), partition=str(i))
+                pipeline.commit()
+            pipeline.close()
+            (session,) = store.sessions()
+            rows.append(step_rows(store, session.session_id))
+    assert rows[1] == rows[0]
+    assert [row[2] for row in rows[0] if row[1] == StepKind.TOOL_CALL] == [
+        "inspect_file_as_text",
+        "final_answer",
+    ]
 
 
 def test_a_tool_calling_step_with_code_in_its_text_is_no_code_action() -> None:

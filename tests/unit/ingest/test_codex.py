@@ -19,11 +19,10 @@ import pytest
 
 from ingest.formats.codex import is_codex_line, rollout_drafts
 from models.store import Store
-from tests.support.paths import ROOT
+from tests.support.paths import CORPUS
 from trajwatch.cli.main import main
 
 SESSION = "0199a5b2-7c1e-7f30-9a4d-2b6f1c8e9d01"
-CORPUS = ROOT.parent / "shared" / "corpus"
 
 
 class Rollout:

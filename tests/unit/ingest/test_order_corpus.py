@@ -275,35 +275,8 @@ def _first_difference(got: list, want: list) -> str:
 
 # -- properties ------------------------------------------------------------------------------
 
-CODE_BEFORE_CHILDREN = (
-    "a smolagents step span read before a traced child (a tool or managed-agent span in a "
-    "later batch or on another partition) infers its code action's call as "
-    "<span>:code0:call/result steps where the traced child stands in order: "
-    "ingest/semconv/codeact.py CodeMemory keeps only children that come before their step "
-    "(GAIA 0ebe673d, seed 6 within the window: FinalAnswerTool after Step 1)"
-)
-TURN_OWNER = (
-    "beyond the window, the trace that owns a conversation's start/end keys is the first "
-    "turn released, not the first in event time (ingest/pipeline/turns.py key_turns), and "
-    "the settling re-judgement keeps the stored ids (turns 60 s apart, seed 0 in any "
-    "order: the second turn's start became <conversation>/start)"
-)
 
-
-def span_params(*, far: bool) -> list:
-    """The span inputs, with the known failures of each as non-strict xfails."""
-    known = {"gaia": CODE_BEFORE_CHILDREN}
-    if far:
-        known["turns-60s-apart"] = TURN_OWNER
-    params = []
-    for name in SPAN_INPUTS:
-        reason = next((why for key, why in known.items() if name.startswith(key)), None)
-        marks = [pytest.mark.xfail(reason=reason, strict=False)] if reason else []
-        params.append(pytest.param(name, marks=marks, id=name))
-    return params
-
-
-@pytest.mark.parametrize("name", span_params(far=False))
+@pytest.mark.parametrize("name", SPAN_INPUTS)
 @EXAMPLES
 @given(seed=st.integers(0, 2**32 - 1))
 def test_spans_within_the_window_settle_to_the_in_order_session(
@@ -313,7 +286,7 @@ def test_spans_within_the_window_settle_to_the_in_order_session(
     check(tmp_path, name, span_deliveries(spans, random.Random(seed), far=False), f"w-{seed}")
 
 
-@pytest.mark.parametrize("name", span_params(far=True))
+@pytest.mark.parametrize("name", SPAN_INPUTS)
 @EXAMPLES
 @given(seed=st.integers(0, 2**32 - 1))
 def test_spans_in_any_order_settle_to_the_in_order_session(

@@ -54,7 +54,7 @@ from tests.support.fuzz import (
     replace_at,
     run_input,
 )
-from tests.support.paths import ROOT
+from tests.support.paths import CORPUS, ROOT
 from tests.unit.ingest.test_bad_input import batch, json_values
 from trajwatch.config import detector_set
 
@@ -63,9 +63,8 @@ SEED_FILES = (
     ROOT / "fixtures/recorded/run-008-7aaac6.otlp.binpb",
     ROOT / "fixtures/recorded/run-004-8b715b.events.jsonl",
     ROOT / "fixtures/recorded/run-031-e3d26d.otlp.jsonl",
-    ROOT.parent
-    / "shared/corpus/recordings/otlp/agentevals-dev__agentevals__adk_py_v1_default_S2.json.xz",
-    *sorted((ROOT.parent / "shared/corpus/recordings").glob("c*/*.jsonl.xz")),  # transcripts
+    CORPUS / "recordings/otlp/agentevals-dev__agentevals__adk_py_v1_default_S2.json.xz",
+    *sorted((CORPUS / "recordings").glob("c*/*.jsonl.xz")),  # transcripts
 )
 DETECTORS = detector_set({})
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -136,6 +136,26 @@ def test_a_gap_the_session_ends_itself_gets_no_silence(tmp_path) -> None:
     assert silences(store, "alone") == []
 
 
+def test_a_silence_a_late_step_contradicts_is_not_kept_when_the_session_settles(
+    tmp_path,
+) -> None:
+    """The dead session's tool call (1 min) read after the whole busy session (far beyond
+    the window): the silences placed meanwhile measured from its model call (30 s), which
+    in event time is not its last step before them. Its settling re-judgement drops them;
+    those it keeps measure from the step before them."""
+    events = fleet()
+    call = next(e for e in events if e["session_id"] == "dead" and e["type"] == "tool_call")
+    late = [e for e in events if e is not call] + [call]
+    in_order = replay(f"sqlite:///{tmp_path / 'a.db'}", events)
+    store = replay(f"sqlite:///{tmp_path / 'b.db'}", late, commit_each=True)
+    steps = store.steps("dead")
+    for i, step in enumerate(steps):
+        if step.kind == StepKind.SILENCE:
+            before = max(s.ts for s in steps[:i] if s.kind != StepKind.SILENCE)
+            assert step.detail["silence_ms"] == (step.ts - before) // 1_000_000
+    assert set(silences(store, "dead")) <= set(silences(in_order, "dead"))
+
+
 def test_a_traced_model_call_keeps_the_tool_calls_it_asks_for() -> None:
     """A tool span is exported when it ends: a call in flight shows only as the request in
     its model call's output, which stalled_run reads (its timeout, whether a person answers)."""

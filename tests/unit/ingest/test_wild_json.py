@@ -21,13 +21,10 @@ from ingest.formats.otlp_json import decode_otlp_json, to_otlp_json
 from ingest.formats.otlp_proto import decode_otlp_proto
 from ingest.sources.files import read_file
 from models.store import Store
-from tests.support.paths import ROOT
+from tests.support.paths import CORPUS
 from trajwatch.cli.main import main
 
-TEMPO = (
-    ROOT.parent
-    / "shared/corpus/recordings/otlp/agentevals-dev__agentevals__tempo_export_with_batches.json.xz"
-)
+TEMPO = CORPUS / "recordings/otlp/agentevals-dev__agentevals__tempo_export_with_batches.json.xz"
 needs_corpus = pytest.mark.skipif(not TEMPO.exists(), reason="needs ../shared/corpus")
 T0 = 1_767_000_000_000_000_000
 

@@ -21,12 +21,12 @@ from ingest.pipeline.engine import Pipeline
 from ingest.semconv.spans import spans_to_drafts
 from models.records import Step
 from models.store import Store
-from tests.support.paths import ROOT
+from tests.support.paths import CORPUS
 from tests.unit.ingest.test_dialects import Run, kinds, one
 from trajwatch.service.replay import replay
 from trajwatch.settings import Settings
 
-RECORDINGS = ROOT.parent / "shared" / "corpus" / "recordings" / "otlp"
+RECORDINGS = CORPUS / "recordings" / "otlp"
 ADK_RECORDING = RECORDINGS / "agentevals-dev__agentevals__adk_py_v1_default_S2.json.xz"
 KAGENT_EXPORT = RECORDINGS / "agentevals-dev__agentevals__tempo_export_with_batches.json.xz"
 
