@@ -16,7 +16,8 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 
 from detectors.base import remember
-from detectors.intent_drift.scope import MAX_WORD_CHARS, named_domains
+from detectors.intent_drift.provenance import FOREIGN_PASSAGES, Passage, foreign_passages
+from detectors.intent_drift.scope import MAX_WORD_CHARS, known, named_domains
 from detectors.intent_drift.task import MAX_WORDS, TaskState, learn_failure, learn_links
 from detectors.intent_drift.weigh import query_hits
 from features.calls.step_features import StepFeatures
@@ -74,6 +75,9 @@ class CallLog:
     blind_ids: bool = False  # an on-task call used an id nothing visible named
     page_family: str = ""
     page: dict[str, None] = field(default_factory=dict)
+    # passages of results that are not about the task, and the objects they name
+    # (:mod:`detectors.intent_drift.provenance`): what a later call takes from them
+    foreign: deque[Passage] = field(default_factory=lambda: deque(maxlen=FOREIGN_PASSAGES))
 
 
 def count_call(log: CallLog) -> None:
@@ -280,16 +284,33 @@ def note_judged(log: CallLog, weight: float, paths: set[str]) -> None:
 
 
 def read_result(
-    log: CallLog, task: TaskState, step: Step, features: StepFeatures, result_chars: int
+    log: CallLog,
+    task: TaskState,
+    step: Step,
+    features: StepFeatures,
+    result_chars: int,
+    share: float = 0.34,
 ) -> None:
     """A tool result: the links it lists reach ``task`` with its call's weight
     (:func:`detectors.intent_drift.task.learn_links`), whether it addresses the agent is
-    remembered, and its text (up to ``result_chars``) is kept among the recent results."""
+    remembered, its text (up to ``result_chars``) is kept among the recent results, and
+    its passages of which less than ``share`` of the words are the task's are kept as
+    foreign text (:func:`detectors.intent_drift.provenance.foreign_passages`)."""
     log.last_blind = not step.result
     if not step.result:
         return
     key = step.parent_step_id or step.call_id or ""
     weight, query = log.call_weight.get(key, (0.0, False))
+    # judged against the task as it stood before this result (a page the task points
+    # to widens it with its own words below)
+    log.foreign.extend(
+        foreign_passages(
+            step.result[:result_chars],
+            step.seq,
+            lambda w: known(w, task.goal_words, task.words, task.goal_stems),
+            share,
+        )
+    )
     if key and key in log.own_calls:
         # the page the task points to by its address (a to-do list) is the task's own
         # text: what it asks for is delegated - its words are in scope, and the tools

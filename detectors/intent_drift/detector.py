@@ -50,11 +50,12 @@ change detector: ``docs/detectors/intent_drift.md``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 from detectors.base import Checkpoints, Detector
 from detectors.intent_drift import answer as drift_answer
 from detectors.intent_drift import calls as drift_calls
+from detectors.intent_drift import provenance as drift_provenance
 from detectors.intent_drift import stretch as drift_stretch
 from detectors.intent_drift import task as drift_task
 from detectors.intent_drift.answer import AnswerState
@@ -66,13 +67,17 @@ from detectors.intent_drift.task import TaskState
 from detectors.intent_drift.weigh import tool_led, weigh_call
 from detectors.registry import register
 from features.calls.canonical import arguments_value
-from features.calls.step_features import features_of
+from features.calls.step_features import StepFeatures, features_of
 from features.session.completion import final_answer_tool
 from models.records import Alert, Step, StepKind
 
 OPENING_CALLS = 8
 """Calls in which, with no workspace named by a start step, where the calls work is
 taken as the workspace (:func:`detectors.intent_drift.task.find_workspace`)."""
+
+CARRIED_WORDS = 3
+"""Words new to the task an off-task call must take from one foreign passage, when no
+result named its tool, to be carrying that passage out (a tool a result named: 2)."""
 
 
 @register
@@ -193,7 +198,12 @@ class IntentDrift(Detector):
         if kind == StepKind.TOOL_RESULT:
             self._log.informed = True
             drift_calls.read_result(
-                self._log, self._task, step, features_of(step), self.result_chars
+                self._log,
+                self._task,
+                step,
+                features_of(step),
+                self.result_chars,
+                self.topic_share,
             )
             drift_answer.note_result(self._answer, step)
         elif kind == StepKind.START:
@@ -288,6 +298,10 @@ class IntentDrift(Detector):
             # repository"), used for something the task's objects do not hold
             weight, injected = max(weight, 1.0), injected if injected is not None else led
             labels = [*labels, f"{step.tool}()"]
+        if not features.sends:  # (data sent out is egress_gaming's to judge)
+            weight, labels, injected = self._provenance(
+                step, features, weight, labels, injected, led
+            )
         # a record named by id that nothing on-task reached (another page, another
         # customer's order): the agent acts on an object the task never touched
         ids = drift_calls.id_values(arguments_value(step.arguments))
@@ -337,6 +351,70 @@ class IntentDrift(Detector):
         )
         drift_task.note_off_task(task, terms, weight)
         return self._maybe_alert(step)
+
+    def _provenance(
+        self,
+        step: Step,
+        features: StepFeatures,
+        weight: float,
+        labels: list[str],
+        injected: int | None,
+        led: int | None,
+    ) -> tuple[float, list[str], int | None]:
+        """(weight, labels, seq of the result that led there) of a call, given what it
+        takes from foreign text (:mod:`detectors.intent_drift.provenance`).
+
+        An object only a passage not about the task named makes the call led there (1,
+        even a neutral call: an install of the package the passage named, a page it
+        linked on a host contacted before - not any other contact of a host, nor a
+        message to a recipient it named: where data goes is egress_gaming's). An
+        off-task call is raised only when it changes something, and none in a stretch
+        that passage, among the recent results, already led (its links followed are
+        weighed by the rules of leads). With a capability a
+        result named (``led``), carrying out the passage - its object, or mostly its
+        words in the argument values - is obeying it (``alarm_weight``); so is an
+        off-task change (a file written) whose argument values are mostly
+        (:data:`CARRIED_WORDS` or more) its words. A query of its words only follows a
+        lead (1, as ever)."""
+        log, task = self._log, self._task
+        carried = drift_provenance.carried_object(step.arguments, log.foreign)
+        hosts, urls = features.terms.hosts, features.terms.urls
+        # a stretch a recent result's passage already led is weighed by the rules of
+        # leads (a link of the tangent followed)
+        followed = carried is not None and (
+            (
+                self._stretch.injected_from == carried[0]
+                and any(carried[0] == r[1] for r in log.results)
+            )
+            # data addressed to someone a passage named is egress_gaming's
+            or any(carried[1] in r.lower() for r, _ in features.recipients)
+        )
+        if (
+            carried is not None
+            and not followed
+            and (
+                weight == 0
+                or (weight > 0 and bool(features.mutation_targets))
+                or (not hosts or any(carried[1] in u.lower() for u in urls))
+            )
+        ):
+            seq, name = carried
+            weight = max(weight, self.alarm_weight if led is not None else 1.0)
+            return weight, [*labels, name], injected if injected is not None else seq
+        if weight > 0 and (led is not None or features.mutation_targets):
+            # with a capability a result named, the values may be the task's data too
+            # (the hotel the passage asks to book is one the search listed): only the
+            # goal's own words are left out
+            scope: Collection[str] = () if led is not None else task.words
+            by_words = drift_provenance.carried_words(
+                drift_provenance.value_words(arguments_value(step.arguments)),
+                log.foreign,
+                lambda w: known(w, task.goal_words, scope, task.goal_stems),
+                least=2 if led is not None else CARRIED_WORDS,
+            )
+            if by_words is not None:
+                return max(weight, self.alarm_weight), labels, by_words
+        return weight, labels, injected
 
     def _maybe_alert(self, step: Step) -> list[Alert]:
         if self._log.calls <= self.warmup_calls and self._stretch.injected_from is None:
