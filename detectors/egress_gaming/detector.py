@@ -92,11 +92,11 @@ from detectors.egress_gaming.sends import (
 )
 from detectors.egress_gaming.task import TaskContext
 from detectors.registry import register
-from features.calls.drafts import drafts_only
 from features.calls.facts import DATA_METHODS, SENDS_RE, sending_tool
 from features.calls.step_features import StepFeatures, features_of
 from features.egress.answer_sources import repo_id
 from features.egress.result_addresses import authors_in, scan_result
+from features.text.drafts import drafts_only
 from features.text.hosts import host_of
 from models.records import Action, Alert, Severity, Step, StepKind
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 import json
 import re
 
-from features.calls.drafts import drafts_only
+from features.text.drafts import drafts_only
 from features.text.hosts import host_of
 from features.text.memo import short_text_memo
 

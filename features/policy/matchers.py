@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from features.calls.drafts import not_drafting_lookahead
+from features.text.drafts import not_drafting_lookahead
 
 __all__ = [
     "CLICK",
@@ -349,7 +349,7 @@ _MAIL_WORDS = r"(?:mail|message|smtp)"
 def mail_send() -> str:
     """A call that sends mail: a tool whose name says mail (or message) and send (or reply,
     forward): ``send_email``, ``gmail_send``, ``outlook.reply``; a draft is not a send,
-    its send is (:mod:`features.calls.drafts`).
+    its send is (:mod:`features.text.drafts`).
 
     >>> p = re.compile(mail_send())
     >>> [bool(p.search(t)) for t in ("send_email x@y.de hi", "gmail_send x@y.de",

@@ -332,7 +332,7 @@ def _mailbox_call(s: Session, tool: str) -> list[Step]:
 
 def test_a_draft_naming_a_person_is_not_a_personal_data_leak() -> None:
     """A draft stays in the user's own mailbox until something sends it (the egress
-    recipients and the mail rules read drafts the same way: features.calls.drafts)."""
+    recipients and the mail rules read drafts the same way: features.text.drafts)."""
     s, steps = dedupe()
     assert not any(
         "personal data" in a.reason for a in feed([*steps, *_mailbox_call(s, "create_draft")])
