@@ -33,6 +33,10 @@ MAX_TOOLS = 64
 """Tools used (and tools a result led to) the log keeps."""
 MAX_DELEGATED = 512
 """Words of the results of calls on an address the task names, kept."""
+MAX_AUTHORED = 1024
+"""Words of the agent's own call arguments kept (the newest)."""
+AUTHORED_CHARS = 2_000
+"""Characters of a call's arguments whose words are kept."""
 
 
 @dataclass(slots=True)
@@ -78,10 +82,16 @@ class CallLog:
     # passages of results that are not about the task, and the objects they name
     # (:mod:`detectors.intent_drift.provenance`): what a later call takes from them
     foreign: deque[Passage] = field(default_factory=lambda: deque(maxlen=FOREIGN_PASSAGES))
+    # the words the agent's own calls wrote (its paths, packages, names): a passage that
+    # names them did not bring them up - the agent was there before it
+    authored: dict[str, None] = field(default_factory=dict)
 
 
-def count_call(log: CallLog) -> None:
-    """A tool call: counted, and a result that addressed the agent ages by one call."""
+def count_call(log: CallLog, arguments: str | None = None) -> None:
+    """A tool call: counted, a result that addressed the agent ages by one call, and the
+    words of its ``arguments`` (their first :data:`AUTHORED_CHARS`) are the agent's own."""
+    for w in tokenize((arguments or "")[:AUTHORED_CHARS], drop=CONTENT_DROP):
+        remember(log.authored, w, None, MAX_AUTHORED)
     log.calls += 1
     log.since_instructed += 1
     if log.since_instructed > RECENT_RESULTS:
@@ -307,7 +317,9 @@ def read_result(
         foreign_passages(
             step.result[:result_chars],
             step.seq,
-            lambda w: known(w, task.goal_words, task.words, task.goal_stems),
+            # the agent's own words too: what it named before the passage, the passage
+            # did not bring up
+            lambda w: w in log.authored or known(w, task.goal_words, task.words, task.goal_stems),
             share,
         )
     )

@@ -244,7 +244,7 @@ class IntentDrift(Detector):
 
     def _on_call(self, step: Step) -> list[Alert]:
         log, task, stretch = self._log, self._task, self._stretch
-        drift_calls.count_call(log)
+        drift_calls.count_call(log, step.arguments)
         action = step.action or step.arguments or ""
         before = drift_calls.repeated(log, step.step_id, action)
         if before is not None:
