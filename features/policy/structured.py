@@ -332,8 +332,10 @@ def sentence_rules(sentence: str, until: str | None = None, line: str = "") -> l
         got = clause_rules(clause, **kwargs)
         if not got and head is not None:
             # "`terraform apply` in envs/prod: only after approval": the objects in a
-            # head clause that states nothing, the marker in the clause after it
-            got = clause_rules(f"{head} {clause}", **kwargs)
+            # head clause that states nothing, the approval in the clause after it (a
+            # prohibition after a head, "`make ship`: never on Fridays", is a condition)
+            joined = clause_rules(f"{head} {clause}", **kwargs)
+            got = [r for r in joined if r[0] == "require_approval_for"]
         head = clause if not got and _has_objects(clause) else None
         for rule in got:
             if rule not in out:
@@ -558,7 +560,7 @@ def _approval_actions(
     for program, subs in commands:
         if program == "git" and force and "push" in subs:
             continue
-        out.append(matchers.command(program, subs, at=places))
+        out.append(matchers.command(program, subs, at=places if program != "git" else ()))
     if force:
         out.append(matchers.FORCE_PUSH)
     sql = _sql_kinds(clause)
@@ -706,6 +708,13 @@ def _amount(sentence: str) -> tuple[tuple[str, ...], float] | None:
 
 _NOT_DATA_NAMES = _NOT_NAMES | frozenset(
     [
+        "on",
+        "into",
+        "from",
+        "at",
+        "auf",
+        "sur",
+        "dans",
         "this",
         "that",
         "these",
@@ -844,7 +853,9 @@ def _prohibitions(
         ns = namespaces if program in ("kubectl", "helm") else ()
         out.append(
             _forbid(
-                matchers.command(program, subs, namespaces=ns, at=places),
+                matchers.command(
+                    program, subs, namespaces=ns, at=places if program != "git" else ()
+                ),
                 matchers.command(program),
                 until,
             )
@@ -887,10 +898,13 @@ _EXAMPLE_SPLIT_RE = re.compile(r"\s*(?:/|,|、|;|\bor\b|\boder\b|\bou\b|\bo\b|\b
 def _examples(clause: str, commands: list[tuple[str, list[str]]]) -> list[str]:
     """Commands a prohibition gives as examples in parentheses ("never touch the state by
     hand (no `state rm` / `force-unlock`)", "(kein rm -rf, kein git clean)"): each a
-    command fragment — two or three words, or a hyphenated word — searched as words."""
+    command fragment — two or three words, or a hyphenated word — backticked or after a
+    negation in the parentheses, searched as words."""
     out: list[str] = []
     programs = {p for p, _ in commands}
     for m in _EXAMPLES_RE.finditer(clause[:600]):
+        ticked = {" ".join(t.casefold().split()) for t in _TICKED_RE.findall(m[1])}
+        negated = bool(NEG_RE.match(m[1].lstrip("`").casefold()))
         inner = NEG_RE.sub(" / ", m[1].replace("`", " ").casefold())
         for part in _EXAMPLE_SPLIT_RE.split(inner):
             words = part.split()
@@ -899,6 +913,8 @@ def _examples(clause: str, commands: list[tuple[str, list[str]]]) -> list[str]:
             part = " ".join(words)
             if not _FRAGMENT_RE.fullmatch(part) or part.split()[0] in programs:
                 continue
+            if not (negated or part in ticked):
+                continue  # "(e.g. .env files, api-keys)": examples of a thing, not commands
             if " " not in part and "-" not in part:
                 continue  # one plain word ("no tests") is not a command
             words = r"\s+".join(re.escape(w) for w in part.split())
@@ -1009,10 +1025,17 @@ def _statement_targets(clause: str) -> list[str]:
     for m in _TARGETS_RE.finditer(clause[:600]):
         if _SQL_WORD_RE.search(m[1]):
             continue  # the statements themselves ("CREATE OR REPLACE")
-        for name in _TARGET_SPLIT_RE.split(m[1]):
-            name = name.strip("`\"' .")
-            if name and name.casefold() not in _NOT_DATA_NAMES and name not in out:
-                out.append(name)
+        names = [n.strip("`\"' .") for n in _TARGET_SPLIT_RE.split(m[1])]
+        names = [
+            n
+            for n in names
+            if n and n.casefold() not in _NOT_DATA_NAMES and not _DATA_WORD_RE.fullmatch(n)
+        ]
+        noun = bool(DATA_NOUN_RE.search(m[0].casefold()))
+        # a plain word alone ("in queries") is not a schema; a list, an identifier is
+        if len(names) < 2 and not noun:
+            names = [n for n in names if "_" in n or "." in n or "`" in m[1]]
+        out += [n for n in names if n not in out]
     return out
 
 

@@ -141,3 +141,32 @@ def test_examples_in_parentheses_are_commands_not_words() -> None:
     ]
     assert _broken(policy, steps) == [steps[2].seq]
     assert derive("Never skip the checks (no tests, docs).").rules == ()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Never commit secrets (e.g. .env files, api-keys).",  # examples of a thing
+        "`make ship`: never on Fridays.",  # a head and a condition, not a prohibition
+    ],
+)
+def test_near_misses_of_the_shapes_state_no_rule(text: str) -> None:
+    assert derive(text).rules == ()
+
+
+def test_a_branch_after_a_preposition_is_not_a_folder_scope() -> None:
+    rules = derive("Never push in release/2.0 without asking.").mapping("p")
+    assert any(re.search(r, "git push origin release/2.0") for r in rules["require_approval_for"])
+
+
+@pytest.mark.parametrize(
+    ("text", "hit", "miss"),
+    [
+        ("No DELETE or UPDATE on schema core.", "DELETE FROM core.t", "DELETE FROM ledger.t"),
+        ("Never run DELETE or UPDATE in queries.", "DELETE FROM ledger.t", "SELECT 1"),
+    ],
+)
+def test_statement_targets_are_schemas_not_words(text: str, hit: str, miss: str) -> None:
+    actions = [r["action"] for r in derive(text).mapping("p")["forbidden_actions"]]
+    assert any(re.search(a, hit) for a in actions)
+    assert not any(re.search(a, miss) for a in actions)
