@@ -170,3 +170,15 @@ def test_statement_targets_are_schemas_not_words(text: str, hit: str, miss: str)
     actions = [r["action"] for r in derive(text).mapping("p")["forbidden_actions"]]
     assert any(re.search(a, hit) for a in actions)
     assert not any(re.search(a, miss) for a in actions)
+
+
+def test_an_approval_answer_is_read_when_the_telemetry_gives_calls_no_id() -> None:
+    policy = _policy("Any booking above 600 EUR needs request_approval first.")
+    s = Session()
+    request, answer = s.tool(
+        "request_approval", {"action": "book_fare 1059.6 EUR"}, result="APPROVED by lead"
+    )
+    approved = [request.with_(call_id=None), answer.with_(call_id=None), s.model(text="Next.")]
+    approved += s.tool("book_fare", {"fare_id": "F1", "total_eur": 1059.6})
+    unapproved = list(s.tool("book_fare", {"fare_id": "F2", "total_eur": 980.0}))
+    assert _broken(policy, [s.start(), *approved, *unapproved]) == [unapproved[0].seq]
