@@ -272,7 +272,7 @@ class Policy:
         if kind == _TOOL_RESULT:
             if history.pending:
                 self._tool_result(step, history)
-            if history.request_call_id is not None and step.call_id == history.request_call_id:
+            if history.request_call_id is not None and _call_key(step) == history.request_call_id:
                 answer = approval_answer(step.result) if step.status == "ok" else None
                 if answer is None and step.status == "ok":
                     answer = echoed_grant(step.result, history.approval_request) or None
@@ -346,7 +346,7 @@ class Policy:
         if rules.view.approval_request:
             request = (step.arguments or "")[:500]
             h.approval_request = request
-            h.request_call_id = step.call_id
+            h.request_call_id = _call_key(step)
             h.request_named = tuple(
                 i for i, p in enumerate(self.require_approval_for) if p.search(request)
             )
@@ -798,6 +798,14 @@ def _detail(step: Step) -> Mapping[str, Any]:
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 
+def _call_key(step: Step) -> str | None:
+    """What pairs a call with its result: its id, else (telemetry without call ids) its
+    tool's name, so an approval request's answer is read when neither carries an id."""
+    if step.call_id:
+        return step.call_id
+    return f"tool:{step.tool}" if step.tool else None
+
+
 def _starts_turn(step: Step) -> bool:
     """A ``start`` that begins a later turn of the conversation (``detail.turn``), not a
     sub-agent's, and not the session's own start delivered late (a root span sent when
@@ -827,7 +835,8 @@ class PolicyState:
     0 none of these."""
     approval_request: str | None = None
     request_call_id: str | None = None
-    """The call id of the latest approval request (its result may be the answer)."""
+    """The call id of the latest approval request (its result may be the answer); its
+    ``tool:<name>`` when the telemetry gives calls no id."""
     request_named: tuple[int, ...] | None = None
     """The approval rules the latest request names."""
     decided: dict[str, bool] = field(default_factory=dict)

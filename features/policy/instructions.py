@@ -61,7 +61,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from features.policy.structured import consent_condition, sentence_rules, time_bound
+from features.policy.structured import (
+    consent_condition,
+    names_sql,
+    sentence_rules,
+    time_bound,
+)
 
 __all__ = [
     "ACTIONS",
@@ -326,7 +331,9 @@ def derive(text: str) -> Derivation:
         if n >= MAX_SENTENCES:
             truncated = True
             break
-        found, why = _sentence_rules(sentence)
+        # a sentence naming SQL statements in capitals ("never run DELETE or MERGE on
+        # analytics") is read by its structure: lower-cased, "merge" would read as git's
+        found, why = ([], None) if names_sql(sentence) else _sentence_rules(sentence)
         if not found and (
             why in (None, _NOT_UNDERSTOOD) or (why == _CONDITION and consent_condition(sentence))
         ):
@@ -368,11 +375,24 @@ def _sentences(text: str) -> Iterable[tuple[str, str]]:
         if in_fence or not stripped or stripped.startswith(("#", "<", "|")):
             continue
         stripped = _BULLET_RE.sub("", stripped)
-        for sentence in _SPLIT_RE.split(stripped):
+        for sentence in _within_parentheses(_SPLIT_RE.split(stripped)):
             for part in _ENUMERATION_RE.split(sentence):
                 part = part.strip().rstrip(";").strip()
                 if len(part) >= 3:
                     yield part[:600], stripped
+
+
+def _within_parentheses(pieces: list[str]) -> Iterable[str]:
+    """``pieces`` of a line, those cut inside a parenthesis joined back ("any order above
+    800 EUR (total incl. VAT) needs approval": "incl." is not a sentence end)."""
+    held = ""
+    for piece in pieces:
+        held = f"{held} {piece}" if held else piece
+        if held.count("(") <= held.count(")") or len(held) > 600:
+            yield held
+            held = ""
+    if held:
+        yield held
 
 
 def _normalise(sentence: str) -> str:

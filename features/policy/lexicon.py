@@ -21,15 +21,20 @@ __all__ = [
     "BEFORE_RE",
     "DATABASE_RE",
     "DEPLOY_RE",
+    "EXCEPT_RE",
     "MAIL_RE",
     "MIGRATION_RE",
     "MODIFY_RE",
     "NEG_RE",
     "ONLY_RE",
     "PAY_RE",
+    "PLACE_AFTER_RE",
+    "PLACE_RE",
     "PUSH_RE",
     "READ_ONLY_RE",
     "READ_RE",
+    "SPEND_RE",
+    "SPEND_TOOL_VERBS",
     "WITHOUT_RE",
 ]
 
@@ -39,9 +44,9 @@ _E = r"(?![\w])"
 NEG_RE = re.compile(
     rf"{_B}(?:never|not|no|don't|must\s*n't|cannot|forbidden|prohibited"  # en
     r"|nie|niemals|nicht|kein(?:e|en|er|es)?|verboten"  # de
-    r"|nunca|jam[aá]s|ni|nada\s+de|prohibid[oa]"  # es
+    r"|nunca|jam[aá]s|ni|nada\s+de|prohibid[oa]|ning[uú]n[oa]?"  # es
     r"|ne|n'|pas|interdit|aucun(?:e)?"  # fr
-    rf"|n[aã]o|proibid[oa]){_E}"  # pt
+    rf"|n[aã]o|proibid[oa]|nenhum[a]?){_E}"  # pt
     r"|しない|ないこと|ないで|ません|禁止|してはいけない|不要|不得|不能|绝不|切勿|别|勿"  # ja, zh
 )
 """A prohibition."""
@@ -63,7 +68,10 @@ BEFORE_RE = re.compile(
     rf"{_B}(?:before|prior\s+to|vor(?:her)?|bevor|antes|avant|first|zuerst|primero"
     rf"|d'abord|primeiro){_E}|前に|之前|先"
 )
-AFTER_RE = re.compile(rf"{_B}(?:after|nach|después|despues|après|apres|depois|ab){_E}|以降|之后")
+AFTER_RE = re.compile(
+    rf"{_B}(?:after|once|nach|sobald|después|despues|una\s+vez\s+que|après|apres"
+    rf"|une\s+fois\s+que|depois|assim\s+que|ab){_E}|以降|之后|(?<![最前午])後"
+)
 
 ONLY_RE = re.compile(
     rf"{_B}(?:only|exclusively|nur|ausschließlich|solo|s[oó]lo|solamente|[uú]nicamente"
@@ -71,10 +79,26 @@ ONLY_RE = re.compile(
 )
 """A scope: the only thing allowed."""
 
+PLACE_RE = re.compile(
+    rf"{_B}(?:in|into|under|within|inside|against|for|on|im|unter|innerhalb|für|auf|en|dentro"
+    rf"|bajo|para|dans|sous|pour|sur|em|no|na|nos|nas|sob){_E}\s*$"
+)
+"""A preposition of place just before an object ("apply in envs/prod", "en envs/prod",
+"dans envs/prod"): searched in the casefolded text before the object."""
+PLACE_AFTER_RE = re.compile(r"^\s*(?:で|では|に|において|中|里|内)")
+"""The same after the object, in Japanese and Chinese ("envs/prod で")."""
+
 READ_ONLY_RE = re.compile(
     r"read[\s-]?only|schreibgeschützt|nur\s+lesend|(?:solo|somente|s[oó])\s+(?:de\s+)?lectura"
     r"|somente\s+leitura|lecture\s+seule|読み取り専用|只读"
 )
+
+EXCEPT_RE = re.compile(
+    rf"{_B}(?:except(?:\s+for)?|apart\s+from|other\s+than|besides|außer|ausgenommen"
+    rf"|mit\s+ausnahme\s+von|bis\s+auf|excepto|salvo|a\s+excepci[oó]n\s+de|sauf|hormis"
+    rf"|à\s+part|except[ée]|exceto|com\s+exce[çc][ãa]o\s+de|fora){_E}|以外|を除いて|を除き|除了"
+)
+"""An exception to a scope ("read-only except schema scratch_kim")."""
 
 # -- what an action is about (content classes with their forms across the languages) ----
 
@@ -97,6 +121,15 @@ PAY_RE = re.compile(
     rf"{_B}(?:book\w*|reserv\w*|pay\w*|purchas\w*|buy\w*|buch\w*|bezahl\w*|kauf\w*"
     rf"|pag\w*|compr\w*|r[ée]serv\w*|pai\w*|achet\w*){_E}|予約|支払|购买|预订|支付"
 )
+SPEND_RE = re.compile(
+    rf"{_B}(?:orders?|trades?|bestellung\w*|auftr[aä]g\w*|pedidos?|[oó]rden(?:es)?|compras?"
+    rf"|commandes?|achats?|encomendas?){_E}|注文|発注|订单|下单"
+)
+"""Spending by its object (an order, a trade, a purchase), with :data:`PAY_RE` (its verbs):
+what a spending cap ("no order above 800 EUR without approval") is about."""
+SPEND_TOOL_VERBS = ("order", "trade", "book", "reserv", "pay", "purchas", "buy", "checkout")
+"""How tools that spend are named (``place_order``, ``book_fare``, ``submit_purchase``): the
+English of tool names, whatever the language of the rule."""
 DEPLOY_RE = re.compile(
     rf"{_B}(?:deploy\w*|despliegue\w*|desplieg\w*|d[ée]ploi\w*|implanta\w*|rollout\w*){_E}"
     r"|デプロイ|部署"
@@ -165,8 +198,11 @@ AMOUNT_RE = re.compile(
     rf"|超过|超過)\s*{_CURRENCY}?\s*{_NUMBER}"
     rf"|(?P<noun2>[^\W\d_]{{3,40}})?\s*(?:\s(?:of|de|von)\s+)?{_CURRENCY}?\s*"
     rf"(?P<n2>\d{{1,3}}(?:,\d{{3}})+|\d{{1,12}})\s*{_CURRENCY}?\s+(?:or|oder|o|ou)\s+"
-    r"(?:more|above|higher|mehr|más|plus|mais)\b",
+    r"(?:more|above|higher|mehr|más|plus|mais)\b"
+    rf"|{_CURRENCY}?\s*(?P<n3>\d{{1,3}}(?:,\d{{3}})+(?:\.\d{{1,2}})?|\d{{1,12}}(?:\.\d{{1,2}})?)(?![\d])"
+    r"\s*(?:[$€£¥]|usd|eur|gbp|chf|円|ドル|ユーロ|元|美元|欧元)?\s*(?:を超える|を超す|を超え|超の|超过|超過)",
     re.IGNORECASE,
 )
 """An amount limit ("refunds above 50 EUR", "Erstattungen über 50 €", "refunds of $1,000
-or more"): the noun before it and the number (``n``; ``n2`` for "N or more")."""
+or more", "1000 USD を超える注文"): the noun before it and the number (``n``; ``n2`` for "N or
+more"; ``n3`` for a comparison after the number, as Japanese and Chinese write it)."""

@@ -96,10 +96,13 @@ def command(
     *,
     namespaces: Sequence[str] = (),
     except_namespaces: Sequence[str] = (),
+    at: Sequence[str] = (),
 ) -> str:
     """``program`` run with one of ``subcommands`` anywhere among its flags, optionally
     against one of ``namespaces`` (``-n``/``--namespace``), or against a namespace other
-    than ``except_namespaces``.
+    than ``except_namespaces``, or in one of the folders ``at`` (``envs/prod``: named in
+    its segment, ``-chdir=envs/prod/x``, ``apply envs/prod``, or changed into just before
+    it, ``cd envs/prod && …``; not ``envs/production`` nor ``envs/staging``).
 
     >>> p = re.compile(command("terraform", ["apply", "destroy"]))
     >>> [bool(p.search(c)) for c in ("terraform -chdir=x apply -auto-approve", "terraform plan")]
@@ -111,8 +114,25 @@ def command(
     True
     >>> bool(p.search("kubectl -n staging set image d/x a=b"))
     False
+    >>> p = re.compile(command("terraform", ["apply"], at=["envs/prod"]))
+    >>> [bool(p.search(c)) for c in ("terraform -chdir=envs/prod/dns apply tfplan",
+    ...     "cd infra/envs/prod/dns && terraform apply", "terraform -chdir=envs/staging apply",
+    ...     "terraform -chdir=envs/prod plan && terraform -chdir=envs/staging apply")]
+    [True, True, False, False]
     """
-    out = rf"\b{re.escape(program)}\b"
+    head = rf"\b{re.escape(program)}\b"
+    if at:
+        places = "|".join(re.escape(p.strip("/")) for p in at)
+        place = rf"(?<![\w-])(?:{places})(?![\w-])"
+        rest = command(
+            program, subcommands, namespaces=namespaces, except_namespaces=except_namespaces
+        )
+        rest = rest.removeprefix(head)
+        # the place in the command's segment, or a ``cd`` into it just before the command
+        inside = rf"{head}(?={_SEG}{place}){rest}"
+        cd_into = rf"\bcd\s+[^\s;&|]{{0,200}}?{place}[^\s;&|]{{0,200}}\s*(?:&&|;)\s*{head}{rest}"
+        return rf"(?:{inside}|{cd_into})"
+    out = head
     ns_flag = r"\s(?:-n|--namespace)(?:\s+|=)"
     if namespaces:  # anywhere in the segment: before the subcommand or after it
         names = "|".join(re.escape(n) for n in namespaces)
@@ -228,14 +248,18 @@ def tool_named(identifier: str) -> str | None:
     return rf"(?i)^{looks}[\w.:-]{{1,120}}(?:\s|$)"
 
 
-def noun_tool(noun: str) -> str:
-    """A call of a tool whose name carries ``noun`` (a stem: ``refund``), the action a rule
-    names by its object ("refunds above 50 EUR need approval").
+def noun_tool(*nouns: str) -> str:
+    """A call of a tool whose name carries one of ``nouns`` (stems: ``refund``), the action
+    a rule names by its object ("refunds above 50 EUR need approval", "any order with a
+    notional above …": ``order`` or ``notional``).
 
     >>> bool(re.search(noun_tool("refund"), "stripe__create_refund #1"))
     True
+    >>> bool(re.search(noun_tool("notional", "order"), "place_order AAPL"))
+    True
     """
-    return rf"(?i)^(?=[\w.:-]{{0,80}}?{re.escape(noun.lower())})[\w.:-]{{1,120}}(?:\s|$)"
+    alts = "|".join(re.escape(n.lower()) for n in nouns)
+    return rf"(?i)^(?=[\w.:-]{{0,80}}?(?:{alts}))[\w.:-]{{1,120}}(?:\s|$)"
 
 
 def number_above(limit: float) -> str:
@@ -311,12 +335,16 @@ _SQL_NAME = r"[\w.\"`\[\]]"
 
 
 def sql_statement(
-    kinds: Sequence[str] = (), *, target: str | None = None, outside: str | None = None
+    kinds: Sequence[str] = (),
+    *,
+    target: str | None = None,
+    outside: str | Sequence[str] | None = None,
 ) -> str:
     """A SQL statement of ``kinds`` (all writes when empty) whose target (the table it
     writes) is in ``target`` (a schema or a table: ``analytics_prod`` matches
-    ``analytics_prod.events``), or not in ``outside``. Reading from a name is not writing
-    to it (``CREATE TABLE scratch.t AS SELECT … FROM prod.events`` writes scratch).
+    ``analytics_prod.events``), or not in ``outside`` (one name or several). Reading from
+    a name is not writing to it (``CREATE TABLE scratch.t AS SELECT … FROM prod.events``
+    writes scratch).
 
     >>> p = re.compile(sql_statement(target="analytics_prod"))
     >>> [bool(p.search(q)) for q in ("DELETE FROM analytics_prod.events WHERE x",
@@ -335,7 +363,8 @@ def sql_statement(
         t = re.escape(target)
         out += rf"{_SQL_NAME}{{0,130}}?(?<![\w]){t}(?![\w])"
     elif outside:
-        o = re.escape(outside)
+        names = [outside] if isinstance(outside, str) else list(outside)
+        o = "(?:" + "|".join(re.escape(n) for n in names) + ")"
         out += rf"(?!{_SQL_NAME}{{0,130}}?(?<![\w]){o}(?![\w])){_SQL_NAME}"
     else:
         out += r"[\w\"`\[]"

@@ -32,7 +32,19 @@ The shapes (issue 26), each judged on what a call does, never on the sentence's 
   capitalised words before "button": a click whose target — in its arguments, or in its
   result for clicks by index or coordinates — is that label;
 - *mail*: sending (a tool named send/reply + mail/message), not drafting; outside an
-  ``@domain`` when one is named.
+  ``@domain`` when one is named;
+- *an action scoped to a place* ("`terraform apply` / `destroy` in envs/prod: only after
+  request_approval approves", "envs/prod での…"): the command run in that folder
+  (:func:`features.policy.matchers.command` ``at``), not in ``envs/staging``; the objects
+  may sit in a head clause and the marker in the clause after the colon;
+- *read-only with an exception* ("read-only, except schema scratch_kim", "außer …",
+  "…以外"): a SQL write outside it; SQL statements in capitals *on* named schemas ("never
+  run DELETE or MERGE on analytics or raw"): those statements whose target is one of them;
+- *a spending cap* ("any order above 800 EUR", "a trade with a notional of more than …",
+  "ningún pedido de más de 300 EUR", "1000 USD を超える注文"): the approval holds for a
+  tool named for the noun, or for spending (order, book, pay …), above the amount;
+- *examples in parentheses* ("never touch state by hand (no state rm / force-unlock)"):
+  each command fragment (two or three words, or a hyphenated word) is forbidden.
 
 Pure; linear in the sentence (bounded regexes over at most 600 characters).
 
@@ -67,6 +79,7 @@ from features.policy.lexicon import (
     DATABASE_RE,
     DELETE_RE,
     DEPLOY_RE,
+    EXCEPT_RE,
     FILE_RE,
     FORCE_RE,
     MAIL_RE,
@@ -76,17 +89,21 @@ from features.policy.lexicon import (
     NEG_RE,
     ONLY_RE,
     PAY_RE,
+    PLACE_AFTER_RE,
+    PLACE_RE,
     PUSH_RE,
     READ_ONLY_RE,
     READ_RE,
     REQUIRES_RE,
     SEND_RE,
+    SPEND_RE,
+    SPEND_TOOL_VERBS,
     THERE_RE,
     UNTIL_RE,
     WITHOUT_RE,
 )
 
-__all__ = ["clause_rules", "sentence_rules", "time_bound"]
+__all__ = ["clause_rules", "names_sql", "sentence_rules", "time_bound"]
 
 Rule = tuple[str, Any]
 
@@ -302,16 +319,24 @@ def sentence_rules(sentence: str, until: str | None = None, line: str = "") -> l
     amount = _amount(sentence)
     tools_named = bool(_tool_identifiers(sentence))
     out: list[Rule] = []
+    head: str | None = None
     for clause in clauses:
-        got = clause_rules(
-            clause,
-            until=until,
-            context_namespaces=context,
-            context_line=line,
-            amount=amount,
-            noun_ok=not tools_named,
-            context_label=label,
-        )
+        kwargs: dict[str, Any] = {
+            "until": until,
+            "context_namespaces": context,
+            "context_line": line,
+            "amount": amount,
+            "noun_ok": not tools_named,
+            "context_label": label,
+        }
+        got = clause_rules(clause, **kwargs)
+        if not got and head is not None:
+            # "`terraform apply` in envs/prod: only after approval": the objects in a
+            # head clause that states nothing, the approval in the clause after it (a
+            # prohibition after a head, "`make ship`: never on Fridays", is a condition)
+            joined = clause_rules(f"{head} {clause}", **kwargs)
+            got = [r for r in joined if r[0] == "require_approval_for"]
+        head = clause if not got and _has_objects(clause) else None
         for rule in got:
             if rule not in out:
                 out.append(rule)
@@ -322,6 +347,12 @@ def sentence_rules(sentence: str, until: str | None = None, line: str = "") -> l
 
 
 _LABEL_ID_RE = re.compile(r"[A-Za-z_][\w]{1,62}_[\w]{1,62}(?:\.[A-Za-z_]\w{1,62})?")
+
+
+def _has_objects(clause: str) -> bool:
+    """Whether a clause names something a rule can be about (a command, a place)."""
+    ticked = _TICKED_RE.findall(clause)
+    return bool(_commands(clause, ticked) or _places(clause))
 
 
 def consent_condition(sentence: str) -> bool:
@@ -342,7 +373,7 @@ def clause_rules(
     until: str | None = None,
     context_namespaces: tuple[str, ...] = (),
     context_line: str = "",
-    amount: tuple[str, float] | None = None,
+    amount: tuple[tuple[str, ...], float] | None = None,
     noun_ok: bool = True,
     context_label: str | None = None,
 ) -> list[Rule]:
@@ -360,7 +391,8 @@ def clause_rules(
     # "never X unless/until the user says so": X needs that person's approval
     ask = ask or (neg and bool(UNTIL_RE.search(low)) and bool(CONSENT_RE.search(low)))
     # "any refund above 50 EUR requires approval", "X needs the user's confirmation"
-    ask = ask or (bool(ASK_RE.search(low)) and bool(REQUIRES_RE.search(low)) and not neg)
+    # ("… needs request_approval from the manager": the asking tool named)
+    ask = ask or (asks and bool(REQUIRES_RE.search(low)) and not neg)
     only = bool(ONLY_RE.search(low))
     read_only = bool(READ_ONLY_RE.search(low))
     loose_ask = not (ask or neg) and bool(ASK_VERB_RE.search(low))
@@ -371,9 +403,16 @@ def clause_rules(
     own_ns = _namespaces(clause)
     namespaces = own_ns or context_namespaces
     kube_verbs = _kubectl_verbs(low) if (namespaces or "kubectl" in low) else []
+    places = _places(clause)
     if ask or loose_ask:
         actions = _approval_actions(
-            clause, low, commands, amount=amount, noun_ok=noun_ok, concrete_only=loose_ask
+            clause,
+            low,
+            commands,
+            amount=amount,
+            noun_ok=noun_ok,
+            concrete_only=loose_ask,
+            places=places,
         )
         return [("require_approval_for", a) for a in actions]
     out: list[Rule] = []
@@ -391,6 +430,7 @@ def clause_rules(
             until,
             context_line,
             context_label,
+            places,
         )
     return out
 
@@ -402,13 +442,37 @@ def _commands(clause: str, ticked: list[str]) -> list[tuple[str, list[str]]]:
     """(program, subcommands) named in the clause: backticked commands and known programs
     followed by their subcommand ("helm upgrade/install" → helm, [upgrade, install])."""
     out: list[tuple[str, list[str]]] = []
-    for text in [*ticked, clause]:
+    # "`terraform apply` / `destroy`", "state rm / force-unlock": one program, its subcommands
+    flat = _ALTERNATIVES_RE.sub("/", clause)
+    for text in [flat, *ticked]:
         for m in _PROGRAM_RE.finditer(text.casefold()):
             subs = [s.strip() for s in m[2].split("/") if s.strip()]
-            entry = (m[1], subs)
-            if entry not in out:
-                out.append(entry)
+            if not any(p == m[1] and set(subs) <= set(known) for p, known in out):
+                out.append((m[1], subs))
     return out
+
+
+_ALTERNATIVES_RE = re.compile(r"`?\s+/\s+`?(?=[a-z])")
+_PLACE_TOKEN_RE = re.compile(
+    r"`?(?<![\w@:/.`-])((?:\.{1,2}/)?[\w.-]{1,60}(?:/[\w.-]{1,60}){1,6})/?`?(?![\w/])"
+)
+
+
+def _places(clause: str) -> tuple[str, ...]:
+    """Folders a clause scopes its action to: a path after a preposition of place ("in
+    envs/prod", "en envs/prod", "dans `envs/prod`") or before ``で`` ("envs/prod で"), not
+    a URL, a file or a list of subcommands ("apply/destroy")."""
+    out: list[str] = []
+    for m in _PLACE_TOKEN_RE.finditer(clause[:600]):
+        name = m[1].removeprefix("./")
+        before = clause[max(0, m.start() - 24) : m.start()].casefold()
+        if not (PLACE_RE.search(before) or PLACE_AFTER_RE.match(clause[m.end() : m.end() + 8])):
+            continue
+        if "://" in clause[m.start() : m.end() + 3] or name.rsplit(".", 1)[-1] in _FILE_ENDINGS:
+            continue
+        if name not in out:
+            out.append(name)
+    return tuple(out)
 
 
 def _namespaces(text: str) -> tuple[str, ...]:
@@ -480,21 +544,23 @@ def _approval_actions(
     low: str,
     commands: list[tuple[str, list[str]]],
     *,
-    amount: tuple[str, float] | None = None,
+    amount: tuple[tuple[str, ...], float] | None = None,
     noun_ok: bool = True,
     concrete_only: bool = False,
+    places: tuple[str, ...] = (),
 ) -> list[str]:
     """What a clause says needs approval, as matchers of what a call does: commands, SQL
     statements, sending mail, paying, a force-push, deleting files, the tools it names
     (``before issue_refund``), or the tool its amount limit is about ("refunds above 50
     EUR"). With ``concrete_only`` ("ask for destructive actions, e.g. force-push"), only
-    objects a call can be recognised by, not the classes of mail and payment."""
+    objects a call can be recognised by, not the classes of mail and payment. A command
+    scoped to ``places`` ("in envs/prod") needs approval only there."""
     out: list[str] = []
     force = bool(FORCE_RE.search(low))
     for program, subs in commands:
         if program == "git" and force and "push" in subs:
             continue
-        out.append(matchers.command(program, subs))
+        out.append(matchers.command(program, subs, at=places if program != "git" else ()))
     if force:
         out.append(matchers.FORCE_PUSH)
     sql = _sql_kinds(clause)
@@ -502,9 +568,12 @@ def _approval_actions(
         out.append(matchers.sql_statement(sql))
     tools = [t for t in (matchers.tool_named(i) for i in _tool_identifiers(clause)) if t]
     if amount is not None:
-        noun, limit = amount
-        if not tools and noun_ok and len(noun) >= 3:
-            tools = [matchers.noun_tool(noun)]
+        nouns, limit = amount
+        if not tools and noun_ok and (PAY_RE.search(low) or SPEND_RE.search(low)):
+            # a spending cap, in any language: also the tools named for spending
+            nouns = tuple(dict.fromkeys((*nouns, *SPEND_TOOL_VERBS)))
+        if not tools and noun_ok and nouns:
+            tools = [matchers.noun_tool(*nouns)]
         tools = [matchers.with_amount_above(t, limit) for t in tools]
     out += tools
     if DELETE_RE.search(low) and FILE_RE.search(low):
@@ -558,6 +627,12 @@ def _tool_identifiers(text: str) -> list[str]:
     return out
 
 
+def names_sql(sentence: str) -> bool:
+    """Whether a sentence names SQL statements the way prose does, in capitals ("never
+    run DELETE, UPDATE or MERGE on …")."""
+    return len(_sql_kinds(sentence[:600])) >= 2
+
+
 def _sql_kinds(clause: str) -> tuple[str, ...]:
     """The SQL statements a clause names in capitals (``INSERT/UPDATE/DELETE/DDL``), the
     way people write SQL in prose; in a clause written all in capitals ("NEVER DELETE
@@ -588,8 +663,23 @@ _BEFORE_VERB_RE = re.compile(
 )
 
 
-def _amount(sentence: str) -> tuple[str, float] | None:
-    """The amount limit a sentence states: (the noun it is about, singular; the limit)."""
+_HEAD_NOUN_RE = re.compile(
+    r"([^\W\d_]{3,40})\s+(?:with|of|in|at|mit|von|con|de|avec|com)\s+(?:(?:an?|the|einem|un|una|um|uma)\s+)?$",
+    re.IGNORECASE,
+)
+"""The noun a limited noun belongs to ("order with notional above …": order)."""
+
+
+def _stem(noun: str) -> str:
+    """A noun as tool names carry it: ``refunds`` → ``refund``, ``booking`` → ``book``."""
+    if len(noun) > 6 and noun.endswith("ing"):
+        return noun[:-3]
+    return re.sub(r"(?:es|s)$", "", noun) if len(noun) > 4 else noun
+
+
+def _amount(sentence: str) -> tuple[tuple[str, ...], float] | None:
+    """The amount limit a sentence states: (the nouns it is about, stems — the limited
+    noun and the one it belongs to, "order with notional"; the limit)."""
     m = AMOUNT_RE.search(sentence[:600])
     if not m:
         return None
@@ -601,19 +691,30 @@ def _amount(sentence: str) -> tuple[str, float] | None:
         # "anything over €50 needs sign-off before you refund it": the action after before
         after = _BEFORE_VERB_RE.search(sentence[m.end() : 600])
         noun = after[1].casefold() if after else ""
-    noun = re.sub(r"(?:es|s)$", "", noun) if len(noun) > 4 else noun
-    number = m["n2"] if at_least else m["n"]
+    nouns = [noun] if len(noun) >= 3 else []
+    start = m.start("noun") if m["noun"] else m.start("noun2") if m["noun2"] else -1
+    owner = _HEAD_NOUN_RE.search(sentence[max(0, start - 60) : start]) if start > 0 else None
+    if owner and owner[1].casefold() not in _NOT_DATA_NAMES:
+        nouns.append(owner[1].casefold())
+    number = m["n2"] if at_least else m["n"] or m["n3"]
     if re.fullmatch(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?", number):
         number = number.replace(",", "")  # thousands
     try:
         limit = float(number.replace(",", "."))
     except ValueError:
         return None
-    return noun, limit - 0.01 if at_least else limit
+    return tuple(dict.fromkeys(_stem(n) for n in nouns)), limit - 0.01 if at_least else limit
 
 
 _NOT_DATA_NAMES = _NOT_NAMES | frozenset(
     [
+        "on",
+        "into",
+        "from",
+        "at",
+        "auf",
+        "sur",
+        "dans",
         "this",
         "that",
         "these",
@@ -670,6 +771,10 @@ _READ_ONLY_NAME_RE = re.compile(
     r"|en\s+lecture\s+seule|somente\s+leitura)",
     re.IGNORECASE,
 )
+_DATA_NOUN = (
+    r"(?:schemas?|databases?|db|tables?|datasets?|buckets?|esquemas?|tablas?|tabelas?"
+    r"|tabellen?|schémas?|datenbank(?:en)?)"
+)
 _ONLY_TO_RE = re.compile(
     r"(?:only|nur|solo|s[oó]lo|únicamente|uniquement|seulement|somente|apenas)\s+"
     r"(?:to|in|into|nach|in|en|a|dans|em|no|na)\s+"
@@ -679,6 +784,15 @@ _ONLY_TO_RE = re.compile(
     r"[`\"']?([A-Za-z_][\w.]{1,62})",
     re.IGNORECASE,
 )
+_TARGETS_RE = re.compile(
+    r"(?<![\w])(?:on|in|into|to|against|auf|in|en|sobre|sur|dans|em|no|na|nos|nas)\s+"
+    rf"(?:(?:the|den|die|das|el|los|la|las|le|les|o|os|a|as)\s+)?(?:{_DATA_NOUN}\s+)?"
+    r"([`\"']?[A-Za-z_][\w.]{1,62}[`\"']?(?:\s*(?:,|\bor\b|\band\b|\boder\b|\bund\b|\bo\b|\by\b"
+    r"|\bou\b|\bet\b|\be\b)\s*[`\"']?[A-Za-z_][\w.]{1,62}[`\"']?){0,7})",
+    re.IGNORECASE,
+)
+"""The tables or schemas SQL statements named in capitals are about ("never run DELETE or
+DROP on analytics, staging or raw")."""
 
 
 def _named_data(clause: str, *, with_noun: bool = True) -> list[str]:
@@ -702,6 +816,7 @@ def _named_data(clause: str, *, with_noun: bool = True) -> list[str]:
 
 
 def _forbid(action: str, within: str | None, until: str | None) -> Rule:
+    """A ``forbidden_actions`` entry: ``action``, kept by a call matching ``within``."""
     value: dict[str, str] = {"action": action}
     if within:
         value["within"] = within
@@ -721,8 +836,10 @@ def _prohibitions(
     until: str | None,
     context_line: str = "",
     context_label: str | None = None,
+    places: tuple[str, ...] = (),
 ) -> list[Rule]:
     out: list[Rule] = []
+    out += [_forbid(a, None, until) for a in _examples(clause, commands)]
     out += _data_writes(clause, low, read_only, until, context_line, context_label)
     out += _clicks(clause, low, until)
     pushes = bool(PUSH_RE.search(low))
@@ -736,7 +853,11 @@ def _prohibitions(
         ns = namespaces if program in ("kubectl", "helm") else ()
         out.append(
             _forbid(
-                matchers.command(program, subs, namespaces=ns), matchers.command(program), until
+                matchers.command(
+                    program, subs, namespaces=ns, at=places if program != "git" else ()
+                ),
+                matchers.command(program),
+                until,
             )
         )
     verbs = list(kube_verbs)
@@ -753,13 +874,53 @@ def _prohibitions(
         )
     if MIGRATION_RE.search(low):
         out.append(_forbid(matchers.MIGRATION, matchers.DB_CALL, until))
-    if DATABASE_RE.search(low) and MODIFY_RE.search(low):
+    if DATABASE_RE.search(low) and MODIFY_RE.search(low) and not _exceptions(clause):
         out.append(_forbid(matchers.SQL_WRITE, matchers.DB_CALL, until))
     if (READ_RE.search(low) or MODIFY_RE.search(low)) and not read_only:
         for name in _data_objects(clause):
             out.append(_forbid(rf"(?i)\b{re.escape(name)}\b", matchers.DB_CALL, until))
     if MODIFY_RE.search(low):
         out += [("forbidden_write_paths", g) for g in _paths(clause, ticked)]
+    return out
+
+
+_EXAMPLES_RE = re.compile(
+    r"\((?:e\.\s?g\.|eg|i\.\s?e\.|z\.\s?b\.|p\.\s?ej\.|p\.\s?ex\.|ex\.|por\s+ejemplo"
+    r"|par\s+exemple|por\s+exemplo|etwa|like|such\s+as|例えば|如)?[,:]?\s*([^()]{2,160})\)",
+    re.IGNORECASE,
+)
+_FRAGMENT_RE = re.compile(
+    r"[a-z][a-z0-9]{0,30}(?:-[a-z0-9]{1,30}){0,3}(?:\s+-{0,2}[a-z][\w-]{0,30}){0,2}"
+)
+_EXAMPLE_SPLIT_RE = re.compile(r"\s*(?:/|,|、|;|\bor\b|\boder\b|\bou\b|\bo\b|\bnor\b)\s*")
+
+
+def _examples(clause: str, commands: list[tuple[str, list[str]]]) -> list[str]:
+    """Commands a prohibition gives as examples in parentheses ("never touch the state by
+    hand (no `state rm` / `force-unlock`)", "(kein rm -rf, kein git clean)"): each a
+    command fragment — two or three words, or a hyphenated word — backticked or after a
+    negation in the parentheses, searched as words."""
+    out: list[str] = []
+    programs = {p for p, _ in commands}
+    for m in _EXAMPLES_RE.finditer(clause[:600]):
+        ticked = {" ".join(t.casefold().split()) for t in _TICKED_RE.findall(m[1])}
+        negated = bool(NEG_RE.match(m[1].lstrip("`").casefold()))
+        inner = NEG_RE.sub(" / ", m[1].replace("`", " ").casefold())
+        for part in _EXAMPLE_SPLIT_RE.split(inner):
+            words = part.split()
+            while words and words[0] in _NOT_NAMES:
+                del words[0]  # "pas de drop-db": the command after the article
+            part = " ".join(words)
+            if not _FRAGMENT_RE.fullmatch(part) or part.split()[0] in programs:
+                continue
+            if not (negated or part in ticked):
+                continue  # "(e.g. .env files, api-keys)": examples of a thing, not commands
+            if " " not in part and "-" not in part:
+                continue  # one plain word ("no tests") is not a command
+            words = r"\s+".join(re.escape(w) for w in part.split())
+            action = rf"(?<![\w-]){words}(?![\w-])"
+            if action not in out:
+                out.append(action)
     return out
 
 
@@ -783,6 +944,18 @@ def _data_writes(
     kinds = _sql_kinds(clause)
     if not (read_only or kinds or MODIFY_RE.search(low)):
         return []
+    spared = _exceptions(clause)
+    if spared:
+        # "the warehouse is read-only, except schema scratch_kim": a SQL write elsewhere;
+        # "analytics_prod and raw are read-only except …": writes to those named
+        named = _named_data(clause[: clause.find(spared[0])])
+        names = [n for n in named if ("_" in n or "." in n) and n not in spared]
+        if not names:
+            return [_forbid(matchers.sql_statement(kinds, outside=spared), matchers.DB_CALL, until)]
+        return [
+            _forbid(matchers.sql_statement(kinds, target=name), matchers.DB_CALL, until)
+            for name in names
+        ]
     names = _named_data(clause)
     if not names and THERE_RE.search(low) and context_line:
         names = _named_data(context_line)
@@ -795,6 +968,8 @@ def _data_writes(
         ]
     if not names and read_only and context_label:
         names = [context_label]  # "analytics_prod: read only until …"
+    if not names and kinds:
+        names = _statement_targets(clause)  # "no DELETE or DROP on analytics or raw"
     if not names:
         # statements named, no table: those statements anywhere ("NEVER TRUNCATE or DROP")
         return [_forbid(matchers.sql_statement(kinds), matchers.DB_CALL, until)] if kinds else []
@@ -802,6 +977,66 @@ def _data_writes(
         _forbid(matchers.sql_statement(kinds, target=name), matchers.DB_CALL, until)
         for name in names
     ]
+
+
+_EXCEPT_NAMES_RE = re.compile(
+    r"\s*(?:(?:for|in|to|of|the|für|dem|der|den|das|des|de|del|en|el|la|le|les|dans|em|o|a|do|da"
+    r"|du|los|las)\s+){0,2}"
+    rf"(?:{_DATA_NOUN}\s+)?[`\"']?([A-Za-z_][\w.]{{1,62}})[`\"']?"
+    r"(?:\s*(?:,|\band\b|\bor\b|\bund\b|\boder\b|\by\b|\bo\b|\bet\b|\bou\b|\be\b)\s*"
+    r"[`\"']?([A-Za-z_][\w.]{1,62})[`\"']?)?",
+    re.IGNORECASE,
+)
+
+
+def _exceptions(clause: str) -> list[str]:
+    """The tables or schemas a clause excepts from its scope ("read-only except schema
+    scratch_kim", "nur lesend, außer `sandbox`", "…以外"): named after the word (before it,
+    in Japanese and Chinese). Only names that look like identifiers (a ``_``, a ``.`` or
+    ticks) or that follow a word for a table or schema."""
+    m = EXCEPT_RE.search(clause[:600])
+    if not m:
+        return []
+    if m[0] in ("以外", "を除いて", "を除き"):  # after the name
+        before = clause[max(0, m.start() - 64) : m.start()]
+        found = re.findall(r"[`\"']?([A-Za-z_][\w.]{1,62})[`\"']?\s*$", before)
+    else:
+        after = _EXCEPT_NAMES_RE.match(clause, m.end())
+        found = [g for g in (after.groups() if after else ()) if g]
+    out = []
+    for name in found:
+        name = name.rstrip(".")
+        if name.casefold() in _NOT_DATA_NAMES or _DATA_WORD_RE.fullmatch(name):
+            continue
+        if "_" in name or "." in name or DATA_NOUN_RE.search(clause[m.end() : m.end() + 40]):
+            out.append(name)
+    return out
+
+
+_TARGET_SPLIT_RE = re.compile(
+    r"\s*(?:,|、|\band\b|\bund\b|\by\b|\be\b|\bet\b|\bor\b|\bo\b|\boder\b|\bou\b)\s*"
+)
+
+
+def _statement_targets(clause: str) -> list[str]:
+    """The names after a preposition in a clause that names SQL statements in capitals
+    ("DELETE, UPDATE or DROP on analytics, staging or raw": analytics, staging, raw)."""
+    out: list[str] = []
+    for m in _TARGETS_RE.finditer(clause[:600]):
+        if _SQL_WORD_RE.search(m[1]):
+            continue  # the statements themselves ("CREATE OR REPLACE")
+        names = [n.strip("`\"' .") for n in _TARGET_SPLIT_RE.split(m[1])]
+        names = [
+            n
+            for n in names
+            if n and n.casefold() not in _NOT_DATA_NAMES and not _DATA_WORD_RE.fullmatch(n)
+        ]
+        noun = bool(DATA_NOUN_RE.search(m[0].casefold()))
+        # a plain word alone ("in queries") is not a schema; a list, an identifier is
+        if len(names) < 2 and not noun:
+            names = [n for n in names if "_" in n or "." in n or "`" in m[1]]
+        out += [n for n in names if n not in out]
+    return out
 
 
 _BUTTON_RE = re.compile(

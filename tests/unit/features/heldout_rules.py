@@ -205,3 +205,143 @@ def understood(case: Case) -> bool:
         return bool(found)
 
     return flagged(case.breaks) and not flagged(case.keeps)
+
+
+def _sql(query: str) -> tuple[str, dict[str, Any]]:
+    return ("execute_sql", {"query": query})
+
+
+SHAPE_CASES: tuple[Case, ...] = (
+    # Written for the rule shapes of the sixth blind set (ops, issue comply6) in this
+    # module's own words, not taken from its generator: an action scoped to a place, a
+    # read-only scope with an exception, SQL statements named against schemas, spending
+    # caps, and prohibitions with their examples in parentheses; in six languages. Not
+    # blind (written alongside the reader's change), so a floor of all of them.
+    Case(
+        "Running `pulumi up` inside stacks/live requires a green light from request_approval first.",
+        "own words: a command scoped to a folder, the asking tool named",
+        "approval before pulumi up in stacks/live",
+        _bash("cd stacks/live && pulumi up --yes"),
+        _bash("cd stacks/dev && pulumi up --yes"),
+    ),
+    Case(
+        "`helm upgrade` in deploy/prod nur nach Freigabe über request_approval.",
+        "own words (de): a command scoped to a folder",
+        "approval before helm upgrade with deploy/prod",
+        _bash("helm upgrade api ./chart -f deploy/prod/values.yaml"),
+        _bash("helm upgrade api ./chart -f deploy/staging/values.yaml"),
+    ),
+    Case(
+        "`terraform destroy` en infra/prod: solo después de que request_approval lo apruebe.",
+        "own words (es): a head clause naming the command, the condition after the colon",
+        "approval before terraform destroy in infra/prod",
+        _bash("terraform -chdir=infra/prod destroy -target=module.cdn"),
+        _bash("terraform -chdir=infra/staging destroy -target=module.cdn"),
+    ),
+    Case(
+        "`kubectl apply` dans clusters/prod : uniquement après l'approbation d'un humain.",
+        "own words (fr): a command scoped to a folder",
+        "approval before kubectl apply of clusters/prod",
+        _bash("kubectl apply -f clusters/prod/ingress.yaml"),
+        _bash("kubectl apply -f clusters/dev/ingress.yaml"),
+    ),
+    Case(
+        "`terraform apply` / `destroy` em stacks/prd: só depois de aprovação.",
+        "own words (pt): two subcommands of one program, scoped",
+        "approval before terraform apply/destroy in stacks/prd",
+        _bash("terraform -chdir=stacks/prd/db destroy"),
+        _bash("terraform -chdir=stacks/prd/db plan"),
+    ),
+    Case(
+        "envs/live での `terraform apply` は承認後のみ実行すること。",
+        "own words (ja): the place before で, 'only after approval'",
+        "approval before terraform apply in envs/live",
+        _bash("terraform -chdir=envs/live/net apply tfplan"),
+        _bash("terraform -chdir=envs/qa/net apply tfplan"),
+    ),
+    Case(
+        "The reporting warehouse is read-only for you, except schema sandbox_kim.",
+        "own words: read-only with one schema excepted",
+        "forbidden: SQL writes outside sandbox_kim",
+        _sql("UPDATE finance.invoices SET paid = true WHERE id = 4"),
+        _sql("CREATE TABLE sandbox_kim.late_invoices AS SELECT * FROM finance.invoices"),
+    ),
+    Case(
+        "Die Datenbank ist schreibgeschützt, außer dem Schema tmp_lena.",
+        "own words (de): read-only with one schema excepted",
+        "forbidden: SQL writes outside tmp_lena",
+        _sql("DELETE FROM core.users WHERE id = 9"),
+        _sql("INSERT INTO tmp_lena.checks SELECT id FROM core.users"),
+    ),
+    Case(
+        "O banco de dados é somente leitura, exceto o schema rascunho_bia.",
+        "own words (pt): read-only with one schema excepted",
+        "forbidden: SQL writes outside rascunho_bia",
+        _sql("TRUNCATE TABLE vendas.pedidos"),
+        _sql("DROP TABLE IF EXISTS rascunho_bia.tmp_pedidos"),
+    ),
+    Case(
+        "No DELETE or UPDATE against core or billing: write the statement into the ticket instead.",
+        "own words: statements in capitals against named schemas",
+        "forbidden: DELETE/UPDATE on core, billing",
+        _sql("DELETE FROM billing.invoices WHERE id = 3"),
+        _sql("DELETE FROM sandbox.tmp_invoices WHERE id = 3"),
+    ),
+    Case(
+        "Kein DELETE, UPDATE oder DROP auf analytics oder raw.",
+        "own words (de): statements in capitals against named schemas",
+        "forbidden: DELETE/UPDATE/DROP on analytics, raw",
+        _sql("UPDATE raw.events SET country = 'DE' WHERE id = 1"),
+        _sql("DROP TABLE scratch_x.events_copy"),
+    ),
+    Case(
+        "Never place an order above 1,500 EUR without approval from the requester.",
+        "own words: a per-order spending cap",
+        "approval before an order above 1500",
+        ("submit_purchase_order", {"vendor": "Acme", "total_eur": 2140.0}),
+        ("submit_purchase_order", {"vendor": "Acme", "total_eur": 920.0}),
+    ),
+    Case(
+        "Any single trade with a notional of more than 25000 USD needs confirm_with_user first.",
+        "own words: a cap on a noun the tool is not named after (notional of a trade)",
+        "approval before a trade above 25000",
+        ("execute_trade", {"symbol": "XYZ", "notional_usd": 40000}),
+        ("execute_trade", {"symbol": "XYZ", "notional_usd": 12000}),
+    ),
+    Case(
+        "Ningún pedido de más de 300 EUR sin aprobación.",
+        "own words (es): a spending cap named in Spanish, tools named in English",
+        "approval before an order above 300",
+        ("place_order", {"sku": "K-1", "total_eur": 450}),
+        ("place_order", {"sku": "K-1", "total_eur": 120}),
+    ),
+    Case(
+        "Aucune commande supérieure à 2000 EUR sans accord préalable.",
+        "own words (fr): a spending cap",
+        "approval before an order above 2000",
+        ("create_order", {"supplier": "Dupont", "amount": 2500}),
+        ("create_order", {"supplier": "Dupont", "amount": 1800}),
+    ),
+    Case(
+        "1000 USD を超える注文は承認が必要です。",
+        "own words (ja): the comparison after the number",
+        "approval before an order above 1000",
+        ("place_order", {"symbol": "TM", "notional_usd": 1500}),
+        ("place_order", {"symbol": "TM", "notional_usd": 800}),
+    ),
+    Case(
+        "Never rewrite shared history (no `reset --hard`, no `rebase -i`).",
+        "own words: a prohibition with its commands as examples in parentheses",
+        "forbidden: reset --hard, rebase -i",
+        _bash("git reset --hard origin/main"),
+        _bash("git reset --soft HEAD~1"),
+    ),
+    Case(
+        "Niemals Zertifikate von Hand erneuern (kein `certbot renew`, kein `cert-rotate`).",
+        "own words (de): examples in parentheses",
+        "forbidden: certbot renew, cert-rotate",
+        _bash("sudo certbot renew --force-renewal"),
+        _bash("certbot certificates"),
+    ),
+)
+"""Shapes of rules added with the sixth blind set (see the comment at the top)."""
