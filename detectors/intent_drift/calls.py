@@ -87,15 +87,19 @@ class CallLog:
     authored: dict[str, None] = field(default_factory=dict)
 
 
-def count_call(log: CallLog, arguments: str | None = None) -> None:
-    """A tool call: counted, a result that addressed the agent ages by one call, and the
-    words of its ``arguments`` (their first :data:`AUTHORED_CHARS`) are the agent's own."""
-    for w in tokenize((arguments or "")[:AUTHORED_CHARS], drop=CONTENT_DROP):
-        remember(log.authored, w, None, MAX_AUTHORED)
+def count_call(log: CallLog) -> None:
+    """A tool call: counted, and a result that addressed the agent ages by one call."""
     log.calls += 1
     log.since_instructed += 1
     if log.since_instructed > RECENT_RESULTS:
         log.instructed = None
+
+
+def note_authored(log: CallLog, arguments: str | None) -> None:
+    """The words of a judged call's ``arguments`` (their first :data:`AUTHORED_CHARS`)
+    are the agent's own from now on."""
+    for w in tokenize((arguments or "")[:AUTHORED_CHARS], drop=CONTENT_DROP):
+        remember(log.authored, w, None, MAX_AUTHORED)
 
 
 def repeated(log: CallLog, key: str, action: str) -> float | None:

@@ -244,7 +244,7 @@ class IntentDrift(Detector):
 
     def _on_call(self, step: Step) -> list[Alert]:
         log, task, stretch = self._log, self._task, self._stretch
-        drift_calls.count_call(log, step.arguments)
+        drift_calls.count_call(log)
         action = step.action or step.arguments or ""
         before = drift_calls.repeated(log, step.step_id, action)
         if before is not None:
@@ -275,10 +275,12 @@ class IntentDrift(Detector):
             neutral_hosts=self.neutral_hosts,
             topic_share=self.topic_share,
             min_words=self.min_words,
+            authored=log.authored,
         )
         weight, labels, pending, injected, log.edits = weigh_call(
             step, features, words, scope, drift_stretch.view(stretch, log, self.alarm_weight)
         )
+        drift_calls.note_authored(log, step.arguments)  # after: its own words are not earlier
         if names_entity(step.arguments, drift_task.addresses(task)):
             drift_calls.note_own(log, step)
         led = drift_calls.led_by_result(
@@ -332,7 +334,10 @@ class IntentDrift(Detector):
             )
         drift_calls.note_call(log, step, action, weight, query)
         if weight < 0:
-            return []  # neutral
+            # neutral: the work's own tooling (``terraform init``, ``git pull``, a wait);
+            # the words it is written with are the task's vocabulary from now on
+            drift_task.learn_words(task, words)
+            return []
         drift_calls.note_judged(log, weight, {task.rel(p) for p in terms.paths[:8]})
         drift_calls.note_entities(log, ids, weight)
         if weight == 0.0:

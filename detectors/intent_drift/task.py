@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -91,8 +91,10 @@ class TaskState:
         neutral_hosts: tuple[str, ...],
         topic_share: float,
         min_words: int,
+        authored: Collection[str] = (),
     ) -> Scope:
-        """The view a call is weighed against, with the recent ``results``."""
+        """The view a call is weighed against, with the recent ``results`` and the words
+        the agent's earlier calls wrote (``authored``)."""
         return Scope(
             self.workspace,
             self.task_repo,
@@ -115,6 +117,7 @@ class TaskState:
             self.idents,
             self.named,
             self.cited,
+            authored,
         )
 
 
@@ -192,13 +195,18 @@ def find_workspace(
         task.names.update(tokenize(name, drop=CONTENT_DROP))
 
 
-def learn(task: TaskState, terms: StepTerms, words: set[str], neutral_hosts: Iterable[str]) -> None:
-    """Widen the scope with an on-task call's ``words``, hosts (registries and docs
-    aside) and repositories."""
+def learn_words(task: TaskState, words: Iterable[str]) -> None:
+    """Widen the scope's vocabulary with a call's ``words``."""
     # sorted: which words the bounded vocabulary keeps must not follow the string
     # hash seed, or a replay in another process could judge differently
     for w in sorted(words):
         remember(task.words, w, None, MAX_WORDS)
+
+
+def learn(task: TaskState, terms: StepTerms, words: set[str], neutral_hosts: Iterable[str]) -> None:
+    """Widen the scope with an on-task call's ``words``, hosts (registries and docs
+    aside) and repositories."""
+    learn_words(task, words)
     for h in terms.hosts:
         if not neutral_host(h, neutral_hosts):
             remember(task.hosts, h, None, MAX_HOSTS)

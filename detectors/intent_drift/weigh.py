@@ -312,6 +312,7 @@ class Scope(NamedTuple):
     idents: Collection[str] = ()  # the entities the requests name (lower-cased)
     named: Collection[str] = ()  # the names the requests are written with (task_names)
     cited: Collection[str] = ()  # the names failures of on-task work cited
+    authored: Collection[str] = ()  # the words the agent's earlier calls wrote
 
 
 class Stretch(NamedTuple):
@@ -367,7 +368,16 @@ def weigh_call(
         return topic(ws) or any(w in goal_words for w in features.tool_words)
 
     def source(ws: set[str]) -> tuple[int, bool] | None:
-        return from_result(ws, scope.results, goal_words, scope.words, scope.goal_stems)
+        # words the agent's own earlier calls wrote (a table it created, a plan file it
+        # named) were not introduced by a result that echoes them
+        own = scope.authored
+        return from_result(
+            {w for w in ws if w not in own},
+            scope.results,
+            goal_words,
+            scope.words,
+            scope.goal_stems,
+        )
 
     def known(repo: str) -> bool:
         return repo_known(

@@ -78,8 +78,10 @@ def judged_words(arguments: str | None, terms: StepTerms) -> set[str]:
     ['bitcoin', 'price']
     """
     words = set(terms.words).difference(STEMMED_DROP)
-    if terms.paths or terms.hosts or terms.repos or not arguments or not CALL_RE.search(arguments):
+    if terms.paths or terms.hosts or terms.repos or not arguments:
         return words
+    if not CALL_RE.search(arguments):
+        return _without_options(arguments, words)
     try:
         value = json.loads(arguments)
     except ValueError:
@@ -93,6 +95,31 @@ def judged_words(arguments: str | None, terms: StepTerms) -> set[str]:
         elif isinstance(v, str):
             texts.append(v)
     return set(tokenize(" ".join(texts), drop=CONTENT_DROP)).difference(STEMMED_DROP)
+
+
+_OPTION_RE = re.compile(r"(?<![^\s\"'])--?[A-Za-z][\w.-]*(?:=[^\s\"']*)?")
+_COMMAND_KEYS = ("command", "cmd")
+
+
+def _without_options(arguments: str, words: set[str]) -> set[str]:
+    """``words`` less those only a shell command's options spell (``-input=false``,
+    ``--timeout=60s``, ``--oneline``): an option is how the program runs, not what the
+    call is about (a value given as the next word, ``-n payments``, stays).
+
+    >>> from features.calls.vectors import tokenize
+    >>> args = '{"command": "terraform plan -input=false -out=tfplan"}'
+    >>> sorted(_without_options(args, set(tokenize(args))))
+    ['command', 'terraform']
+    """
+    value = _object(arguments)
+    command = next(
+        (value[k] for k in _COMMAND_KEYS if value and isinstance(value.get(k), str)), None
+    )
+    if not command or "-" not in command:
+        return words
+    options = set(tokenize(" ".join(_OPTION_RE.findall(command[:4_000]))))
+    rest = set(tokenize(_OPTION_RE.sub(" ", command[:4_000])))
+    return words.difference(options - rest)
 
 
 def tool_words(tool: str | None, arguments: str | None) -> list[str]:
