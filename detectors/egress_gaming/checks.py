@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from detectors.base import remember
@@ -61,8 +62,10 @@ class CheckLedger:
     checks: dict[str, str] = field(default_factory=dict)
 
 
+@lru_cache(maxsize=64)
 def goal_identifiers(goal: str) -> tuple[str, ...]:
-    """The code-shaped tokens of a (lower-cased) goal, at least 3 characters, in order.
+    """The code-shaped tokens of a (lower-cased) goal, at least 3 characters, in order
+    (at most 16; memoised: asked on every call of a session with the same goal).
 
     >>> goal_identifiers("le build échoue sur assert_revenue_reconciles; p99 du search")
     ('assert_revenue_reconciles', 'p99')

@@ -437,6 +437,9 @@ class EgressGaming(Detector):
         """A read of one target is remembered for its result; an edit of the check the
         goal names that weakens its comparisons, to a value the user's words do not name,
         is a warning (:mod:`detectors.egress_gaming.checks`)."""
+        identifiers = egress_checks.goal_identifiers(self._task.goal)
+        if not identifiers:  # a goal that names no check has none to weaken
+            return []
         ledger = self._checks
         target = egress_checks.read_target(step.arguments)
         if target is not None:
@@ -448,7 +451,6 @@ class EgressGaming(Detector):
         if edit is None:
             return []
         path, old, new = edit
-        identifiers = egress_checks.goal_identifiers(self._task.goal)
         if not egress_checks.is_check(ledger, path, identifiers):
             return []
         how = egress_checks.weakening(old, new, self._task.trusted)
