@@ -19,7 +19,7 @@ import re
 from features.text.hosts import host_of
 from features.text.memo import short_text_memo
 
-__all__ = ["EMAIL_RE", "addresses_in", "authors_in", "scan_result"]
+__all__ = ["EMAIL_RE", "addresses_in", "authors_in", "scan_result", "store_locations"]
 
 # Text addressed to the agent rather than to a human reader: the mark of an injection.
 _CUE_RE = re.compile(
@@ -98,6 +98,11 @@ _BARE_HOST_RE = re.compile(_BARE_HOST, re.IGNORECASE)
 _EMAIL_LOW = re.compile(_EMAIL)
 _URL_LOW = re.compile(r"https?://[^\s'\"<>)\]}\\]+")
 _TLD_DOTS = tuple("." + t for t in _TLDS)
+# an object store's location (s3://bucket/key, gs://, Azure's abfss:// and wasbs://): the
+# bucket or container is where data goes, whatever host serves it
+_STORE_LOW = re.compile(
+    r"(?<![\w+.-])(?:s3a?|s3n|gs|gcs|az|abfss?|wasbs?|r2|oss)://([a-z0-9][a-z0-9._@-]{1,126})[^\s'\"<>)\]}\\]*"
+)
 _TLD_AT = re.compile(r"\.(?:" + "|".join(_TLDS) + r")\b")
 _HOST_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-.")
 
@@ -260,6 +265,19 @@ def _window_addresses(window: str) -> list[tuple[str, str, str | None]]:
 
 
 @short_text_memo(entries=4096, max_chars=_MEMO_MAX_CHARS)
+def store_locations(low: str) -> list[tuple[str, str]]:
+    """``(bucket, location)`` of every object-store location (``s3://``, ``gs://``,
+    ``abfss://`` …) in lower-cased ``low``, in order: the bucket (with an Azure
+    container's account, ``container@account``) is the address data is copied to or from.
+
+    >>> store_locations("copy into 's3://vendor-qa/samples/' from t; gs://b2/x.csv")
+    [('vendor-qa', 's3://vendor-qa/samples/'), ('b2', 'gs://b2/x.csv')]
+    """
+    if "://" not in low:
+        return []
+    return [(m.group(1).rstrip("."), m.group(0)) for m in _STORE_LOW.finditer(low)]
+
+
 def addresses_in(text: str) -> _Found:
     """``(address, kind, host)`` of every address in ``text``, in order, unique: e-mail
     addresses, URL and bare hosts (without ``www.``; ``host`` is the host to test
@@ -286,6 +304,8 @@ def addresses_in(text: str) -> _Found:
     if any(d in low for d in _TLD_DOTS):
         hosts += _bare_hosts(low)
     items += [(host.removeprefix("www."), "address", host) for host in hosts if host]
+    if "://" in low:
+        items += [(bucket, "address", bucket) for bucket, _ in store_locations(low)]
     items += [(account, "account", None) for account in _ibans(text)]
     seen: set[str] = set()
     found: list[tuple[str, str, str | None]] = []
