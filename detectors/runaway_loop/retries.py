@@ -222,10 +222,8 @@ def same_answer(
     ):
         return SameAnswers(signature, call, [call]), None
     last = answers.members[-1]
-    if call.exact == last.exact and call.numbers == last.numbers:
-        # the same call again: a cycle, not changed arguments (its numbers changed -
-        # a window, a page - it is the cycle rules' new action, judged here by its answer)
-        return answers, None
+    if call.exact == last.exact:
+        return answers, None  # the same call again: a cycle, not changed arguments
     if names_only(last.values, call.values) or new_target(last, call):
         # another file, id or page, a template's slots refilled: a distinct target
         # read, not one question re-asked
