@@ -288,15 +288,16 @@ def refilled(before: tuple[str, ...], after: tuple[str, ...]) -> tuple[tuple[str
 
 
 _NO_DIGITS = str.maketrans("", "", "0123456789")
+_PUNCTUATION = "\"'?!,.:;()[]"
 
 
 def new_target(before: LoopCall, call: LoopCall) -> bool:
     """Whether ``call`` asks ``before``'s question of another target rather than asking
-    it again: its changed values :func:`refilled` with another name (a column, a table,
-    a folder: a word that differs beyond its digits), or with other quantities only (a
-    page, an offset, a window: ``--since=10m`` for ``--since=5m``) and then told
-    something ``before``'s result did not (another page's lines). Decided by what the
-    call learnt: a window widened that answers the same learnt nothing.
+    it again: its changed values :func:`refilled` with another name (a table, a folder,
+    an id: a word that is not plain letters and differs beyond its digits), or with
+    other quantities only (a page, an offset: ``sed -n 6,10p`` for ``sed -n 1,5p``) and
+    then told something ``before``'s result did not (another page's lines): decided by
+    what the call learnt. Plain words swapped (``history`` for ``founded``) re-word.
 
     >>> def asked(value, digest=0):
     ...     return LoopCall(1, "1", "", 0, "sh", 1, 1, 0, frozenset(), "sh", False,
@@ -304,17 +305,23 @@ def new_target(before: LoopCall, call: LoopCall) -> bool:
     ...                     digest=digest)
     >>> new_target(asked("tf -chdir=m/a-v2 plan"), asked("tf -chdir=m/b-v2 plan"))
     True
-    >>> new_target(asked("logs --since=5m | grep x", 7), asked("logs --since=15m | grep x", 7))
+    >>> new_target(asked("logs | sed -n 1,5p", 7), asked("logs | sed -n 6,10p", 7))
     False
-    >>> new_target(asked("logs --since=5m | grep x", 7), asked("logs --since=15m | grep x", 8))
+    >>> new_target(asked("logs | sed -n 1,5p", 7), asked("logs | sed -n 6,10p", 8))
     True
+    >>> new_target(asked("prize first winner history"), asked("prize first winner founded"))
+    False
     """
     replaced = refilled(before.values, call.values)
     if replaced is None:
         return False
-    if any(a.translate(_NO_DIGITS) != b.translate(_NO_DIGITS) for a, b in replaced):
-        return True
-    return bool(call.digest and before.digest and call.digest != before.digest)
+    quantities = True
+    for a, b in replaced:
+        if a.translate(_NO_DIGITS) != b.translate(_NO_DIGITS):
+            if not b.strip(_PUNCTUATION).isalpha():
+                return True  # another name
+            quantities = False  # a plain word swapped: the request re-worded
+    return quantities and bool(call.digest and before.digest and call.digest != before.digest)
 
 
 # -- one request re-worded -------------------------------------------------------------------
