@@ -58,10 +58,11 @@ from detectors.runaway_loop.cycles import (
     repeats,
     shows_progress,
 )
-from detectors.runaway_loop.progress import attempt, delegation_depth, revisit
+from detectors.runaway_loop.progress import attempt, delegation_depth, handed_back, revisit
 from detectors.runaway_loop.records import (
     Attempts,
     FailureChain,
+    HandBacks,
     LoopCall,
     Revisits,
     SameAnswers,
@@ -93,6 +94,7 @@ _Chain = FailureChain
 _Answers = SameAnswers
 _Attempts = Attempts
 _Revisits = Revisits
+_HandBacks = HandBacks
 # enum members bound once: a module global is cheaper than a class attribute lookup
 _MODEL_CALL = StepKind.MODEL_CALL
 _TOOL_CALL = StepKind.TOOL_CALL
@@ -108,6 +110,7 @@ _MAX_CHAINS = 4
 _MAX_OPEN = 64
 _MAX_FIRED = 32
 _MAX_SERIES = 8  # checks whose failed runs are followed (progress.attempt)
+_MAX_HANDOFFS = 8  # hand-offs whose hand-backs are followed (progress.handed_back)
 _MAX_TARGETS = 512  # targets changed, remembered (the count of new ones is kept whole)
 BUILDING = 0.4
 """The score a loop builds towards before a rule fires (0.4 x repeats / repeats needed),
@@ -244,6 +247,7 @@ class RunawayLoop(Detector):
         self._fired: dict[int, tuple[int, LoopCall]] = {}
         self._checkpoints = Checkpoints()
         self._series: dict[int, Attempts] = {}  # exact check → its failed runs alike
+        self._handoffs: dict[int, HandBacks] = {}  # hand-off → its hand-backs alike
         self._targets: dict[str, None] = {}  # targets changed (the latest _MAX_TARGETS)
         self._changed = 0  # distinct targets changed so far (new ones only)
         self._waited = 0.0  # seconds of deliberate waits the session's calls made
@@ -449,6 +453,8 @@ class RunawayLoop(Detector):
                 alerts = []
             alerts += self._on_success(call)
             alerts += self._same_answer(step, call, text or "")
+            if call.delegates and call.digest and not masked:
+                alerts += self._handed_back(step, call)
         if self._calls and self._calls[-1] is call:
             if any(self._runs):
                 alerts += self._check_cycle(step)
@@ -523,6 +529,25 @@ class RunawayLoop(Detector):
         if cycle is not None:
             finding.keys.add(cycle[0])
         finding.keys.update(c.chain for c in finding.evidence if c.chain)
+        return self._emit(step, finding)
+
+    def _handed_back(self, step: Step, call: LoopCall) -> list[Alert]:
+        """A sub-agent handed its result back: the hand-off rule
+        (:func:`~.progress.handed_back`)."""
+        finding = handed_back(
+            self._handoffs,
+            call,
+            changed=self._changed,
+            warn_at=self.warn_cycles,
+            kill_at=self.critical_read_cycles,
+            max_handoffs=_MAX_HANDOFFS,
+        )
+        if finding is None:
+            return []
+        # the same loop may also be a cycle: one identity, one alert
+        cycle = current_cycle(self._calls, self._runs)
+        if cycle is not None:
+            finding.keys.add(cycle[0])
         return self._emit(step, finding)
 
     def _delegating(self, step: Step) -> list[Alert]:

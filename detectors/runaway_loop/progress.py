@@ -18,6 +18,10 @@ told the agent: :func:`features.calls.information.information_digest`):
   revision, its reversal, the revision again; two agents undoing each other's work),
   however their counters (``v3``, ``v4``) and the reads between them change: no change
   reaches a state not reached before.
+- :func:`handed_back` — one hand-off made again and again (a call that ran a sub-agent:
+  a ``transfer_to_*`` tool, a sub-agent tool, an ``invoke_agent`` span), its sub-agent
+  handing back what it handed back before while nothing new was changed: agents passing
+  one task back and forth, nothing learnt from another round.
 - :func:`delegation_depth` — sub-agents running at once, each opened by a call still
   waiting for its result: agents spawning agents that spawn agents.
 
@@ -31,7 +35,7 @@ from collections.abc import Iterable, Sequence
 
 from detectors.base import MAX_EVIDENCE
 from detectors.runaway_loop.patience import PATIENT_GROWTH, patient
-from detectors.runaway_loop.records import Attempts, LoopCall, Revisits
+from detectors.runaway_loop.records import Attempts, HandBacks, LoopCall, Revisits
 from detectors.runaway_loop.retries import Finding, names_only
 from features.calls.action_keys import crc
 
@@ -39,6 +43,7 @@ __all__ = [
     "PATIENT_GROWTH",
     "attempt",
     "delegation_depth",
+    "handed_back",
     "learnt",
     "patient",
     "revisit",
@@ -149,6 +154,64 @@ def revisit(
     )
     keys = {crc(f"revisit\x1f{min(a.key, b.key)}\x1f{max(a.key, b.key)}")}
     return run, Finding(run.members[2], list(run.members), keys, reason, run.count, kill_at)
+
+
+def handed_back(
+    handoffs: dict[int, HandBacks],
+    call: LoopCall,
+    *,
+    changed: int,
+    warn_at: int,
+    kill_at: int,
+    max_handoffs: int,
+) -> Finding | None:
+    """Record the hand-back of ``call``, a hand-off that ran a sub-agent (``delegates``)
+    and got its result (``digest``), in the run of its hand-off (its near-duplicate key
+    and its numbers: the same sub-agent, the same task). The run goes on while the sub-agent hands back
+    what it handed back the time before (the same digest: the volatile parts masked,
+    counts kept) and the session changed no target it had not changed before (``changed``:
+    distinct targets changed so far); a new result or a new change is progress and
+    starts the run anew. A finding from ``warn_at`` hand-backs alike: the agents pass the
+    task back and forth and none learns anything from another round. Keeps at most
+    ``max_handoffs`` runs, the latest.
+
+    >>> def back(seq, digest):
+    ...     return LoopCall(seq, str(seq), "", 0, "transfer_to_sql_agent", 7, 7, 0,
+    ...                     frozenset(), "transfer_to_sql_agent", False, frozenset(), (),
+    ...                     False, False, 0, 0, 0, 0.0, digest=digest, delegates=True)
+    >>> runs: dict[int, HandBacks] = {}
+    >>> found = [handed_back(runs, back(i, d), changed=0, warn_at=3, kill_at=10,
+    ...                      max_handoffs=8) for i, d in enumerate((5, 5, 6, 6, 6))]
+    >>> [f is not None for f in found], runs[7].count
+    ([False, False, False, False, True], 3)
+    """
+    key = call.key
+    run = handoffs.pop(key, None)  # re-inserted below: the dict keeps the latest last
+    if (
+        run is None
+        or run.digest != call.digest
+        or run.members[-1].numbers != call.numbers  # another task: `angle 3`, not `angle 2`
+        or changed > run.changed
+    ):
+        while len(handoffs) >= max_handoffs:
+            del handoffs[next(iter(handoffs))]
+        handoffs[key] = HandBacks(call.digest, changed, [call])
+        return None
+    handoffs[key] = run
+    run.count += 1
+    run.members.append(call)
+    if len(run.members) > MAX_EVIDENCE:
+        del run.members[1 : len(run.members) - MAX_EVIDENCE + 1]
+    if run.count < warn_at:
+        return None
+    first = run.members[0]
+    reason = (
+        f"`{call.label}` handed the task to a sub-agent {run.count} times since step "
+        f"{first.seq} and got the same result back each time, nothing new changed between: "
+        "agents passing one task back and forth"
+    )
+    keys = {crc(f"handback\x1f{key}")}
+    return Finding(run.members[1], list(run.members), keys, reason, run.count, kill_at)
 
 
 def delegation_depth(open_calls: Iterable[LoopCall]) -> list[LoopCall]:

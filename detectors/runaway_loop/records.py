@@ -3,16 +3,17 @@
 :class:`LoopCall` is one tool call as the loop rules see it (hashes of its action,
 arguments and result, its counters); :class:`FailureChain` a run of near-same calls that
 failed the same way; :class:`SameAnswers` a run of calls of one shape that got the same
-answer. They live in the detector's state, which checkpoints pickle: each is pickled
-under its name in ``detectors.runaway_loop.detector`` (``_Call``, ``_Chain``, ``_Answers``), where
-it was defined before the rules moved out, so states written since load unchanged.
+answer; :class:`HandBacks` a hand-off made again and handed back the same. They live in
+the detector's state, which checkpoints pickle: each is pickled under its name in
+``detectors.runaway_loop.detector`` (``_Call``, ``_Chain``, ``_Answers``), where it was
+defined before the rules moved out, so states written since load unchanged.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["Attempts", "FailureChain", "LoopCall", "Revisits", "SameAnswers"]
+__all__ = ["Attempts", "FailureChain", "HandBacks", "LoopCall", "Revisits", "SameAnswers"]
 
 
 @dataclass(slots=True)
@@ -110,6 +111,18 @@ class Revisits:
     count: int = 0  # changes that returned to the state two changes before
 
 
+@dataclass(slots=True)
+class HandBacks:
+    """One hand-off (a call that ran a sub-agent, ``LoopCall.delegates``) made again and
+    again, its sub-agent handing back the same result each time while nothing new was
+    changed: agents passing one task back and forth."""
+
+    digest: int  # what the sub-agent handed back (information_digest), each time
+    changed: int  # targets the session had changed at the first hand-back of the run
+    members: list[LoopCall] = field(default_factory=list)
+    count: int = 1  # hand-backs alike in a row
+
+
 # pickled by the path they had inside the detector's module (see the module docstring)
 for _cls, _name in (
     (LoopCall, "_Call"),
@@ -117,6 +130,7 @@ for _cls, _name in (
     (FailureChain, "_Chain"),
     (Attempts, "_Attempts"),
     (Revisits, "_Revisits"),
+    (HandBacks, "_HandBacks"),
 ):
     _cls.__module__ = "detectors.runaway_loop.detector"
     _cls.__qualname__ = _name

@@ -39,6 +39,7 @@ __all__ = [
     "end_chains",
     "names_only",
     "reasked",
+    "refilled",
     "retry_finding",
     "retry_waits",
     "same_answer",
@@ -220,10 +221,12 @@ def same_answer(
         or (len(text) > SIGNATURE_CHARS and call.digest != answers.first.digest)
     ):
         return SameAnswers(signature, call, [call]), None
-    if call.exact == answers.members[-1].exact:
+    last = answers.members[-1]
+    if call.exact == last.exact:
         return answers, None  # the same call again: a cycle, not changed arguments
-    if names_only(answers.members[-1].values, call.values):
-        # another file, id or page: a distinct target read, not one question re-asked
+    if names_only(last.values, call.values) or new_target(last, call):
+        # another file, id or page, a template's slots refilled: a distinct target
+        # read, not one question re-asked
         return SameAnswers(signature, call, [call]), None
     answers.members.append(call)
     answers.count += 1
@@ -255,6 +258,72 @@ def names_only(before: tuple[str, ...], after: tuple[str, ...]) -> bool:
     return bool(changed) and all(len(v.split()) == 1 for v in changed)
 
 
+def refilled(before: tuple[str, ...], after: tuple[str, ...]) -> tuple[tuple[str, str], ...] | None:
+    """The words replaced, (``before``'s, ``after``'s), when every argument value that
+    changed from ``before`` to ``after`` is the same words with at most half of them
+    replaced where they stood (a template with its slots filled anew: another column,
+    table, folder, page or window); None when a value changed otherwise (words added,
+    dropped or moved: a request re-worded) or nothing changed.
+
+    >>> refilled(("SELECT day, orders FROM t WHERE dim = 'a1'",),
+    ...          ("SELECT day, checkouts FROM t WHERE dim = 'b2'",))
+    (('orders', 'checkouts'), ("'a1'", "'b2'"))
+    >>> refilled(("bird species lisbon",), ("list of bird species in lisbon",)) is None
+    True
+    """
+    if len(before) != len(after):
+        return None
+    replaced: list[tuple[str, str]] = []
+    for old, new in zip(before, after, strict=True):
+        if old == new:
+            continue
+        a, b = old.split(), new.split()
+        if len(a) != len(b):
+            return None
+        put = [(x, y) for x, y in zip(a, b, strict=True) if x != y]
+        if not put or 2 * len(put) > len(b):
+            return None
+        replaced += put
+    return tuple(replaced) if replaced else None
+
+
+_NO_DIGITS = str.maketrans("", "", "0123456789")
+_PUNCTUATION = "\"'?!,.:;()[]"
+
+
+def new_target(before: LoopCall, call: LoopCall) -> bool:
+    """Whether ``call`` asks ``before``'s question of another target rather than asking
+    it again: its changed values :func:`refilled` with another name (a table, a folder,
+    an id: a word that is not plain letters and differs beyond its digits), or with
+    other quantities only (a page, an offset: ``sed -n 6,10p`` for ``sed -n 1,5p``) and
+    then told something ``before``'s result did not (another page's lines): decided by
+    what the call learnt. Plain words swapped (``history`` for ``founded``) re-word.
+
+    >>> def asked(value, digest=0):
+    ...     return LoopCall(1, "1", "", 0, "sh", 1, 1, 0, frozenset(), "sh", False,
+    ...                     frozenset({"cmd"}), (value,), True, False, 0, 0, 0, 0.0,
+    ...                     digest=digest)
+    >>> new_target(asked("tf -chdir=m/a-v2 plan"), asked("tf -chdir=m/b-v2 plan"))
+    True
+    >>> new_target(asked("logs | sed -n 1,5p", 7), asked("logs | sed -n 6,10p", 7))
+    False
+    >>> new_target(asked("logs | sed -n 1,5p", 7), asked("logs | sed -n 6,10p", 8))
+    True
+    >>> new_target(asked("prize first winner history"), asked("prize first winner founded"))
+    False
+    """
+    replaced = refilled(before.values, call.values)
+    if replaced is None:
+        return False
+    quantities = True
+    for a, b in replaced:
+        if a.translate(_NO_DIGITS) != b.translate(_NO_DIGITS):
+            if not b.strip(_PUNCTUATION).isalpha():
+                return True  # another name
+            quantities = False  # a plain word swapped: the request re-worded
+    return quantities and bool(call.digest and before.digest and call.digest != before.digest)
+
+
 # -- one request re-worded -------------------------------------------------------------------
 
 
@@ -270,7 +339,9 @@ def reasked(
     shell command (not a request). A warning once the same request has been asked
     ``warn_cycles`` + 1 times running, or ``warn_cycles`` times when one of them asks
     again, in the same words, what an earlier one of the run asked (the agent has lost
-    track of what it tried). Never a kill: re-wording may yet find something. Calls that
+    track of what it tried). A request whose slots were refilled with other names
+    (:func:`new_target`) asks another target. Never a kill: re-wording may yet find
+    something. Calls that
     write or send are left out (a changed edit is work), and an identical call again is
     the cycle rules' to judge. Returns the run and its count after ``call``."""
     if call.acts or not call.values or not is_request(call.values[0]) or command:
@@ -284,6 +355,11 @@ def reasked(
         return [call], 1, None
     if call.exact == last.exact:
         return asked, count, None
+    if new_target(last, call):
+        # the request's slots refilled with other names (another column, another table):
+        # the same question of another target, not the request re-worded (its answer is
+        # not in yet: slots refilled with quantities only go on as re-wordings)
+        return [call], 1, None
     words = request_words(call.values[0])
     again = any(request_words(c.values[0]) == words for c in asked)
     asked.append(call)

@@ -248,3 +248,102 @@ def test_the_same_test_failing_beside_a_different_one_each_run_is_the_same_failu
         steps += [s.model(), *s.tool("bash", {"command": "git checkout -- src/cut.rs"})]
     alerts = feed(steps)
     assert alerts and alerts[-1].severity.value == "critical", [a.reason for a in alerts]
+
+
+# -- hand-offs, and calls that ask another target (blind set 6: ops incidents) --
+
+
+def handoffs(answers: list[str]) -> list[Step]:
+    """A supervisor hands one task to a sub-agent again and again (``transfer_to_*``,
+    result pending while the sub-agent works), each time handed back ``answers[i]``."""
+    s = Session("handoff")
+    steps = warmup(s)
+    for i, answer in enumerate(answers):
+        steps.append(s.model())
+        transfer = s.call("transfer_to_sql_agent", {})
+        steps += [transfer, s.model()]  # the sub-agent reasons under the open hand-off
+        for quarter in ("2025Q3", "2025Q2"):
+            query = f"SELECT vendor, SUM(amount) FROM ap WHERE quarter = '{quarter}' AND run = {i}"
+            steps += s.tool("execute_sql", {"query": query}, result=f"V{i}39 | 6441.45 ({quarter})")
+            steps.append(s.model())
+        steps.append(s.result(transfer, result=answer))
+    return steps
+
+
+def test_a_task_handed_back_and_forth_with_the_same_result_is_a_loop() -> None:
+    alerts = feed(handoffs(["Here are both periods: V239 6441.45, V146 76974.75"] * 5))
+    handed = [a for a in alerts if "handed the task to a sub-agent" in a.reason]
+    assert handed, [a.reason for a in alerts]
+    assert handed[0].severity.value == "warn" and "3 times" in handed[0].reason
+
+
+def test_a_sub_agent_handing_back_something_new_each_round_is_progress() -> None:
+    rounds = [f"{n} of 5 reports reconciled" for n in range(1, 6)]
+    assert not [a for a in feed(handoffs(rounds)) if "sub-agent" in a.reason]
+
+
+def answered(commands: list[str], answers: list[str]) -> list[Step]:
+    s = Session("targets")
+    steps = warmup(s)
+    for command, answer in zip(commands, answers, strict=True):
+        steps.append(s.model())
+        steps += s.tool("terminal", {"cmd": command}, result=answer)
+    return steps
+
+
+def test_one_check_of_many_targets_answered_alike_is_no_loop() -> None:
+    """`terraform plan` in one folder after another, each answered `No changes.`: the
+    template's slot refilled with another name asks another target."""
+    dirs = ["sqs-orders/sns-alerts", "sqs-orders/guardduty", "waf/secrets-v2", "dns/kms-v2"]
+    commands = [f"terraform -chdir=envs/staging/{d} plan -input=false" for d in dirs]
+    answer = "No changes. Your infrastructure matches the configuration."
+    assert feed(answered(commands, [answer] * len(commands))) == []
+
+
+def test_paging_through_lines_is_judged_by_what_each_page_learnt() -> None:
+    """A log's slow queries read page by page (`sed -n 1,5p`, `6,10p`, …): each page
+    with lines of its own is progress; every page answering the same line learnt
+    nothing from the one before (a loop)."""
+    pages = [
+        f"kubectl logs deploy/api | grep slow_query | sed -n {i},{i + 4}p" for i in (1, 6, 11, 16)
+    ]
+    lines = [
+        f'slow_query duration_ms={ms} stmt="SELECT * FROM price_rules"'
+        for ms in (2112, 1607, 1824, 1816)
+    ]
+    assert feed(answered(pages, lines)) == []
+    alerts = feed(answered(pages, lines[:1] * 4))
+    assert alerts and "same answer" in alerts[0].reason
+
+
+def test_queries_sweeping_columns_are_not_one_request_reworded() -> None:
+    """SQL that refills its column and table names asks other questions; the same
+    request with its words moved and added asks one again."""
+    s = Session("sweep")
+    steps = warmup(s)
+    for col, table, dim in (
+        ("orders", "fct_orders", "hN4IS"),
+        ("checkouts", "fct_sessions", "IrM0E"),
+        ("sessions", "fct_sessions", "2S9fU"),
+        ("checkouts", "fct_orders", "pD6Lm"),
+        ("orders", "fct_sessions", "MR5LH"),
+        ("cost_usd", "fct_sessions", "CyFTy"),
+    ):
+        query = (
+            f"SELECT day, {col} FROM analytics.{table} WHERE day >= '2025-09-01' AND dim = '{dim}'"
+        )
+        steps.append(s.model())
+        steps += s.tool("execute_sql", {"query": query}, result=f"{dim}: 4 rows")
+    assert feed(steps) == []
+    s = Session("reworded")
+    steps = warmup(s)
+    for query in (
+        "orders per day since September for the checkout funnel",
+        "checkout funnel orders per day since September by channel",
+        "daily orders checkout funnel September onwards",
+        "September onwards orders per day for checkout funnel totals",
+    ):
+        steps.append(s.model())
+        steps += s.tool("ask_analyst", {"question": query}, result=f"see {len(query)}")
+    alerts = feed(steps)
+    assert alerts and "re-word one request" in alerts[0].reason
