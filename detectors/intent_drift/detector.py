@@ -69,6 +69,7 @@ from detectors.registry import register
 from features.calls.canonical import arguments_value
 from features.calls.step_features import StepFeatures, features_of
 from features.session.completion import final_answer_tool
+from features.text.hosts import host_of
 from models.records import Alert, Step, StepKind
 
 OPENING_CALLS = 8
@@ -383,6 +384,10 @@ class IntentDrift(Detector):
         lead (1, as ever)."""
         log, task = self._log, self._task
         carried = drift_provenance.carried_object(step.arguments, log.foreign)
+        if carried is not None and (host_of(carried[1]) or "").removeprefix("www.") in task.hosts:
+            # a link to another page of a site in the task's scope (the article's "see
+            # also"): reading on where the task is, not an object a passage brought up
+            carried = None
         hosts, urls = features.terms.hosts, features.terms.urls
         # a stretch a recent result's passage already led is weighed by the rules of
         # leads (a link of the tangent followed)
