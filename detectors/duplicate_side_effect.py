@@ -204,9 +204,8 @@ def completed_effects(steps: Iterable[Step], *, window: int = 64) -> list[dict[s
             if record is None or status in ("error", "cancelled"):
                 continue
             # a bounded head is read: whitespace runs collapse to one space
-            result = " ".join((step.result or "")[: 8 * RESULT_CHARS].split())[:RESULT_CHARS]
-            result = result or None
-            done.append({**record, "status": status, "result": result})
+            head = " ".join((step.result or "")[: 8 * RESULT_CHARS].split())[:RESULT_CHARS]
+            done.append({**record, "status": status, "result": head or None})
             del done[:-window]
     return done
 

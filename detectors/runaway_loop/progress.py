@@ -167,10 +167,11 @@ def handed_back(
 ) -> Finding | None:
     """Record the hand-back of ``call``, a hand-off that ran a sub-agent (``delegates``)
     and got its result (``digest``), in the run of its hand-off (its near-duplicate key
-    and its numbers: the same sub-agent, the same task). The run goes on while the sub-agent hands back
-    what it handed back the time before (the same digest: the volatile parts masked,
-    counts kept) and the session changed no target it had not changed before (``changed``:
-    distinct targets changed so far); a new result or a new change is progress and
+    and its numbers: the same sub-agent, the same task). The run goes on while the
+    sub-agent hands back what it handed back the time before (the same digest: the
+    volatile parts masked, counts kept) and the session changed no target it had not
+    changed before (``changed``: distinct targets changed so far); a new result or a new
+    change is progress and
     starts the run anew. A finding from ``warn_at`` hand-backs alike: the agents pass the
     task back and forth and none learns anything from another round. Keeps at most
     ``max_handoffs`` runs, the latest.
