@@ -372,8 +372,9 @@ class IntentDrift(Detector):
 
         An object only a passage not about the task named makes the call led there (1,
         even a neutral call: an install of the package the passage named, a page it
-        linked on a host contacted before - not any other contact of a host, nor a
-        message to a recipient it named: where data goes is egress_gaming's). An
+        linked on a host contacted before but not in the task's scope - not any other
+        contact of a host, nor a message to a recipient it named: where data goes is
+        egress_gaming's). An
         off-task call is raised only when it changes something, and none in a stretch
         that passage, among the recent results, already led (its links followed are
         weighed by the rules of leads). With a capability a
