@@ -27,6 +27,7 @@ from functools import lru_cache
 from typing import Any
 
 from detectors.base import remember
+from features.calls.canonical import arguments_object
 
 __all__ = [
     "CheckLedger",
@@ -78,16 +79,6 @@ def _names(text: str, identifiers: tuple[str, ...]) -> bool:
     return any(re.search(rf"(?<![a-z0-9_]){re.escape(i)}(?![a-z0-9_])", text) for i in identifiers)
 
 
-def _arguments(arguments: str | None) -> dict[str, Any] | None:
-    if not arguments or not arguments.startswith("{"):
-        return None
-    try:
-        value = json.loads(arguments)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
-
-
 def _path(args: dict[str, Any]) -> str | None:
     return next((v for k in _PATH_KEYS if isinstance(v := args.get(k), str) and v), None)
 
@@ -95,7 +86,7 @@ def _path(args: dict[str, Any]) -> str | None:
 def read_target(arguments: str | None) -> str | None:
     """The one file or URL a call reads (a path, or a URL fetched without a body), or
     None: what a later write to the same target is compared with."""
-    args = _arguments(arguments)
+    args = arguments_object(arguments)
     if args is None or any(k in args for pair in _PAIRS for k in pair):
         return None
     if any(k in args for k in (*_CONTENT_KEYS, *_BODY_KEYS)):
@@ -117,7 +108,7 @@ def note_read(ledger: CheckLedger, target: str, text: str, identifiers: tuple[st
 def edit_of(ledger: CheckLedger, arguments: str | None) -> tuple[str, str, str] | None:
     """(target, text replaced, replacement) of a call that changes a file or writes a URL
     back, or None. A whole-file write or a URL written is compared with what was read."""
-    args = _arguments(arguments)
+    args = arguments_object(arguments)
     if args is None:
         return None
     path = _path(args)

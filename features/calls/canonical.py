@@ -281,6 +281,19 @@ def arguments_value(text: str | None) -> Any:
         return text
 
 
+def arguments_object(text: str | None) -> dict[str, Any] | None:
+    """A step's stored ``arguments`` as a JSON object, or None when they are not one (no
+    text, text that does not open with ``{``, or not JSON: :func:`arguments_value`).
+
+    >>> arguments_object('{"path":"a.py"}'), arguments_object('["a"]'), arguments_object("{x")
+    ({'path': 'a.py'}, None, None)
+    """
+    if not text or not text.startswith("{"):
+        return None
+    value = arguments_value(text)
+    return value if isinstance(value, dict) else None
+
+
 def canonical_json(arguments: object) -> str:
     """The canonical JSON text of ``arguments``: sorted keys, compact, ``ensure_ascii=False``.
 
@@ -381,4 +394,3 @@ def _action(tool: str | None, value: Any) -> str:
     else:
         body = _render(value, False)
     return f"{name}({body})"
-

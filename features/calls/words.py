@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
 
+from features.calls.canonical import arguments_object
 from features.calls.vectors import CONTENT_DROP, StepTerms, tokenize
 
 __all__ = [
@@ -53,17 +53,6 @@ run is taken whole (``*+``): a 40 KB hex blob costs one pass, not one per positi
 plain form re-scanned the rest of the run from every letter in it: quadratic)."""
 _LITERAL_RE = re.compile(r"'([^'\n]*)'|\"([^\"\n]*)\"|#([^\n]*)")
 _PAYLOAD_CHARS = 40  # an argument this long, with spaces in it, is prose the call carries
-
-
-def _object(arguments: str | None) -> dict[str, Any] | None:
-    """The arguments as a JSON object, or None when they are not one."""
-    if not arguments or not arguments.startswith("{"):
-        return None
-    try:
-        value = json.loads(arguments)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
 
 
 def judged_words(arguments: str | None, terms: StepTerms) -> set[str]:
@@ -111,7 +100,7 @@ def _without_options(arguments: str, words: set[str]) -> set[str]:
     >>> sorted(_without_options(args, set(tokenize(args))))
     ['command', 'terraform']
     """
-    value = _object(arguments)
+    value = arguments_object(arguments)
     command = next(
         (value[k] for k in _COMMAND_KEYS if value and isinstance(value.get(k), str)), None
     )
@@ -149,7 +138,7 @@ def mutation_targets(arguments: str | None, paths: tuple[str, ...]) -> set[str]:
     """
     if not paths or not arguments or not arguments.startswith("{"):
         return set()
-    value = _object(arguments)
+    value = arguments_object(arguments)
     if value is None:
         return set()
     texts = [v for v in value.values() if isinstance(v, str)]
@@ -174,7 +163,7 @@ def authored_payload(arguments: str | None) -> tuple[str, str] | None:
     >>> authored_payload('{"query": "bitcoin price history since 2015 in euros"}') is None
     True
     """
-    value = _object(arguments)
+    value = arguments_object(arguments)
     if value is None or len(value) < 2:
         return None
     long = [
