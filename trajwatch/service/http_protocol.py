@@ -8,7 +8,10 @@ same protocol with
 
 - at most ``max_headers`` header fields and ``max_header_bytes`` of request line and
   headers: past either, ``431 Request Header Fields Too Large`` and the connection closes
-  (the parser stops at once: the rest of what was sent is never kept);
+  (the parser stops at once: the rest of what was sent is never kept). The close lingers
+  (RFC 9112 §9.6): the answer is sent with a FIN and what the client still sends is read
+  and dropped for up to ``LINGER_S``, so the client reads its 431 instead of a reset that
+  closing on unread bytes would send;
 - a deadline for the request line and headers (``header_timeout_s``, counted from the
   connection's start, or from the first byte of a later request on a kept-alive
   connection: an idle kept-alive connection is closed by uvicorn's ``timeout_keep_alive``)
@@ -27,7 +30,7 @@ from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-__all__ = ["MAX_HEADERS", "MAX_HEADER_BYTES", "bounded_protocol"]
+__all__ = ["LINGER_S", "MAX_HEADERS", "MAX_HEADER_BYTES", "bounded_protocol"]
 
 MAX_HEADERS = 256
 """Header fields per request: an OTLP exporter sends under ten, a Collector with custom
@@ -35,6 +38,9 @@ headers a few dozen."""
 MAX_HEADER_BYTES = 64 << 10
 """Request line and headers, names and values: as nginx's default buffers (4 × 8 KiB)
 allow, and more."""
+LINGER_S = 2.0
+"""After a 431, how long what the client still sends is read and dropped before the
+connection closes (the client has its answer and a FIN by then)."""
 _TIMEOUT = b"HTTP/1.1 408 Request Timeout\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
 _TOO_LARGE = (
     b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: text/plain\r\n"
@@ -62,6 +68,7 @@ def bounded_protocol(
             self._header_count = 0
             self._header_bytes = 0
             self._refusal: bytes | None = None
+            self._lingering = False
 
         # -- deadlines ------------------------------------------------------------
 
@@ -132,6 +139,15 @@ def bounded_protocol(
                 return
             self._disarm()
             self.transport.write(self._refusal)
-            self.transport.close()
+            if not self.transport.can_write_eof():
+                self.transport.close()
+                return
+            self.transport.write_eof()  # the answer, then a FIN; reading goes on, below
+            self._lingering = True
+            self._deadline = self.loop.call_later(LINGER_S, self.transport.close)
+
+        def data_received(self, data: bytes) -> None:
+            if not self._lingering:  # after a 431 the rest is dropped unparsed
+                super().data_received(data)
 
     return BoundedHttpToolsProtocol

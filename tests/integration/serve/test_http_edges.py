@@ -18,6 +18,7 @@ import pytest
 import requests
 
 from ingest.sources.otlp_http import varint
+from trajwatch.service.http_protocol import LINGER_S
 from tests.integration.serve.test_serve import metric, service, settled
 from tests.support.wait import wait_until
 
@@ -159,6 +160,28 @@ def test_header_count_and_size_are_bounded(service: Any) -> None:
     long_url = b"GET /healthz?" + b"q" * (100 << 10) + b" HTTP/1.1\r\nHost: x\r\n\r\n"
     assert raw(port, long_url).startswith(b"HTTP/1.1 431")
     # an ordinary request is answered as before
+    assert requests.get(f"{running.base}/healthz", timeout=5).status_code == 200
+    running.stop()
+
+
+def test_a_refused_client_still_sending_gets_its_431_and_is_closed_after_the_linger(
+    service: Any,
+) -> None:
+    running = service()
+    port = int(running.base.rsplit(":", 1)[1])
+    many = b"".join(b"x-h%d: v\r\n" % i for i in range(10_000))
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as conn:
+        conn.sendall(b"POST /v1/traces HTTP/1.1\r\nHost: x\r\n" + many)
+        answer = b""
+        while chunk := conn.recv(65536):  # the answer, then the server's FIN
+            answer += chunk
+        assert answer.startswith(b"HTTP/1.1 431"), answer[:100]
+        started = time.monotonic()
+        with pytest.raises(OSError):  # what it goes on sending is dropped, then refused
+            while time.monotonic() - started < 10:
+                conn.sendall(b"x-more: v\r\n" * 100)
+                time.sleep(0.05)
+        assert time.monotonic() - started < LINGER_S + 2
     assert requests.get(f"{running.base}/healthz", timeout=5).status_code == 200
     running.stop()
 
