@@ -18,9 +18,9 @@ import pytest
 import requests
 
 from ingest.sources.otlp_http import varint
-from trajwatch.service.http_protocol import LINGER_S
 from tests.integration.serve.test_serve import metric, service, settled
 from tests.support.wait import wait_until
+from trajwatch.service.http_protocol import LINGER_S
 
 __all__ = ["service"]  # the fixture, imported from test_serve
 
