@@ -61,6 +61,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from features.policy.masking import masking_rule
+from features.policy.scope import named_scope, states_scope
 from features.policy.structured import (
     consent_condition,
     names_sql,
@@ -342,6 +344,9 @@ def derive(text: str) -> Derivation:
             # (features.policy.structured), bounded by the time its line states
             bound = time_bound(line)
             found = [DerivedRule(k, v, sentence) for k, v in sentence_rules(sentence, bound, line)]
+        if not found and why is not None:
+            found, reason = _data_rules(sentence, text[:MAX_CHARS])
+            why = reason or why
         if found:
             rules.extend(found)
         elif why is None:
@@ -349,6 +354,30 @@ def derive(text: str) -> Derivation:
         else:
             unused.append((sentence, why))
     return Derivation(tuple(rules), tuple(unused), descriptive, truncated)
+
+
+_TARGET_NOUN_RE = re.compile(
+    r"\b(?:hosts?|targets?|ips?|ip\s+addresses|networks?|subnets?|ranges?|domains?|servers?"
+    r"|machines?|systems?|assets?|scann\w*|attack\w*)\b"
+)
+_SCOPE_IN_FILE = "a scope kept in a file: its contents are data, not read as the rule"
+
+
+def _data_rules(sentence: str, text: str) -> tuple[list[DerivedRule], str | None]:
+    """Rules about the data a call carries (:func:`features.policy.masking.masking_rule`)
+    or the network targets it may reach (:mod:`features.policy.scope`): the allowed
+    addresses and networks are those the whole instruction ``text`` names (the task names
+    the range, the rule says only it may be attacked). (rules, None), or ([], the reason
+    a scope rule could not be stated)."""
+    table = masking_rule(sentence)
+    if table is not None:
+        return [DerivedRule("require_masked", table, sentence)], None
+    if states_scope(sentence) and _TARGET_NOUN_RE.search(sentence.casefold()):
+        allowed = named_scope(sentence, text)
+        if not allowed:
+            return [], _SCOPE_IN_FILE
+        return [DerivedRule("network_scope", a, sentence) for a in allowed], None
+    return [], None
 
 
 # -- sentences and clauses ------------------------------------------------------------------
@@ -763,7 +792,7 @@ def to_toml(derivation: Derivation, policy_id: str) -> str:
     for rule in derivation.rules:
         cited.setdefault((rule.key, repr(rule.value)), rule.sentence)
     for key, values in mapping.items():
-        if key in ("policy_id", "require_before", "forbidden_actions"):
+        if key in ("policy_id", "require_before", "forbidden_actions", "require_masked"):
             continue
         if key == "require_approval_answer":
             lines += [
@@ -779,14 +808,19 @@ def to_toml(derivation: Derivation, policy_id: str) -> str:
         lines.append(f"{key} = [")
         lines.extend(f"    {_toml_str(v)}," for v in values)
         lines.append("]")
-    for key in ("require_before", "forbidden_actions"):
+    for key in ("require_before", "forbidden_actions", "require_masked"):
         for table in mapping.get(key, []):
             lines += [
                 "",
                 f"# {_toml_str(cited[(key, repr(table))], comment=True)}",
                 f"[[{key}]]",
             ]
-            lines.extend(f"{k} = {_toml_str(v)}" for k, v in table.items())
+            lines.extend(
+                f"{k} = [{', '.join(_toml_str(x) for x in v)}]"
+                if isinstance(v, list)
+                else f"{k} = {_toml_str(v)}"
+                for k, v in table.items()
+            )
     if derivation.unused:
         lines += ["", f"# Not used ({len(derivation.unused)}):"]
         lines.extend(f"# - {_toml_str(s, comment=True)} ({why})" for s, why in derivation.unused)
