@@ -191,7 +191,8 @@ def named_scope(sentence: str, text: str) -> list[str]:
     >>> named_scope("Only hosts in scope may be scanned.", "Audit 10.27.17.0/24 (scope.txt).")
     ['10.27.17.0/24']
     """
-    out = [str(n) for n in networks_in(text) if not n.is_loopback]
+    nets = [n for n in networks_in(text) if not n.is_loopback]
+    out = [str(n.network_address) if n.prefixlen == 32 else str(n) for n in nets]
     for m in _NAME_RE.finditer(sentence[:600].casefold()):
         name = m[0]
         if name.rsplit(".", 1)[-1] in _FILE_ENDINGS or name in out:
