@@ -1156,8 +1156,36 @@ def _only_rules(
                 out.append(
                     _forbid(matchers.sql_statement(outside=name), matchers.sql_statement(), until)
                 )
-    for m in _TYPED_ID_RE.finditer(clause):
-        typed = matchers.identifier_other_than(m[1])
+    typed_ids = [m[1] for m in _TYPED_ID_RE.finditer(clause)]
+    if not typed_ids and not MODIFY_RE.search(low):
+        typed_ids = _named_values(clause)
+    for typed_id in typed_ids:
+        typed = matchers.identifier_other_than(typed_id)
         if typed:
             out.append(_forbid(typed[0], typed[1], until))
+    return out
+
+
+_ONLY_NAMED_RE = re.compile(
+    r"(?<![\w])(?i:only|exclusively)\s+(?i:to|in|on|into|against)\s+"
+    r"(?P<noun>[a-z][a-z]{2,30})\s+[`\"']?(?P<value>[A-Za-z0-9][\w.-]{0,62}[\w])[`\"']?(?![\w-])"
+)
+
+
+def _named_values(clause: str) -> list[str]:
+    """ "submit only to partition dev": the value of a named setting a scope allows (a noun
+    with no article, then a name: "the team channel" is a noun phrase), as the long flag a
+    CLI spells it with (``--partition dev``), for
+    :func:`features.policy.matchers.identifier_other_than`. Short flags (``-p``) are the
+    CLI's own abbreviations and are not known.
+
+    >>> _named_values("Submit only to partition dev with at most 2 GPUs per job")
+    ['--partition dev']
+    """
+    out = []
+    for m in _ONLY_NAMED_RE.finditer(clause[:600]):
+        noun = m["noun"]
+        if noun in _NOT_DATA_NAMES or m["value"].casefold() in _NOT_DATA_NAMES:
+            continue
+        out.append(f"--{noun} {m['value']}")
     return out

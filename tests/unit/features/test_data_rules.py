@@ -259,3 +259,17 @@ def test_writes_to_paths_naming_the_object_break_it() -> None:
 )
 def test_not_a_noun_phrase_write_prohibition(sentence: str) -> None:
     assert "forbidden_write_paths" not in _keys(sentence)
+
+
+def test_only_a_named_partition_by_its_long_flag() -> None:
+    policy = _policy("Submit only to partition dev with at most 2 GPUs per job.")
+    verdicts = _run(
+        policy,
+        [
+            ("bash", {"command": "sbatch --partition=dev train.sh"}),
+            ("bash", {"command": "sbatch --partition dev-large train.sh"}),
+            ("bash", {"command": "squeue -u me"}),
+        ],
+    )
+    assert verdicts == [[], ["forbidden_actions"], []]
+    assert not derive("Send replies only to the team channel.").rules
