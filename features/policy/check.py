@@ -67,7 +67,7 @@ from features.policy.format import (
     policy_arguments,
 )
 from features.policy.matchers import CLICK
-from features.policy.scope import call_targets, outside
+from features.policy.scope import argument_strings, call_targets, outside
 from features.text.data_kinds import MASK_RE, unmasked
 from models.records import Step, StepKind
 
@@ -858,27 +858,7 @@ def _content_strings(args: Any, view: ToolView) -> list[str]:
     under keys that address the data (``to``, ``channel``, ``path``), at most 64 KB."""
     if view.commands:
         return list(view.commands)
-    out: list[str] = []
-    budget = [65_536]
-
-    def walk(value: Any) -> None:
-        if budget[0] <= 0:
-            return
-        if isinstance(value, str):
-            out.append(value[: budget[0]])
-            budget[0] -= len(value)
-        elif isinstance(value, Mapping):
-            for k, v in value.items():
-                if not (isinstance(k, str) and _ADDRESS_KEY_RE.match(k)):
-                    walk(v)
-        elif isinstance(value, list | tuple):
-            for v in value:
-                walk(v)
-        elif isinstance(value, int | float) and not isinstance(value, bool):
-            out.append(str(value))
-
-    walk(args)
-    return out
+    return argument_strings(args, 65_536, _ADDRESS_KEY_RE)
 
 
 def _clip(text: str, n: int = 60) -> str:

@@ -308,19 +308,31 @@ def policy_arguments(policy_id: str, mapping: Mapping[str, Any]) -> dict[str, An
     )
 
 
-def _forbidden_actions(policy_id: str, raw: Any) -> tuple[ForbiddenAction, ...]:
+def _tables(
+    policy_id: str, raw: Any, key: str, keys: set[str], needs: str
+) -> list[tuple[int, str, Mapping[str, Any]]]:
+    """The tables of a list-of-tables key (one table alone counts as a list), each with its
+    index and where it is for errors; raises ``ValueError`` on a non-table or unknown key."""
     if isinstance(raw, Mapping):
         raw = [raw]
     if not isinstance(raw, Sequence) or isinstance(raw, str):
-        raise ValueError(f"policy {policy_id!r}: forbidden_actions must be a list of tables")
+        raise ValueError(f"policy {policy_id!r}: {key} must be a list of tables")
     out = []
     for i, item in enumerate(raw):
-        where = f"policy {policy_id!r}: forbidden_actions[{i}]"
+        where = f"policy {policy_id!r}: {key}[{i}]"
         if not isinstance(item, Mapping):
-            raise ValueError(f"{where} must be a table with an action regex")
-        extra = sorted(set(item) - {"action", "within", "until"})
+            raise ValueError(f"{where} must be a table with {needs}")
+        extra = sorted(set(item) - keys)
         if extra:
             raise ValueError(f"{where}: unknown key {extra[0]!r}")
+        out.append((i, where, item))
+    return out
+
+
+def _forbidden_actions(policy_id: str, raw: Any) -> tuple[ForbiddenAction, ...]:
+    out = []
+    keys = {"action", "within", "until"}
+    for i, where, item in _tables(policy_id, raw, "forbidden_actions", keys, "an action regex"):
         if not isinstance(item.get("action"), str) or not item["action"]:
             raise ValueError(f"{where}.action must be a non-empty regex string")
         within = item.get("within")
@@ -349,18 +361,8 @@ _SCOPE_ENTRY_RE = re.compile(
 
 
 def _require_masked(policy_id: str, raw: Any) -> tuple[RequireMasked, ...]:
-    if isinstance(raw, Mapping):
-        raw = [raw]
-    if not isinstance(raw, Sequence) or isinstance(raw, str):
-        raise ValueError(f"policy {policy_id!r}: require_masked must be a list of tables")
     out = []
-    for i, item in enumerate(raw):
-        where = f"policy {policy_id!r}: require_masked[{i}]"
-        if not isinstance(item, Mapping):
-            raise ValueError(f"{where} must be a table with kinds")
-        extra = sorted(set(item) - {"kinds", "within"})
-        if extra:
-            raise ValueError(f"{where}: unknown key {extra[0]!r}")
+    for i, where, item in _tables(policy_id, raw, "require_masked", {"kinds", "within"}, "kinds"):
         kinds = item.get("kinds")
         if (
             not isinstance(kinds, Sequence)

@@ -36,6 +36,7 @@ from features.text.shell_words import simple_commands, strip_prefixes, tokenize
 __all__ = [
     "CLIENTS",
     "SCANNERS",
+    "argument_strings",
     "call_targets",
     "named_scope",
     "outside",
@@ -201,19 +202,36 @@ def named_scope(sentence: str, text: str) -> list[str]:
     return out
 
 
-def _strings(value: Any, out: list[str], budget: list[int]) -> None:
-    """The strings of parsed arguments, at most :data:`MAX_CHARS` in all."""
-    if budget[0] <= 0:
-        return
-    if isinstance(value, str):
-        out.append(value[: budget[0]])
-        budget[0] -= len(value)
-    elif isinstance(value, Mapping):
-        for v in value.values():
-            _strings(v, out, budget)
-    elif isinstance(value, list | tuple):
-        for v in value:
-            _strings(v, out, budget)
+def argument_strings(
+    value: Any, limit: int = MAX_CHARS, skip: re.Pattern[str] | None = None
+) -> list[str]:
+    """The strings (and numbers, as text) of parsed arguments, in order, at most ``limit``
+    characters in all; values under keys ``skip`` matches are left out.
+
+    >>> argument_strings({"to": "a@b.c", "rows": [["x", 3]]}, skip=re.compile("to"))
+    ['x', '3']
+    """
+    out: list[str] = []
+    budget = [limit]
+
+    def walk(v: Any) -> None:
+        if budget[0] <= 0:
+            return
+        if isinstance(v, str):
+            out.append(v[: budget[0]])
+            budget[0] -= len(v)
+        elif isinstance(v, Mapping):
+            for k, item in v.items():
+                if skip is None or not (isinstance(k, str) and skip.match(k)):
+                    walk(item)
+        elif isinstance(v, list | tuple):
+            for item in v:
+                walk(item)
+        elif isinstance(v, int | float) and not isinstance(v, bool):
+            out.append(str(v))
+
+    walk(value)
+    return out
 
 
 def _shell_targets(command: str) -> list[Target]:
@@ -264,9 +282,7 @@ def call_targets(
     for command in commands:
         out.extend(_shell_targets(command[:MAX_CHARS]))
     if not commands:
-        strings: list[str] = []
-        _strings(arguments, strings, [MAX_CHARS])
-        for s in strings:
+        for s in argument_strings(arguments):
             s = s.strip()
             host = host_of(s) if "://" in s[:12] else None
             if host is not None:
