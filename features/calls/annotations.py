@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from features.calls.canonical import arguments_value, canonical_json
 
-__all__ = ["ANNOTATIONS", "operative_arguments"]
+__all__ = ["ANNOTATIONS", "annotated", "operative_arguments", "operative_value"]
 
 ANNOTATIONS = frozenset(
     {"description", "reason", "comment", "justification", "explanation", "rationale"}
@@ -38,9 +38,22 @@ def operative_arguments(arguments: str | None) -> str | None:
     >>> operative_arguments('{"description": "a task for a sub-agent"}') is None
     True
     """
-    if not arguments or not any(f'"{name}"' in arguments for name in ANNOTATIONS):
+    if not annotated(arguments):
         return None  # the common case, a substring scan: no parse
-    value = arguments_value(arguments)
+    return operative_value(arguments_value(arguments))
+
+
+def annotated(arguments: str | None) -> bool:
+    """Whether ``arguments`` (stored JSON text) may hold an annotation field: one of the
+    names quoted in it (a substring scan). Without, :func:`operative_arguments` is None."""
+    if not arguments:
+        return False
+    return any(f'"{name}"' in arguments for name in ANNOTATIONS)
+
+
+def operative_value(value: object) -> str | None:
+    """:func:`operative_arguments` of arguments already read back (``value``: their
+    :func:`~features.calls.canonical.arguments_value`); ``value`` is not changed."""
     if not isinstance(value, dict):
         return None
     kept = {k: v for k, v in value.items() if k not in ANNOTATIONS}

@@ -39,7 +39,7 @@ from functools import lru_cache
 from typing import Any, TypeVar
 
 from features.calls.action_keys import action_facts, argument_facts, numbers_crc
-from features.calls.annotations import operative_arguments
+from features.calls.annotations import annotated, operative_value
 from features.calls.canonical import arguments_value, canonical_action
 from features.calls.effects import call_effect
 from features.calls.facts import CallFacts, call_facts, read_tool, sending_tool, target_hosts
@@ -277,7 +277,11 @@ class StepFeatures:
         read by :attr:`action` and :attr:`numbers`, worked out once."""
         if self._operative is not _UNSET:
             return self._operative
-        return _keep(self, "_operative", operative_arguments(self.step.arguments))
+        # the parse shared with the step's other readers (arguments_value)
+        operative = (
+            operative_value(self.arguments_value) if annotated(self.step.arguments) else None
+        )
+        return _keep(self, "_operative", operative)
 
     @property
     def arguments_value(self) -> Any:
