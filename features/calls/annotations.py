@@ -16,9 +16,11 @@ Pure, O(len(arguments)).
 
 from __future__ import annotations
 
+from typing import Any
+
 from features.calls.canonical import arguments_value, canonical_json
 
-__all__ = ["ANNOTATIONS", "annotated", "operative_arguments", "operative_value"]
+__all__ = ["ANNOTATIONS", "annotated", "operative_arguments", "operative_fields"]
 
 ANNOTATIONS = frozenset(
     {"description", "reason", "comment", "justification", "explanation", "rationale"}
@@ -40,7 +42,8 @@ def operative_arguments(arguments: str | None) -> str | None:
     """
     if not annotated(arguments):
         return None  # the common case, a substring scan: no parse
-    return operative_value(arguments_value(arguments))
+    kept = operative_fields(arguments_value(arguments))
+    return None if kept is None else canonical_json(kept)
 
 
 def annotated(arguments: str | None) -> bool:
@@ -51,12 +54,14 @@ def annotated(arguments: str | None) -> bool:
     return any(f'"{name}"' in arguments for name in ANNOTATIONS)
 
 
-def operative_value(value: object) -> str | None:
-    """:func:`operative_arguments` of arguments already read back (``value``: their
-    :func:`~features.calls.canonical.arguments_value`); ``value`` is not changed."""
+def operative_fields(value: object) -> dict[str, Any] | None:
+    """The fields of arguments read back (``value``: their
+    :func:`~features.calls.canonical.arguments_value`) that are not annotations, or None
+    when :func:`operative_arguments` is None: their canonical JSON is its text. A new
+    dict of ``value``'s own values (``value`` is not changed)."""
     if not isinstance(value, dict):
         return None
     kept = {k: v for k, v in value.items() if k not in ANNOTATIONS}
     if not kept or len(kept) == len(value):
         return None
-    return canonical_json(kept)
+    return kept
