@@ -66,7 +66,6 @@ from detectors.intent_drift.stretch import StretchState
 from detectors.intent_drift.task import TaskState
 from detectors.intent_drift.weigh import tool_led, weigh_call
 from detectors.registry import register
-from features.calls.canonical import arguments_value
 from features.calls.step_features import StepFeatures, features_of
 from features.session.completion import final_answer_tool
 from features.text.hosts import host_of
@@ -255,7 +254,7 @@ class IntentDrift(Detector):
         features = features_of(step)
         terms = features.terms
         if not task.workspace and log.calls <= OPENING_CALLS:
-            value = arguments_value(step.arguments)
+            value = features.arguments_value
             drift_task.find_workspace(
                 task, value if isinstance(value, Mapping) else None, terms.paths
             )
@@ -296,7 +295,7 @@ class IntentDrift(Detector):
             ),
         )
         # (a call with no arguments - a snapshot, a refresh - acts on nothing a result named)
-        if led is not None and weight != 0.0 and (weight > 0 or arguments_value(step.arguments)):
+        if led is not None and weight != 0.0 and (weight > 0 or features.arguments_value):
             # a capability only a result named (the README that says "fork this
             # repository"), used for something the task's objects do not hold
             weight, injected = max(weight, 1.0), injected if injected is not None else led
@@ -307,7 +306,7 @@ class IntentDrift(Detector):
             )
         # a record named by id that nothing on-task reached (another page, another
         # customer's order): the agent acts on an object the task never touched
-        ids = drift_calls.id_values(arguments_value(step.arguments))
+        ids = drift_calls.id_values(features.arguments_value)
         if ids and weight >= 0.0:
             by_entity = drift_calls.entity_weight(
                 log, ids, lambda w: known(w, task.goal_words, task.words, task.goal_stems)
@@ -418,7 +417,7 @@ class IntentDrift(Detector):
             # goal's own words are left out
             scope: Collection[str] = () if led is not None else task.words
             by_words = drift_provenance.carried_words(
-                drift_provenance.value_words(arguments_value(step.arguments)),
+                drift_provenance.value_words(features.arguments_value),
                 log.foreign,
                 lambda w: known(w, task.goal_words, scope, task.goal_stems),
                 least=2 if led is not None else CARRIED_WORDS,
