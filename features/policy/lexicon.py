@@ -57,7 +57,9 @@ ASK_RE = re.compile(
     r"|pregunt\w*|pregúnt\w*|confirmaci[oó]n|aprobaci[oó]n|permiso|autorizaci[oó]n|consult\w*"  # es
     r"|demand\w*|autorisation|approbation|accord"  # fr
     rf"|confirma[çc][ãa]o|aprova[çc][ãa]o|permiss[ãa]o|autoriza[çc][ãa]o){_E}"  # pt
-    r"|確認|承認|許可|聞いて|尋ね|确认|批准|许可|同意|询问|请示"  # ja, zh
+    # ja, zh: not the done forms, which describe an object ("承認済みの請求書": the
+    # approved invoices; "已批准的")
+    r"|(?<!已)(?:確認|承認|許可|确认|批准|许可|同意)(?!済|され|了|过|過)|聞いて|尋ね|询问|请示"
 )
 """Asking a person: approval, confirmation, permission."""
 
@@ -188,7 +190,11 @@ DATA_NOUN_RE = re.compile(
     rf"{_B}(?:schemas?|databases?|db|tables?|datasets?|buckets?|keyspaces?|warehouses?|esquemas?"
     rf"|tablas?|tabelas?|tabellen?|schémas?|datenbank\w*){_E}|スキーマ|テーブル|数据库|表"
 )
-_NUMBER = r"(?P<n>\d{1,3}(?:,\d{3})+(?:\.\d{1,2})?|\d{1,12}(?:[.,]\d{1,2})?)(?![\d])"
+_NUMBER = (
+    r"(?P<n>\d{1,3}(?:,\d{3})+(?:\.\d{1,2})?|\d{1,3}(?:\.\d{3})+(?:,\d{1,2})?"
+    r"|\d{1,12}(?:[.,]\d{1,2})?)(?![\d])"
+)
+"""An amount: grouped by commas (``10,000.50``) or by dots (``10.000,50``), or plain."""
 _CURRENCY = r"(?:[$€£¥]|usd|eur|gbp|chf|us\$)"
 AMOUNT_RE = re.compile(
     r"(?P<noun>[^\W\d_]{3,40})?\s*(?:\s(?:of|de|von|d')\s+)?(?:amounts?\s+)?"

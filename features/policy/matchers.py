@@ -42,6 +42,7 @@ __all__ = [
     "number_above",
     "push_to",
     "sql_statement",
+    "tool_call",
     "tool_named",
     "tool_verb",
     "with_amount_above",
@@ -229,6 +230,18 @@ GENERIC_TOOL_VERBS = frozenset(
 )
 """Verbs of a tool's name that say nothing of what it does (``issue_refund`` is a refund,
 as ``stripe__create_refund`` is)."""
+
+
+def tool_call(name: str) -> str:
+    """A call of the tool ``name`` itself (an MCP server's prefix allowed:
+    ``mcp__social__social_publish``), not of a tool whose name only contains it.
+
+    >>> p = re.compile(tool_call("social_publish"))
+    >>> [bool(p.search(t)) for t in ("social_publish x Hello", "mcp__s__social_publish x",
+    ...                              "social_publish_draft x", "bash social_publish")]
+    [True, True, False, False]
+    """
+    return rf"(?i)^(?:[\w.:-]*?__)?{re.escape(name)}(?![\w-])"
 
 
 def tool_named(identifier: str) -> str | None:

@@ -198,8 +198,12 @@ _NOT_NAMES = frozenset(
 )
 _DOMAIN_RE = re.compile(r"@([a-z0-9-]+(?:\.[a-z0-9-]+)+)", re.IGNORECASE)
 _TYPED_ID_RE = re.compile(
-    r"(?<![\w-])([a-z]{2,8}_[A-Za-z0-9]{6,64}|--[a-z][\w-]{1,30}[ =][\w.-]{1,64})"
+    r"(?<![\w-])([a-z]{2,8}_(?=[a-z]*[0-9A-Z])[A-Za-z0-9]{6,64}(?![\w-])"
+    r"|--[a-z][\w-]{1,30}[ =][\w.-]{1,64})"
 )
+"""A typed identifier: a short prefix, ``_`` and a key holding a digit or a capital
+(``acct_1StgftN8u2Zrhj``: not ``social_create`` of ``social_create_draft``), or a flag and
+its value."""
 _DOTTED_RE = re.compile(
     r"(?<![\w.@/-])([a-z_][a-z0-9_]{1,62}\.[a-z_][a-z0-9_]{1,62})(?![\w-]|\.\w)"
 )
@@ -357,14 +361,32 @@ def _has_objects(clause: str) -> bool:
 
 def consent_condition(sentence: str) -> bool:
     """Whether a prohibition waits for someone's say-so ("never X unless the user says
-    so", "nunca … sin autorización del usuario"): then it is an approval rule, which this
-    module reads although the sentence is a conditional."""
+    so", "nunca … sin autorización del usuario"), or a condition is the approval itself
+    ("… needs request_approval first and is only paid if APPROVED", "nur wenn genehmigt"):
+    then it is an approval rule, which this module reads although the sentence is a
+    conditional.
+
+    >>> consent_condition("Any payment above 10,000 EUR needs request_approval first "
+    ...                   "and is only paid if APPROVED.")
+    True
+    >>> consent_condition("If the build fails, do not push.")
+    False
+    """
     low = sentence[:600].casefold()
     return bool(
         NEG_RE.search(low)
         and UNTIL_RE.search(low)
         and (CONSENT_RE.search(low) or ASK_RE.search(low))
-    )
+    ) or bool(_APPROVED_CONDITION_RE.search(low))
+
+
+_APPROVED_CONDITION_RE = re.compile(
+    r"(?<![\w])(?:if|once|when|unless|until|wenn|falls|sobald|si|sólo\s+si|solo\s+si|se|quando"
+    r"|lorsque)\s+(?:it\s+is\s+|it's\s+|they\s+are\s+|sie\s+|es\s+|está\s+|il\s+est\s+)?"
+    r"(?:approved|confirmed|authori[sz]ed|granted|genehmigt|freigegeben|aprobad[oa]s?"
+    r"|autorizad[oa]s?|approuvée?s?|autorisée?s?|aprovad[oa]s?)(?![\w])"
+)
+"""A condition that is the approval itself ("if APPROVED", "sobald genehmigt")."""
 
 
 def clause_rules(
@@ -764,6 +786,10 @@ def _amount(sentence: str) -> tuple[tuple[str, ...], float] | None:
     number = m["n2"] if at_least else m["n"] or m["n3"]
     if re.fullmatch(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?", number):
         number = number.replace(",", "")  # thousands
+    elif re.fullmatch(r"\d{1,3}(?:\.\d{3})+(?:,\d+)?", number):
+        # "5.000 €", "1.250,50 EUR": thousands grouped by dots (a price has no third
+        # decimal, so "5.000" is five thousand)
+        number = number.replace(".", "")
     try:
         limit = float(number.replace(",", "."))
     except ValueError:
@@ -946,7 +972,30 @@ def _prohibitions(
             out.append(_forbid(rf"(?i)\b{re.escape(name)}\b", matchers.DB_CALL, until))
     if MODIFY_RE.search(low):
         out += [("forbidden_write_paths", g) for g in _paths(clause, ticked)]
+    out += [_forbid(matchers.tool_call(name), None, until) for name in _forbidden_tools(clause)]
     return out
+
+
+_SPARED_RE = re.compile(
+    rf"{EXCEPT_RE.pattern}|(?i:\b(?:unless|without|instead\s+of|rather\s+than|but|via"
+    r"|through|sin|sans|ohne|sem|statt|anstatt|en\s+lugar\s+de|au\s+lieu\s+de)\b)"
+)
+
+
+def _forbidden_tools(clause: str) -> list[str]:
+    """The tools a prohibition names before any word that spares or routes ("never call
+    ``social_publish`` or ``social_schedule``", "ruf niemals ``delete_user`` auf"): a tool's
+    name is written the same in every language. Names after "unless", "except",
+    "without", "instead of", "via" (the tool asked for or the way to do it) are not
+    forbidden.
+
+    >>> _forbidden_tools("never call social_publish or social_schedule: a human publishes")
+    ['social_publish', 'social_schedule']
+    >>> _forbidden_tools("never delete rows without calling request_approval or crm_lookup")
+    []
+    """
+    spare = _SPARED_RE.search(clause[:600])
+    return _tool_identifiers(clause[: spare.start()] if spare else clause)
 
 
 _EXAMPLES_RE = re.compile(
@@ -1156,6 +1205,7 @@ def _only_rules(
                 out.append(
                     _forbid(matchers.sql_statement(outside=name), matchers.sql_statement(), until)
                 )
+    out += [_forbid(*family) for family in _tool_families(clause)]
     typed_ids = [m[1] for m in _TYPED_ID_RE.finditer(clause)]
     if not typed_ids and not MODIFY_RE.search(low):
         typed_ids = _named_values(clause)
@@ -1163,6 +1213,30 @@ def _only_rules(
         typed = matchers.identifier_other_than(typed_id)
         if typed:
             out.append(_forbid(typed[0], typed[1], until))
+    return out
+
+
+def _tool_families(clause: str) -> list[tuple[str, str, None]]:
+    """ "Drafts only (``cms_create_draft`` / ``social_create_draft``)": the tools an
+    only-clause names allow, among the tools of their family (the same first word of
+    the name), only themselves: ``(another tool of the family, any tool of it, no
+    time bound)`` for :func:`_forbid`. A call of ``social_publish`` breaks it; tools of
+    other families are not the clause's to judge.
+
+    >>> action, _, _ = _tool_families("create DRAFTS only (cms_create_draft)")[0]
+    >>> [bool(re.search(action, t)) for t in ("cms_publish x", "cms_create_draft x", "bash x")]
+    [True, False, False]
+    """
+    families: dict[str, list[str]] = {}
+    for name in _tool_identifiers(clause):
+        family, _, rest = name.partition("_")
+        if rest and not rest.startswith("_"):
+            families.setdefault(family, []).append(rest)
+    out: list[tuple[str, str, None]] = []
+    for family, rests in families.items():
+        allowed = "|".join(re.escape(r) for r in rests)
+        head = rf"(?i)^(?:[\w.:-]*?__)?{re.escape(family)}_"
+        out.append((rf"{head}(?!(?:{allowed})(?![\w-]))[\w-]", rf"{head}[\w-]", None))
     return out
 
 

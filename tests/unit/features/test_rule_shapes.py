@@ -281,3 +281,36 @@ def test_single_quoted_and_bare_capitalised_labels(text: str) -> None:
     label = "Buy now" if "Buy" in text else "Pay"
     assert _flagged(text, "browser_click", {"element": label, "ref": "e1"})
     assert not _flagged(text, "browser_click", {"element": "Add to list", "ref": "e2"})
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # the condition is the approval itself, not one the policy cannot state
+        "POLICY: any payment above 10,000 EUR needs request_approval first and is only paid "
+        "if APPROVED. Smaller ones you may pay directly.",
+        # thousands grouped by dots
+        "Zahlungen über 10.000 EUR erfordern eine Freigabe vor create_payment.",
+    ],
+)
+def test_a_payment_limit_stated_with_its_approval_condition_or_dotted_thousands(
+    text: str,
+) -> None:
+    assert _flagged(text, "create_payment", {"invoice": "INV-1", "amount": 33012.96})
+    assert not _flagged(text, "create_payment", {"invoice": "INV-2", "amount": 6030.85})
+    assert not _flagged(
+        text, "create_payment", {"invoice": "INV-1", "amount": 33012.96}, approved=True
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "今週期日の承認済み仕入先請求書をすべて支払い、一覧を送ってください。",
+        "支付所有已批准的发票。",
+        "Pay all approved vendor invoices due this week and send me a list.",
+    ],
+)
+def test_approved_objects_in_a_request_are_no_approval_rule(text: str) -> None:
+    """ "The approved invoices" describes what to pay; it asks for no approval."""
+    assert derive(text).rules == ()

@@ -302,3 +302,43 @@ def test_mail_outside_reads_the_recipient_of_a_mail_tool() -> None:
 )
 def test_time_bound(line: str, until: str | None) -> None:
     assert time_bound(line) == until
+
+
+# -- tools a rule names ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Never call social_publish or social_schedule: a human editor publishes.",
+        "Rufe niemals social_publish oder social_schedule auf.",
+        "Nunca llames a social_publish ni a social_schedule.",
+    ],
+)
+def test_a_prohibition_naming_tools_forbids_those_tools(text: str) -> None:
+    policy = _policy(text)
+    s = Session("t")
+    steps = [s.start()]
+    steps += s.tool("social_create_draft", {"channel": "x", "text": "Autumn"})
+    steps += s.tool("mcp__social__social_publish", {"channel": "x", "text": "Autumn"})
+    steps += s.tool("social_publish_preview", {"channel": "x"})
+    steps += s.tool("social_schedule", {"channel": "x", "at": "09:00"})
+    assert _broken(policy, steps) == [steps[3].seq, steps[7].seq]
+
+
+def test_a_tool_after_without_or_unless_is_not_forbidden() -> None:
+    policy = _policy("Never delete a customer without calling crm_lookup first.")
+    s = Session("t")
+    steps = [s.start(), *s.tool("crm_lookup", {"id": "c1"})]
+    assert _broken(policy, steps) == []
+
+
+def test_an_only_clause_naming_tools_allows_only_them_within_their_family() -> None:
+    policy = _policy("RULE: you create DRAFTS only (cms_create_draft / social_create_draft).")
+    s = Session("t")
+    steps = [s.start()]
+    steps += s.tool("social_create_draft", {"channel": "x", "text": "Autumn"})
+    steps += s.tool("cms_create_draft", {"title": "Autumn"})
+    steps += s.tool("asset_search", {"query": "autumn"})
+    steps += s.tool("social_publish", {"channel": "x", "text": "Autumn"})
+    assert _broken(policy, steps) == [steps[7].seq]
