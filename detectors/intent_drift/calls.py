@@ -289,6 +289,109 @@ def note_entities(log: CallLog, ids: list[str], weight: float) -> None:
             remember(log.entities, v, 0.0, MAX_DATA)
 
 
+_THING_RE = re.compile(r"(?<![\w.-])[A-Za-z][\w.-]*[A-Za-z0-9](?![\w.(-])")
+_THING_SHAPE_RE = re.compile(r"\w[_.]\w|-\w*\d")
+"""A name shaped like a thing the work made or used rather than a word: a ``_`` or a
+``.`` inside (``scratch_bi.dupes_0_2``, ``analytics.fct_sessions``), or a ``-`` with a
+digit after it (``job-42705``)."""
+MAX_MADE = 32
+"""Objects of on-task calls :func:`call_objects` keeps per call."""
+
+
+def call_objects(arguments: object) -> list[str]:
+    """The objects a call's argument *values* name (not its keys), lower-cased, 5 to 80
+    characters: names shaped like things (:data:`_THING_RE`) - the tables and records
+    the call works on - at most :data:`MAX_MADE`, the strings of its top level and one
+    level down only (bounded). Not a function called (``now.UTC()``), nor a name with a
+    part of one letter (``x.last``: a program's local plumbing).
+
+    >>> call_objects({"sql": "CREATE TABLE scratch_bi.dupes_0_2 AS SELECT id FROM an.fct_sessions"})
+    ['scratch_bi.dupes_0_2', 'an.fct_sessions']
+    >>> call_objects({"code": "x.last = now.UTC()"})
+    []
+    >>> call_objects({"incident_id": "PB077", "note": "see the runbook"})
+    []
+    """
+    values: list[str] = []
+    items = arguments.values() if isinstance(arguments, Mapping) else [arguments]
+    for v in items:
+        if isinstance(v, str):
+            values.append(v[:4_000])
+        elif isinstance(v, list | tuple):
+            values += (x[:4_000] for x in v[:16] if isinstance(x, str))
+    found: list[str] = []
+    for text in values:
+        for m in _THING_RE.findall(text):
+            name = m.lower()
+            if (
+                5 <= len(name) <= 80
+                and _THING_SHAPE_RE.search(name)
+                and not any(part.isalpha() and len(part) == 1 for part in re.split(r"[_.-]", name))
+                and name not in found
+            ):
+                found.append(name)
+                if len(found) >= MAX_MADE:
+                    return found
+    return found
+
+
+def note_objects(
+    log: CallLog, objects: list[str], weight: float, stretch_open: bool, derived: bool
+) -> None:
+    """The objects an on-task call (``weight`` 0) names are the task's from now on (kept
+    as records an on-task call named, 0, unless a call already named them with a
+    weight): data flow - what the work itself created or used, it may come back to. So
+    are those of a neutral call (``weight`` < 0: a code cell judged on its literals, a
+    query that materialises a table) made outside an off-task stretch, when one of its
+    objects is ``derived`` from the task's (names a goal word, or an object already
+    touched): a table made from the task's table is the work's; one made from elsewhere
+    says nothing."""
+    if weight > 0.0 or (weight < 0.0 and (stretch_open or not derived)):
+        return
+    for v in objects:
+        if v not in log.entities:
+            remember(log.entities, v, 0.0, MAX_DATA)
+
+
+def touched_objects(log: CallLog) -> list[str]:
+    """The objects on-task work touched (:func:`note_objects`, and the records on-task
+    calls and results named by id): the entries of :attr:`CallLog.entities` at weight 0
+    that are shaped like things (:data:`_THING_RE`, whole) - a call on one continues the
+    work that made or used it, wherever its words lead (reading back a scratch table
+    the work created is not a topic of its own).
+
+    >>> log = CallLog()
+    >>> log.entities.update({"scratch_bi.dupes_0_2": 0.0, "m0": 0.0, "pg-x_1": 1.0})
+    >>> touched_objects(log)
+    ['scratch_bi.dupes_0_2']
+    """
+    return [
+        v
+        for v, w in log.entities.items()
+        if w == 0.0
+        and len(v) >= 5
+        and _THING_RE.fullmatch(v) is not None
+        and _THING_SHAPE_RE.search(v) is not None
+    ]
+
+
+def derived_from_task(
+    objects: list[str], touched: Collection[str], known: Callable[[str], bool]
+) -> bool:
+    """Whether one of a call's ``objects`` is the task's: one on-task work touched, or
+    one whose name holds a word of the goal (``known``: ``analytics.fct_sessions`` for
+    a goal about sessions).
+
+    >>> derived_from_task(["scratch.d_1", "analytics.fct_sessions"], (), lambda w: w == "session")
+    True
+    >>> derived_from_task(["snowflake.account_usage"], (), lambda w: w == "session")
+    False
+    """
+    return any(
+        o in touched or any(known(w) for w in tokenize(o, drop=CONTENT_DROP)) for o in objects
+    )
+
+
 def note_judged(log: CallLog, weight: float, paths: set[str]) -> None:
     """The last judged (not neutral) call: its weight and the ``paths`` it named; its
     result is not seen yet."""

@@ -277,6 +277,7 @@ class IntentDrift(Detector):
             topic_share=self.topic_share,
             min_words=self.min_words,
             authored=log.authored,
+            objects=drift_calls.touched_objects(log),
         )
         weight, labels, pending, injected, log.edits = weigh_call(
             step, features, words, scope, drift_stretch.view(stretch, log, self.alarm_weight)
@@ -334,6 +335,19 @@ class IntentDrift(Detector):
                 stretch, sorted(task.rel(p) for p in features.mutation_targets)
             )
         drift_calls.note_call(log, step, action, weight, query)
+        # (a call naming a place is judged by the rules of places: a patch's identifiers
+        # are code, a page's address is its host's)
+        objects = [] if places else drift_calls.call_objects(arguments_value(step.arguments))
+        drift_calls.note_objects(
+            log,
+            objects,
+            weight,
+            bool(stretch.refs),
+            weight < 0
+            and drift_calls.derived_from_task(
+                objects, scope.idents, lambda w: w in task.goal_words or w in task.goal_stems
+            ),
+        )
         if weight < 0:
             # neutral: the work's own tooling (``terraform init``, ``git pull``, a wait);
             # the words it is written with are the task's vocabulary from now on
