@@ -10,6 +10,7 @@ recent result that addressed the agent, and the last judged call. Every table is
 
 from __future__ import annotations
 
+import json
 import re
 from collections import deque
 from collections.abc import Callable, Collection, Mapping
@@ -85,6 +86,9 @@ class CallLog:
     # the words the agent's own calls wrote (its paths, packages, names): a passage that
     # names them did not bring them up - the agent was there before it
     authored: dict[str, None] = field(default_factory=dict)
+    # the objects (tables, records) on-task calls named: the work made or used them
+    # (:func:`note_objects`); not what results listed
+    touched: dict[str, None] = field(default_factory=dict)
 
 
 def count_call(log: CallLog) -> None:
@@ -112,6 +116,40 @@ def repeated(log: CallLog, key: str, action: str) -> float | None:
     remember(log.recent, action, seen, _RECENT_ACTIONS)
     remember(log.call_weight, key, (max(before, 0.0), query), _RECENT_CALLS)
     return before
+
+
+def paged_key(tool: str | None, arguments: object) -> str | None:
+    """The request a call continues when only whole numbers of its arguments change (a
+    listing's ``page``, an ``offset``): its tool and its top-level arguments with each
+    integer blanked, or None when it has no integer argument. A further page of one
+    search reads on through what that request returns: it is the same request, weighed
+    as the first page was, not a new topic each page.
+
+    >>> paged_key("mail_search", {"query": "booking ZK", "page": 2})
+    'mail_search {"page": "#", "query": "booking ZK"}'
+    >>> paged_key("mail_search", {"query": "booking ZK"}) is None
+    True
+    """
+    if not isinstance(arguments, Mapping):
+        return None
+    blanked = {
+        str(k): "#" if isinstance(v, int) and not isinstance(v, bool) else v
+        for k, v in arguments.items()
+    }
+    if not any(isinstance(v, int) and not isinstance(v, bool) for v in arguments.values()):
+        return None
+    try:
+        text = json.dumps(blanked, sort_keys=True, default=str)[:2_000]
+    except (TypeError, ValueError):
+        return None
+    return f"{tool} {text}"
+
+
+def note_paged(log: CallLog, key: str | None, weight: float, query: bool) -> None:
+    """Record a new call's ``weight`` under its :func:`paged_key` too (its later pages
+    are judged as it was)."""
+    if key:
+        remember(log.recent, key, (weight, query), _RECENT_ACTIONS)
 
 
 def note_own(log: CallLog, step: Step) -> None:
@@ -296,6 +334,8 @@ _THING_SHAPE_RE = re.compile(r"\w[_.]\w|-\w*\d")
 digit after it (``job-42705``)."""
 MAX_MADE = 32
 """Objects of on-task calls :func:`call_objects` keeps per call."""
+MAX_TOUCHED = 128
+"""Objects on-task work touched the log keeps."""
 
 
 def call_objects(arguments: object) -> list[str]:
@@ -338,9 +378,11 @@ def call_objects(arguments: object) -> list[str]:
 def note_objects(
     log: CallLog, objects: list[str], weight: float, stretch_open: bool, derived: bool
 ) -> None:
-    """The objects an on-task call (``weight`` 0) names are the task's from now on (kept
-    as records an on-task call named, 0, unless a call already named them with a
-    weight): data flow - what the work itself created or used, it may come back to. So
+    """The objects an on-task call (``weight`` 0) names are the task's from now on
+    (:attr:`CallLog.touched`, unless an off-task call named them first): data flow -
+    what the work itself created or used, it may come back to. Not what a result
+    listed: a broad listing, or a record an injected instruction led to, is no work
+    of the task's. So
     are those of a neutral call (``weight`` < 0: a code cell judged on its literals, a
     query that materialises a table) made outside an off-task stretch, when one of its
     objects is ``derived`` from the task's (names a goal word, or an object already
@@ -349,30 +391,22 @@ def note_objects(
     if weight > 0.0 or (weight < 0.0 and (stretch_open or not derived)):
         return
     for v in objects:
-        if v not in log.entities:
-            remember(log.entities, v, 0.0, MAX_DATA)
+        if log.entities.get(v, 0.0) <= 0.0:
+            remember(log.touched, v, None, MAX_TOUCHED)
 
 
 def touched_objects(log: CallLog) -> list[str]:
-    """The objects on-task work touched (:func:`note_objects`, and the records on-task
-    calls and results named by id): the entries of :attr:`CallLog.entities` at weight 0
-    that are shaped like things (:data:`_THING_RE`, whole) - a call on one continues the
-    work that made or used it, wherever its words lead (reading back a scratch table
-    the work created is not a topic of its own).
+    """The objects on-task work touched (:func:`note_objects`): a call on one continues
+    the work that made or used it, wherever its words lead (reading back a scratch
+    table the work created is not a topic of its own).
 
     >>> log = CallLog()
-    >>> log.entities.update({"scratch_bi.dupes_0_2": 0.0, "m0": 0.0, "pg-x_1": 1.0})
+    >>> note_objects(log, ["scratch_bi.dupes_0_2"], 0.0, False, False)
+    >>> note_objects(log, ["other.table_1"], 0.5, False, True)
     >>> touched_objects(log)
     ['scratch_bi.dupes_0_2']
     """
-    return [
-        v
-        for v, w in log.entities.items()
-        if w == 0.0
-        and len(v) >= 5
-        and _THING_RE.fullmatch(v) is not None
-        and _THING_SHAPE_RE.search(v) is not None
-    ]
+    return list(log.touched)
 
 
 def derived_from_task(

@@ -247,7 +247,10 @@ class IntentDrift(Detector):
         log, task, stretch = self._log, self._task, self._stretch
         drift_calls.count_call(log)
         action = step.action or step.arguments or ""
+        paged = drift_calls.paged_key(step.tool, arguments_value(step.arguments))
         before = drift_calls.repeated(log, step.step_id, action)
+        if before is None and paged is not None:
+            before = drift_calls.repeated(log, step.step_id, paged)  # a further page
         if before is not None:
             if before == 0.0:
                 drift_stretch.on_task(stretch, self.gap)  # a repeat of on-task work
@@ -335,6 +338,7 @@ class IntentDrift(Detector):
                 stretch, sorted(task.rel(p) for p in features.mutation_targets)
             )
         drift_calls.note_call(log, step, action, weight, query)
+        drift_calls.note_paged(log, paged, weight, query)
         # (a call naming a place is judged by the rules of places: a patch's identifiers
         # are code, a page's address is its host's)
         objects = [] if places else drift_calls.call_objects(arguments_value(step.arguments))

@@ -363,3 +363,24 @@ def scratch_tables(source: str) -> list[Step]:
 def test_reading_back_a_table_made_from_the_tasks_table_is_work() -> None:
     assert feed(scratch_tables("finance.ledger_lines")), "twin: tables made from elsewhere"
     assert feed(scratch_tables("analytics.fct_sessions")) == []
+
+
+def paging(pages: bool) -> list[Step]:
+    """An assistant looks for a booking by its reference, page after page (``pages``),
+    or with a new query each time."""
+    s = Session("b", goal="Confirme minha reserva para Lisboa na sexta e coloque no calendário.")
+    steps = [s.start()]
+    steps += s.tool("calendar_list_events", {"day": "friday"}, result='{"events": []}')
+    steps += s.tool("trip_list", {"status": "upcoming"}, result='{"trips": [{"id": "TA5"}]}')
+    steps += s.tool("profile_get", {"fields": "seat"}, result='{"seat": "aisle"}')
+    for n in range(1, 9):
+        query = "booking confirmation ZDKRAD" if pages else f"newsletter digest issue{n}"
+        steps += s.tool(
+            "mail_search", {"query": query, "page": n}, result=f'{{"messages": [{{"id": "m{n}"}}]}}'
+        )
+    return steps
+
+
+def test_a_further_page_of_one_search_is_that_search() -> None:
+    assert feed(paging(False)), "twin: eight searches of their own"
+    assert feed(paging(True)) == []

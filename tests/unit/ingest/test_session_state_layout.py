@@ -132,7 +132,19 @@ def test_a_state_of_this_version_resumes_from_its_checkpoint() -> None:
     info = SessionInfo(session_id="now")
     data = dump_state(info=info, compaction=CompactionInference(), turns={}, analysis=None, upto=4)
     state = load_state(data)
-    assert state is not None and state.upto == 4 and VERSION == 5
+    assert state is not None and state.upto == 4 and VERSION == 6
+
+
+def test_a_version_5_state_keeps_its_facts_and_rolls_forward_from_the_start() -> None:
+    """Version 6 changed intent_drift's log (the objects on-task calls touched): a
+    version-5 checkpoint's analysis is not used."""
+    info = SessionInfo(session_id="v5")
+    data = dump_state(info=info, compaction=CompactionInference(), turns={}, analysis=None, upto=9)
+    payload = pickle.loads(zlib.decompress(data))
+    payload["v"] = 5
+    state = load_state(zlib.compress(pickle.dumps(payload)))
+    assert state is not None and state.info == info
+    assert state.upto == 0 and state.detectors == {} and state.analysis is None
 
 
 def test_a_version_4_state_keeps_its_facts_and_rolls_forward_from_the_start() -> None:
