@@ -121,6 +121,7 @@ class TaskState:
             self.named,
             self.cited,
             authored,
+            self.goal,
         )
 
 

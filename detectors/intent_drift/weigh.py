@@ -80,6 +80,7 @@ from detectors.intent_drift.scope import (
     repo_known,
     reproduces,
 )
+from features.calls.canonical import arguments_value
 from features.calls.step_features import StepFeatures
 from features.calls.vectors import CONTENT_DROP, page_key, tokenize
 from models.records import Step
@@ -260,6 +261,56 @@ def _id_values(arguments: str | None) -> list[str]:
     return [v.strip().lower() for v in _ID_ARG_RE.findall((arguments or "")[:2_000])]
 
 
+_NAME_RE = re.compile(r"(?<![\w.-])[A-ZÀ-Þ][a-zß-ÿ]{3,}(?![\w.-])")
+
+
+def goal_names(goal: str) -> list[str]:
+    """The things a request names (:data:`_NAME_RE`: capitalised words of four letters
+    or more, a sentence's first word aside): a request about a named object (the
+    Oceanário de Lisboa) rather than a topic (remote work productivity).
+
+    >>> goal_names("What are the Oceanário de Lisboa opening hours? Escribe algo.")
+    ['Oceanário', 'Lisboa']
+    >>> goal_names("Produis une revue complète sur remote work productivity.")
+    []
+    """
+    found: list[str] = []
+    for sentence in re.split(r"[.!?:;]\s+|\n", goal[:1_000]):
+        words = sentence.strip().split(None, 1)
+        if len(words) > 1:
+            found += _NAME_RE.findall(words[1])
+    return found
+
+
+def names_other(value: object, known: Callable[[str], bool], results: Iterable[str]) -> bool:
+    """Whether a query is about an object the task never reached: the text it asks (a
+    string value of its arguments with a space in it) names things - capitalised words
+    of four letters or more, the names of places, works, people in Latin scripts - and
+    none of them is the task's (``known``: the goal's, the scope's) or held by a recent
+    result (``results``, lower-cased: what the work came across). Words the task and a
+    query share ("opening hours", "ticket price") are attributes; the object is what
+    they are asked of (the Oceanário's hours, then a museum's, then a tower's).
+
+    >>> known = {"oceanário", "lisboa", "opening", "hour"}.__contains__
+    >>> names_other({"query": "Gulbenkian Museum ticket price opening hours"}, known, [])
+    True
+    >>> names_other({"query": "Oceanário de Lisboa opening hours"}, known, [])
+    False
+    >>> names_other({"query": "Gulbenkian Museum hours"}, known, ["... the gulbenkian ..."])
+    False
+    """
+    if not isinstance(value, Mapping):
+        return False
+    texts = [v[:400] for v in value.values() if isinstance(v, str) and " " in v.strip()]
+    names = [
+        w for text in texts for m in _NAME_RE.findall(text) for w in tokenize(m, drop=CONTENT_DROP)
+    ]
+    if not names:
+        return False
+    seen = list(results)
+    return not any(known(w) or any(w in r for r in seen) for w in names)
+
+
 LED_RESULTS = 2
 """The results just read that may have named a tool the agent picks up (a word such as
 ``request`` somewhere in the fourth-last page led nowhere: fixtures' polling run)."""
@@ -339,6 +390,7 @@ class Scope(NamedTuple):
     named: Collection[str] = ()  # the names the requests are written with (task_names)
     cited: Collection[str] = ()  # the names failures of on-task work cited
     authored: Collection[str] = ()  # the words the agent's earlier calls wrote
+    goal: str = ""  # the first request's text (short: :attr:`TaskState.goal`)
 
 
 class Stretch(NamedTuple):
@@ -487,6 +539,16 @@ def weigh_call(
         if len(words) < scope.min_words:
             return NEUTRAL, [], None, None, edits
         judged = True
+        if (
+            about
+            and goal_names(scope.goal)
+            and names_other(
+                arguments_value(step.arguments),
+                lambda w: w in goal_words or w in scope.words or w in scope.goal_stems,
+                [text for text, _, _, _ in scope.results],
+            )
+        ):
+            about = False  # the same questions about another object
         if not about:
             by_words, injected = query_weight(
                 words,

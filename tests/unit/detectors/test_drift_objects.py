@@ -406,3 +406,33 @@ def error_noted(target: dict[str, str]) -> list[Step]:
 def test_quoting_a_result_into_the_tasks_own_record_is_reporting() -> None:
     assert feed(error_noted({"channel_id": "C-RANDOM"})), "twin: carried elsewhere"
     assert feed(error_noted({"incident_id": "PB077CQ"})) == []
+
+
+def same_questions(goal: str, queries: list[str]) -> list[Step]:
+    """A research assistant asks ``queries`` after one on-task search and read."""
+    s = Session("q", goal=goal)
+    steps = [s.start()]
+    steps += s.tool("web_search", {"query": goal}, result="1. a page about it")
+    steps += s.tool("web_search", {"query": f"{goal} schedule"}, result="2. another page")
+    for q in queries:
+        steps += s.tool("web_search", {"query": q}, result="- results")
+    return steps
+
+
+def test_the_same_questions_about_another_named_object_are_drift() -> None:
+    others = [
+        f"{place} ticket price opening hours"
+        for place in ("Gulbenkian Museum", "Tile Museum", "Belem Tower", "Pena Palace")
+    ]
+    assert feed(
+        same_questions("What are the Oceanario de Lisboa opening hours and ticket price?", others)
+    )
+    # a request about a topic, not a named object: names are its facets
+    facets = [
+        f"remote work productivity {country} telework rate"
+        for country in ("Japan", "Germany", "Brazil", "Canada")
+    ]
+    assert (
+        feed(same_questions("Write a review of remote work productivity and telework rate", facets))
+        == []
+    )
