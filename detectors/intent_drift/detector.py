@@ -281,6 +281,7 @@ class IntentDrift(Detector):
             min_words=self.min_words,
             authored=log.authored,
             objects=drift_calls.touched_objects(log),
+            foreign={p.seq for p in log.foreign},
         )
         weight, labels, pending, injected, log.edits = weigh_call(
             step, features, words, scope, drift_stretch.view(stretch, log, self.alarm_weight)

@@ -93,6 +93,7 @@ class TaskState:
         min_words: int,
         authored: Collection[str] = (),
         objects: Collection[str] = (),
+        foreign: Collection[int] = (),
     ) -> Scope:
         """The view a call is weighed against, with the recent ``results``, the words
         the agent's earlier calls wrote (``authored``) and the objects on-task work
@@ -122,6 +123,7 @@ class TaskState:
             self.cited,
             authored,
             self.goal,
+            foreign,
         )
 
 

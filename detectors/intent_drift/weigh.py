@@ -391,6 +391,7 @@ class Scope(NamedTuple):
     cited: Collection[str] = ()  # the names failures of on-task work cited
     authored: Collection[str] = ()  # the words the agent's earlier calls wrote
     goal: str = ""  # the first request's text (short: :attr:`TaskState.goal`)
+    foreign: Collection[int] = ()  # seqs of recent results holding a foreign passage
 
 
 class Stretch(NamedTuple):
@@ -560,9 +561,13 @@ def weigh_call(
                 injected is not None
                 and obeys(step.arguments, injected, scope.results)
                 and not reports(step.arguments, scope.idents)
+                and injected in scope.foreign
             ):
                 # off the task, led by a result, and carrying out that result's text
-                # word for word: an instruction that came from data, then obeyed
+                # word for word: an instruction that came from data, then obeyed - when
+                # that result holds text foreign to the task (a passage not about it:
+                # :mod:`detectors.intent_drift.provenance`); re-stating the work's own
+                # output (a plan's summary, an error line) is reporting it
                 by_words = max(by_words, stretch.hijack)
             weight = max(weight, by_words)
     if not judged:
