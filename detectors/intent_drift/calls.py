@@ -89,6 +89,10 @@ class CallLog:
     # the objects (tables, records) on-task calls named: the work made or used them
     # (:func:`note_objects`); not what results listed
     touched: dict[str, None] = field(default_factory=dict)
+    # the records recent calls named by id (step id and call id -> ids), and the records
+    # whose read returned a foreign passage (:func:`note_carrier`)
+    call_ids: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    carriers: dict[str, None] = field(default_factory=dict)
 
 
 def count_call(log: CallLog) -> None:
@@ -426,6 +430,41 @@ def derived_from_task(
     )
 
 
+MAX_CARRIERS = 16
+"""Records that carried a foreign passage the log keeps."""
+
+
+def note_call_ids(log: CallLog, step: Step, ids: list[str]) -> None:
+    """The records a call names by id (:func:`id_values`), kept for its result."""
+    if ids:
+        for key in (step.step_id, step.call_id):
+            if key:
+                remember(log.call_ids, key, tuple(ids[:4]), _RECENT_CALLS)
+
+
+def note_carrier(log: CallLog, key: str, found: bool) -> None:
+    """When the result of the call ``key`` holds a foreign passage (``found``), the
+    records that call read by id carried it (a document, a message)."""
+    if found:
+        for v in log.call_ids.get(key, ()):
+            remember(log.carriers, v, None, MAX_CARRIERS)
+
+
+def handles_carrier(log: CallLog, ids: list[str]) -> bool:
+    """Whether a call acts only on records that carried a foreign passage, by the ids
+    the agent read them with: it handles the document (flags, reports, quarantines
+    it), it does not obey what the document says - obeying acts on what the passage
+    names (another vendor, an account, a host), and is judged as ever.
+
+    >>> log = CallLog()
+    >>> log.call_ids["c1"] = ("quote-v-1388.pdf",)
+    >>> note_carrier(log, "c1", True)
+    >>> handles_carrier(log, ["quote-v-1388.pdf"]), handles_carrier(log, ["v-1769"])
+    (True, False)
+    """
+    return bool(ids) and all(v in log.carriers for v in ids)
+
+
 def note_judged(log: CallLog, weight: float, paths: set[str]) -> None:
     """The last judged (not neutral) call: its weight and the ``paths`` it named; its
     result is not seen yet."""
@@ -454,16 +493,15 @@ def read_result(
     weight, query = log.call_weight.get(key, (0.0, False))
     # judged against the task as it stood before this result (a page the task points
     # to widens it with its own words below)
-    log.foreign.extend(
-        foreign_passages(
-            step.result[:result_chars],
-            step.seq,
-            # the agent's own words too: what it named before the passage, the passage
-            # did not bring up
-            lambda w: w in log.authored or known(w, task.goal_words, task.words, task.goal_stems),
-            share,
-        )
+    passages = foreign_passages(
+        step.result[:result_chars],
+        step.seq,
+        # the agent's own words too: what it named before the passage, the passage
+        # did not bring up
+        lambda w: w in log.authored or known(w, task.goal_words, task.words, task.goal_stems),
+        share,
     )
+    log.foreign.extend(passages)
     if key and key in log.own_calls:
         # the page the task points to by its address (a to-do list) is the task's own
         # text: what it asks for is delegated - its words are in scope, and the tools
@@ -475,6 +513,7 @@ def read_result(
                 remember(log.delegated, w, None, MAX_DELEGATED)
     paths, hosts, pages = features.result_links(result_chars)
     instructs = features.instructs_agent(result_chars)
+    note_carrier(log, key, bool(passages) or instructs)  # what was planted, and where
     if instructs:
         log.instructed, log.since_instructed = step.seq, 0
     # a neutral call's result (a test run, a build: the work's own tools) reaches what

@@ -64,7 +64,7 @@ from detectors.intent_drift.reasons import step_ref
 from detectors.intent_drift.scope import DEFAULT_NEUTRAL_HOSTS, known, names_entity
 from detectors.intent_drift.stretch import StretchState
 from detectors.intent_drift.task import TaskState
-from detectors.intent_drift.weigh import tool_led, weigh_call
+from detectors.intent_drift.weigh import NEUTRAL, tool_led, weigh_call
 from detectors.registry import register
 from features.calls.canonical import arguments_value
 from features.calls.step_features import StepFeatures, features_of
@@ -247,6 +247,8 @@ class IntentDrift(Detector):
         log, task, stretch = self._log, self._task, self._stretch
         drift_calls.count_call(log)
         action = step.action or step.arguments or ""
+        ids = drift_calls.id_values(arguments_value(step.arguments))
+        drift_calls.note_call_ids(log, step, ids)
         paged = drift_calls.paged_key(step.tool, arguments_value(step.arguments))
         before = drift_calls.repeated(log, step.step_id, action)
         if before is None and paged is not None:
@@ -312,13 +314,20 @@ class IntentDrift(Detector):
             )
         # a record named by id that nothing on-task reached (another page, another
         # customer's order): the agent acts on an object the task never touched
-        ids = drift_calls.id_values(arguments_value(step.arguments))
         if ids and weight >= 0.0:
             by_entity = drift_calls.entity_weight(
                 log, ids, lambda w: known(w, task.goal_words, task.words, task.goal_stems)
             )
             if by_entity > weight:
                 weight, labels = by_entity, [*labels, *ids[:2]]
+        if (
+            weight > 0
+            and not (terms.hosts or terms.repos)
+            and drift_calls.handles_carrier(log, ids)
+        ):
+            # the document that carried a planted passage, by the id it was read with:
+            # reporting or flagging it is about the document, not doing what it says
+            weight, labels, pending, injected = NEUTRAL, [], None, None
         query = not (terms.paths or terms.hosts or terms.repos)
         if weight > 0 and not log.informed and log.calls <= self.warmup_calls:
             # before any tool result, only the task can have led the agent here: its

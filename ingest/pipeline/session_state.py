@@ -50,7 +50,8 @@ state of an earlier version keeps its session facts and drops its analysis: the 
 is rolled forward from its first stored step (:func:`load_state`), which gives the
 analysis a checkpoint of this version would have held - the analysis of a step is a
 pure function of the steps stored. Version 6: intent_drift's log gained the objects
-on-task calls touched. Version 5: runaway_loop's records gained what a
+on-task calls touched, the ids recent calls named and the records that carried a
+planted passage. Version 5: runaway_loop's records gained what a
 repeat ran and whether its failure was news, intent_drift's log the foreign passages and
 the agent's own words, duplicate_side_effect the effects a predecessor completed.
 Version 4: the modules moved
