@@ -473,6 +473,22 @@ def note_judged(log: CallLog, weight: float, paths: set[str]) -> None:
     log.last_paths = paths
 
 
+def findings_weight(weight: float, stretch_open: bool) -> float:
+    """The weight what a result names or cites inherits from its call (of ``weight``):
+    an on-task call's, or a neutral one's (a test run, a build) while no off-task
+    stretch is open, are the task's (0); a neutral call's run during the agent's own
+    detour reports on that detour (0.5, own initiative): the tests failing after it
+    upgraded every dependency cite modules the detour broke, not ones the task must
+    change; an off-task call's keep its weight.
+
+    >>> findings_weight(0.0, True), findings_weight(-1.0, False), findings_weight(-1.0, True)
+    (0.0, 0.0, 0.5)
+    """
+    if weight < 0.0:
+        return 0.5 if stretch_open else 0.0
+    return weight
+
+
 def read_result(
     log: CallLog,
     task: TaskState,
@@ -480,6 +496,7 @@ def read_result(
     features: StepFeatures,
     result_chars: int,
     share: float = 0.34,
+    stretch_open: bool = False,
 ) -> None:
     """A tool result: the links it lists reach ``task`` with its call's weight
     (:func:`detectors.intent_drift.task.learn_links`), whether it addresses the agent is
@@ -521,8 +538,9 @@ def read_result(
     # a domain the text names outside its links (an address, a file named after its
     # sender) is as reached as a linked host
     hosts = (*hosts, *named_domains(step.result[:result_chars]))
-    learn_links(task, max(weight, 0.0), paths, hosts, pages, log.last_paths)
-    if weight <= 0.0 and (step.status == "error" or step.error):
+    found = findings_weight(weight, stretch_open)
+    learn_links(task, found, paths, hosts, pages, log.last_paths)
+    if found == 0.0 and (step.status == "error" or step.error):
         learn_failure(task, step.result)  # what a failing test run cites must change
     if weight <= 0.0 and not instructs:
         text = step.result[:result_chars]

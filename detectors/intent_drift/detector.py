@@ -205,6 +205,7 @@ class IntentDrift(Detector):
                 features_of(step),
                 self.result_chars,
                 self.topic_share,
+                stretch_open=bool(self._stretch.refs),
             )
             drift_answer.note_result(self._answer, step)
         elif kind == StepKind.START:
