@@ -53,9 +53,10 @@ from __future__ import annotations
 
 import inspect
 from abc import ABC, abstractmethod
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
+from itertools import islice
 from typing import Any, ClassVar, Self
 
 from detectors.state_copy import deepcopy
@@ -254,3 +255,22 @@ def remember(table: dict[Any, Any], key: Hashable, value: Any, cap: int) -> None
     table[key] = value
     while len(table) > cap:
         del table[next(iter(table))]
+
+
+def remember_all(table: dict[Any, Any], keys: Iterable[Hashable], value: Any, cap: int) -> None:
+    """:func:`remember` each of ``keys`` in turn with ``value``, the table trimmed once at
+    the end: the same table, key for key and in the same order (a bounded table keeps
+    the ``cap`` keys touched last, oldest first, however often it is trimmed on the way),
+    without a call and a trim a key.
+
+    >>> t = {"a": None, "b": None}; remember_all(t, ["c", "a", "d", "c"], None, 3); t
+    {'a': None, 'd': None, 'c': None}
+    """
+    pop = table.pop
+    for key in keys:
+        pop(key, None)
+        table[key] = value
+    excess = len(table) - cap
+    if excess > 0:
+        for key in list(islice(table, excess)):
+            del table[key]

@@ -409,5 +409,6 @@ _FAMILY = {
     "forbidden_tools": "tool call",
     "forbidden_write_paths": "write",
     "egress": "egress",
+    "network_scope": "network target",
 }
 """What a prohibition's precondition is, for reasons ("kept in 12 clean writes")."""

@@ -57,7 +57,6 @@ from detectors.early_quit.work import (
     open_items,
 )
 from detectors.registry import register
-from features.calls.canonical import arguments_value
 from features.calls.plans import open_plan_items
 from features.calls.step_features import features_of
 from features.session.windows import context_window
@@ -166,11 +165,12 @@ class EarlyQuit(Detector):
         self._final = StepRef.of(step) if step.text else None
 
     def _tool_call(self, step: Step) -> None:
-        view = features_of(step).view
+        features = features_of(step)
+        view = features.view
         if hands_off(step.tool):
             self._wrapup = (StepRef.of(step), f"handed the work off (`{step.tool}`)", 0)
             return
-        args = arguments_value(step.arguments)
+        args = features.arguments_value
         plan = open_plan_items(args)
         if plan is not None:
             self._plan = (StepRef.of(step), plan)

@@ -57,6 +57,10 @@ class AddressLedger:
     # passages results showed -> (seq, the repository outside the task they came from)
     passages: dict[str, tuple[int, str | None]] = field(default_factory=dict)
     call_source: dict[str, str] = field(default_factory=dict)  # step id -> owner/name
+    # recent calls that fetched from a host the task does not name: step id -> host;
+    # the distinctive values their results showed -> (seq, host)
+    fetch_calls: dict[str, str] = field(default_factory=dict)
+    fetched: dict[str, tuple[int, str]] = field(default_factory=dict)
 
 
 def taint(

@@ -58,6 +58,18 @@ def verbs_of(recent: RecentCalls, result: Step) -> tuple[str, str | None]:
     return "", None
 
 
+def call_step_id(recent: RecentCalls, result: Step) -> str | None:
+    """The step id of the recent call ``result`` answers (by its parent step, else its
+    call id), or None."""
+    if result.parent_step_id in recent.calls:
+        return result.parent_step_id
+    if result.call_id:
+        for step_id, (_, _, known_id) in recent.calls.items():
+            if known_id == result.call_id:
+                return step_id
+    return None
+
+
 def precursor(recent: RecentCalls, step: Step, bench_words: Iterable[str] = ()) -> None:
     """``step`` is a precursor (once); ``bench_words``, the benchmark terms it searched."""
     if all(p.step_id != step.step_id for p in recent.precursors):

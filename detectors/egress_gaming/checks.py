@@ -76,7 +76,15 @@ def goal_identifiers(goal: str) -> tuple[str, ...]:
 
 
 def _names(text: str, identifiers: tuple[str, ...]) -> bool:
-    return any(re.search(rf"(?<![a-z0-9_]){re.escape(i)}(?![a-z0-9_])", text) for i in identifiers)
+    """Whether ``text`` names one of ``identifiers`` as a whole name (no letter, digit or
+    ``_`` on either side); the pattern is tried only where the identifier occurs."""
+    return any(i in text and _name_re(i).search(text) for i in identifiers)
+
+
+@lru_cache(maxsize=256)
+def _name_re(identifier: str) -> re.Pattern[str]:
+    """The pattern of ``identifier`` as a whole name (:func:`_names`), compiled once."""
+    return re.compile(rf"(?<![a-z0-9_]){re.escape(identifier)}(?![a-z0-9_])")
 
 
 def _path(args: dict[str, Any]) -> str | None:

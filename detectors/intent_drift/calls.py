@@ -16,7 +16,7 @@ from collections import deque
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 
-from detectors.base import remember
+from detectors.base import remember, remember_all
 from detectors.intent_drift.provenance import FOREIGN_PASSAGES, Passage, foreign_passages
 from detectors.intent_drift.scope import MAX_WORD_CHARS, known, named_domains
 from detectors.intent_drift.task import MAX_WORDS, TaskState, learn_failure, learn_links
@@ -106,8 +106,8 @@ def count_call(log: CallLog) -> None:
 def note_authored(log: CallLog, arguments: str | None) -> None:
     """The words of a judged call's ``arguments`` (their first :data:`AUTHORED_CHARS`)
     are the agent's own from now on."""
-    for w in tokenize((arguments or "")[:AUTHORED_CHARS], drop=CONTENT_DROP):
-        remember(log.authored, w, None, MAX_AUTHORED)
+    words = tokenize((arguments or "")[:AUTHORED_CHARS], drop=CONTENT_DROP)
+    remember_all(log.authored, words, None, MAX_AUTHORED)
 
 
 def repeated(log: CallLog, key: str, action: str) -> float | None:
@@ -544,18 +544,16 @@ def read_result(
         learn_failure(task, step.result)  # what a failing test run cites must change
     if weight <= 0.0 and not instructs:
         text = step.result[:result_chars]
-        for w in value_words(text):
-            remember(log.data, w, None, MAX_DATA)
-        for v in _ID_VALUE_RE.findall(text):
-            remember(log.entities, v.strip().lower(), 0.0, MAX_DATA)
+        remember_all(log.data, value_words(text), None, MAX_DATA)
+        ids = _ID_VALUE_RE.findall(text)
+        remember_all(log.entities, [v.strip().lower() for v in ids], 0.0, MAX_DATA)
         if (key and key in log.page_call) or (
             query and log.page and family(step.tool) == log.page_family
         ):
             # the page an on-task navigation reached, or what a UI action on it showed
             # (a call naming nothing: ``query``)
-            for w in tokenize(text, drop=CONTENT_DROP):
-                if len(w) <= MAX_WORD_CHARS:
-                    remember(log.page, w, None, MAX_DATA)
+            words = tokenize(text, drop=CONTENT_DROP)
+            remember_all(log.page, [w for w in words if len(w) <= MAX_WORD_CHARS], None, MAX_DATA)
     elif key and key in log.page_call:
         log.page.clear()  # an off-task page: its elements are not the task's
     hits = query_hits(query, weight, instructs, pages, paths)

@@ -66,7 +66,6 @@ from detectors.intent_drift.stretch import StretchState
 from detectors.intent_drift.task import TaskState
 from detectors.intent_drift.weigh import NEUTRAL, tool_led, weigh_call
 from detectors.registry import register
-from features.calls.canonical import arguments_value
 from features.calls.step_features import StepFeatures, features_of
 from features.session.completion import final_answer_tool
 from features.text.hosts import host_of
@@ -248,9 +247,10 @@ class IntentDrift(Detector):
         log, task, stretch = self._log, self._task, self._stretch
         drift_calls.count_call(log)
         action = step.action or step.arguments or ""
-        ids = drift_calls.id_values(arguments_value(step.arguments))
+        features = features_of(step)
+        ids = drift_calls.id_values(features.arguments_value)
         drift_calls.note_call_ids(log, step, ids)
-        paged = drift_calls.paged_key(step.tool, arguments_value(step.arguments))
+        paged = drift_calls.paged_key(step.tool, features.arguments_value)
         before = drift_calls.repeated(log, step.step_id, action)
         if before is None and paged is not None:
             before = drift_calls.repeated(log, step.step_id, paged)  # a further page
@@ -258,10 +258,9 @@ class IntentDrift(Detector):
             if before == 0.0:
                 drift_stretch.on_task(stretch, self.gap)  # a repeat of on-task work
             return []  # else polling, retries: loops are another detector's business
-        features = features_of(step)
         terms = features.terms
         if not task.workspace and log.calls <= OPENING_CALLS:
-            value = arguments_value(step.arguments)
+            value = features.arguments_value
             drift_task.find_workspace(
                 task, value if isinstance(value, Mapping) else None, terms.paths
             )
@@ -304,7 +303,7 @@ class IntentDrift(Detector):
             ),
         )
         # (a call with no arguments - a snapshot, a refresh - acts on nothing a result named)
-        if led is not None and weight != 0.0 and (weight > 0 or arguments_value(step.arguments)):
+        if led is not None and weight != 0.0 and (weight > 0 or features.arguments_value):
             # a capability only a result named (the README that says "fork this
             # repository"), used for something the task's objects do not hold
             weight, injected = max(weight, 1.0), injected if injected is not None else led
@@ -352,7 +351,7 @@ class IntentDrift(Detector):
         drift_calls.note_paged(log, paged, weight, query)
         # (a call naming a place is judged by the rules of places: a patch's identifiers
         # are code, a page's address is its host's)
-        objects = [] if places else drift_calls.call_objects(arguments_value(step.arguments))
+        objects = [] if places else drift_calls.call_objects(features.arguments_value)
         drift_calls.note_objects(
             log,
             objects,
@@ -447,7 +446,7 @@ class IntentDrift(Detector):
             # goal's own words are left out
             scope: Collection[str] = () if led is not None else task.words
             by_words = drift_provenance.carried_words(
-                drift_provenance.value_words(arguments_value(step.arguments)),
+                drift_provenance.value_words(features.arguments_value),
                 log.foreign,
                 lambda w: known(w, task.goal_words, scope, task.goal_stems),
                 least=2 if led is not None else CARRIED_WORDS,

@@ -104,7 +104,9 @@ def prose(segment: str) -> bool:
     False
     """
     parts = segment.split()
-    words = sum(1 for p in parts if _WORD_RE.fullmatch(p))
+    if len(parts) < MIN_PROSE_WORDS:
+        return False  # too few parts to hold enough words
+    words = len(list(filter(_WORD_RE.fullmatch, parts)))  # the parts that are words, in C
     return words >= MIN_PROSE_WORDS and 3 * words >= 2 * len(parts)
 
 

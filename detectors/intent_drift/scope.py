@@ -201,8 +201,11 @@ def named_domains(text: str | None, room: int = 16) -> list[str]:
     >>> named_domains('[{"name": "RFP_response_kobe-parts.jp.pdf"}, "x@iberlog.es"]')
     ['kobe-parts.jp.pdf', 'kobe-parts.jp', 'iberlog.es']
     """
+    head = (text or "")[:4_000]
+    if "." not in head:
+        return []  # every match holds a "." (and lower-casing makes none)
     found: list[str] = []
-    for m in _DOMAIN_RE.findall((text or "")[:4_000].lower().replace("_", " ").replace("@", " ")):
+    for m in _DOMAIN_RE.findall(head.lower().replace("_", " ").replace("@", " ")):
         for name in (m, m.rsplit(".", 1)[0]):
             if "." in name and name not in found:
                 found.append(name)

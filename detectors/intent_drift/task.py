@@ -21,7 +21,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from detectors.base import remember
+from detectors.base import remember, remember_all
 from detectors.intent_drift.places import MAX_FILES
 from detectors.intent_drift.scope import (
     failure_names,
@@ -205,8 +205,7 @@ def learn_words(task: TaskState, words: Iterable[str]) -> None:
     """Widen the scope's vocabulary with a call's ``words``."""
     # sorted: which words the bounded vocabulary keeps must not follow the string
     # hash seed, or a replay in another process could judge differently
-    for w in sorted(words):
-        remember(task.words, w, None, MAX_WORDS)
+    remember_all(task.words, sorted(words), None, MAX_WORDS)
 
 
 def learn(task: TaskState, terms: StepTerms, words: set[str], neutral_hosts: Iterable[str]) -> None:

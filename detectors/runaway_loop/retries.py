@@ -32,6 +32,7 @@ from detectors.runaway_loop.rules import (
     specific,
 )
 from features.calls.action_keys import crc
+from features.text.hosts import network_address
 
 __all__ = [
     "Finding",
@@ -311,12 +312,20 @@ def new_target(before: LoopCall, call: LoopCall) -> bool:
     True
     >>> new_target(asked("prize first winner history"), asked("prize first winner founded"))
     False
+
+    An address names a host, not a quantity: scanning ``10.0.0.7`` after ``10.0.0.5``
+    reads another machine (the same open ports on both is no repeat).
+
+    >>> new_target(asked("nmap -sV 10.0.0.5"), asked("nmap -sV 10.0.0.7"))
+    True
     """
     replaced = refilled(before.values, call.values)
     if replaced is None:
         return False
     quantities = True
     for a, b in replaced:
+        if network_address(b.strip(_PUNCTUATION)):
+            return True  # another host: a sweep of addresses reads a new target each time
         if a.translate(_NO_DIGITS) != b.translate(_NO_DIGITS):
             if not b.strip(_PUNCTUATION).isalpha():
                 return True  # another name

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from detectors.base import StepRef
-from features.calls.canonical import arguments_value
+from features.calls.step_features import features_of
 from features.calls.waits import declared_timeout_s, waits_for_human
 from models.records import Step
 
@@ -57,7 +57,7 @@ class Wait:
 
 def call_of(step: Step) -> Call:
     """A tool call step as a :class:`Call`."""
-    args = arguments_value(step.arguments)
+    args = features_of(step).arguments_value
     tool = step.tool or "?"
     return Call(
         ref=StepRef.of(step),

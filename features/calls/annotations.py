@@ -16,9 +16,11 @@ Pure, O(len(arguments)).
 
 from __future__ import annotations
 
+from typing import Any
+
 from features.calls.canonical import arguments_value, canonical_json
 
-__all__ = ["ANNOTATIONS", "operative_arguments"]
+__all__ = ["ANNOTATIONS", "annotated", "operative_arguments", "operative_fields"]
 
 ANNOTATIONS = frozenset(
     {"description", "reason", "comment", "justification", "explanation", "rationale"}
@@ -38,12 +40,28 @@ def operative_arguments(arguments: str | None) -> str | None:
     >>> operative_arguments('{"description": "a task for a sub-agent"}') is None
     True
     """
-    if not arguments or not any(f'"{name}"' in arguments for name in ANNOTATIONS):
+    if not annotated(arguments):
         return None  # the common case, a substring scan: no parse
-    value = arguments_value(arguments)
+    kept = operative_fields(arguments_value(arguments))
+    return None if kept is None else canonical_json(kept)
+
+
+def annotated(arguments: str | None) -> bool:
+    """Whether ``arguments`` (stored JSON text) may hold an annotation field: one of the
+    names quoted in it (a substring scan). Without, :func:`operative_arguments` is None."""
+    if not arguments:
+        return False
+    return any(f'"{name}"' in arguments for name in ANNOTATIONS)
+
+
+def operative_fields(value: object) -> dict[str, Any] | None:
+    """The fields of arguments read back (``value``: their
+    :func:`~features.calls.canonical.arguments_value`) that are not annotations, or None
+    when :func:`operative_arguments` is None: their canonical JSON is its text. A new
+    dict of ``value``'s own values (``value`` is not changed)."""
     if not isinstance(value, dict):
         return None
     kept = {k: v for k, v in value.items() if k not in ANNOTATIONS}
     if not kept or len(kept) == len(value):
         return None
-    return canonical_json(kept)
+    return kept

@@ -57,6 +57,7 @@ __all__ = [
     "canonical_action",
     "canonical_action_and_json",
     "canonical_json",
+    "decoded_action_and_json",
     "decoded_arguments",
 ]
 
@@ -374,6 +375,18 @@ def canonical_action_and_json(
         # signature for different arguments.
         return f"{' '.join((tool or '?').split())}({normalise_text(text)})", text
     return _action(tool, value), text
+
+
+def decoded_action_and_json(tool: str | None, value: Any) -> tuple[str, str]:
+    """``(canonical_action(tool, a), canonical_json(a))`` of arguments ``a`` whose
+    :func:`decoded_arguments` is ``value``: the same two texts (the canonical JSON of
+    plain data reads back as that data), ``value`` decoded once for both. Unlike
+    :func:`canonical_action_and_json`, no long-text form: :func:`canonical_action`'s.
+
+    >>> decoded_action_and_json("view", decoded_arguments({"path": "a.py", "n": "{\\"k\\": 2}"}))
+    ('view(n={k=<n>},path="a.py")', '{"n":{"k":2},"path":"a.py"}')
+    """
+    return _action(tool, value), _dumps(value)
 
 
 def _dumps(value: Any) -> str:

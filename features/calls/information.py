@@ -51,6 +51,42 @@ _VOLATILE_RE = re.compile(
     r"|\d{5,}"
 )
 
+_MAY_MATCH_RE = re.compile(r"[\d-]")
+"""What every match of :data:`_VOLATILE_RE` holds one of (a UUID may hold no digit)."""
+
+
+def _masked(head: str) -> str:
+    """``_VOLATILE_RE.sub("#", head)`` for ``head`` with its blanks collapsed to single
+    spaces, run only on the runs of space-separated words holding a digit or ``-``.
+
+    The same text: only a date-time's match holds a space, with digits on both sides of
+    it (so in one run); every look-around of the pattern reads word characters and
+    ``-`` only, so a space or the end of the text beside a run reads alike. The pattern
+    is tried at every character (~0.3 µs each), and most words of a result are plain.
+
+    >>> _masked("build 2025-08-03 11:53:13 took 1.78 s on a6f9e2c1 ok")
+    'build # took # s on # ok'
+    """
+    search, n = _MAY_MATCH_RE.search, len(head)
+    out: list[str] = []
+    at = 0
+    found = search(head)
+    while found is not None:
+        start = head.rfind(" ", 0, found.start()) + 1
+        end = head.find(" ", found.start())
+        end = n if end < 0 else end
+        found = search(head, end)
+        while found is not None and head.rfind(" ", 0, found.start()) == end:
+            end = head.find(" ", found.start())  # the next word holds one too: one run
+            end = n if end < 0 else end
+            found = search(head, end)
+        out += (head[at:start], _VOLATILE_RE.sub("#", head[start:end]))
+        at = end
+    if not out:
+        return head
+    out.append(head[at:])
+    return "".join(out)
+
 
 @lru_cache(maxsize=2048)
 def information_digest(text: str) -> int:
@@ -66,7 +102,7 @@ def information_digest(text: str) -> int:
     True
     """
     head = " ".join(text[:DIGEST_CHARS].split())
-    return zlib.crc32(_VOLATILE_RE.sub("#", head).encode("utf-8", "surrogatepass"))
+    return zlib.crc32(_masked(head).encode("utf-8", "surrogatepass"))
 
 
 _NO_DIGITS = str.maketrans("", "", "0123456789")
@@ -88,7 +124,7 @@ def failure_shape(text: str) -> int:
     >>> failure_shape("exit 1\\nChunk ID: 83a069") == failure_shape("exit 1\\nChunk ID: cc719b")
     True
     """
-    head = _VOLATILE_RE.sub("#", " ".join(text[:DIGEST_CHARS].split()))
+    head = _masked(" ".join(text[:DIGEST_CHARS].split()))
     return zlib.crc32(head.translate(_NO_DIGITS).encode("utf-8", "surrogatepass"))
 
 

@@ -39,8 +39,12 @@ from functools import lru_cache
 from typing import Any, TypeVar
 
 from features.calls.action_keys import action_facts, argument_facts, numbers_crc
-from features.calls.annotations import operative_arguments
-from features.calls.canonical import canonical_action
+from features.calls.annotations import annotated, operative_fields
+from features.calls.canonical import (
+    arguments_value,
+    decoded_action_and_json,
+    decoded_arguments,
+)
 from features.calls.effects import call_effect
 from features.calls.facts import CallFacts, call_facts, read_tool, sending_tool, target_hosts
 from features.calls.tool_view import DEFAULT_APPROVAL_RE, ToolView, approval_view, parsed_view
@@ -78,6 +82,8 @@ _LAZY = (
     "_targets",
     "_recipients",
     "_action",
+    "_operative",
+    "_value",
     "_arguments",
     "_numbers",
     "_acts",
@@ -116,6 +122,8 @@ class StepFeatures:
     _targets: set[str]
     _recipients: tuple[tuple[str, str], ...]
     _action: tuple[int, frozenset[str], int, str]
+    _operative: tuple[str, str] | None
+    _value: Any
     _arguments: tuple[frozenset[str], tuple[str, ...]]
     _numbers: int
     _acts: bool
@@ -261,10 +269,41 @@ class StepFeatures:
         if self._action is not _UNSET:
             return self._action
         step = self.step
-        operative = operative_arguments(step.arguments)
-        action = canonical_action(step.tool, operative) if operative is not None else step.action
+        operative = self._operative_forms()
+        action = operative[0] if operative is not None else step.action
         facts = action_facts(step.tool, action or step.tool or "")
         return _keep(self, "_action", facts)
+
+    @property
+    def operative(self) -> str | None:
+        """The call's arguments without their annotation fields, as canonical JSON, or
+        None when there is nothing to drop
+        (:func:`features.calls.annotations.operative_arguments`)."""
+        forms = self._operative_forms()
+        return None if forms is None else forms[1]
+
+    def _operative_forms(self) -> tuple[str, str] | None:
+        """(canonical action, canonical JSON) of the operative arguments (:attr:`operative`),
+        or None: read by :attr:`action` and :attr:`numbers`, worked out once, from the
+        step's one parse (:attr:`arguments_value`) decoded once for both
+        (:func:`features.calls.canonical.decoded_action_and_json`)."""
+        if self._operative is not _UNSET:
+            return self._operative
+        step = self.step
+        kept = operative_fields(self.arguments_value) if annotated(step.arguments) else None
+        forms = (
+            None if kept is None else decoded_action_and_json(step.tool, decoded_arguments(kept))
+        )
+        return _keep(self, "_operative", forms)
+
+    @property
+    def arguments_value(self) -> Any:
+        """The step's ``arguments`` read back (:func:`features.calls.canonical.arguments_value`:
+        the JSON value, the text itself, or None), parsed once for every reader of the
+        step. Shared: read-only (a reader that changes it must copy it first)."""
+        if self._value is not _UNSET:
+            return self._value
+        return _keep(self, "_value", arguments_value(self.step.arguments))
 
     @property
     def unknown_arguments(self) -> bool:
@@ -288,7 +327,7 @@ class StepFeatures:
         if self._numbers is not _UNSET:
             return self._numbers
         arguments = self.step.arguments
-        operative = operative_arguments(arguments)
+        operative = self.operative
         return _keep(self, "_numbers", numbers_crc(arguments if operative is None else operative))
 
     @property

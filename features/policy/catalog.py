@@ -132,7 +132,10 @@ def rule_sentences(text: str) -> dict[str, str]:
         elif rule.key == "forbidden_actions":
             until = f" until {rule.value['until']}" if rule.value.get("until") else ""
             name = f"forbidden_actions `{rule.value['action']}`{until}"
-        elif rule.key in ("allowed_egress_hosts", "allowed_write_paths"):
+        elif rule.key == "require_masked":
+            where = f" in `{rule.value['within']}`" if rule.value.get("within") else ""
+            name = f"require_masked {'/'.join(rule.value['kinds'])}{where}"
+        elif rule.key in ("allowed_egress_hosts", "allowed_write_paths", "network_scope"):
             name = rule.key
         else:
             name = f"{rule.key} `{rule.value}`"

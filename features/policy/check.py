@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, NamedTuple, TypeVar
 
+from features.calls.canonical import arguments_value
 from features.calls.step_features import features_of
 from features.calls.tool_view import (
     DEFAULT_APPROVAL_RE,
@@ -61,10 +62,13 @@ from features.policy.format import (
     Budget,
     ForbiddenAction,
     RequireBefore,
+    RequireMasked,
     joined_screen,
     policy_arguments,
 )
 from features.policy.matchers import CLICK
+from features.policy.scope import argument_strings, call_targets, outside
+from features.text.data_kinds import MASK_RE, unmasked
 from models.records import Step, StepKind
 
 __all__ = [
@@ -75,7 +79,9 @@ __all__ = [
     "FORBIDDEN_COMMAND",
     "FORBIDDEN_TOOL",
     "FORBIDDEN_WRITE",
+    "NETWORK_SCOPE",
     "REQUIRE_BEFORE",
+    "REQUIRE_MASKED",
     "Policy",
     "PolicyState",
     "Violation",
@@ -90,8 +96,10 @@ EGRESS = "egress"
 APPROVAL = "require_approval_for"
 REQUIRE_BEFORE = "require_before"
 BUDGET = "budget"
+NETWORK_SCOPE = "network_scope"
+REQUIRE_MASKED = "require_masked"
 _POSITIVE = frozenset({APPROVAL, REQUIRE_BEFORE})
-_OWN_SCOPE = frozenset({APPROVAL, REQUIRE_BEFORE, FORBIDDEN_ACTION})
+_OWN_SCOPE = frozenset({APPROVAL, REQUIRE_BEFORE, FORBIDDEN_ACTION, REQUIRE_MASKED})
 """Rules honoured one by one (the others by family): a forbidden action is kept by a call
 of its own kind (its ``within``), not by any command."""
 # PolicyState.approvals values
@@ -188,6 +196,8 @@ class Policy:
     require_approval_for: tuple[re.Pattern[str], ...] = ()
     require_before: tuple[RequireBefore, ...] = ()
     require_approval_answer: bool = True
+    network_scope: tuple[str, ...] = ()
+    require_masked: tuple[RequireMasked, ...] = ()
     approval_tools: re.Pattern[str] = DEFAULT_APPROVAL_RE
     budget: Budget = field(default_factory=Budget)
     _write_re: re.Pattern[str] | None = None
@@ -373,6 +383,10 @@ class Policy:
             v, hon = self._egress(step, hosts, h)
             out.extend(v)
             honoured.extend(hon)
+        if self.network_scope or self.require_masked:
+            v, hon = self._data_rules(step, rules.view, hosts)
+            out.extend(v)
+            honoured.extend(hon)
         # require_before: a `requires` run in this call counts (pending its result)
         for i in rules.requires:
             h.pending.append((step.call_id, seq, i, h.req_seq[i]))
@@ -446,6 +460,43 @@ class Policy:
             if any(self.forbidden_actions[i].within.search(rules.view.text) for i in clicks):  # type: ignore[union-attr]
                 h.click_call = (step.call_id, seq, rules.view.tool)
         out.extend(self._budget(step, h))
+        return out, honoured
+
+    def _data_rules(
+        self, step: Step, view: ToolView, hosts: Sequence[str]
+    ) -> tuple[list[Violation], list[str]]:
+        """The scope of network targets and the masking rules, read from the call's
+        arguments: (violations, honoured scopes)."""
+        out: list[Violation] = []
+        honoured: list[str] = []
+        args: Any = None
+        parsed = False
+        if self.network_scope:
+            if not view.commands:
+                args, parsed = arguments_value(step.arguments), True
+            targets = call_targets(view.tool, args, view.commands, hosts)
+            away = outside(targets, self.network_scope)
+            if away:
+                detail = (
+                    f"targeted {', '.join(away[:4])}, outside {', '.join(self.network_scope[:4])}"
+                )
+                out.append(Violation(NETWORK_SCOPE, NETWORK_SCOPE, step.seq, detail))
+            elif targets:
+                honoured.append(NETWORK_SCOPE)
+        if self.require_masked and _writes_out(view):
+            if not parsed:
+                args = arguments_value(step.arguments)
+            content = "\n".join(_content_strings(args, view))
+            for rule in self.require_masked:
+                if rule.within is not None and not rule.within.search(view.text):
+                    continue
+                found = unmasked(content, rule.kinds)
+                if found:
+                    kinds = ", ".join(dict.fromkeys(k for k, _ in found))
+                    detail = f"`{_clip(view.text, 60)}` carries unmasked {kinds}"
+                    out.append(Violation(rule.rule, REQUIRE_MASKED, step.seq, detail))
+                elif MASK_RE.search(content):
+                    honoured.append(rule.rule)
         return out, honoured
 
     def _clicked(self, step: Step, h: PolicyState) -> list[Violation]:
@@ -782,6 +833,32 @@ class _Memo(dict[_K, _V]):
             self.clear()
         self[key] = value
         return value
+
+
+_OUTBOUND_TOOL_RE = re.compile(
+    r"(?i)(?:write|append|insert|update|send|post|reply|upload|share|publish|comment|put|save"
+    r"|create|submit|add|set_?values|export)"
+)
+"""Tools that put data somewhere others read it (their names: ``sheets_append_row``,
+``post_message``, ``zendesk_update_ticket``)."""
+_ADDRESS_KEY_RE = re.compile(
+    r"(?i)^(?:to|cc|bcc|from|recipients?|sender|reply_?to|channel|url|path|file_?path|id|\w*_id)$"
+)
+"""Argument keys that say where data goes, not what it is (a recipient's address)."""
+
+
+def _writes_out(view: ToolView) -> bool:
+    """Whether a call writes or sends: it writes a file, or its tool is named for putting
+    data somewhere (:data:`_OUTBOUND_TOOL_RE`), not an approval request."""
+    return bool(view.writes or view.unknown_write or _OUTBOUND_TOOL_RE.search(view.tool))
+
+
+def _content_strings(args: Any, view: ToolView) -> list[str]:
+    """What a call carries: its shell commands, else its argument strings except those
+    under keys that address the data (``to``, ``channel``, ``path``), at most 64 KB."""
+    if view.commands:
+        return list(view.commands)
+    return argument_strings(args, 65_536, _ADDRESS_KEY_RE)
 
 
 def _clip(text: str, n: int = 60) -> str:

@@ -43,6 +43,15 @@ Rules (keys of the mapping; all optional)
   (``since = "start"``); with ``must_pass = true`` (default) that call must not have
   failed (status ``error``). A call the runtime cancelled before it ran (status
   ``cancelled``) is no run: the one before it counts.
+- ``network_scope``: the network targets a scanner, connection or HTTP client may be
+  pointed at (IPv4 addresses and networks, ``10.27.17.0/24``; host names, ``*.corp.example``):
+  a call whose target (:func:`features.policy.scope.call_targets`) lies outside all of them
+  breaks it. Unset: no scope.
+- ``[[require_masked]]``: personal data a write or send must carry masked: ``kinds`` (of
+  :data:`features.text.data_kinds.KINDS`: ``iban``, ``card``, ``email``, ``phone``,
+  ``national_id``) and ``within`` (optional regex over the call's text: the destination,
+  e.g. a tool named for a sheet). A write or send (in ``within``) carrying an unmasked value
+  of a kind breaks it; one carrying a masked value (``****5453``) honours it.
 - ``approval_tools``: regexes naming tools that *ask* for approval (their arguments quote
   the guarded command, so they are neither the action nor a violation). Default
   :data:`features.calls.tool_view.DEFAULT_APPROVAL_TOOLS`.
@@ -60,6 +69,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from features.calls.tool_view import DEFAULT_APPROVAL_TOOLS
+from features.text.data_kinds import KINDS
 
 __all__ = [
     "BUDGET_KEYS",
@@ -67,6 +77,7 @@ __all__ = [
     "Budget",
     "ForbiddenAction",
     "RequireBefore",
+    "RequireMasked",
     "compile_globs",
     "joined_screen",
     "policy_arguments",
@@ -88,6 +99,8 @@ KNOWN_KEYS = frozenset(
         "require_approval_for",
         "require_approval_answer",
         "require_before",
+        "network_scope",
+        "require_masked",
         "approval_tools",
         "budget",
     }
@@ -107,6 +120,20 @@ class RequireBefore:
     @property
     def rule(self) -> str:
         return f"require_before `{self.action.pattern}` needs `{self.requires.pattern}`"
+
+
+@dataclass(frozen=True, slots=True)
+class RequireMasked:
+    """Personal data of ``kinds`` a write or send (matching ``within``, when given) must
+    carry masked (``[[require_masked]]``)."""
+
+    kinds: tuple[str, ...]
+    within: re.Pattern[str] | None = None
+
+    @property
+    def rule(self) -> str:
+        where = f" in `{self.within.pattern}`" if self.within is not None else ""
+        return f"require_masked {'/'.join(self.kinds)}{where}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,6 +254,14 @@ def policy_arguments(policy_id: str, mapping: Mapping[str, Any]) -> dict[str, An
         )
         rules.append(RequireBefore(action, requires, must_pass, since))
     actions = _forbidden_actions(policy_id, mapping.get("forbidden_actions", ()))
+    masked = _require_masked(policy_id, mapping.get("require_masked", ()))
+    scope = _str_list(policy_id, mapping, "network_scope")
+    for i, entry in enumerate(scope):
+        if not _SCOPE_ENTRY_RE.fullmatch(entry.casefold()):
+            raise ValueError(
+                f"policy {policy_id!r}: network_scope[{i}] {entry!r} is not an IPv4 address, "
+                "network or host name"
+            )
     allowed_globs = _str_list(policy_id, mapping, "allowed_write_paths")
     budget_map = mapping.get("budget", {})
     if not isinstance(budget_map, Mapping):
@@ -263,6 +298,8 @@ def policy_arguments(policy_id: str, mapping: Mapping[str, Any]) -> dict[str, An
         ),
         require_before=tuple(rules),
         require_approval_answer=answer,
+        network_scope=tuple(e.casefold() for e in scope),
+        require_masked=masked,
         approval_tools=re.compile("|".join(f"(?:{p})" for p in approval_patterns), re.IGNORECASE),
         budget=Budget(**{k: float(v) for k, v in budget_map.items()}),
         _write_re=compile_globs(globs),
@@ -271,19 +308,31 @@ def policy_arguments(policy_id: str, mapping: Mapping[str, Any]) -> dict[str, An
     )
 
 
-def _forbidden_actions(policy_id: str, raw: Any) -> tuple[ForbiddenAction, ...]:
+def _tables(
+    policy_id: str, raw: Any, key: str, keys: set[str], needs: str
+) -> list[tuple[int, str, Mapping[str, Any]]]:
+    """The tables of a list-of-tables key (one table alone counts as a list), each with its
+    index and where it is for errors; raises ``ValueError`` on a non-table or unknown key."""
     if isinstance(raw, Mapping):
         raw = [raw]
     if not isinstance(raw, Sequence) or isinstance(raw, str):
-        raise ValueError(f"policy {policy_id!r}: forbidden_actions must be a list of tables")
+        raise ValueError(f"policy {policy_id!r}: {key} must be a list of tables")
     out = []
     for i, item in enumerate(raw):
-        where = f"policy {policy_id!r}: forbidden_actions[{i}]"
+        where = f"policy {policy_id!r}: {key}[{i}]"
         if not isinstance(item, Mapping):
-            raise ValueError(f"{where} must be a table with an action regex")
-        extra = sorted(set(item) - {"action", "within", "until"})
+            raise ValueError(f"{where} must be a table with {needs}")
+        extra = sorted(set(item) - keys)
         if extra:
             raise ValueError(f"{where}: unknown key {extra[0]!r}")
+        out.append((i, where, item))
+    return out
+
+
+def _forbidden_actions(policy_id: str, raw: Any) -> tuple[ForbiddenAction, ...]:
+    out = []
+    keys = {"action", "within", "until"}
+    for i, where, item in _tables(policy_id, raw, "forbidden_actions", keys, "an action regex"):
         if not isinstance(item.get("action"), str) or not item["action"]:
             raise ValueError(f"{where}.action must be a non-empty regex string")
         within = item.get("within")
@@ -303,6 +352,30 @@ def _forbidden_actions(policy_id: str, raw: Any) -> tuple[ForbiddenAction, ...]:
         out.append(
             ForbiddenAction(compiled[0], compiled[1] if within else None, until, until_text or "")
         )
+    return tuple(out)
+
+
+_SCOPE_ENTRY_RE = re.compile(
+    r"\d{1,3}(?:\.\d{1,3}){3}(?:/\d{1,2})?|(?:\*\.)?[a-z0-9-]{1,63}(?:\.[a-z0-9-]{1,63}){0,8}"
+)
+
+
+def _require_masked(policy_id: str, raw: Any) -> tuple[RequireMasked, ...]:
+    out = []
+    for i, where, item in _tables(policy_id, raw, "require_masked", {"kinds", "within"}, "kinds"):
+        kinds = item.get("kinds")
+        if (
+            not isinstance(kinds, Sequence)
+            or isinstance(kinds, str)
+            or not kinds
+            or any(k not in KINDS for k in kinds)
+        ):
+            raise ValueError(f"{where}.kinds must be a list of {sorted(KINDS)}")
+        within = item.get("within")
+        if within is not None and (not isinstance(within, str) or not within):
+            raise ValueError(f"{where}.within must be a non-empty regex string")
+        compiled = _regexes(policy_id, f"require_masked[{i}]", [within]) if within else ()
+        out.append(RequireMasked(tuple(kinds), compiled[0] if compiled else None))
     return tuple(out)
 
 

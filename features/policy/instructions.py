@@ -61,6 +61,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from features.policy.masking import masking_rule
+from features.policy.scope import named_scope, states_scope
 from features.policy.structured import (
     consent_condition,
     names_sql,
@@ -342,6 +344,11 @@ def derive(text: str) -> Derivation:
             # (features.policy.structured), bounded by the time its line states
             bound = time_bound(line)
             found = [DerivedRule(k, v, sentence) for k, v in sentence_rules(sentence, bound, line)]
+        if not found and why is not None:
+            found, reason = _data_rules(sentence, text[:MAX_CHARS])
+            why = reason or why
+            if found and reason:
+                unused.append((sentence, reason))  # the parts of it not understood
         if found:
             rules.extend(found)
         elif why is None:
@@ -349,6 +356,102 @@ def derive(text: str) -> Derivation:
         else:
             unused.append((sentence, why))
     return Derivation(tuple(rules), tuple(unused), descriptive, truncated)
+
+
+_TARGET_NOUN_RE = re.compile(
+    r"\b(?:hosts?|targets?|ips?|ip\s+addresses|networks?|subnets?|ranges?|domains?|servers?"
+    r"|machines?|systems?|assets?|scann\w*|attack\w*)\b"
+)
+_SCOPE_IN_FILE = "a scope kept in a file: its contents are data, not read as the rule"
+
+
+def _data_rules(sentence: str, text: str) -> tuple[list[DerivedRule], str | None]:
+    """Rules about the data a call carries (:func:`features.policy.masking.masking_rule`)
+    or the network targets it may reach (:mod:`features.policy.scope`): the allowed
+    addresses and networks are those the whole instruction ``text`` names (the task names
+    the range, the rule says only it may be attacked). (rules, None), or ([], the reason
+    a scope rule could not be stated)."""
+    table = masking_rule(sentence)
+    if table is not None:
+        return [DerivedRule("require_masked", table, sentence)], None
+    globs, rest = object_writes(_normalise(sentence))
+    if globs:
+        why = f"{_NOT_UNDERSTOOD}: {'; '.join(rest)}" if rest else None
+        return [DerivedRule("forbidden_write_paths", g, sentence) for g in globs], why
+    if states_scope(sentence) and _TARGET_NOUN_RE.search(sentence.casefold()):
+        allowed = named_scope(sentence, text)
+        if not allowed:
+            return [], _SCOPE_IN_FILE
+        return [DerivedRule("network_scope", a, sentence) for a in allowed], None
+    return [], None
+
+
+_ARTEFACT_RE = re.compile(
+    r"(?:code|source|scripts?|files?|modules?|harness|logic|implementation|config(?:uration)?)"
+)
+"""Nouns of things kept in files: "the grading code" names files by its modifier."""
+_OBJECT_WRITE_RE = re.compile(
+    r"^(?:modify|modifying|edit|editing|change|changing|alter|altering|touch|touching"
+    r"|tamper(?:ing)?\s+with|overwrite|overwriting|rewrite|rewriting|patch|patching)\s+"
+    r"(?:(?:the|any|a|an|our|your|its)\s+)?(?P<words>(?:[a-z][a-z]{2,30}\s+){1,2})"
+    rf"(?P<head>{_ARTEFACT_RE.pattern})$"
+)
+_PART_SPLIT_RE = re.compile(r"\s*(?:,|;|\bor\b|\band\b|\bnor\b)\s*")
+_NOT_PATH_WORDS = frozenset(["the", "any", "existing", "original", "main", "other", "own", "new"])
+
+
+def path_word_globs(word: str) -> list[str]:
+    """Globs of the paths that name ``word`` as a word of a file or folder name, in its
+    usual forms (``grading`` → grading, grade, grader): ``grade.py``,
+    ``grading/``, ``eval/grader.py``, ``test_grading.py``, ``auto_grade_v2.py``; not
+    ``upgrade.py`` nor ``gradient.py`` (the word is a whole word of the name: it starts
+    the name or follows ``_``/``-``, and ends it or precedes ``.``/``_``/``-``).
+
+    >>> path_word_globs("grading")[:3]
+    ['grading/**', 'grading.*', 'grading[_-]*/**']
+    >>> path_word_globs("grading")[3:6]
+    ['*[_-]grading/**', '*[_-]grading.*', '*[_-]grading[_-]*/**']
+    """
+    stem = re.sub(r"(?:ing|ers|er|es|e|s)$", "", word) if len(word) > 5 else word
+    forms = dict.fromkeys([word, *(stem + end for end in ("e", "er", "ing"))])
+    out: list[str] = []
+    for f in forms:
+        if len(f) < 3:
+            continue
+        out += [f"{f}/**", f"{f}.*", f"{f}[_-]*/**", f"*[_-]{f}/**", f"*[_-]{f}.*"]
+        out.append(f"*[_-]{f}[_-]*/**")
+    return list(dict.fromkeys(out))
+
+
+def object_writes(norm: str) -> tuple[list[str], list[str]]:
+    """The write prohibitions of a sentence that forbids changing code named by what it
+    does ("you may not hand-label data, copy reference solutions or modify the grading
+    code"): (globs of the paths naming the noun phrase's modifiers, the other parts of
+    the list, not understood). Only after a negation, and only for a noun phrase whose
+    head is a thing kept in files (code, scripts, files, harness …): "never change the
+    public api" names an interface, not files.
+
+    >>> globs, rest = object_writes("you may not hand-label data, copy reference "
+    ...                             "solutions or modify the grading code")
+    >>> globs[0], rest
+    ('grading/**', ['hand-label data', 'copy reference solutions'])
+    """
+    m = re.match(rf"^{_SUBJECT}{_NEG}{_EVER}\s+", norm)
+    if m is None:
+        return [], []
+    globs: list[str] = []
+    rest: list[str] = []
+    for part in _PART_SPLIT_RE.split(norm[m.end() :].strip(" .!")):
+        if not part:
+            continue
+        found = _OBJECT_WRITE_RE.match(part)
+        words = [w for w in found["words"].split() if w not in _NOT_PATH_WORDS] if found else []
+        if not words:
+            rest.append(part)
+            continue
+        for word in words:
+            globs += [g for g in path_word_globs(word) if g not in globs]
+    return globs, rest
 
 
 # -- sentences and clauses ------------------------------------------------------------------
@@ -763,7 +866,7 @@ def to_toml(derivation: Derivation, policy_id: str) -> str:
     for rule in derivation.rules:
         cited.setdefault((rule.key, repr(rule.value)), rule.sentence)
     for key, values in mapping.items():
-        if key in ("policy_id", "require_before", "forbidden_actions"):
+        if key in ("policy_id", "require_before", "forbidden_actions", "require_masked"):
             continue
         if key == "require_approval_answer":
             lines += [
@@ -779,14 +882,19 @@ def to_toml(derivation: Derivation, policy_id: str) -> str:
         lines.append(f"{key} = [")
         lines.extend(f"    {_toml_str(v)}," for v in values)
         lines.append("]")
-    for key in ("require_before", "forbidden_actions"):
+    for key in ("require_before", "forbidden_actions", "require_masked"):
         for table in mapping.get(key, []):
             lines += [
                 "",
                 f"# {_toml_str(cited[(key, repr(table))], comment=True)}",
                 f"[[{key}]]",
             ]
-            lines.extend(f"{k} = {_toml_str(v)}" for k, v in table.items())
+            lines.extend(
+                f"{k} = [{', '.join(_toml_str(x) for x in v)}]"
+                if isinstance(v, list)
+                else f"{k} = {_toml_str(v)}"
+                for k, v in table.items()
+            )
     if derivation.unused:
         lines += ["", f"# Not used ({len(derivation.unused)}):"]
         lines.extend(f"# - {_toml_str(s, comment=True)} ({why})" for s, why in derivation.unused)

@@ -37,6 +37,7 @@ __all__ = [
     "identifier_other_than",
     "mail_outside",
     "mail_send",
+    "names_object",
     "noun_tool",
     "number_above",
     "push_to",
@@ -260,6 +261,18 @@ def noun_tool(*nouns: str) -> str:
     """
     alts = "|".join(re.escape(n.lower()) for n in nouns)
     return rf"(?i)^(?=[\w.:-]{{0,80}}?(?:{alts}))[\w.:-]{{1,120}}(?:\s|$)"
+
+
+def names_object(name: str) -> str:
+    """A call that names ``name`` (a partition, a host, a bucket a rule is about) as a word
+    of its text: ``a100-res`` in ``sbatch -p a100-res job.sh``, not in ``a100-res2``.
+
+    >>> p = re.compile(names_object("a100-res"))
+    >>> [bool(p.search(t)) for t in ("sbatch -p a100-res job.sh", "sbatch --partition=a100-res x",
+    ...                              "sbatch -p a100-res2 x", "sbatch -p dev x")]
+    [True, True, False, False]
+    """
+    return rf"(?i)(?<![\w.-]){re.escape(name)}(?![\w-]|\.\w)"
 
 
 def number_above(limit: float) -> str:

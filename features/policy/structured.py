@@ -569,13 +569,16 @@ def _approval_actions(
     tools = [t for t in (matchers.tool_named(i) for i in _tool_identifiers(clause)) if t]
     if amount is not None:
         nouns, limit = amount
-        if not tools and noun_ok and (PAY_RE.search(low) or SPEND_RE.search(low)):
+        if not tools and noun_ok and (_pays(low) or SPEND_RE.search(low)):
             # a spending cap, in any language: also the tools named for spending
             nouns = tuple(dict.fromkeys((*nouns, *SPEND_TOOL_VERBS)))
         if not tools and noun_ok and nouns:
             tools = [matchers.noun_tool(*nouns)]
         tools = [matchers.with_amount_above(t, limit) for t in tools]
     out += tools
+    objects = [] if commands or tools else _subject_objects(clause)
+    out += [matchers.names_object(o) for o in objects]
+    tools = tools or objects
     if DELETE_RE.search(low) and FILE_RE.search(low):
         out.append(matchers.FILE_DELETE)
     if not concrete_only and not tools:  # the tools named are what the rule is about
@@ -586,7 +589,7 @@ def _approval_actions(
             out.append(matchers.mail_send())  # sending, not drafting
         elif MAIL_RE.search(low):
             out.append(matchers.mail_outside(None))
-        if PAY_RE.search(low):
+        if _pays(low):
             out.append(matchers.tool_verb(["book", "reserv", "pay", "purchas", "buy", "checkout"]))
             out.append(matchers.PAY_CLICK)
         if not commands and not force and PUSH_RE.search(low):
@@ -594,6 +597,68 @@ def _approval_actions(
         if not commands and DEPLOY_RE.search(low):
             out.append(r"\bdeploy")
     return list(dict.fromkeys(out))
+
+
+_COPULA_BEFORE_RE = re.compile(
+    r"(?<![\w])(?:is|are|was|were|be|been|being|ist|sind|war|waren|wird|werden|est[aá]n?|es|son"
+    r"|fue|est|sont|été|é|são|foi)\s+(?:[^\W\d_]{2,20}\s+)?$"
+)
+_PARTICIPLE_FOR_RE = re.compile(
+    r"(?:ed|iert|ado|ada|ados|adas|é|ée|és|ées)\s+(?:for|für|para|pour|by|von|por|par)(?![\w])"
+)
+
+
+def _pays(low: str) -> bool:
+    """Whether a clause names booking or paying as an *action*: a word of
+    :data:`PAY_RE` that is not a participle describing an object ("the partition is
+    reserved for the team", "rooms booked by the office", "está reservado para"): after a
+    copula, or a participle followed by "for"/"by", it says what the object is, not what
+    the agent does.
+
+    >>> _pays("never book or pay without approval"), _pays("the a100 partition is reserved for x")
+    (True, False)
+    """
+    for m in PAY_RE.finditer(low):
+        if _COPULA_BEFORE_RE.search(low[max(0, m.start() - 40) : m.start()]):
+            continue
+        if _PARTICIPLE_FOR_RE.match(low, m.end() - 4 if m.end() >= 4 else 0) or (
+            _PARTICIPLE_FOR_RE.search(low[m.start() : m.end() + 8])
+        ):
+            continue
+        return True
+    return False
+
+
+_SUBJECT_RE = re.compile(
+    r"^\s*(?:(?i:the|a|an|our|your|any|all|every)\s+)?[`\"']?(?P<name>[A-Za-z0-9][\w.-]{1,62})[`\"']?"
+    r"(?P<noun>\s+[^\W\d_]{2,30})?\s+(?:is|are|needs?|requires?|must|may|can|should|has|have)(?![\w])"
+)
+
+
+def _subject_objects(clause: str) -> list[str]:
+    """The object a clause's subject names when it is written like a name, not a word:
+    "the a100-res partition needs approval", "`billing-v2` requires sign-off": backticked or
+    quoted, or with a digit or ``_``, or hyphenated and followed by the noun of what it is
+    ("the prod-db host"). A plain word ("deployments require approval") names a class of
+    actions, read elsewhere; a hyphenated word alone ("the sign-off is required") is a
+    word.
+
+    >>> _subject_objects("The a100-res partition is reserved and needs approval first")
+    ['a100-res']
+    >>> _subject_objects("The sign-off is required"), _subject_objects("Deployments need approval")
+    ([], [])
+    """
+    m = _SUBJECT_RE.match(clause[:600])
+    if m is None:
+        return []
+    name = m["name"].rstrip(".")
+    quoted = clause[max(0, m.start("name") - 1) : m.start("name")] in ("`", '"', "'")
+    named = quoted or any(c.isdigit() or c == "_" for c in name)
+    if not named and not ("-" in name and m["noun"]):
+        return []
+    if DEFAULT_APPROVAL_RE.search(name) or name.casefold() in _NOT_DATA_NAMES:
+        return []
+    return [name]
 
 
 _TOOL_ID_RE = re.compile(
@@ -1091,8 +1156,36 @@ def _only_rules(
                 out.append(
                     _forbid(matchers.sql_statement(outside=name), matchers.sql_statement(), until)
                 )
-    for m in _TYPED_ID_RE.finditer(clause):
-        typed = matchers.identifier_other_than(m[1])
+    typed_ids = [m[1] for m in _TYPED_ID_RE.finditer(clause)]
+    if not typed_ids and not MODIFY_RE.search(low):
+        typed_ids = _named_values(clause)
+    for typed_id in typed_ids:
+        typed = matchers.identifier_other_than(typed_id)
         if typed:
             out.append(_forbid(typed[0], typed[1], until))
+    return out
+
+
+_ONLY_NAMED_RE = re.compile(
+    r"(?<![\w])(?i:only|exclusively)\s+(?i:to|in|on|into|against)\s+"
+    r"(?P<noun>[a-z][a-z]{2,30})\s+[`\"']?(?P<value>[A-Za-z0-9][\w.-]{0,62}[\w])[`\"']?(?![\w-])"
+)
+
+
+def _named_values(clause: str) -> list[str]:
+    """ "submit only to partition dev": the value of a named setting a scope allows (a noun
+    with no article, then a name: "the team channel" is a noun phrase), as the long flag a
+    CLI spells it with (``--partition dev``), for
+    :func:`features.policy.matchers.identifier_other_than`. Short flags (``-p``) are the
+    CLI's own abbreviations and are not known.
+
+    >>> _named_values("Submit only to partition dev with at most 2 GPUs per job")
+    ['--partition dev']
+    """
+    out = []
+    for m in _ONLY_NAMED_RE.finditer(clause[:600]):
+        noun = m["noun"]
+        if noun in _NOT_DATA_NAMES or m["value"].casefold() in _NOT_DATA_NAMES:
+            continue
+        out.append(f"--{noun} {m['value']}")
     return out

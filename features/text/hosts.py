@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 from features.text.memo import short_text_memo
 
-__all__ = ["SCP_LIKE_RE", "clean_host", "host_in", "host_of"]
+__all__ = ["SCP_LIKE_RE", "clean_host", "host_in", "host_of", "network_address"]
 
 _LABEL_RE = re.compile(r"(?!-)[a-z0-9_-]{1,63}(?<!-)")
 # ``[user@]host:path`` (scp, and git's scp-like remotes); ``host`` may be ``[IPv6]``
@@ -114,3 +114,27 @@ def host_in(host: str, entries: Iterable[str]) -> bool:
         if host == entry or host.endswith("." + entry):
             return True
     return False
+
+
+def network_address(word: str) -> bool:
+    """Whether ``word`` is an IP address or network, with an optional port (``10.0.0.5``,
+    ``10.0.0.0/24``, ``[::1]:8080``, ``10.0.0.5:22``): the name of a host in digits, not
+    a quantity.
+
+    >>> [network_address(w) for w in ("10.0.0.5", "10.0.0.0/24", "1.5", "10.0.0.5:22")]
+    [True, True, False, True]
+    """
+    if len(word) > _MAX_ADDRESS or not (":" in word or word.count(".") == 3):
+        return False
+    host, colon, port = word.rpartition(":")
+    if colon and port.isdigit() and (host.count(".") == 3 or host.startswith("[")):
+        word = host.strip("[]")
+    try:
+        ipaddress.ip_interface(word)
+    except ValueError:
+        return False
+    return True
+
+
+_MAX_ADDRESS = 64
+"""Characters of the longest address with a prefix or port worth parsing."""

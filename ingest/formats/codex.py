@@ -98,6 +98,13 @@ _EXIT_RE = re.compile(r"^(?:Exit code:|Process exited with code) (-?\d+)", re.MU
 """A shell's exit code in the header of its freeform output (``Exit code: 1`` of the shell
 tool, ``Process exited with code 1`` of ``exec_command``/``write_stdin``), before
 ``Output:``."""
+_ENVELOPE_RE = re.compile(
+    r"(?:(?:Chunk ID: \w+|Wall time: [0-9.]+ seconds|Exit code: -?\d+"
+    r"|Process exited with code -?\d+|Process running with session ID \d+"
+    r"|Original token count: \d+|Total output lines: \d+)(?:\n|$))+"
+)
+"""The header lines of a shell's freeform output before ``Output:`` (``exec_command``,
+``write_stdin``, the shell tool): the envelope, not what the command said."""
 _ABORTED = re.compile(r"(?:Wall time: [0-9.]+ seconds\n)?aborted(?: by user(?: after [0-9.]+s)?)?")
 """The output Codex writes for a call it did not run to its end: ``aborted`` for a call
 left without output (``normalize`` of the history), ``aborted by user after 1.5s`` or,
@@ -598,8 +605,35 @@ def _output(value: Any) -> tuple[str | None, bool]:
         output = parsed.get("output")
         text = output if isinstance(output, str) else value
         return text, isinstance(code, int) and code != 0
-    found = _EXIT_RE.search(value[:300].split("\nOutput:", 1)[0])
-    return value, bool(found and int(found.group(1)) != 0)
+    header, said, output = value[:300].partition("\nOutput:")
+    found = _EXIT_RE.search(header)
+    failed = bool(found and int(found.group(1)) != 0)
+    if not said or not _ENVELOPE_RE.fullmatch(header):
+        return value, failed
+    if not found:  # still running (``Process running with session ID``): left whole
+        return value, failed
+    return _command_output(found, value[len(header) + len(said) :]), failed
+
+
+def _command_output(exit_line: re.Match[str] | None, output: str) -> str:
+    """What a finished shell command said, without the envelope Codex wraps it in: its
+    output, preceded by its exit line when it failed (``Process exited with code 2``: how
+    it failed, and all a silent failure says). The envelope's chunk id, wall time and
+    token count change on every call and its ``Process exited with code 0`` is the same
+    on every success, so with them a command's first line never said what the command
+    printed: a training log advancing (``[step 9273/19707]`` → ``[step 9660/19707]``)
+    read as the same answer each poll (the JSON form ``{"output", "metadata"}`` already
+    gives the output alone).
+
+    >>> _command_output(None, "\\n[step 9660/19707] loss 2.27")
+    '[step 9660/19707] loss 2.27'
+    >>> _command_output(_EXIT_RE.search("Process exited with code 2"), "\\nNo such file")
+    'Process exited with code 2\\nNo such file'
+    """
+    output = output.removeprefix("\n")
+    if exit_line is None or exit_line.group(1) == "0":
+        return output
+    return f"{exit_line.group(0)}\n{output}" if output else exit_line.group(0)
 
 
 def _texts(content: Any) -> list[str]:

@@ -61,8 +61,12 @@ class WorkspaceStage:
         sessions judged again in this commit (all their stored steps are read)."""
         refill = set(reread) | {s.session_id for s in steps if s.kind == _START}
         placed = (s for s in steps if s.session_id not in refill)
-        # only the kinds _writes reads: the same writes, a fraction of the rows decoded
-        stored = (s for sid in sorted(refill) for s in unit.steps(sid, kinds=_WRITING))
+        # only the kinds _writes reads, of the sessions with a workspace key (_writes
+        # records none of a keyless session's): the same writes, a fraction of the rows
+        # decoded
+        key_of = self.detector.key_of
+        keyed = [sid for sid in sorted(refill) if key_of(infos.get(sid)) is not None]
+        stored = (s for sid in keyed for s in unit.steps(sid, kinds=_WRITING))
         writes = self._writes([*placed, *stored], infos)
         if not writes:
             return []

@@ -91,21 +91,21 @@ class ClockRelay:
         it carries (None: nothing new for that lane); every other lane is owed ``ts``."""
         pending = self._pending.setdefault(partition, {})
         carried = pending.pop(lane, None)
-        for other in range(self.lanes):
-            if other != lane:
-                owed = pending.get(other)
-                if owed is None or ts > owed:
-                    pending[other] = ts
+        self._owe(pending, ts, but=lane)
         return carried
 
     def passed(self, partition: str, ts: int) -> None:
         """A draft of ``partition`` at ``ts`` was released but goes to no lane (a dead
         letter): it still moved the partition's clock, for every lane."""
-        pending = self._pending.setdefault(partition, {})
+        self._owe(self._pending.setdefault(partition, {}), ts)
+
+    def _owe(self, pending: dict[int, int], ts: int, *, but: int = -1) -> None:
+        """Every lane (``but`` one) is owed ``ts`` unless it is owed a later time."""
         for lane in range(self.lanes):
-            owed = pending.get(lane)
-            if owed is None or ts > owed:
-                pending[lane] = ts
+            if lane != but:
+                owed = pending.get(lane)
+                if owed is None or ts > owed:
+                    pending[lane] = ts
 
     def owes(self, partition: str) -> bool:
         """Whether some lane has not been told a time ``partition`` released."""

@@ -356,19 +356,33 @@ def test_api_run_tools_and_tool_search_are_tool_calls() -> None:
 
 
 @pytest.mark.parametrize(
-    ("output", "status"),
+    ("output", "status", "said"),
     [
-        ("aborted", "cancelled"),  # a call left without output when the turn ended
-        ("aborted by user after 2.5s", "cancelled"),  # an interrupted tool
-        ("Wall time: 1.2 seconds\naborted by user", "cancelled"),  # an interrupted shell
-        ("Exit code: 1\nWall time: 0.3 seconds\nOutput:\naborted", "error"),
-        ("Chunk ID: a1\nWall time: 0.0 seconds\nProcess exited with code 2\nOutput:\n", "error"),
-        ("Chunk ID: a1\nWall time: 0.0 seconds\nProcess exited with code 0\nOutput:\nok", "ok"),
-        ("aborted the rebase as asked", "ok"),
+        ("aborted", "cancelled", "aborted"),  # a call left without output when the turn ended
+        ("aborted by user after 2.5s", "cancelled", "aborted by user after 2.5s"),
+        ("Wall time: 1.2 seconds\naborted by user", "cancelled", None),  # an interrupted shell
+        (
+            "Exit code: 1\nWall time: 0.3 seconds\nOutput:\naborted",
+            "error",
+            "Exit code: 1\naborted",
+        ),
+        (
+            "Chunk ID: a1\nWall time: 0.0 seconds\nProcess exited with code 2\nOutput:\n",
+            "error",
+            "Process exited with code 2",
+        ),
+        (
+            "Chunk ID: a1\nWall time: 0.0 seconds\nProcess exited with code 0\nOutput:\nok",
+            "ok",
+            "ok",
+        ),
+        ("aborted the rebase as asked", "ok", "aborted the rebase as asked"),
+        # still running: the envelope is all there is to say
+        ("Chunk ID: b2\nProcess running with session ID 7\nOutput:\n", "ok", None),
     ],
 )
 def test_an_aborted_call_is_cancelled_and_an_exit_code_decides_the_rest(
-    output: str, status: str
+    output: str, status: str, said: str | None
 ) -> None:
     r = Rollout()
     r.line("session_meta", {"id": SESSION})
@@ -377,8 +391,10 @@ def test_an_aborted_call_is_cancelled_and_an_exit_code_decides_the_rest(
     drafts, _ = rollout_drafts(located(r.lines))
     (result,) = [d.step for d in drafts if d.step.kind == "tool_result"]
     assert result.status == status
-    if status != "ok":
-        assert result.error == output  # the runtime's words are kept
+    # a finished command's envelope (chunk id, wall time, token count, a zero exit) goes:
+    # what the command said is its output, and its exit line when it failed
+    said = output if said is None else said
+    assert (result.result if status == "ok" else result.error) == said
 
 
 def test_unknown_types_are_skipped_and_a_malformed_line_is_a_dead_letter() -> None:

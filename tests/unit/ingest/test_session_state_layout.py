@@ -132,28 +132,20 @@ def test_a_state_of_this_version_resumes_from_its_checkpoint() -> None:
     info = SessionInfo(session_id="now")
     data = dump_state(info=info, compaction=CompactionInference(), turns={}, analysis=None, upto=4)
     state = load_state(data)
-    assert state is not None and state.upto == 4 and VERSION == 6
+    assert state is not None and state.upto == 4 and VERSION == 7
 
 
-def test_a_version_5_state_keeps_its_facts_and_rolls_forward_from_the_start() -> None:
-    """Version 6 changed intent_drift's log (the objects on-task calls touched): a
-    version-5 checkpoint's analysis is not used."""
-    info = SessionInfo(session_id="v5")
-    data = dump_state(info=info, compaction=CompactionInference(), turns={}, analysis=None, upto=9)
-    payload = pickle.loads(zlib.decompress(data))
-    payload["v"] = 5
-    state = load_state(zlib.compress(pickle.dumps(payload)))
-    assert state is not None and state.info == info
-    assert state.upto == 0 and state.detectors == {} and state.analysis is None
-
-
-def test_a_version_4_state_keeps_its_facts_and_rolls_forward_from_the_start() -> None:
+@pytest.mark.parametrize("version", [4, 5, 6])
+def test_an_earlier_state_keeps_its_facts_and_rolls_forward_from_the_start(version: int) -> None:
     """Version 5 changed detectors' state (runaway_loop's records, intent_drift's log,
-    duplicate_side_effect's ledger): a version-4 checkpoint's analysis is not used."""
-    info = SessionInfo(session_id="v4")
+    duplicate_side_effect's ledger), version 6 egress_gaming's address ledger (the values
+    fetched from outside the task), version 7 intent_drift's log (the objects on-task
+    calls touched, the records that carried a planted passage): an earlier checkpoint's
+    analysis is not used."""
+    info = SessionInfo(session_id=f"v{version}")
     data = dump_state(info=info, compaction=CompactionInference(), turns={}, analysis=None, upto=9)
     payload = pickle.loads(zlib.decompress(data))
-    payload["v"] = 4
+    payload["v"] = version
     state = load_state(zlib.compress(pickle.dumps(payload)))
     assert state is not None and state.info == info
     assert state.upto == 0 and state.detectors == {} and state.analysis is None
