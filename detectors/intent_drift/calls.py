@@ -124,14 +124,18 @@ def repeated(log: CallLog, key: str, action: str) -> float | None:
 
 def paged_key(tool: str | None, arguments: object) -> str | None:
     """The request a call continues when only whole numbers of its arguments change (a
-    listing's ``page``, an ``offset``): its tool and its top-level arguments with each
-    integer blanked, or None when it has no integer argument. A further page of one
-    search reads on through what that request returns: it is the same request, weighed
-    as the first page was, not a new topic each page.
+    search's ``page``, an ``offset``): its tool and its top-level arguments with each
+    integer blanked, or None when it has no integer argument or no free text (a string
+    with a space: the query paged through - a record fetched by its number, ``{"repo":
+    "x/y", "number": 1620}``, is another record, not a further page). A further page of
+    one search reads on through what that request returns: it is the same request,
+    weighed as the first page was, not a new topic each page.
 
     >>> paged_key("mail_search", {"query": "booking ZK", "page": 2})
     'mail_search {"page": "#", "query": "booking ZK"}'
     >>> paged_key("mail_search", {"query": "booking ZK"}) is None
+    True
+    >>> paged_key("get_issue", {"repo": "x/y", "number": 1620}) is None
     True
     """
     if not isinstance(arguments, Mapping):
@@ -140,7 +144,10 @@ def paged_key(tool: str | None, arguments: object) -> str | None:
         str(k): "#" if isinstance(v, int) and not isinstance(v, bool) else v
         for k, v in arguments.items()
     }
-    if not any(isinstance(v, int) and not isinstance(v, bool) for v in arguments.values()):
+    values = arguments.values()
+    if not any(isinstance(v, int) and not isinstance(v, bool) for v in values) or not any(
+        isinstance(v, str) and " " in v.strip() for v in values
+    ):
         return None
     try:
         text = json.dumps(blanked, sort_keys=True, default=str)[:2_000]
