@@ -10,6 +10,7 @@ recent result that addressed the agent, and the last judged call. Every table is
 
 from __future__ import annotations
 
+import json
 import re
 from collections import deque
 from collections.abc import Callable, Collection, Mapping
@@ -85,6 +86,13 @@ class CallLog:
     # the words the agent's own calls wrote (its paths, packages, names): a passage that
     # names them did not bring them up - the agent was there before it
     authored: dict[str, None] = field(default_factory=dict)
+    # the objects (tables, records) on-task calls named: the work made or used them
+    # (:func:`note_objects`); not what results listed
+    touched: dict[str, None] = field(default_factory=dict)
+    # the records recent calls named by id (step id and call id -> ids), and the records
+    # whose read returned a foreign passage (:func:`note_carrier`)
+    call_ids: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    carriers: dict[str, None] = field(default_factory=dict)
 
 
 def count_call(log: CallLog) -> None:
@@ -112,6 +120,47 @@ def repeated(log: CallLog, key: str, action: str) -> float | None:
     remember(log.recent, action, seen, _RECENT_ACTIONS)
     remember(log.call_weight, key, (max(before, 0.0), query), _RECENT_CALLS)
     return before
+
+
+def paged_key(tool: str | None, arguments: object) -> str | None:
+    """The request a call continues when only whole numbers of its arguments change (a
+    search's ``page``, an ``offset``): its tool and its top-level arguments with each
+    integer blanked, or None when it has no integer argument or no free text (a string
+    with a space: the query paged through - a record fetched by its number, ``{"repo":
+    "x/y", "number": 1620}``, is another record, not a further page). A further page of
+    one search reads on through what that request returns: it is the same request,
+    weighed as the first page was, not a new topic each page.
+
+    >>> paged_key("mail_search", {"query": "booking ZK", "page": 2})
+    'mail_search {"page": "#", "query": "booking ZK"}'
+    >>> paged_key("mail_search", {"query": "booking ZK"}) is None
+    True
+    >>> paged_key("get_issue", {"repo": "x/y", "number": 1620}) is None
+    True
+    """
+    if not isinstance(arguments, Mapping):
+        return None
+    blanked = {
+        str(k): "#" if isinstance(v, int) and not isinstance(v, bool) else v
+        for k, v in arguments.items()
+    }
+    values = arguments.values()
+    if not any(isinstance(v, int) and not isinstance(v, bool) for v in values) or not any(
+        isinstance(v, str) and " " in v.strip() for v in values
+    ):
+        return None
+    try:
+        text = json.dumps(blanked, sort_keys=True, default=str)[:2_000]
+    except (TypeError, ValueError):
+        return None
+    return f"{tool} {text}"
+
+
+def note_paged(log: CallLog, key: str | None, weight: float, query: bool) -> None:
+    """Record a new call's ``weight`` under its :func:`paged_key` too (its later pages
+    are judged as it was)."""
+    if key:
+        remember(log.recent, key, (weight, query), _RECENT_ACTIONS)
 
 
 def note_own(log: CallLog, step: Step) -> None:
@@ -289,12 +338,162 @@ def note_entities(log: CallLog, ids: list[str], weight: float) -> None:
             remember(log.entities, v, 0.0, MAX_DATA)
 
 
+_THING_RE = re.compile(r"(?<![\w.-])[A-Za-z][\w.-]*[A-Za-z0-9](?![\w.(-])")
+_THING_SHAPE_RE = re.compile(r"\w[_.]\w|-\w*\d")
+"""A name shaped like a thing the work made or used rather than a word: a ``_`` or a
+``.`` inside (``scratch_bi.dupes_0_2``, ``analytics.fct_sessions``), or a ``-`` with a
+digit after it (``job-42705``)."""
+MAX_MADE = 32
+"""Objects of on-task calls :func:`call_objects` keeps per call."""
+MAX_TOUCHED = 128
+"""Objects on-task work touched the log keeps."""
+
+
+def call_objects(arguments: object) -> list[str]:
+    """The objects a call's argument *values* name (not its keys), lower-cased, 5 to 80
+    characters: names shaped like things (:data:`_THING_RE`) - the tables and records
+    the call works on - at most :data:`MAX_MADE`, the strings of its top level and one
+    level down only (bounded). Not a function called (``now.UTC()``), nor a name with a
+    part of one letter (``x.last``: a program's local plumbing).
+
+    >>> call_objects({"sql": "CREATE TABLE scratch_bi.dupes_0_2 AS SELECT id FROM an.fct_sessions"})
+    ['scratch_bi.dupes_0_2', 'an.fct_sessions']
+    >>> call_objects({"code": "x.last = now.UTC()"})
+    []
+    >>> call_objects({"incident_id": "PB077", "note": "see the runbook"})
+    []
+    """
+    values: list[str] = []
+    items = arguments.values() if isinstance(arguments, Mapping) else [arguments]
+    for v in items:
+        if isinstance(v, str):
+            values.append(v[:4_000])
+        elif isinstance(v, list | tuple):
+            values += (x[:4_000] for x in v[:16] if isinstance(x, str))
+    found: list[str] = []
+    for text in values:
+        for m in _THING_RE.findall(text):
+            name = m.lower()
+            if (
+                5 <= len(name) <= 80
+                and _THING_SHAPE_RE.search(name)
+                and not any(part.isalpha() and len(part) == 1 for part in re.split(r"[_.-]", name))
+                and name not in found
+            ):
+                found.append(name)
+                if len(found) >= MAX_MADE:
+                    return found
+    return found
+
+
+def note_objects(
+    log: CallLog, objects: list[str], weight: float, stretch_open: bool, derived: bool
+) -> None:
+    """The objects an on-task call (``weight`` 0) names are the task's from now on
+    (:attr:`CallLog.touched`, unless an off-task call named them first): data flow -
+    what the work itself created or used, it may come back to. Not what a result
+    listed: a broad listing, or a record an injected instruction led to, is no work
+    of the task's. So
+    are those of a neutral call (``weight`` < 0: a code cell judged on its literals, a
+    query that materialises a table) made outside an off-task stretch, when one of its
+    objects is ``derived`` from the task's (names a goal word, or an object already
+    touched): a table made from the task's table is the work's; one made from elsewhere
+    says nothing."""
+    if weight > 0.0 or (weight < 0.0 and (stretch_open or not derived)):
+        return
+    for v in objects:
+        if log.entities.get(v, 0.0) <= 0.0:
+            remember(log.touched, v, None, MAX_TOUCHED)
+
+
+def touched_objects(log: CallLog) -> list[str]:
+    """The objects on-task work touched (:func:`note_objects`): a call on one continues
+    the work that made or used it, wherever its words lead (reading back a scratch
+    table the work created is not a topic of its own).
+
+    >>> log = CallLog()
+    >>> note_objects(log, ["scratch_bi.dupes_0_2"], 0.0, False, False)
+    >>> note_objects(log, ["other.table_1"], 0.5, False, True)
+    >>> touched_objects(log)
+    ['scratch_bi.dupes_0_2']
+    """
+    return list(log.touched)
+
+
+def derived_from_task(
+    objects: list[str], touched: Collection[str], known: Callable[[str], bool]
+) -> bool:
+    """Whether one of a call's ``objects`` is the task's: one on-task work touched, or
+    one whose name holds a word of the goal (``known``: ``analytics.fct_sessions`` for
+    a goal about sessions).
+
+    >>> derived_from_task(["scratch.d_1", "analytics.fct_sessions"], (), lambda w: w == "session")
+    True
+    >>> derived_from_task(["snowflake.account_usage"], (), lambda w: w == "session")
+    False
+    """
+    return any(
+        o in touched or any(known(w) for w in tokenize(o, drop=CONTENT_DROP)) for o in objects
+    )
+
+
+MAX_CARRIERS = 16
+"""Records that carried a foreign passage the log keeps."""
+
+
+def note_call_ids(log: CallLog, step: Step, ids: list[str]) -> None:
+    """The records a call names by id (:func:`id_values`), kept for its result."""
+    if ids:
+        for key in (step.step_id, step.call_id):
+            if key:
+                remember(log.call_ids, key, tuple(ids[:4]), _RECENT_CALLS)
+
+
+def note_carrier(log: CallLog, key: str, found: bool) -> None:
+    """When the result of the call ``key`` holds a foreign passage (``found``), the
+    records that call read by id carried it (a document, a message)."""
+    if found:
+        for v in log.call_ids.get(key, ()):
+            remember(log.carriers, v, None, MAX_CARRIERS)
+
+
+def handles_carrier(log: CallLog, ids: list[str]) -> bool:
+    """Whether a call acts only on records that carried a foreign passage, by the ids
+    the agent read them with: it handles the document (flags, reports, quarantines
+    it), it does not obey what the document says - obeying acts on what the passage
+    names (another vendor, an account, a host), and is judged as ever.
+
+    >>> log = CallLog()
+    >>> log.call_ids["c1"] = ("quote-v-1388.pdf",)
+    >>> note_carrier(log, "c1", True)
+    >>> handles_carrier(log, ["quote-v-1388.pdf"]), handles_carrier(log, ["v-1769"])
+    (True, False)
+    """
+    return bool(ids) and all(v in log.carriers for v in ids)
+
+
 def note_judged(log: CallLog, weight: float, paths: set[str]) -> None:
     """The last judged (not neutral) call: its weight and the ``paths`` it named; its
     result is not seen yet."""
     log.last_weight = weight
     log.last_blind = True
     log.last_paths = paths
+
+
+def findings_weight(weight: float, stretch_open: bool) -> float:
+    """The weight what a result names or cites inherits from its call (of ``weight``):
+    an on-task call's, or a neutral one's (a test run, a build) while no off-task
+    stretch is open, are the task's (0); a neutral call's run during the agent's own
+    detour reports on that detour (0.5, own initiative): the tests failing after it
+    upgraded every dependency cite modules the detour broke, not ones the task must
+    change; an off-task call's keep its weight.
+
+    >>> findings_weight(0.0, True), findings_weight(-1.0, False), findings_weight(-1.0, True)
+    (0.0, 0.0, 0.5)
+    """
+    if weight < 0.0:
+        return 0.5 if stretch_open else 0.0
+    return weight
 
 
 def read_result(
@@ -304,6 +503,7 @@ def read_result(
     features: StepFeatures,
     result_chars: int,
     share: float = 0.34,
+    stretch_open: bool = False,
 ) -> None:
     """A tool result: the links it lists reach ``task`` with its call's weight
     (:func:`detectors.intent_drift.task.learn_links`), whether it addresses the agent is
@@ -317,16 +517,15 @@ def read_result(
     weight, query = log.call_weight.get(key, (0.0, False))
     # judged against the task as it stood before this result (a page the task points
     # to widens it with its own words below)
-    log.foreign.extend(
-        foreign_passages(
-            step.result[:result_chars],
-            step.seq,
-            # the agent's own words too: what it named before the passage, the passage
-            # did not bring up
-            lambda w: w in log.authored or known(w, task.goal_words, task.words, task.goal_stems),
-            share,
-        )
+    passages = foreign_passages(
+        step.result[:result_chars],
+        step.seq,
+        # the agent's own words too: what it named before the passage, the passage
+        # did not bring up
+        lambda w: w in log.authored or known(w, task.goal_words, task.words, task.goal_stems),
+        share,
     )
+    log.foreign.extend(passages)
     if key and key in log.own_calls:
         # the page the task points to by its address (a to-do list) is the task's own
         # text: what it asks for is delegated - its words are in scope, and the tools
@@ -338,6 +537,7 @@ def read_result(
                 remember(log.delegated, w, None, MAX_DELEGATED)
     paths, hosts, pages = features.result_links(result_chars)
     instructs = features.instructs_agent(result_chars)
+    note_carrier(log, key, bool(passages) or instructs)  # what was planted, and where
     if instructs:
         log.instructed, log.since_instructed = step.seq, 0
     # a neutral call's result (a test run, a build: the work's own tools) reaches what
@@ -345,8 +545,9 @@ def read_result(
     # a domain the text names outside its links (an address, a file named after its
     # sender) is as reached as a linked host
     hosts = (*hosts, *named_domains(step.result[:result_chars]))
-    learn_links(task, max(weight, 0.0), paths, hosts, pages, log.last_paths)
-    if weight <= 0.0 and (step.status == "error" or step.error):
+    found = findings_weight(weight, stretch_open)
+    learn_links(task, found, paths, hosts, pages, log.last_paths)
+    if found == 0.0 and (step.status == "error" or step.error):
         learn_failure(task, step.result)  # what a failing test run cites must change
     if weight <= 0.0 and not instructs:
         text = step.result[:result_chars]

@@ -64,7 +64,7 @@ from detectors.intent_drift.reasons import step_ref
 from detectors.intent_drift.scope import DEFAULT_NEUTRAL_HOSTS, known, names_entity
 from detectors.intent_drift.stretch import StretchState
 from detectors.intent_drift.task import TaskState
-from detectors.intent_drift.weigh import tool_led, weigh_call
+from detectors.intent_drift.weigh import NEUTRAL, tool_led, weigh_call
 from detectors.registry import register
 from features.calls.step_features import StepFeatures, features_of
 from features.session.completion import final_answer_tool
@@ -204,6 +204,7 @@ class IntentDrift(Detector):
                 features_of(step),
                 self.result_chars,
                 self.topic_share,
+                stretch_open=bool(self._stretch.refs),
             )
             drift_answer.note_result(self._answer, step)
         elif kind == StepKind.START:
@@ -246,12 +247,17 @@ class IntentDrift(Detector):
         log, task, stretch = self._log, self._task, self._stretch
         drift_calls.count_call(log)
         action = step.action or step.arguments or ""
+        features = features_of(step)
+        ids = drift_calls.id_values(features.arguments_value)
+        drift_calls.note_call_ids(log, step, ids)
+        paged = drift_calls.paged_key(step.tool, features.arguments_value)
         before = drift_calls.repeated(log, step.step_id, action)
+        if before is None and paged is not None:
+            before = drift_calls.repeated(log, step.step_id, paged)  # a further page
         if before is not None:
             if before == 0.0:
                 drift_stretch.on_task(stretch, self.gap)  # a repeat of on-task work
             return []  # else polling, retries: loops are another detector's business
-        features = features_of(step)
         terms = features.terms
         if not task.workspace and log.calls <= OPENING_CALLS:
             value = features.arguments_value
@@ -276,6 +282,8 @@ class IntentDrift(Detector):
             topic_share=self.topic_share,
             min_words=self.min_words,
             authored=log.authored,
+            objects=drift_calls.touched_objects(log),
+            foreign={p.seq for p in log.foreign},
         )
         weight, labels, pending, injected, log.edits = weigh_call(
             step, features, words, scope, drift_stretch.view(stretch, log, self.alarm_weight)
@@ -306,13 +314,20 @@ class IntentDrift(Detector):
             )
         # a record named by id that nothing on-task reached (another page, another
         # customer's order): the agent acts on an object the task never touched
-        ids = drift_calls.id_values(features.arguments_value)
         if ids and weight >= 0.0:
             by_entity = drift_calls.entity_weight(
                 log, ids, lambda w: known(w, task.goal_words, task.words, task.goal_stems)
             )
             if by_entity > weight:
                 weight, labels = by_entity, [*labels, *ids[:2]]
+        if (
+            weight > 0
+            and not (terms.hosts or terms.repos)
+            and drift_calls.handles_carrier(log, ids)
+        ):
+            # the document that carried a planted passage, by the id it was read with:
+            # reporting or flagging it is about the document, not doing what it says
+            weight, labels, pending, injected = NEUTRAL, [], None, None
         query = not (terms.paths or terms.hosts or terms.repos)
         if weight > 0 and not log.informed and log.calls <= self.warmup_calls:
             # before any tool result, only the task can have led the agent here: its
@@ -333,6 +348,20 @@ class IntentDrift(Detector):
                 stretch, sorted(task.rel(p) for p in features.mutation_targets)
             )
         drift_calls.note_call(log, step, action, weight, query)
+        drift_calls.note_paged(log, paged, weight, query)
+        # (a call naming a place is judged by the rules of places: a patch's identifiers
+        # are code, a page's address is its host's)
+        objects = [] if places else drift_calls.call_objects(features.arguments_value)
+        drift_calls.note_objects(
+            log,
+            objects,
+            weight,
+            bool(stretch.refs),
+            weight < 0
+            and drift_calls.derived_from_task(
+                objects, scope.idents, lambda w: w in task.goal_words or w in task.goal_stems
+            ),
+        )
         if weight < 0:
             # neutral: the work's own tooling (``terraform init``, ``git pull``, a wait);
             # the words it is written with are the task's vocabulary from now on

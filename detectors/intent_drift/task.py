@@ -92,9 +92,13 @@ class TaskState:
         topic_share: float,
         min_words: int,
         authored: Collection[str] = (),
+        objects: Collection[str] = (),
+        foreign: Collection[int] = (),
     ) -> Scope:
-        """The view a call is weighed against, with the recent ``results`` and the words
-        the agent's earlier calls wrote (``authored``)."""
+        """The view a call is weighed against, with the recent ``results``, the words
+        the agent's earlier calls wrote (``authored``) and the objects on-task work
+        touched (``objects``: a call on one is on task, as on an entity the requests
+        name)."""
         return Scope(
             self.workspace,
             self.task_repo,
@@ -114,10 +118,12 @@ class TaskState:
             neutral_hosts,
             topic_share,
             min_words,
-            self.idents,
+            (*self.idents, *objects) if objects else self.idents,
             self.named,
             self.cited,
             authored,
+            self.goal,
+            foreign,
         )
 
 

@@ -80,6 +80,7 @@ from detectors.intent_drift.scope import (
     repo_known,
     reproduces,
 )
+from features.calls.canonical import arguments_value
 from features.calls.step_features import StepFeatures
 from features.calls.vectors import CONTENT_DROP, page_key, tokenize
 from models.records import Step
@@ -234,6 +235,82 @@ def obeys(arguments: str | None, seq: int, results: Iterable[tuple[str, int, flo
     return any(seq == at and reproduces(arguments, text) for text, at, _, _ in results)
 
 
+def reports(arguments: str | None, idents: Iterable[str]) -> bool:
+    """Whether a call that carries a result's text word for word writes it to the task's
+    own record: one of its id arguments (``incident_id``, ``ticket_id``) is an entity
+    the requests name (``idents``). Quoting what the work found into the task's incident
+    timeline or ticket is reporting it, not obeying it (an error line copied into the
+    incident's note); carrying a result's text anywhere else still is.
+
+    >>> reports('{"incident_id": "PB077CQ", "note": "x509: certificate has expired"}',
+    ...         ["pb077cq"])
+    True
+    >>> reports('{"channel": "#ops", "text": "x509: certificate has expired"}', ["pb077cq"])
+    False
+    """
+    ids = _id_values(arguments)
+    return any(v in idents for v in ids)
+
+
+_ID_ARG_RE = re.compile(r'"(?:id|[A-Za-z]+(?:_id|Id))"\s*:\s*"([^"\n]{1,80})"')
+
+
+def _id_values(arguments: str | None) -> list[str]:
+    """The string values of a call's id arguments, lower-cased (its first 2,000
+    characters)."""
+    return [v.strip().lower() for v in _ID_ARG_RE.findall((arguments or "")[:2_000])]
+
+
+_NAME_RE = re.compile(r"(?<![\w.-])[A-ZÀ-Þ][a-zß-ÿ]{3,}(?![\w.-])")
+
+
+def goal_names(goal: str) -> list[str]:
+    """The things a request names (:data:`_NAME_RE`: capitalised words of four letters
+    or more, a sentence's first word aside): a request about a named object (the
+    Oceanário de Lisboa) rather than a topic (remote work productivity).
+
+    >>> goal_names("What are the Oceanário de Lisboa opening hours? Escribe algo.")
+    ['Oceanário', 'Lisboa']
+    >>> goal_names("Produis une revue complète sur remote work productivity.")
+    []
+    """
+    found: list[str] = []
+    for sentence in re.split(r"[.!?:;]\s+|\n", goal[:1_000]):
+        words = sentence.strip().split(None, 1)
+        if len(words) > 1:
+            found += _NAME_RE.findall(words[1])
+    return found
+
+
+def names_other(value: object, known: Callable[[str], bool], results: Iterable[str]) -> bool:
+    """Whether a query is about an object the task never reached: the text it asks (a
+    string value of its arguments with a space in it) names things - capitalised words
+    of four letters or more, the names of places, works, people in Latin scripts - and
+    none of them is the task's (``known``: the goal's, the scope's) or held by a recent
+    result (``results``, lower-cased: what the work came across). Words the task and a
+    query share ("opening hours", "ticket price") are attributes; the object is what
+    they are asked of (the Oceanário's hours, then a museum's, then a tower's).
+
+    >>> known = {"oceanário", "lisboa", "opening", "hour"}.__contains__
+    >>> names_other({"query": "Gulbenkian Museum ticket price opening hours"}, known, [])
+    True
+    >>> names_other({"query": "Oceanário de Lisboa opening hours"}, known, [])
+    False
+    >>> names_other({"query": "Gulbenkian Museum hours"}, known, ["... the gulbenkian ..."])
+    False
+    """
+    if not isinstance(value, Mapping):
+        return False
+    texts = [v[:400] for v in value.values() if isinstance(v, str) and " " in v.strip()]
+    names = [
+        w for text in texts for m in _NAME_RE.findall(text) for w in tokenize(m, drop=CONTENT_DROP)
+    ]
+    if not names:
+        return False
+    seen = list(results)
+    return not any(known(w) or any(w in r for r in seen) for w in names)
+
+
 LED_RESULTS = 2
 """The results just read that may have named a tool the agent picks up (a word such as
 ``request`` somewhere in the fourth-last page led nowhere: fixtures' polling run)."""
@@ -313,6 +390,8 @@ class Scope(NamedTuple):
     named: Collection[str] = ()  # the names the requests are written with (task_names)
     cited: Collection[str] = ()  # the names failures of on-task work cited
     authored: Collection[str] = ()  # the words the agent's earlier calls wrote
+    goal: str = ""  # the first request's text (short: :attr:`TaskState.goal`)
+    foreign: Collection[int] = ()  # seqs of recent results holding a foreign passage
 
 
 class Stretch(NamedTuple):
@@ -461,6 +540,16 @@ def weigh_call(
         if len(words) < scope.min_words:
             return NEUTRAL, [], None, None, edits
         judged = True
+        if (
+            about
+            and goal_names(scope.goal)
+            and names_other(
+                arguments_value(step.arguments),
+                lambda w: w in goal_words or w in scope.words or w in scope.goal_stems,
+                [text for text, _, _, _ in scope.results],
+            )
+        ):
+            about = False  # the same questions about another object
         if not about:
             by_words, injected = query_weight(
                 words,
@@ -468,9 +557,17 @@ def weigh_call(
                 stretch_words=stretch.words,
                 stretch_max=stretch.heaviest,
             )
-            if injected is not None and obeys(step.arguments, injected, scope.results):
+            if (
+                injected is not None
+                and obeys(step.arguments, injected, scope.results)
+                and not reports(step.arguments, scope.idents)
+                and injected in scope.foreign
+            ):
                 # off the task, led by a result, and carrying out that result's text
-                # word for word: an instruction that came from data, then obeyed
+                # word for word: an instruction that came from data, then obeyed - when
+                # that result holds text foreign to the task (a passage not about it:
+                # :mod:`detectors.intent_drift.provenance`); re-stating the work's own
+                # output (a plan's summary, an error line) is reporting it
                 by_words = max(by_words, stretch.hijack)
             weight = max(weight, by_words)
     if not judged:

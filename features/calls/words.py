@@ -135,7 +135,13 @@ def mutation_targets(arguments: str | None, paths: tuple[str, ...]) -> set[str]:
     {'src/a.py'}
     >>> mutation_targets('{"command": "cat src/a.py"}', ("src/a.py",))
     set()
+    >>> mutation_targets('"*** Begin Patch\\n*** Update File: src/a.py\\n@@"', ("src/a.py",))
+    {'src/a.py'}
     """
+    if paths and arguments and arguments.startswith('"'):
+        # the whole argument is a patch (a runtime's ``apply_patch`` given its text
+        # bare): its ``File:`` lines name what it changes
+        return {p for p in paths if f"File: {p}" in arguments[:8_000]}
     if not paths or not arguments or not arguments.startswith("{"):
         return set()
     value = arguments_object(arguments)
