@@ -418,7 +418,7 @@ def _goal_text(attrs: Mapping[str, Any]) -> str | None:
                 return str(value[key])
     if isinstance(value, str) and value:
         return value
-    return first_str(attrs, ("gen_ai.agent.description",))
+    return None
 
 
 def _tool_arguments(attrs: Mapping[str, Any]) -> Any:
@@ -1003,7 +1003,10 @@ def _agent_drafts(span: SpanRecord, outermost: bool, base: dict[str, Any], ref: 
     attrs = _messages_decoded(span.attributes, _AGENT_MESSAGES)
     goal = _goal_text(attrs)
     detail: dict[str, Any] = {"subagent": not outermost, **workspace_detail(span)}
-    instructions = _system_text(attrs)
+    # the agent's description (``gen_ai.agent.description``: its role, its tools, its
+    # standing rules) is a brief, not the task: read as instructions, it leaves the task
+    # to the first user message a model call carries
+    instructions = _system_text(attrs) or first_str(attrs, ("gen_ai.agent.description",))
     if instructions:
         detail["system_instructions"] = excerpt(instructions, 4096)
     start = _step(

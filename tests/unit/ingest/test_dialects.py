@@ -28,6 +28,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 
+from features.calls.step_features import features_of
 from ingest.decoded import STATUS_ERROR, Draft, SpanRecord
 from ingest.formats.otlp_json import to_otlp_json
 from ingest.formats.otlp_proto import decode_otlp_proto
@@ -736,3 +737,35 @@ def test_llama_index_through_openinference_run_and_tool_output() -> None:
     assert by_id["r"].attributes["gen_ai.operation.name"] == "invoke_agent"
     assert by_id["x"].attributes["gen_ai.tool.call.result"] == "no"
     assert by_id["x"].status_code == STATUS_ERROR
+
+
+def test_an_agents_description_is_its_brief_and_the_user_message_its_task() -> None:
+    """``gen_ai.agent.description`` (the agent's role, tools and standing rules) is read
+    as instructions: the task is the first user message a model call carries, so the
+    tools a description lists do not make every call look asked for."""
+    run = Run()
+    brief = "You are the referrals agent. Tools: inbox_read, http_request. Data stays in the EHR."
+    with run.span(
+        "invoke_agent referrals",
+        {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.description": brief},
+    ):
+        run.leaf(
+            "chat gemini",
+            {
+                "gen_ai.operation.name": "chat",
+                "gen_ai.input.messages": json.dumps(
+                    [
+                        {
+                            "role": "user",
+                            "parts": [{"type": "text", "content": "Book today's referrals."}],
+                        }
+                    ]
+                ),
+            },
+        )
+    steps = [d.step for d in run.drafts()]
+    (start,) = [s for s in steps if s.kind == "start"]
+    assert start.text is None and start.detail["system_instructions"] == brief
+    assert features_of(next(s for s in steps if s.kind == "model_call")).goal == (
+        "Book today's referrals."
+    )
