@@ -976,26 +976,50 @@ def _prohibitions(
     return out
 
 
-_SPARED_RE = re.compile(
-    rf"{EXCEPT_RE.pattern}|(?i:\b(?:unless|without|instead\s+of|rather\s+than|but|via"
-    r"|through|sin|sans|ohne|sem|statt|anstatt|en\s+lugar\s+de|au\s+lieu\s+de)\b)"
-)
+_NEG_ANY_CASE_RE = re.compile(NEG_RE.pattern, re.IGNORECASE)
+"""A negation in the clause as written (offsets into it, whatever its case)."""
+_GLUE_RE = re.compile(r"(?:[\s,/、]|\b(?:or|and|nor|ni|oder|und|ou|o|y|e|et|the|a|an|la|le|el)\b)*")
+"""What may stand between two tools of one list ("``a``, ``b`` or the ``c``")."""
 
 
 def _forbidden_tools(clause: str) -> list[str]:
-    """The tools a prohibition names before any word that spares or routes ("never call
-    ``social_publish`` or ``social_schedule``", "ruf niemals ``delete_user`` auf"): a tool's
-    name is written the same in every language. Names after "unless", "except",
-    "without", "instead of", "via" (the tool asked for or the way to do it) are not
-    forbidden.
+    """The tools a negation governs ("never call ``social_publish`` or
+    ``social_schedule``", "rufe niemals ``delete_user`` auf", "nunca llames a ``x``"): the
+    first tool named at most three words after a negation, with no punctuation between,
+    and the tools listed right after it. A tool's name is written the same in every
+    language; a negation elsewhere in the clause ("if no tool call is needed, use
+    ``final_answer``") does not reach it, nor does one before "unless"/"without" (the
+    tool asked for).
 
     >>> _forbidden_tools("never call social_publish or social_schedule: a human publishes")
     ['social_publish', 'social_schedule']
-    >>> _forbidden_tools("never delete rows without calling request_approval or crm_lookup")
+    >>> _forbidden_tools("if no tool call is needed, use final_answer to return the answer")
     []
     """
-    spare = _SPARED_RE.search(clause[:600])
-    return _tool_identifiers(clause[: spare.start()] if spare else clause)
+    head = clause[:600]
+    names = [(m.start(1), m.end(1), m[1]) for m in _TOOL_ID_RE.finditer(head)]
+    names += [(m.start(1), m.end(1), m[1]) for m in _CAMEL_ID_RE.finditer(head)]
+    names.sort()
+    negations = [m.end() for m in _NEG_ANY_CASE_RE.finditer(head)]
+    out: list[str] = []
+    end = -1
+    for start, stop, name in names:
+        if DEFAULT_APPROVAL_RE.search(name) or any(c.isdigit() for c in name):
+            continue
+        governed = any(
+            n <= start
+            and len(head[n:start].split()) <= 3
+            and not re.search(r"[,;:.!?]|\b(?:unless|without|except)\b", head[n:start])
+            for n in negations
+        )
+        listed = end >= 0 and _GLUE_RE.fullmatch(head[end:start]) is not None
+        if governed or listed:
+            if name not in out:
+                out.append(name)
+            end = stop
+        elif out:
+            break
+    return out
 
 
 _EXAMPLES_RE = re.compile(

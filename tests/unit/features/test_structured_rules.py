@@ -342,3 +342,11 @@ def test_an_only_clause_naming_tools_allows_only_them_within_their_family() -> N
     steps += s.tool("asset_search", {"query": "autumn"})
     steps += s.tool("social_publish", {"channel": "x", "text": "Autumn"})
     assert _broken(policy, steps) == [steps[7].seq]
+
+
+def test_a_negation_elsewhere_in_the_clause_does_not_forbid_the_tool_it_asks_for() -> None:
+    """smolagents' own prompt: the "no" is about a tool call being needed."""
+    policy = _policy("If no tool call is needed, use final_answer tool to return your answer.")
+    s = Session("t")
+    steps = [s.start(), *s.tool("final_answer", {"answer": "It is sunny in Lisbon."})]
+    assert _broken(policy, steps) == []
