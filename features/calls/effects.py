@@ -91,12 +91,36 @@ _READ_TOOL_RE = re.compile(
 )
 
 
+_NAME_WORD_RE = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
+_READ_VERBS = frozenset(
+    "get read view list search find fetch browse query lookup show describe".split()
+)
+_ACTING_VERBS = frozenset(
+    "send reply forward post publish notify invite share tweet comment sms create delete "
+    "remove update set put write upload submit schedule cancel move mark".split()
+)
+
+
+def _names_a_read(name: str) -> bool:
+    """Whether a tool's name has a reading verb and no acting one among its words
+    (``mail_archive_search``, ``gmail_search_messages``, ``email_list``: a search of
+    mail, not a message sent; ``slack_post_message`` posts). The nouns ``mail`` and
+    ``message`` say what is read.
+
+    >>> [_names_a_read(n) for n in ("mail_archive_search", "gmailSearchMessages",
+    ...                             "slack_post_message", "send_email", "email_list")]
+    [True, True, False, False, True]
+    """
+    words = {w.lower() for w in _NAME_WORD_RE.findall(name)}
+    return bool(words & _READ_VERBS) and not words & _ACTING_VERBS
+
+
 @lru_cache(maxsize=256)
 def _tool_traits(name: str) -> tuple[str | None, bool, bool, bool]:
     """What a tool's name alone says: (its effect class, a shell tool, an HTTP tool, a
     tool that changes the workspace). Agents use a handful of tool names."""
     by_name = None
-    if name and not _READ_TOOL_RE.match(name):
+    if name and not _READ_TOOL_RE.match(name) and not _names_a_read(name):
         if _MONEY_RE.search(name):
             by_name = "money"
         elif _SEND_RE.search(name):
