@@ -31,6 +31,7 @@ __all__ = [
     "changed_targets",
     "failure_shape",
     "information_digest",
+    "mask_timers",
     "wait_seconds",
 ]
 
@@ -88,6 +89,23 @@ def _masked(head: str) -> str:
     return "".join(out)
 
 
+_TIMER_RE = re.compile(r"(?i)\b((?:x-)?rate-?limit-reset|retry-after)(\s*[:=]\s*)\d+")
+"""A rate limit's timer (RFC 9110's ``Retry-After`` seconds, the RateLimit fields'
+``reset``): a countdown that moves with the clock, not with the world."""
+
+
+def mask_timers(text: str) -> str:
+    """``text`` with the seconds of its rate-limit timers masked (``Retry-After: #``): a
+    429 answered with ``Retry-After: 3596`` four seconds after ``3600`` says the same.
+
+    >>> mask_timers("HTTP 429 Too Many Requests; Retry-After: 3596")
+    'HTTP 429 Too Many Requests; Retry-After: #'
+    """
+    if "etry-" not in text and "eset" not in text:
+        return text
+    return _TIMER_RE.sub(r"\1\2#", text)
+
+
 @lru_cache(maxsize=2048)
 def information_digest(text: str) -> int:
     """crc32 of what ``text`` (a result, an error) says: its first :data:`DIGEST_CHARS`
@@ -100,8 +118,10 @@ def information_digest(text: str) -> int:
     False
     >>> information_digest("at 2025-08-03T11:53:13.096Z ok") == information_digest("at 12:00 ok")
     True
+    >>> information_digest("429; Retry-After: 3600") == information_digest("429; Retry-After: 3592")
+    True
     """
-    head = " ".join(text[:DIGEST_CHARS].split())
+    head = mask_timers(" ".join(text[:DIGEST_CHARS].split()))
     return zlib.crc32(_masked(head).encode("utf-8", "surrogatepass"))
 
 
