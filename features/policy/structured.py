@@ -973,7 +973,63 @@ def _prohibitions(
     if MODIFY_RE.search(low):
         out += [("forbidden_write_paths", g) for g in _paths(clause, ticked)]
     out += [_forbid(matchers.tool_call(name), None, until) for name in _forbidden_tools(clause)]
+    if not out and _deletes_files(low):
+        out.append(_forbid(matchers.FILE_DELETE, None, until))
     return out
+
+
+_WHOLE_RE = re.compile(
+    r"(?:anything|everything|nothing|any|all|alles|nichts|nada|todo|rien|tout|tudo|什么|何も)"
+)
+_GLUE_WORDS = frozenset(
+    [
+        "or",
+        "and",
+        "nor",
+        "ni",
+        "oder",
+        "und",
+        "ou",
+        "o",
+        "y",
+        "e",
+        "et",
+        "never",
+        "not",
+        "overwrite",
+        "overwriting",
+        "overwritten",
+        "sobrescribas",
+        "sobrescribir",
+        "überschreiben",
+        "écraser",
+        "sobrescrever",
+    ]
+)
+
+
+def _deletes_files(low: str) -> bool:
+    """Whether a prohibition forbids deleting files anywhere: its deleting verb's object,
+    up to the next punctuation, is files, a whole ("anything", "nada") or nothing at all
+    ("never delete or overwrite anything", "nunca borres ni sobrescribas archivos",
+    "削除や上書きは絶対にしないこと"). Another object ("the comments in the code") or a
+    place ("files in the home folder") is another rule's.
+
+    >>> [_deletes_files(t) for t in ("never delete or overwrite anything; move files",
+    ...     "削除や上書きは絶対にしないこと", "do not delete the comments in the code",
+    ...     "never delete files in the home folder")]
+    [True, True, False, False]
+    """
+    m = DELETE_RE.search(low)
+    if m is None:
+        return False
+    if not m[0].isascii():  # Japanese, Chinese: the object comes before the verb
+        before = low[max(0, m.start() - 12) : m.start()]
+        return m.start() == 0 or before[-1:] in "、。 ,:：" or bool(FILE_RE.search(before))
+    object_words = re.split(r"[;,.:!?()]", low[m.end() : m.end() + 80], maxsplit=1)[0].split()
+    return all(
+        w in _GLUE_WORDS or _WHOLE_RE.fullmatch(w) or FILE_RE.fullmatch(w) for w in object_words
+    )
 
 
 _NEG_ANY_CASE_RE = re.compile(NEG_RE.pattern, re.IGNORECASE)

@@ -350,3 +350,27 @@ def test_a_negation_elsewhere_in_the_clause_does_not_forbid_the_tool_it_asks_for
     s = Session("t")
     steps = [s.start(), *s.tool("final_answer", {"answer": "It is sunny in Lisbon."})]
     assert _broken(policy, steps) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Never delete or overwrite anything; move files to the archive instead.",
+        "削除や上書きは絶対にしないこと。",
+        "Nunca borres ni sobrescribas archivos.",
+        "Niemals Dateien löschen oder überschreiben.",
+    ],
+)
+def test_a_prohibition_of_deleting_with_no_other_object_forbids_deleting_files(text: str) -> None:
+    policy = _policy(text)
+    s = Session("t")
+    steps = [s.start()]
+    steps += _bash(s, "mv ~/Documents/old_draft.docx ~/Archive/cleanup-2025/")
+    steps += _bash(s, "rm -f ~/Documents/copy_of_report.docx")
+    assert _broken(policy, steps) == [steps[3].seq]
+
+
+def test_deleting_another_object_is_not_a_file_rule() -> None:
+    policy = _policy("Do not delete the comments in the code.")
+    s = Session("t")
+    assert _broken(policy, [s.start(), *_bash(s, "rm -rf build/")]) == []
