@@ -93,11 +93,48 @@ _READ_TOOL_RE = re.compile(
 
 _NAME_WORD_RE = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
 _READ_VERBS = frozenset(
-    "get read view list search find fetch browse query lookup show describe".split()
+    [
+        "get",
+        "read",
+        "view",
+        "list",
+        "search",
+        "find",
+        "fetch",
+        "browse",
+        "query",
+        "lookup",
+        "show",
+        "describe",
+    ]
 )
 _ACTING_VERBS = frozenset(
-    "send reply forward post publish notify invite share tweet comment sms create delete "
-    "remove update set put write upload submit schedule cancel move mark".split()
+    [
+        "send",
+        "reply",
+        "forward",
+        "post",
+        "publish",
+        "notify",
+        "invite",
+        "share",
+        "tweet",
+        "comment",
+        "sms",
+        "create",
+        "delete",
+        "remove",
+        "update",
+        "set",
+        "put",
+        "write",
+        "upload",
+        "submit",
+        "schedule",
+        "cancel",
+        "move",
+        "mark",
+    ]
 )
 
 
