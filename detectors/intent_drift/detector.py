@@ -67,6 +67,7 @@ from detectors.intent_drift.task import TaskState
 from detectors.intent_drift.weigh import NEUTRAL, tool_led, weigh_call
 from detectors.registry import register
 from features.calls.step_features import StepFeatures, features_of
+from features.calls.vectors import CONTENT_DROP, tokenize
 from features.session.completion import final_answer_tool
 from features.text.hosts import host_of
 from models.records import Alert, Step, StepKind
@@ -328,6 +329,8 @@ class IntentDrift(Detector):
             # the document that carried a planted passage, by the id it was read with:
             # reporting or flagging it is about the document, not doing what it says
             weight, labels, pending, injected = NEUTRAL, [], None, None
+        if not features.sends:
+            weight, labels, injected = self._values_carried(features, weight, labels, injected)
         query = not (terms.paths or terms.hosts or terms.repos)
         if weight > 0 and not log.informed and log.calls <= self.warmup_calls:
             # before any tool result, only the task can have led the agent here: its
@@ -454,6 +457,52 @@ class IntentDrift(Detector):
             if by_words is not None:
                 return max(weight, self.alarm_weight), labels, by_words
         return weight, labels, injected
+
+    def _values_carried(
+        self,
+        features: StepFeatures,
+        weight: float,
+        labels: list[str],
+        injected: int | None,
+    ) -> tuple[float, list[str], int | None]:
+        """(weight, labels, seq of the result that led there) of a call, given the
+        values it sets (:func:`detectors.intent_drift.provenance.carried_values`).
+
+        A call that changes state (a side effect, a file changed) setting a distinctive
+        value that only a foreign passage gave - not the goal, not another result - obeys
+        that passage (``alarm_weight``), whatever its weight so far: the object may be
+        one the task reads (the reviewed product), or the record that carried the
+        passage; the values say whose instruction it carries out. A recipient it names
+        is not judged here (where data goes is egress_gaming's)."""
+        effect, changes = features.effect
+        if effect is None and not changes and not features.mutation_targets:
+            return weight, labels, injected
+        log, task = self._log, self._task
+        goal = task.goal.lower()
+
+        recipients = [r.lower() for r, _ in features.recipients]
+
+        def named(value: str, seq: int) -> bool:
+            words = tokenize(value, drop=CONTENT_DROP)
+            return (
+                # where data or money goes is egress_gaming's to judge
+                any(value in r for r in recipients)
+                or value in goal
+                or bool(words and all(w in task.goal_words for w in words))
+                or any(value in text for text, at, *_ in log.results if at != seq)
+            )
+
+        carried = drift_provenance.carried_values(
+            drift_provenance.scalar_values(features.arguments_value), log.foreign, named
+        )
+        if carried is None:
+            return weight, labels, injected
+        seq, value = carried
+        return (
+            max(weight, self.alarm_weight),
+            [*labels, value],
+            injected if injected is not None else seq,
+        )
 
     def _maybe_alert(self, step: Step) -> list[Alert]:
         if self._log.calls <= self.warmup_calls and self._stretch.injected_from is None:
