@@ -480,6 +480,27 @@ def note_judged(log: CallLog, weight: float, paths: set[str]) -> None:
     log.last_paths = paths
 
 
+def reads_task_data(
+    weight: float, words: Collection[str], effect: str | None, changes: bool
+) -> bool:
+    """Whether a call only reads records by the values on-task reads returned: weighed
+    neutral (``weight`` < 0) with no word left once those values are set aside
+    (``words``: :func:`beyond_data`'s), and changing nothing (no side effect ``effect``,
+    no change to the workspace ``changes``).
+
+    The reason: a lookup tool first used on what the task's own data listed (the vendor
+    a payment ledger named, looked up with ``get_vendor``) follows the task's data, even
+    when a result happens to hold the tool's name words ("Vendor:" on an invoice) - it is
+    not a capability a result led the agent to. A call that changes state stays judged.
+
+    >>> reads_task_data(-1.0, set(), None, False), reads_task_data(-1.0, set(), "effect", False)
+    (True, False)
+    >>> reads_task_data(-1.0, {"wire"}, None, False), reads_task_data(0.5, set(), None, False)
+    (False, False)
+    """
+    return weight < 0 and not words and effect is None and not changes
+
+
 def findings_weight(weight: float, stretch_open: bool) -> float:
     """The weight what a result names or cites inherits from its call (of ``weight``):
     an on-task call's, or a neutral one's (a test run, a build) while no off-task
