@@ -323,6 +323,7 @@ class IntentDrift(Detector):
             )
             if by_entity > weight:
                 weight, labels = by_entity, [*labels, *ids[:2]]
+        weight, labels = self._sibling(features, weight, labels)
         if (
             weight > 0
             and not (terms.hosts or terms.repos)
@@ -460,6 +461,43 @@ class IntentDrift(Detector):
                 return max(weight, self.alarm_weight), labels, by_words
         return weight, labels, injected
 
+    def _named(self, value: str, skip: int = -1) -> bool:
+        """Whether ``value`` (lower-cased) is named by the requests (their text, or all
+        its words theirs) or by a recent result (other than the one of seq ``skip``)."""
+        task, log = self._task, self._log
+        words = tokenize(value, drop=CONTENT_DROP)
+        return (
+            value in task.goal.lower()
+            or bool(words and all(w in task.goal_words for w in words))
+            or any(value in text for text, at, *_ in log.results if at != skip)
+        )
+
+    def _sibling(
+        self, features: StepFeatures, weight: float, labels: list[str]
+    ) -> tuple[float, list[str]]:
+        """(weight, labels) of a call given the slots it fills
+        (:func:`detectors.intent_drift.calls.sibling_slot`): an on-task call records the
+        slots whose value the requests name (a neutral one does not: recording them made
+        false alarms on four sets); a state-changing one that fills such a
+        slot with a sibling nobody named acts on an object of the agent's own choosing
+        (:data:`detectors.intent_drift.calls.ENTITY_WEIGHT`)."""
+        terms = features.terms
+        if terms.paths or terms.hosts or terms.repos:
+            return weight, labels  # a call naming a place is judged by the rules of places
+        slots = drift_calls.slot_values(features.arguments_value)
+        if not slots:
+            return weight, labels
+        if weight == 0.0:
+            drift_calls.note_slots(self._log, slots, self._named)
+            return weight, labels
+        effect, changes = features.effect
+        if effect is None and not changes:
+            return weight, labels
+        other = drift_calls.sibling_slot(self._log, slots, self._named)
+        if other is None or weight >= drift_calls.ENTITY_WEIGHT:
+            return weight, labels
+        return drift_calls.ENTITY_WEIGHT, [*labels, other]
+
     def _values_carried(
         self,
         features: StepFeatures,
@@ -479,23 +517,14 @@ class IntentDrift(Detector):
         effect, changes = features.effect
         if effect is None and not changes and not features.mutation_targets:
             return weight, labels, injected
-        log, task = self._log, self._task
-        goal = task.goal.lower()
-
         recipients = [r.lower() for r, _ in features.recipients]
 
         def named(value: str, seq: int) -> bool:
-            words = tokenize(value, drop=CONTENT_DROP)
-            return (
-                # where data or money goes is egress_gaming's to judge
-                any(value in r for r in recipients)
-                or value in goal
-                or bool(words and all(w in task.goal_words for w in words))
-                or any(value in text for text, at, *_ in log.results if at != seq)
-            )
+            # where data or money goes is egress_gaming's to judge
+            return any(value in r for r in recipients) or self._named(value, seq)
 
         carried = drift_provenance.carried_values(
-            drift_provenance.scalar_values(features.arguments_value), log.foreign, named
+            drift_provenance.scalar_values(features.arguments_value), self._log.foreign, named
         )
         if carried is None:
             return weight, labels, injected
