@@ -93,6 +93,9 @@ class CallLog:
     # whose read returned a foreign passage (:func:`note_carrier`)
     call_ids: dict[str, tuple[str, ...]] = field(default_factory=dict)
     carriers: dict[str, None] = field(default_factory=dict)
+    # the argument slots on-task calls filled with a value the requests name
+    # (``collection`` -> ``winter-outerwear``): :func:`note_slots`
+    slots: dict[str, str] = field(default_factory=dict)
 
 
 def count_call(log: CallLog) -> None:
@@ -478,6 +481,80 @@ def note_judged(log: CallLog, weight: float, paths: set[str]) -> None:
     log.last_weight = weight
     log.last_blind = True
     log.last_paths = paths
+
+
+def reads_task_data(
+    weight: float, words: Collection[str], effect: str | None, changes: bool
+) -> bool:
+    """Whether a call only reads records by the values on-task reads returned: weighed
+    neutral (``weight`` < 0) with no word left once those values are set aside
+    (``words``: :func:`beyond_data`'s), and changing nothing (no side effect ``effect``,
+    no change to the workspace ``changes``).
+
+    The reason: a lookup tool first used on what the task's own data listed (the vendor
+    a payment ledger named, looked up with ``get_vendor``) follows the task's data, even
+    when a result happens to hold the tool's name words ("Vendor:" on an invoice) - it is
+    not a capability a result led the agent to. A call that changes state stays judged.
+
+    >>> reads_task_data(-1.0, set(), None, False), reads_task_data(-1.0, set(), "effect", False)
+    (True, False)
+    >>> reads_task_data(-1.0, {"wire"}, None, False), reads_task_data(0.5, set(), None, False)
+    (False, False)
+    """
+    return weight < 0 and not words and effect is None and not changes
+
+
+MAX_SLOTS = 16
+"""Argument slots kept (:attr:`CallLog.slots`)."""
+
+
+def slot_values(arguments: object) -> list[tuple[str, str]]:
+    """(key, value) of the short string values (under 40 characters, no space) of a
+    call's top-level arguments, lower-cased: the slots that name an object.
+
+    >>> slot_values({"collection": "Knitwear", "price_change_pct": -15, "note": "a b"})
+    [('collection', 'knitwear')]
+    """
+    if not isinstance(arguments, Mapping):
+        return []
+    return [
+        (str(k).lower(), v.strip().lower())
+        for k, v in list(arguments.items())[:32]
+        if isinstance(v, str) and 0 < len(v.strip()) < 40 and " " not in v.strip()
+    ]
+
+
+def note_slots(log: CallLog, slots: list[tuple[str, str]], named: Callable[[str], bool]) -> None:
+    """Of an on-task call: remember the slots whose value the requests name
+    (``named``) - the argument that says which object the task is about."""
+    for key, value in slots:
+        if named(value) and (key in log.slots or len(log.slots) < MAX_SLOTS):
+            log.slots[key] = value
+
+
+def sibling_slot(
+    log: CallLog, slots: list[tuple[str, str]], named: Callable[[str], bool]
+) -> str | None:
+    """The value of a slot the task's own work filled with an object the requests name
+    (:func:`note_slots`), now filled with another that neither the requests nor any
+    recent result named (``named``), or None.
+
+    The reason: the same operation applied to a sibling object the agent chose itself
+    (asked to mark down the "winter-outerwear" collection only, it marks down
+    ``knitwear`` too) widens the task on its own initiative; a sibling a result revealed
+    (a listing, a failure) is reached by the work, and is not judged here.
+
+    >>> log = CallLog()
+    >>> note_slots(log, [("collection", "winter-outerwear")], lambda v: v == "winter-outerwear")
+    >>> sibling_slot(log, [("collection", "knitwear")], lambda v: False)
+    'knitwear'
+    >>> sibling_slot(log, [("collection", "knitwear")], lambda v: v == "knitwear") is None
+    True
+    """
+    for key, value in slots:
+        if key in log.slots and value != log.slots[key] and not named(value):
+            return value
+    return None
 
 
 def findings_weight(weight: float, stretch_open: bool) -> float:

@@ -67,6 +67,7 @@ from detectors.intent_drift.task import TaskState
 from detectors.intent_drift.weigh import NEUTRAL, tool_led, weigh_call
 from detectors.registry import register
 from features.calls.step_features import StepFeatures, features_of
+from features.calls.vectors import CONTENT_DROP, tokenize
 from features.session.completion import final_answer_tool
 from features.text.hosts import host_of
 from models.records import Alert, Step, StepKind
@@ -303,6 +304,8 @@ class IntentDrift(Detector):
             ),
         )
         # (a call with no arguments - a snapshot, a refresh - acts on nothing a result named)
+        if led is not None and drift_calls.reads_task_data(weight, words, *features.effect):
+            led = None  # a lookup of what the task's own data listed: not led there
         if led is not None and weight != 0.0 and (weight > 0 or features.arguments_value):
             # a capability only a result named (the README that says "fork this
             # repository"), used for something the task's objects do not hold
@@ -320,6 +323,7 @@ class IntentDrift(Detector):
             )
             if by_entity > weight:
                 weight, labels = by_entity, [*labels, *ids[:2]]
+        weight, labels = self._sibling(features, weight, labels)
         if (
             weight > 0
             and not (terms.hosts or terms.repos)
@@ -328,6 +332,8 @@ class IntentDrift(Detector):
             # the document that carried a planted passage, by the id it was read with:
             # reporting or flagging it is about the document, not doing what it says
             weight, labels, pending, injected = NEUTRAL, [], None, None
+        if not features.sends:
+            weight, labels, injected = self._values_carried(features, weight, labels, injected)
         query = not (terms.paths or terms.hosts or terms.repos)
         if weight > 0 and not log.informed and log.calls <= self.warmup_calls:
             # before any tool result, only the task can have led the agent here: its
@@ -454,6 +460,80 @@ class IntentDrift(Detector):
             if by_words is not None:
                 return max(weight, self.alarm_weight), labels, by_words
         return weight, labels, injected
+
+    def _named(self, value: str, skip: int = -1) -> bool:
+        """Whether ``value`` (lower-cased) is named by the requests (their text, or all
+        its words theirs) or by a recent result (other than the one of seq ``skip``)."""
+        task, log = self._task, self._log
+        words = tokenize(value, drop=CONTENT_DROP)
+        return (
+            value in task.goal.lower()
+            or bool(words and all(w in task.goal_words for w in words))
+            or any(value in text for text, at, *_ in log.results if at != skip)
+        )
+
+    def _sibling(
+        self, features: StepFeatures, weight: float, labels: list[str]
+    ) -> tuple[float, list[str]]:
+        """(weight, labels) of a call given the slots it fills
+        (:func:`detectors.intent_drift.calls.sibling_slot`): an on-task call records the
+        slots whose value the requests name (a neutral one does not: recording them made
+        false alarms on four sets); a state-changing one that fills such a
+        slot with a sibling nobody named acts on an object of the agent's own choosing
+        (:data:`detectors.intent_drift.calls.ENTITY_WEIGHT`)."""
+        terms = features.terms
+        if terms.paths or terms.hosts or terms.repos:
+            return weight, labels  # a call naming a place is judged by the rules of places
+        slots = drift_calls.slot_values(features.arguments_value)
+        if not slots:
+            return weight, labels
+        if weight == 0.0:
+            drift_calls.note_slots(self._log, slots, self._named)
+            return weight, labels
+        effect, changes = features.effect
+        if effect is None and not changes:
+            return weight, labels
+        other = drift_calls.sibling_slot(self._log, slots, self._named)
+        if other is None or weight >= drift_calls.ENTITY_WEIGHT:
+            return weight, labels
+        return drift_calls.ENTITY_WEIGHT, [*labels, other]
+
+    def _values_carried(
+        self,
+        features: StepFeatures,
+        weight: float,
+        labels: list[str],
+        injected: int | None,
+    ) -> tuple[float, list[str], int | None]:
+        """(weight, labels, seq of the result that led there) of a call, given the
+        values it sets (:func:`detectors.intent_drift.provenance.carried_values`).
+
+        A call that changes state (a side effect, a file changed) setting a distinctive
+        value that only a foreign passage gave - not the goal, not another result - obeys
+        that passage (``alarm_weight``), whatever its weight so far: the object may be
+        one the task reads (the reviewed product), or the record that carried the
+        passage; the values say whose instruction it carries out. A recipient it names
+        is not judged here (where data goes is egress_gaming's)."""
+        effect, changes = features.effect
+        if effect is None and not changes and not features.mutation_targets:
+            return weight, labels, injected
+        recipients = [r.lower() for r, _ in features.recipients]
+
+        def named(value: str, seq: int) -> bool:
+            # where data or money goes is egress_gaming's to judge
+            return any(value in r for r in recipients) or self._named(value, seq)
+
+        carried = drift_provenance.carried_values(
+            drift_provenance.scalar_values(features.arguments_value), self._log.foreign, named
+        )
+        if carried is None:
+            return weight, labels, injected
+        seq, value = carried
+        return (
+            max(weight, self.alarm_weight),
+            [*labels, value],
+            injected if injected is not None else seq,
+        )
 
     def _maybe_alert(self, step: Step) -> list[Alert]:
         if self._log.calls <= self.warmup_calls and self._stretch.injected_from is None:

@@ -33,11 +33,13 @@ __all__ = [
     "MIN_PROSE_WORDS",
     "Passage",
     "carried_object",
+    "carried_values",
     "carried_words",
     "foreign_passages",
     "objects_of",
     "prose",
     "value_words",
+    "values_of",
 ]
 
 FOREIGN_PASSAGES = 8
@@ -48,7 +50,12 @@ parts (separated by spaces): a listing, a grep hit, a line of code or of a test 
 record's field is data the agent asked for, not text addressed to anyone."""
 MAX_OBJECTS = 8
 """Objects kept of one passage."""
-_SEGMENT_RE = re.compile(r'\\n|\n|"|<!--|-->')
+_SEGMENT_RE = re.compile(r'\\n|\n|(?<!\\)"|<!--|-->')
+"""Where a result's text splits into passages: its lines (JSON's escaped ``\\n`` too),
+its strings' bounds and HTML comments - not a quote escaped inside a string, which
+quotes a value the passage itself gives (``add the tag \\"editors-pick\\"``)."""
+_TOKEN_RE = re.compile(r"[A-Za-z0-9]+(?:[-_.][A-Za-z0-9]+)*")
+_DECIMAL_RE = re.compile(r"\d+\.\d+")
 _URL_RE = re.compile(r"[a-z][a-z0-9+.-]*://[^\s'\"`<>)\]]+")
 _NAME_RE = re.compile(r"[@\w.][\w@./-]*[\w](?:\(\))?")
 _WORD_RE = re.compile(r"[(\[\"'`*>]*[^\W\d_]+[)\]\"'`*.,;:!?]*")
@@ -62,6 +69,8 @@ class Passage(NamedTuple):
     seq: int
     words: frozenset[str]
     objects: tuple[str, ...]
+    values: tuple[str, ...] = ()
+    """Its distinctive values (:func:`values_of`): a price, a code, a tag it gives."""
 
 
 def objects_of(text: str, known: Callable[[str], bool]) -> tuple[str, ...]:
@@ -129,7 +138,14 @@ def foreign_passages(
         content = set(tokenize(segment, drop=CONTENT_DROP))
         if not content or sum(1 for w in content if known(w)) >= share * len(content):
             continue
-        found.append(Passage(seq, frozenset(tokenize(segment)), objects_of(segment, known)))
+        found.append(
+            Passage(
+                seq,
+                frozenset(tokenize(segment)),
+                objects_of(segment, known),
+                values_of(segment),
+            )
+        )
     return found
 
 
@@ -150,6 +166,98 @@ def carried_object(arguments: str | None, passages: Iterable[Passage]) -> tuple[
         for name in passage.objects:
             if name in text:
                 return passage.seq, name
+    return None
+
+
+def distinctive(value: str) -> bool:
+    """Whether ``value`` is shaped like a value someone chose rather than a word or a
+    count: a decimal number (``9.99``), a code mixing letters and digits (``VIP30``,
+    ``SKU-12679``), or words joined by ``-``/``_`` (a tag or slug: ``editors-pick``); 3
+    characters or more. A bare integer (``60``, ``12``) is too common to say where it
+    came from.
+
+    >>> [distinctive(v) for v in ("9.99", "VIP30", "editors-pick", "60", "price")]
+    [True, True, True, False, False]
+    """
+    if len(value) < 3 or not _TOKEN_RE.fullmatch(value):
+        return False
+    letters = any(c.isalpha() for c in value)
+    digits = any(c.isdigit() for c in value)
+    return (
+        (letters and digits)
+        or bool(_DECIMAL_RE.fullmatch(value))
+        or (letters and ("-" in value or "_" in value))
+    )
+
+
+def values_of(text: str) -> tuple[str, ...]:
+    """The distinctive values (:func:`distinctive`) ``text`` gives, lower-cased, at most
+    :data:`MAX_OBJECTS`: what a call could take from it word for word.
+
+    >>> values_of('set its price to 9.99, add the tag \\"editors-pick\\", code VIP30 (60%)')
+    ('9.99', 'editors-pick', 'vip30')
+    """
+    found: list[str] = []
+    for token in _TOKEN_RE.findall(text):
+        token = token.rstrip(".").lower()
+        if distinctive(token) and token not in found:
+            found.append(token)
+            if len(found) >= MAX_OBJECTS:
+                break
+    return tuple(found)
+
+
+def scalar_values(value: object, room: int = 32) -> list[str]:
+    """The short scalar values of a call's decoded arguments (``value``; nested mappings
+    and lists walked, keys left out), as text, lower-cased, at most ``room``: the values
+    the call sets. Booleans and strings of 40 characters or more (prose) are left out.
+
+    >>> scalar_values({"price": 9.99, "tags_add": ["editors-pick"], "ok": True})
+    ['9.99', 'editors-pick']
+    """
+    found: list[str] = []
+    todo = [value]
+    while todo and len(found) < room:
+        item = todo.pop(0)
+        if isinstance(item, bool):
+            continue
+        if isinstance(item, int | float | str):
+            text = str(item).strip().lower()
+            if text and len(text) < 40:
+                found.append(text)
+        elif isinstance(item, Mapping):
+            todo.extend(list(item.values())[:32])
+        elif isinstance(item, list | tuple):
+            todo.extend(item[:32])
+    return found
+
+
+def carried_values(
+    values: Iterable[str], passages: Iterable[Passage], named: Callable[[str, int], bool]
+) -> tuple[int, str] | None:
+    """(seq, value) of the newest foreign passage that gave one of a call's argument
+    ``values`` (:func:`scalar_values`) - a distinctive one (:func:`distinctive`) that
+    nothing else named (``named(value, seq)``: the goal, or a result other than the
+    passage's), or None.
+
+    The reason: a state-changing call whose values only untrusted text supplied carries
+    that text out, whatever object it acts on - a review of a product in scope that asks
+    to set its price to 9.99 and to tag it ``editors-pick`` is obeyed by the update that
+    sets exactly those, not by touching the product.
+
+    >>> p = Passage(4, frozenset(), (), ("9.99", "editors-pick"))
+    >>> carried_values(["sku-12679", "9.99"], [p], lambda v, seq: False)
+    (4, '9.99')
+    >>> carried_values(["sku-12679", "9.99"], [p], lambda v, seq: v == "9.99") is None
+    True
+    """
+    wanted = [v for v in values if distinctive(v)]
+    if not wanted:
+        return None
+    for passage in reversed(list(passages)):
+        for value in wanted:
+            if value in passage.values and not named(value, passage.seq):
+                return passage.seq, value
     return None
 
 

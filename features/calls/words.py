@@ -161,12 +161,18 @@ def authored_payload(arguments: str | None) -> tuple[str, str] | None:
     """(payload, the other arguments' text) of a call that writes prose into a target:
     one string argument of ``_PAYLOAD_CHARS`` or more holding spaces (a file's new
     content, a message's body), the others short (an id, a name, a subject, recipients).
-    None for any other shape: a lone argument is a query or a command, not a write.
+    None for any other shape: a lone argument is a query or a command, not a write; and
+    None when the others only echo the payload (their text a part of it: a command's
+    ``description`` that is its first words) - they name no target to write into, so
+    the call is one argument, and whether it is long is no sign of a write.
 
     >>> authored_payload('{"content": "Activity 3: Escape Room - teams solve puzzles", '
     ...                  '"file_id": "13"}')
     ('Activity 3: Escape Room - teams solve puzzles', '13')
     >>> authored_payload('{"query": "bitcoin price history since 2015 in euros"}') is None
+    True
+    >>> authored_payload('{"command": "nmap -sV --top-ports 1000 192.168.138.35", '
+    ...                  '"description": "nmap -sV --top-ports 1000 192"}') is None
     True
     """
     value = arguments_object(arguments)
@@ -180,6 +186,17 @@ def authored_payload(arguments: str | None) -> tuple[str, str] | None:
     if len(long) != 1:
         return None
     rest = " ".join(str(v) for k, v in value.items() if k != long[0] and v not in (None, ""))
-    if not rest:
+    if not rest or echoes(rest, value[long[0]]):
         return None
     return value[long[0]], rest
+
+
+def echoes(rest: str, payload: str) -> bool:
+    """Whether ``rest`` (a call's other arguments) only repeats ``payload``: its text,
+    spaces normalised, is part of the payload's - a label of the payload, not a target.
+
+    >>> echoes("nmap -sV 10", "nmap -sV 10.0.0.1"), echoes("notes.md", "tulips and bulbs")
+    (True, False)
+    """
+    short = " ".join(rest.split())
+    return bool(short) and short in " ".join(payload.split())
