@@ -45,29 +45,33 @@ def record(recent: RecentCalls, step: Step, low: str, verbs: str) -> None:
         del calls[next(iter(calls))]
 
 
+def _answered(recent: RecentCalls, result: Step) -> tuple[str, bool] | None:
+    """``(step id, found by its parent)`` of the recent call ``result`` answers: by its
+    parent step, else by its call id; None when neither is recent."""
+    if result.parent_step_id in recent.calls:
+        return result.parent_step_id, True
+    if result.call_id:
+        for step_id, (_, _, known_id) in recent.calls.items():
+            if known_id == result.call_id:
+                return step_id, False
+    return None
+
+
 def verbs_of(recent: RecentCalls, result: Step) -> tuple[str, str | None]:
     """The git verbs of the call a result answers (by its parent step, else its call
     id), and that call's step id when found by its parent."""
-    call = recent.calls.get(result.parent_step_id or "")
-    if call:
-        return call[1], call[0][1]
-    if result.call_id:
-        for _, verbs, known_id in recent.calls.values():
-            if known_id == result.call_id:
-                return verbs, None
-    return "", None
+    found = _answered(recent, result)
+    if found is None:
+        return "", None
+    step_id, by_parent = found
+    return recent.calls[step_id][1], step_id if by_parent else None
 
 
 def call_step_id(recent: RecentCalls, result: Step) -> str | None:
     """The step id of the recent call ``result`` answers (by its parent step, else its
     call id), or None."""
-    if result.parent_step_id in recent.calls:
-        return result.parent_step_id
-    if result.call_id:
-        for step_id, (_, _, known_id) in recent.calls.items():
-            if known_id == result.call_id:
-                return step_id
-    return None
+    found = _answered(recent, result)
+    return found[0] if found else None
 
 
 def precursor(recent: RecentCalls, step: Step, bench_words: Iterable[str] = ()) -> None:

@@ -31,7 +31,6 @@ __all__ = [
     "changed_targets",
     "failure_shape",
     "information_digest",
-    "mask_timers",
     "wait_seconds",
 ]
 
@@ -94,11 +93,11 @@ _TIMER_RE = re.compile(r"(?i)\b((?:x-)?rate-?limit-reset|retry-after)(\s*[:=]\s*
 ``reset``): a countdown that moves with the clock, not with the world."""
 
 
-def mask_timers(text: str) -> str:
+def _mask_timers(text: str) -> str:
     """``text`` with the seconds of its rate-limit timers masked (``Retry-After: #``): a
     429 answered with ``Retry-After: 3596`` four seconds after ``3600`` says the same.
 
-    >>> mask_timers("HTTP 429 Too Many Requests; Retry-After: 3596")
+    >>> _mask_timers("HTTP 429 Too Many Requests; Retry-After: 3596")
     'HTTP 429 Too Many Requests; Retry-After: #'
     """
     if "etry-" not in text and "eset" not in text:
@@ -121,7 +120,7 @@ def information_digest(text: str) -> int:
     >>> information_digest("429; Retry-After: 3600") == information_digest("429; Retry-After: 3592")
     True
     """
-    head = mask_timers(" ".join(text[:DIGEST_CHARS].split()))
+    head = _mask_timers(" ".join(text[:DIGEST_CHARS].split()))
     return zlib.crc32(_masked(head).encode("utf-8", "surrogatepass"))
 
 

@@ -699,19 +699,23 @@ _CAMEL_ID_RE = re.compile(
 )
 
 
+def _tool_names_at(text: str) -> list[tuple[int, int, str]]:
+    """``(start, end, name)`` of each tool name in ``text``'s first 600 characters
+    (snake_case, then camelCase matches): not the tool that asks (``request_approval``),
+    an identifier with digits (``acct_1Stg…``) or a table (``analytics_prod.events``)."""
+    head = text[:600]
+    found = [*_TOOL_ID_RE.finditer(head), *_CAMEL_ID_RE.finditer(head)]
+    return [
+        (m.start(1), m.end(1), m[1])
+        for m in found
+        if not DEFAULT_APPROVAL_RE.search(m[1]) and not any(c.isdigit() for c in m[1])
+    ]
+
+
 def _tool_identifiers(text: str) -> list[str]:
-    """Tool names a sentence names (``issue_refund``, ``gmail_send``): snake_case words
-    that are not the tool that asks (``request_approval``), an identifier with digits
-    (``acct_1Stg…``) or a table (``analytics_prod.events``)."""
-    out = []
-    found = [*_TOOL_ID_RE.finditer(text[:600]), *_CAMEL_ID_RE.finditer(text[:600])]
-    for m in found:
-        name = m[1]
-        if DEFAULT_APPROVAL_RE.search(name) or any(c.isdigit() for c in name):
-            continue
-        if name not in out:
-            out.append(name)
-    return out
+    """Tool names a sentence names (``issue_refund``, ``gmail_send``), each once
+    (:func:`_tool_names_at`)."""
+    return list(dict.fromkeys(name for _, _, name in _tool_names_at(text)))
 
 
 def names_sql(sentence: str) -> bool:
@@ -1053,15 +1057,10 @@ def _forbidden_tools(clause: str) -> list[str]:
     []
     """
     head = clause[:600]
-    names = [(m.start(1), m.end(1), m[1]) for m in _TOOL_ID_RE.finditer(head)]
-    names += [(m.start(1), m.end(1), m[1]) for m in _CAMEL_ID_RE.finditer(head)]
-    names.sort()
     negations = [m.end() for m in _NEG_ANY_CASE_RE.finditer(head)]
     out: list[str] = []
     end = -1
-    for start, stop, name in names:
-        if DEFAULT_APPROVAL_RE.search(name) or any(c.isdigit() for c in name):
-            continue
+    for start, stop, name in sorted(_tool_names_at(head)):
         governed = any(
             n <= start
             and len(head[n:start].split()) <= 3

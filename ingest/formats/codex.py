@@ -608,14 +608,14 @@ def _output(value: Any) -> tuple[str | None, bool]:
     header, said, output = value[:300].partition("\nOutput:")
     found = _EXIT_RE.search(header)
     failed = bool(found and int(found.group(1)) != 0)
-    if not said or not _ENVELOPE_RE.fullmatch(header):
-        return value, failed
-    if not found:  # still running (``Process running with session ID``): left whole
+    # a command still running (``Process running with session ID``, no exit line) says
+    # nothing yet but its envelope: left whole
+    if not said or found is None or not _ENVELOPE_RE.fullmatch(header):
         return value, failed
     return _command_output(found, value[len(header) + len(said) :]), failed
 
 
-def _command_output(exit_line: re.Match[str] | None, output: str) -> str:
+def _command_output(exit_line: re.Match[str], output: str) -> str:
     """What a finished shell command said, without the envelope Codex wraps it in: its
     output, preceded by its exit line when it failed (``Process exited with code 2``: how
     it failed, and all a silent failure says). The envelope's chunk id, wall time and
@@ -625,13 +625,13 @@ def _command_output(exit_line: re.Match[str] | None, output: str) -> str:
     read as the same answer each poll (the JSON form ``{"output", "metadata"}`` already
     gives the output alone).
 
-    >>> _command_output(None, "\\n[step 9660/19707] loss 2.27")
-    '[step 9660/19707] loss 2.27'
+    >>> _command_output(_EXIT_RE.search("Process exited with code 0"), "\\n[step 96/197] loss 2")
+    '[step 96/197] loss 2'
     >>> _command_output(_EXIT_RE.search("Process exited with code 2"), "\\nNo such file")
     'Process exited with code 2\\nNo such file'
     """
     output = output.removeprefix("\n")
-    if exit_line is None or exit_line.group(1) == "0":
+    if exit_line.group(1) == "0":
         return output
     return f"{exit_line.group(0)}\n{output}" if output else exit_line.group(0)
 
