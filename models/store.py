@@ -1226,12 +1226,14 @@ def _configure_sqlite(engine: Engine) -> None:
     def _on_connect(dbapi_connection: DBAPIConnection, record: ConnectionPoolEntry) -> None:
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
+        # first: switching a new file to WAL takes a lock another process opening the
+        # same store at once (two workers starting, one migrating) may hold
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
         cursor.execute("PRAGMA journal_mode=WAL")
         # In WAL mode NORMAL stays consistent on power loss, losing at most the last
         # commits — together with their offsets, so the input is simply re-read.
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.execute("PRAGMA foreign_keys=ON")
-        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
         cursor.close()
 
     @event.listens_for(engine, "begin")
