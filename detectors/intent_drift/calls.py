@@ -202,6 +202,8 @@ def led_by_result(
 
 
 _VALUE_RE = re.compile(r'"[^"\n]{1,40}"\s*:\s*(?:"([^"\n]{0,80})"|(-?[0-9][0-9.,]*))')
+_LIST_RE = re.compile(r'"[^"\n]{1,40}"\s*:\s*\[([^\[\]{}\n]{1,800})\]')
+_ITEM_RE = re.compile(r'"([^"\n]{1,80})"')
 VALUE_PARTS = 4
 """A string value of at most this many space-separated parts is a value (an id, an
 amount with its currency, a status, a name), a longer one is prose."""
@@ -217,12 +219,21 @@ def value_words(text: str) -> list[str]:
     >>> value_words('{"id":"ntc_de-DE","total":"246.43 EUR","note":"please also refund the'
     ...             ' other order to my new account"}')
     ['ntc', 'de', 'eur']
+
+    The strings of a list of values are values too (the documents a customs case
+    lists, a record's tags): ``{"docs": ["commercial_invoice", "packing_list"]}``.
+
+    >>> value_words('{"hold":"DOC","docs":["commercial_invoice","packing_list"]}')
+    ['commercial', 'invoice', 'packing', 'list']
     """
+    values: list[str] = [value or number for value, number in _VALUE_RE.findall(text)]
+    if "[" in text:
+        values += (item for items in _LIST_RE.findall(text) for item in _ITEM_RE.findall(items))
     found: list[str] = []
-    for value, number in _VALUE_RE.findall(text):
-        if value and len(value.split()) > VALUE_PARTS:
+    for value in values:
+        if len(value.split()) > VALUE_PARTS:
             continue
-        for w in tokenize(value or number, drop=CONTENT_DROP):
+        for w in tokenize(value, drop=CONTENT_DROP):
             if len(w) <= MAX_WORD_CHARS and w not in found:
                 found.append(w)
     return found

@@ -662,15 +662,42 @@ def _repo_of(url: str, host: str | None) -> str | None:
     return f"{host.removeprefix('www.')}/{parts[0].lower()}/{name.lower()}"
 
 
+_KEY_SEGMENT_RE = re.compile(r"[A-Za-z0-9]{6,}")
+_LETTER_DIGIT_RE = re.compile(r"[A-Za-z][0-9]+[A-Za-z]")
+
+
+def opaque_key(segment: str) -> bool:
+    """Whether a URL path ``segment`` is a record's key rather than words: one run of 6
+    or more letters and digits with a digit between letters (``t2hjilgL``), or in mixed
+    case whose camelCase parts are mostly of one or two letters (``pJpXJTbx``). A short
+    link's, a document's or a dataset row's key names a record, not a topic; words in an
+    address are lower-case or hyphenated (``bridge-project-late``), or camelCase of
+    whole words (``AlphaFold``).
+
+    >>> [opaque_key(s) for s in ("t2hjilgL", "pJpXJTbx", "AlphaFold", "eurostat", "utf8")]
+    [True, True, False, False, False]
+    """
+    if not _KEY_SEGMENT_RE.fullmatch(segment):
+        return False
+    if _LETTER_DIGIT_RE.search(segment):
+        return True
+    if segment.islower() or segment.isupper():
+        return False
+    parts = _CAMEL_RE.findall(segment)
+    return 2 * sum(1 for part in parts if len(part) <= 2) >= len(parts)
+
+
 def _url_text(url: str) -> str:
-    """The part of a URL its content words come from: its path and query. The host is a
-    scope term (``hosts``), not topic: a known site with a new page is judged by the
-    page, not by the site."""
+    """The part of a URL its content words come from: its path and query, less the path
+    segments that are records' keys (:func:`opaque_key`). The host is a scope term
+    (``hosts``), not topic: a known site with a new page is judged by the page, not by
+    the site."""
     try:
         parts = urlsplit(url)
     except ValueError:
         return url
-    return f"{parts.path} {parts.query}"
+    path = "/".join(seg for seg in parts.path.split("/") if not opaque_key(seg))
+    return f"{path} {parts.query}"
 
 
 _DROP = CONTENT_DROP = STOP_WORDS | TOOLING_WORDS
