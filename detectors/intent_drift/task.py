@@ -37,6 +37,7 @@ from detectors.intent_drift.scope import (
 )
 from detectors.intent_drift.weigh import Scope
 from features.calls.vectors import CONTENT_DROP, StepTerms, step_terms, tokenize
+from features.text.language import written_in_english
 from models.records import Step, StepKind
 
 MAX_WORDS = 1_024
@@ -98,7 +99,8 @@ class TaskState:
         """The view a call is weighed against, with the recent ``results``, the words
         the agent's earlier calls wrote (``authored``) and the objects on-task work
         touched (``objects``: a call on one is on task, as on an entity the requests
-        name)."""
+        name), and whether the goal is written in English
+        (:func:`features.text.language.written_in_english`)."""
         return Scope(
             self.workspace,
             self.task_repo,
@@ -124,6 +126,7 @@ class TaskState:
             authored,
             self.goal,
             foreign,
+            written_in_english(self.goal) if self.goal else True,
         )
 
 
