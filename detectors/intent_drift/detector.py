@@ -66,6 +66,7 @@ from detectors.intent_drift.stretch import StretchState
 from detectors.intent_drift.task import TaskState
 from detectors.intent_drift.weigh import NEUTRAL, tool_led, weigh_call
 from detectors.registry import register
+from features.calls.effects import names_an_action
 from features.calls.step_features import StepFeatures, features_of
 from features.calls.vectors import CONTENT_DROP, tokenize
 from features.session.completion import final_answer_tool
@@ -252,8 +253,13 @@ class IntentDrift(Detector):
         ids = drift_calls.id_values(features.arguments_value)
         drift_calls.note_call_ids(log, step, ids)
         paged = drift_calls.paged_key(step.tool, features.arguments_value)
-        before = drift_calls.repeated(log, step.step_id, action)
-        if before is None and paged is not None:
+        # a call on another record of the kind the requests name by number is no repeat
+        # of the call on the task's own, however alike their actions read
+        sibling = drift_calls.sibling_ident(
+            drift_calls.slot_values(features.arguments_value), task.idents
+        )
+        before = None if sibling else drift_calls.repeated(log, step.step_id, action)
+        if before is None and paged is not None and not sibling:
             before = drift_calls.repeated(log, step.step_id, paged)  # a further page
         if before is not None:
             if before == 0.0:
@@ -324,6 +330,8 @@ class IntentDrift(Detector):
             if by_entity > weight:
                 weight, labels = by_entity, [*labels, *ids[:2]]
         weight, labels = self._sibling(features, weight, labels)
+        if sibling and weight < self.alarm_weight:
+            weight, labels = self._other_record(step, features, weight, labels, sibling)
         if (
             weight > 0
             and not (terms.hosts or terms.repos)
@@ -497,6 +505,19 @@ class IntentDrift(Detector):
         if other is None or weight >= drift_calls.ENTITY_WEIGHT:
             return weight, labels
         return drift_calls.ENTITY_WEIGHT, [*labels, other]
+
+    def _other_record(
+        self, step: Step, features: StepFeatures, weight: float, labels: list[str], other: str
+    ) -> tuple[float, list[str]]:
+        """(weight, labels) of a call on ``other``, a record of the kind the requests
+        name by number but not one they name (:func:`detectors.intent_drift.calls.
+        sibling_ident`): changing it (a side effect, a tool named for an action:
+        ``foia_set_status``) is work on a case nobody gave the agent (``alarm_weight``);
+        reading it is neutral (a prior claim looked up, a related ticket read)."""
+        effect, changes = features.effect
+        if effect is not None or changes or names_an_action(step.tool):
+            return self.alarm_weight, [*labels, other]
+        return (NEUTRAL if weight <= 0.0 else weight), labels
 
     def _values_carried(
         self,

@@ -16,7 +16,7 @@ from functools import lru_cache
 
 from features.text.memo import short_text_memo
 
-__all__ = ["call_effect"]
+__all__ = ["call_effect", "names_an_action"]
 
 # Tool names whose effect lands on someone else: money and messages (critical).
 _MONEY_RE = re.compile(
@@ -150,6 +150,21 @@ def _names_a_read(name: str) -> bool:
     """
     words = {w.lower() for w in _NAME_WORD_RE.findall(name)}
     return bool(words & _READ_VERBS) and not words & _ACTING_VERBS
+
+
+@lru_cache(maxsize=256)
+def names_an_action(name: str | None) -> bool:
+    """Whether a tool's name has an acting verb among its words and no reading one
+    (``foia_set_status``, ``ticket_close``... ``markResolved``): the call changes the
+    record it names, whatever class :func:`call_effect` gives it.
+
+    >>> [names_an_action(n) for n in ("foia_set_status", "get_status", "foia_queue")]
+    [True, False, False]
+    """
+    if not name:
+        return False
+    words = {w.lower() for w in _NAME_WORD_RE.findall(name)}
+    return bool(words & _ACTING_VERBS) and not words & _READ_VERBS
 
 
 @lru_cache(maxsize=256)

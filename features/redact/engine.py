@@ -616,4 +616,3 @@ def _copy(obj: Any, _depth: int = 0) -> Any:
     if isinstance(obj, tuple):
         return tuple(_copy(v, _depth + 1) for v in obj)
     return obj
-
