@@ -207,7 +207,10 @@ def confirmed(
         len(cycle) >= 2
         and pending.status is None
         and before.error
-        and all(c.body is not None and c.body == cycle[i].body for i, c in enumerate(done))
+        and all(
+            c.body is not None and c.body == cycle[i % len(cycle)].body
+            for i, c in enumerate(done)
+        )
     ):
         return (
             f"`{pending.label}` is run again after it failed, with the same calls "

@@ -218,3 +218,22 @@ def test_records_pickle_under_the_detectors_module_path() -> None:
     data = pickle.dumps(c)
     assert b"detectors.runaway_loop.detector" in data and b"_Call" in data
     assert pickle.loads(data) == c
+
+
+def test_confirmed_reads_repeats_longer_than_one_cycle() -> None:
+    # a failed upload polled again and again: the repeats held (three cycles and the
+    # pending call) outnumber the cycle's two calls; each is compared with its place
+    # in the cycle (a Tempo export of 233 calls raised IndexError here: 14 dead letters)
+    cycle = [call(1, "poll()", body=1), call(2, "upload()", status="error", body=2)]
+    cycle[1].error = 7
+    repeated = [
+        call(3, "poll()", body=1),
+        call(4, "upload()", body=2),
+        call(5, "poll()", body=1),
+        call(6, "upload()", body=2),
+        call(7, "poll()", body=1),
+        call(8, "upload()"),
+    ]
+    assert "is run again after it failed" in confirmed(
+        cycle, repeated, models=0, out_tokens=0, burn_ratio=4.0
+    )
