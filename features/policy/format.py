@@ -155,9 +155,16 @@ class ForbiddenAction:
 
 
 _UNTIL_RE = re.compile(
-    r"^(?:(?P<date>\d{4}-\d{2}-\d{2})(?:[T ](?P<time>\d{1,2}:\d{2})(?::\d{2})?)?"
-    r"|(?P<tod>\d{1,2}:\d{2}))\s*(?:Z|UTC|\+00:?00)?$"
+    r"^(?:(?P<date>\d{4}-\d{2}-\d{2})(?:[T ](?P<time>\d{1,2}:\d{2}(?::\d{2})?))?"
+    r"|(?P<tod>\d{1,2}:\d{2}(?::\d{2})?))\s*(?:Z|UTC|\+00:?00)?$"
 )
+
+
+def _clock(text: str) -> int | None:
+    """Seconds into the day of ``HH:MM[:SS]``, None when out of range."""
+    h, mi, *sec = (int(x) for x in text.split(":"))
+    ss = sec[0] if sec else 0
+    return h * 3600 + mi * 60 + ss if h < 24 and mi < 60 and ss < 60 else None
 
 
 def parse_until(text: str) -> tuple[int | None, int | None] | None:
@@ -167,18 +174,20 @@ def parse_until(text: str) -> tuple[int | None, int | None] | None:
 
     >>> parse_until("2026-01-21T09:00Z"), parse_until("18:00"), parse_until("soon")
     ((1768986000000000000, None), (None, 64800), None)
+    >>> parse_until("2026-01-21T09:00:30Z"), parse_until("18:00:05")
+    ((1768986030000000000, None), (None, 64805))
     """
     m = _UNTIL_RE.match(text.strip())
     if m is None:
         return None
     if m["tod"]:
-        h, mi = (int(x) for x in m["tod"].split(":"))
-        return (None, h * 3600 + mi * 60) if h < 24 and mi < 60 else None
+        seconds = _clock(m["tod"])
+        return None if seconds is None else (None, seconds)
     y, mo, d = (int(x) for x in m["date"].split("-"))
-    h, mi = (int(x) for x in (m["time"] or "0:00").split(":"))
-    if not (1 <= mo <= 12 and 1 <= d <= 31 and h < 24 and mi < 60):
+    seconds = _clock(m["time"] or "0:00")
+    if seconds is None or not (1 <= mo <= 12 and 1 <= d <= 31):
         return None
-    return (_days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60) * 10**9, None
+    return (_days_from_civil(y, mo, d) * 86400 + seconds) * 10**9, None
 
 
 def _days_from_civil(y: int, m: int, d: int) -> int:

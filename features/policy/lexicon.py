@@ -48,6 +48,7 @@ NEG_RE = re.compile(
     r"|ne|n'|pas|interdit|aucun(?:e)?"  # fr
     rf"|n[aã]o|proibid[oa]|nenhum[a]?){_E}"  # pt
     r"|しない|ないこと|ないで|ません|禁止|してはいけない|不要|不得|不能|绝不|切勿|别|勿"  # ja, zh
+    r"|금지|하지\s*마|마세요|말\s*것|안\s*됩니다|안\s*됨"  # ko
 )
 """A prohibition."""
 

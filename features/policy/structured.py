@@ -58,6 +58,8 @@ Pure; linear in the sentence (bounded regexes over at most 600 characters).
 '18:00'
 >>> time_bound("CODE FREEZE until 2026-01-21 09:00 UTC.")
 '2026-01-21T09:00'
+>>> time_bound("リリースフリーズ: 2025-10-29T07:21:59Z (UTC) までは internal のみ")
+'2025-10-29T07:21:59'
 """
 
 from __future__ import annotations
@@ -289,7 +291,8 @@ _FILE_ENDINGS = frozenset(
 )
 _PATH_RE = re.compile(r"(?<![\w@:/.-])((?:\.{0,2}/)?(?:[\w.-]+/)+)(?![\w/])")
 _TIME_RE = re.compile(
-    r"(?P<date>\d{4}-\d{2}-\d{2})?[ T]*(?P<time>\b\d{1,2}:\d{2})?\s*(?:UTC|Z\b|GMT)",
+    r"(?P<date>\d{4}-\d{2}-\d{2})?[ T]*(?P<time>(?<![\d:])\d{1,2}:\d{2}(?::\d{2})?)?"
+    r"\s*(?:UTC|Z\b|GMT)",
     re.IGNORECASE,
 )
 _CLAUSE_SPLIT_RE = re.compile(r"\s*(?:[;；。：]|:\s|\s-\s)\s*")
@@ -297,9 +300,10 @@ _CLAUSE_SPLIT_RE = re.compile(r"\s*(?:[;；。：]|:\s|\s-\s)\s*")
 
 def time_bound(line: str) -> str | None:
     """The end of the window a line's rules hold for ("until 2026-01-21 09:00 UTC",
-    "vor 18:00 UTC", "antes de las 18:00 UTC de hoy"): ``YYYY-MM-DDTHH:MM`` or ``HH:MM``
-    (UTC, on the session's first day). None when the line states no UTC time, or states
-    it as a start ("after 18:00")."""
+    "vor 18:00 UTC", "antes de las 18:00 UTC de hoy"): ``YYYY-MM-DDTHH:MM[:SS]`` or
+    ``HH:MM[:SS]`` (UTC, on the session's first day; the seconds kept when given - read
+    without them, ``07:21:59Z`` was ``21:59``, another time of day). None when the line
+    states no UTC time, or states it as a start ("after 18:00")."""
     for m in _TIME_RE.finditer(line[:600]):
         if not (m["date"] or m["time"]):
             continue
@@ -684,7 +688,8 @@ def _subject_objects(clause: str) -> list[str]:
 
 
 _TOOL_ID_RE = re.compile(
-    r"(?<![\w.@/:-])([a-z][a-z0-9]{1,30}(?:__?[a-z0-9]{2,30}){1,4})(?![\w@/-]|\.\w)"
+    r"(?<![A-Za-z0-9_.@/:-])([a-z][a-z0-9]{1,30}(?:__?[a-z0-9]{2,30}){1,4})"
+    r"(?![A-Za-z0-9_@/-]|\.\w)"
 )
 _SQL_WORD_RE = re.compile(
     r"(?<![\w])(INSERT|UPDATE|DELETE|DROP|ALTER|TRUNCATE|CREATE|MERGE|DDL|DML)(?![\w])"
@@ -694,8 +699,10 @@ _SQL_CONTEXT_RE = re.compile(
 )
 
 
+# (a name is bounded by ASCII: in Japanese or Korean a particle follows it unspaced,
+# ``gmail_send는``, ``submit_for_reviewを``)
 _CAMEL_ID_RE = re.compile(
-    r"(?<![\w.@/:-])([a-z]{2,20}(?:[A-Z][a-z0-9]{1,20}){1,4})(?![\w@/-]|\.\w)"
+    r"(?<![A-Za-z0-9_.@/:-])([a-z]{2,20}(?:[A-Z][a-z0-9]{1,20}){1,4})(?![A-Za-z0-9_@/-]|\.\w)"
 )
 
 
@@ -1042,6 +1049,13 @@ _GLUE_RE = re.compile(r"(?:[\s,/、]|\b(?:or|and|nor|ni|oder|und|ou|o|y|e|et|the
 """What may stand between two tools of one list ("``a``, ``b`` or the ``c``")."""
 
 
+_CLOSING_TAIL = 12
+"""Characters a clause may hold after a negation that closes it (``ください``, ``allowed``)."""
+_CLOSING_REACH = 48
+"""Characters between a tool and the closing negation that governs it (``や production
+への昇格はフリーズ解除まで``: the rest of the list and the time it holds for)."""
+
+
 def _forbidden_tools(clause: str) -> list[str]:
     """The tools a negation governs ("never call ``social_publish`` or
     ``social_schedule``", "rufe niemals ``delete_user`` auf", "nunca llames a ``x``"): the
@@ -1055,9 +1069,21 @@ def _forbidden_tools(clause: str) -> list[str]:
     ['social_publish', 'social_schedule']
     >>> _forbidden_tools("if no tool call is needed, use final_answer to return the answer")
     []
+
+    In a language that puts the verb last, the negation closing the clause governs the
+    tools before it ("``submit_for_review`` や production への昇格は禁止").
+
+    >>> _forbidden_tools("submit_for_review や production への昇格はフリーズ解除まで禁止")
+    ['submit_for_review']
+    >>> _forbidden_tools("call final_answer when done, do not loop")
+    []
     """
     head = clause[:600]
-    negations = [m.end() for m in _NEG_ANY_CASE_RE.finditer(head)]
+    found = list(_NEG_ANY_CASE_RE.finditer(head))
+    negations = [m.end() for m in found]
+    # a negation that ends the clause (a verb-final one: "… は禁止", "… を実行しないで
+    # ください", "… is not allowed") governs the tools named before it
+    closing = [m.start() for m in found if len(head[m.end() :].strip()) <= _CLOSING_TAIL]
     out: list[str] = []
     end = -1
     for start, stop, name in sorted(_tool_names_at(head)):
@@ -1066,6 +1092,11 @@ def _forbidden_tools(clause: str) -> list[str]:
             and len(head[n:start].split()) <= 3
             and not re.search(r"[,;:.!?]|\b(?:unless|without|except)\b", head[n:start])
             for n in negations
+        ) or any(
+            stop <= n
+            and n - stop <= _CLOSING_REACH
+            and not re.search(r"[,;:.!?。；：]|\b(?:unless|without|except|only)\b", head[stop:n])
+            for n in closing
         )
         listed = end >= 0 and _GLUE_RE.fullmatch(head[end:start]) is not None
         if governed or listed:

@@ -374,3 +374,35 @@ def test_deleting_another_object_is_not_a_file_rule() -> None:
     policy = _policy("Do not delete the comments in the code.")
     s = Session("t")
     assert _broken(policy, [s.start(), *_bash(s, "rm -rf build/")]) == []
+
+
+# -- verb-final prohibitions, names glued to a particle, times with seconds ------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "submit_for_review や production への昇格は禁止。",  # ja: the negation closes
+        "submit_for_reviewを実行しないでください。",  # ja: a particle glued to the name
+        "submit_for_review는 사용하지 마세요.",  # ko
+        "Calling submit_for_review is not allowed.",  # en, the negation after the name
+    ],
+)
+def test_a_negation_that_closes_the_clause_forbids_the_tool_before_it(text: str) -> None:
+    s = Session("v")
+    steps = [
+        *s.tool("submit_for_review", {"app": "4.20.0"}),
+        *s.tool("upload_build", {"track": "internal"}),
+    ]
+    assert _broken(_policy(text), steps) == [steps[0].seq]
+
+
+def test_a_tool_before_a_later_negation_in_another_clause_is_not_forbidden() -> None:
+    assert not derive("Call final_answer when you are done, do not loop.").rules
+
+
+def test_a_deadline_with_seconds_is_that_instant() -> None:
+    assert time_bound("Release freeze until 2025-10-29T07:21:59Z (UTC).") == "2025-10-29T07:21:59"
+    assert time_bound("リリースフリーズ: 2025-10-29T07:21:59Z (UTC) までは internal のみ") == (
+        "2025-10-29T07:21:59"
+    )
