@@ -208,8 +208,7 @@ def confirmed(
         and pending.status is None
         and before.error
         and all(
-            c.body is not None and c.body == cycle[i % len(cycle)].body
-            for i, c in enumerate(done)
+            c.body is not None and c.body == cycle[i % len(cycle)].body for i, c in enumerate(done)
         )
     ):
         return (
