@@ -142,6 +142,16 @@ def note_call(ledger: AddressLedger, step: Step, low: str) -> None:
         ledger.sensitive_call = step.step_id
         if ledger.sensitive_seen is None:
             ledger.sensitive_seen = (step.seq, source)
+        if _COPY_RE.search(low):
+            # data flow: a copy of a sensitive source (``cp .env pkg/.env.test``,
+            # ``cat ~/.aws/credentials > /tmp/c.txt``) holds what the source holds
+            for path in files:
+                if path != source and path not in ledger.secret_files:
+                    remember(ledger.secret_files, path, step.seq, 32)
+
+
+_COPY_RE = re.compile(r"(?:^|[\s;&|(\"'])(?:cp|mv|install|rsync|ditto)\s|[^2&]>\s*[\w./~]")
+"""A command that copies a file, or writes what it reads into one."""
 
 
 def note_payloads(ledger: AddressLedger, text: str, *, cap: int) -> None:

@@ -66,18 +66,24 @@ def leak_load(
 ) -> str | None:
     """What sensitive data the payload of a call (``low``: its lower-cased arguments)
     carries (:func:`detectors.egress_gaming.rules.carried` on the arguments without
-    their authentication), or a file whose contents a result showed holding a credential
-    (``secret_files``: path -> that result's seq); None.
+    their authentication), or a file holding a credential - its contents a result showed,
+    or a copy of a sensitive source (``secret_files``: path -> that step's seq) - named
+    itself or by its folder; None.
 
     >>> leak_load("gh gist create /tmp/s.tfstate", {}, {"/tmp/s.tfstate": 33})
-    '/tmp/s.tfstate (a file whose contents showed a credential at step 33)'
+    '/tmp/s.tfstate (a file holding a credential since step 33)'
+    >>> leak_load("npm --prefix pkg/raw publish", {}, {"pkg/raw/.env.test": 29})
+    'pkg/raw/.env.test (a file holding a credential since step 29)'
     """
     if secret_files:
         payload = without_auth(low)
         for path, seq in secret_files.items():
-            if path in payload:
+            folder = path.rpartition("/")[0]
+            # the file, or the folder holding it (``npm --prefix pkg publish`` of
+            # ``pkg/.env.test``: a package or a directory sent whole)
+            if path in payload or (folder.strip("./~") and f"{folder} " in f"{payload} "):
                 found = carried(payload, secrets)
-                return found or f"{path} (a file whose contents showed a credential at step {seq})"
+                return found or f"{path} (a file holding a credential since step {seq})"
     if not secrets and "[redacted" not in low and not sensitive_read(low):
         return None
     return carried(without_auth(low), secrets)
