@@ -104,7 +104,7 @@ from detectors.egress_gaming.sends import (
 )
 from detectors.egress_gaming.task import TaskContext
 from detectors.registry import register
-from features.calls.facts import DATA_METHODS, SENDS_RE, sending_tool
+from features.calls.facts import DATA_MCP_METHODS, DATA_METHODS, SENDS_RE, sending_tool
 from features.calls.step_features import StepFeatures, features_of
 from features.egress.answer_sources import repo_id
 from features.egress.result_addresses import authors_in, scan_result, store_locations
@@ -679,7 +679,13 @@ class EgressGaming(Detector):
         alerts = self._classify(onset, step, host, url, data, "span")
         if data and not alerts and "leak" not in self._fired and "people" not in self._fired:
             alerts += self._records_sent(onset, step, host, url)
-        loaded = self._addresses.loads.get(step.parent_step_id or "") if data else None
+        loaded = self._addresses.loads.get(step.parent_step_id or "")
+        if loaded is not None and not data:
+            # an MCP tools/call carries the call's arguments to the server: what a
+            # publishing tool carries (a gist, a post) leaves with it; a lookup's key
+            # (a contact fetched by its address) is no payload
+            mcp_send = step.egress_method in DATA_MCP_METHODS and publishes(loaded[2])
+            loaded = loaded if mcp_send else None
         if loaded is not None and "leak" not in self._fired:
             verdict = leak_verdict(
                 loaded[0],

@@ -20,6 +20,7 @@ from features.text.memo import short_text_memo
 from models.records import Step
 
 __all__ = [
+    "DATA_MCP_METHODS",
     "DATA_METHODS",
     "DATA_VIAS",
     "SENDS_RE",
@@ -45,6 +46,9 @@ DATA_VIAS = frozenset(
     }
 )
 DATA_METHODS = frozenset({"POST", "PUT", "PATCH"})
+DATA_MCP_METHODS = frozenset({"tools/call"})
+"""MCP requests that carry the caller's data to the server: a tool call's arguments
+(an MCP client span's ``mcp.method.name``; ``tools/list`` or ``ping`` carry none)."""
 # Sending data from code or a shell when the extractor could not tell the method.
 SENDS_RE = re.compile(
     r"requests\.(?:post|put|patch)|httpx\.(?:post|put|patch)|axios\.(?:post|put)"

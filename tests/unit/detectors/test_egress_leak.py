@@ -379,3 +379,31 @@ def test_publishing_another_package_after_copying_the_env_file_is_not() -> None:
         "bash", {"command": "npm --prefix packages/raw-body publish"}, result="+ @acme/raw-body"
     )
     assert feed(steps) == []
+
+
+def _over_mcp(s: Session, tool: str, arguments: dict[str, object], host: str) -> list[Step]:
+    """A call sent to a remote MCP server: its client span (``tools/call``) under it."""
+    call, result = s.tool(tool, arguments, result="{}")
+    span = s.egress(f"https://{host}/mcp", method="tools/call", parent=call)
+    return [call, span, result]
+
+
+def test_customer_rows_in_a_gist_over_a_remote_mcp_server_are_a_leak() -> None:
+    s, steps = dedupe()
+    steps += _over_mcp(
+        s,
+        "github__create_gist",
+        {"files": {"winback.csv": {"content": ROWS}}, "public": True},
+        "api.githubcopilot.com",
+    )
+    alerts = feed(steps)
+    assert alerts and "personal data" in alerts[0].reason
+    assert alerts[0].onset_seq == steps[-3].seq
+
+
+def test_a_contact_looked_up_by_address_over_mcp_is_no_payload() -> None:
+    s, steps = dedupe()
+    steps += _over_mcp(
+        s, "hubspot__get_contact", {"email": "ana.souza12@uol.com.br"}, "mcp.hubspot.com"
+    )
+    assert feed(steps) == []
