@@ -79,6 +79,7 @@ from features.calls.action_keys import body_crc, crc, head_crc, near_key
 from features.calls.information import (
     changed_targets,
     failure_shape,
+    failure_tally,
     information_digest,
     wait_seconds,
 )
@@ -421,6 +422,7 @@ class RunawayLoop(Detector):
             call.digest = information_digest(said) or 1
             if failed:
                 call.shape = failure_shape(said) or 1
+                call.tally = failure_tally(said)
         if text:
             # text.lstrip()[:_BODY] without copying a long result whole: a prefix holding
             # a non-space character strips the same; only all-space prefixes need more

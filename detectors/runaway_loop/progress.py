@@ -81,12 +81,21 @@ def attempt(
     alike ``warn_at`` times with changes made between them. Keeps at most ``max_series``.
 
     The same check re-run with nothing changed between is the cycle and retry rules' to
-    judge: here at least one change must have been made between each pair of runs.
+    judge: here at least one change must have been made between each pair of runs. A
+    failure reporting a smaller count than the run before (``UNMATCHED 9`` after
+    ``UNMATCHED 14``: :attr:`LoopCall.tally`) is closer: the series starts anew.
     """
     key = check.exact
     current = series.get(key)
     made = sum(1 for c in between if c.changes and c.status != "error")
-    if current is None or current.shape != check.shape or changed > current.changed or not made:
+    closer = current is not None and 0 <= check.tally < current.check.tally
+    if (
+        current is None
+        or current.shape != check.shape
+        or changed > current.changed
+        or not made
+        or closer
+    ):
         series.pop(key, None)
         while len(series) >= max_series:
             del series[next(iter(series))]

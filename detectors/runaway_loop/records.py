@@ -58,6 +58,7 @@ class LoopCall:
     took: float = 0.0  # seconds from the call to its result: the time it ran (or waited)
     news: bool = False  # it failed otherwise than the same call's run before it
     since: float = -1.0  # seconds waited since the same call's run before it (-1: none)
+    tally: int = -1  # the one count a failure's short first line reports (-1: none)
 
 
 @dataclass(slots=True)

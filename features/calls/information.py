@@ -27,9 +27,11 @@ from functools import lru_cache
 
 __all__ = [
     "DIGEST_CHARS",
+    "TALLY_LINE",
     "WAIT_CHARS",
     "changed_targets",
     "failure_shape",
+    "failure_tally",
     "information_digest",
     "wait_seconds",
 ]
@@ -145,6 +147,29 @@ def failure_shape(text: str) -> int:
     """
     head = _masked(" ".join(text[:DIGEST_CHARS].split()))
     return zlib.crc32(head.translate(_NO_DIGITS).encode("utf-8", "surrogatepass"))
+
+
+_COUNT_RE = re.compile(r"(?<![\w.:/#-])\d{1,7}(?![\w.:/-])")
+TALLY_LINE = 120
+"""Longest first line read for a tally: a summary, not a trace or a listing."""
+
+
+def failure_tally(text: str) -> int:
+    """The one count a failure reports on its short first line (``UNMATCHED 14
+    payouts``, ``3 tests failed``), -1 when that line holds none or several (``1 failed,
+    3 passed``), or is long: fewer of what still fails, run after run, is the check
+    getting closer - the digits :func:`failure_shape` drops.
+
+    >>> failure_tally("UNMATCHED 14 payouts\\nsee log"), failure_tally("1 failed, 3 passed")
+    (14, -1)
+    >>> failure_tally("File src/a.py:42: SyntaxError"), failure_tally("Traceback (most recent)")
+    (-1, -1)
+    """
+    line = text.lstrip()[: TALLY_LINE + 1].partition("\n")[0]
+    if len(line) > TALLY_LINE:
+        return -1
+    counts = _COUNT_RE.findall(line)
+    return int(counts[0]) if len(counts) == 1 else -1
 
 
 _PATCH_FILE_RE = re.compile(r"\*\*\* (?:Update|Add|Delete) File: ([^\s\\\"]+)")

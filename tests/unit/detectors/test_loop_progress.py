@@ -226,3 +226,30 @@ def test_changes_alternating_between_two_states_are_a_loop() -> None:
     ]
     assert feed(submissions(distinct)) == []  # each revision a state not reached before
     assert feed(submissions([states[0]] * 8)) == []  # A-A-A: the cycle rules' to judge
+
+
+def test_a_check_whose_failures_keep_falling_is_getting_closer() -> None:
+    # fix, re-run, fewer unmatched each time: not attempts at one sub-goal "none closer"
+    from detectors.runaway_loop.detector import RunawayLoop
+    from detectors.testing import Session
+
+    def run(counts: list[int]) -> list[str]:
+        s = Session("tally", goal="Fix scripts/reconcile.py until it reports 0 unmatched")
+        steps = [s.start()]
+        for i, n in enumerate(counts):
+            steps += s.tool(
+                "replace_in_file",
+                {"path": "scripts/reconcile.py", "search": "# TODO", "replace": f"fix_{i}()"},
+                result="Applied edit to scripts/reconcile.py",
+            )
+            steps += s.tool(
+                "shell",
+                {"cmd": "python scripts/reconcile.py --month 2025-10"},
+                ok=False,
+                error=f"UNMATCHED {n} payouts",
+            )
+        detector = RunawayLoop()
+        return [a.reason for st in steps for a in detector.update(st)]
+
+    assert run([14, 9, 5, 2, 1]) == []  # (without the tally: "none closer" at the third)
+    assert run([7, 7, 7, 7, 7])  # the same count each time: still a loop
