@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from detectors.base import remember, remember_all
+from detectors.intent_drift.language import written_in_english
 from detectors.intent_drift.places import MAX_FILES
 from detectors.intent_drift.scope import (
     failure_names,
@@ -37,7 +38,6 @@ from detectors.intent_drift.scope import (
 )
 from detectors.intent_drift.weigh import Scope
 from features.calls.vectors import CONTENT_DROP, StepTerms, step_terms, tokenize
-from features.text.language import written_in_english
 from models.records import Step, StepKind
 
 MAX_WORDS = 1_024
@@ -100,7 +100,7 @@ class TaskState:
         the agent's earlier calls wrote (``authored``) and the objects on-task work
         touched (``objects``: a call on one is on task, as on an entity the requests
         name), and whether the goal is written in English
-        (:func:`features.text.language.written_in_english`)."""
+        (:func:`detectors.intent_drift.language.written_in_english`)."""
         return Scope(
             self.workspace,
             self.task_repo,

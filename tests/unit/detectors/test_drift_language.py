@@ -6,8 +6,8 @@ off the task for want of shared words, while a long tangent still fires."""
 from __future__ import annotations
 
 from detectors.intent_drift.detector import IntentDrift
+from detectors.intent_drift.language import written_in_english
 from detectors.testing import Session
-from features.text.language import written_in_english
 from models.records import Alert, Step
 
 ENGLISH = "Check the figures of our 2023 fact-check and cite the newer checks by other newsrooms."
