@@ -135,7 +135,9 @@ def mutation_targets(
     holds whatever the tool is called (``edit``, ``apply_patch``, ``str_replace``,
     ``write``); the target is a path that is a whole argument value or a patch's
     ``File:`` line. A shell command or a code cell is one string and changes nothing
-    here (paths inside code are not targets).
+    here (paths inside code are not targets). ``parsed`` gives the arguments'
+    :func:`~features.calls.canonical.arguments_object` when the caller has it (the step's
+    features: one parse for all readers); asked only when it is read.
 
     >>> mutation_targets('{"path": "src/a.py", "old": "x", "new": "y"}', ("src/a.py",))
     {'src/a.py'}
@@ -150,7 +152,6 @@ def mutation_targets(
         return {p for p in paths if f"File: {p}" in arguments[:8_000]}
     if not paths or not arguments or not arguments.startswith("{"):
         return set()
-    # ``parsed``: the arguments' arguments_object when the caller has it (one parse a step)
     value = parsed() if parsed is not None else arguments_object(arguments)
     if value is None:
         return set()
