@@ -111,7 +111,9 @@ class ScoreRecorder:
         append = self._scores.append
         for get, detector in self._getters:
             try:
-                alerts.extend(detector.update(step))
+                found = detector.update(step)
+                if found:  # most steps raise nothing: no call to extend by nothing
+                    alerts.extend(found)
             except Exception as error:  # a detector bug must not cost the batch
                 failed(detector, error)
                 append(_NAN)

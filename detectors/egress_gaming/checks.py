@@ -27,7 +27,6 @@ from functools import lru_cache
 from typing import Any
 
 from detectors.base import remember
-from features.calls.canonical import arguments_object
 
 __all__ = [
     "CheckLedger",
@@ -91,10 +90,11 @@ def _path(args: dict[str, Any]) -> str | None:
     return next((v for k in _PATH_KEYS if isinstance(v := args.get(k), str) and v), None)
 
 
-def read_target(arguments: str | None) -> str | None:
+def read_target(args: dict[str, Any] | None) -> str | None:
     """The one file or URL a call reads (a path, or a URL fetched without a body), or
-    None: what a later write to the same target is compared with."""
-    args = arguments_object(arguments)
+    None: what a later write to the same target is compared with. ``args``: the call's
+    arguments as a JSON object (:func:`~features.calls.canonical.arguments_object`; None
+    when they are not one)."""
     if args is None or any(k in args for pair in _PAIRS for k in pair):
         return None
     if any(k in args for k in (*_CONTENT_KEYS, *_BODY_KEYS)):
@@ -113,10 +113,10 @@ def note_read(ledger: CheckLedger, target: str, text: str, identifiers: tuple[st
         remember(ledger.checks, target, text[:MAX_CONTENT].lower(), MAX_KEPT)
 
 
-def edit_of(ledger: CheckLedger, arguments: str | None) -> tuple[str, str, str] | None:
+def edit_of(ledger: CheckLedger, args: dict[str, Any] | None) -> tuple[str, str, str] | None:
     """(target, text replaced, replacement) of a call that changes a file or writes a URL
-    back, or None. A whole-file write or a URL written is compared with what was read."""
-    args = arguments_object(arguments)
+    back, or None. A whole-file write or a URL written is compared with what was read.
+    ``args``: as :func:`read_target`'s."""
     if args is None:
         return None
     path = _path(args)

@@ -484,13 +484,15 @@ class EgressGaming(Detector):
         if not identifiers:  # a goal that names no check has none to weaken
             return []
         ledger = self._checks
-        target = egress_checks.read_target(step.arguments)
+        # the arguments parsed once for every reader of the step (its features)
+        args = features_of(step).arguments_object
+        target = egress_checks.read_target(args)
         if target is not None:
             for key in (step.step_id, step.call_id):
                 if key:
                     remember(ledger.pending, key, target, egress_checks.MAX_KEPT)
             return []
-        edit = egress_checks.edit_of(ledger, step.arguments)
+        edit = egress_checks.edit_of(ledger, args)
         if edit is None:
             return []
         path, old, new = edit

@@ -306,12 +306,23 @@ class StepFeatures:
         return _keep(self, "_value", arguments_value(self.step.arguments))
 
     @property
+    def arguments_object(self) -> dict[str, Any] | None:
+        """The step's ``arguments`` as a JSON object, or None
+        (:func:`features.calls.canonical.arguments_object`), from the step's one parse
+        (:attr:`arguments_value`). Shared: read-only."""
+        text = self.step.arguments
+        if not text or not text.startswith("{"):
+            return None
+        value = self.arguments_value
+        return value if isinstance(value, dict) else None
+
+    @property
     def unknown_arguments(self) -> bool:
         """Whether the call's arguments are unknown (not recorded, or masked): no call is
         the same as another by them (:func:`features.calls.unknown.arguments_unknown`)."""
         if self._unknown is not _UNSET:
             return self._unknown
-        return _keep(self, "_unknown", arguments_unknown(self.step))
+        return _keep(self, "_unknown", arguments_unknown(self.step, lambda: self.arguments_value))
 
     @property
     def arguments(self) -> tuple[frozenset[str], tuple[str, ...]]:
@@ -368,7 +379,9 @@ class StepFeatures:
         """The paths the call changes (:func:`features.calls.words.mutation_targets`)."""
         if self._mutations is not _UNSET:
             return self._mutations
-        targets = mutation_targets(self.step.arguments, self.terms.paths)
+        targets = mutation_targets(
+            self.step.arguments, self.terms.paths, lambda: self.arguments_object
+        )
         return _keep(self, "_mutations", targets)
 
     @property

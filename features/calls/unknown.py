@@ -21,7 +21,8 @@ return flight no duplicate payment), two placeholders not "the same answer". Det
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from features.calls.canonical import arguments_value
 from models.records import Step
@@ -51,16 +52,18 @@ def is_placeholder(text: str | None) -> bool:
     return _PLACEHOLDER_RE.fullmatch(text.strip()) is not None
 
 
-def arguments_unknown(step: Step) -> bool:
+def arguments_unknown(step: Step, parsed: Callable[[], Any] | None = None) -> bool:
     """Whether ``step``'s arguments are unknown: not recorded (``detail[UNRECORDED]``), or
-    a placeholder in place of all of them (the arguments, or their one value)."""
+    a placeholder in place of all of them (the arguments, or their one value). ``parsed``
+    gives their :func:`~features.calls.canonical.arguments_value` when the caller has it
+    (the step's features: one parse for all readers); asked only when it is read."""
     detail = step.detail
     if isinstance(detail, Mapping) and detail.get(UNRECORDED):
         return True
     text = step.arguments
     if not text or len(text) > 2 * _MAX_PLACEHOLDER:
         return False
-    value = arguments_value(text)
+    value = parsed() if parsed is not None else arguments_value(text)
     if isinstance(value, Mapping) and len(value) == 1:
         value = next(iter(value.values()))
     return isinstance(value, str) and is_placeholder(value)

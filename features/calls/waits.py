@@ -26,6 +26,8 @@ __all__ = ["declared_timeout_s", "waits_for_human"]
 _MS_KEYS = ("timeout_ms", "timeoutms", "timeout_millis", "timeout_milliseconds")
 _S_KEYS = ("timeout_s", "timeout_sec", "timeout_secs", "timeout_seconds", "wait_seconds")
 _BARE_KEYS = ("timeout", "max_wait", "wait_timeout")
+_TIMEOUT_KEYS = (*_MS_KEYS, *_S_KEYS, *_BARE_KEYS)
+"""Every key :func:`declared_timeout_s` reads: a call naming none of them declares none."""
 _MS_TOOLS = frozenset({"Bash", "BashOutput"})
 """Tools whose bare ``timeout`` is in milliseconds: Claude Code's (up to 600000)."""
 _VIEW_CHARS = 8_000
@@ -54,6 +56,8 @@ def declared_timeout_s(tool: str | None, args: Any) -> float | None:
     if not isinstance(args, Mapping):
         return None
     lowered = {k.lower(): v for k, v in args.items() if isinstance(k, str)}
+    if not any(key in lowered for key in _TIMEOUT_KEYS):  # most calls name none of them
+        return None
     for keys, scale in ((_MS_KEYS, 0.001), (_S_KEYS, 1.0)):
         for key in keys:
             value = _number(lowered.get(key))

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
+from typing import Any
 
 from features.calls.canonical import arguments_object
 from features.calls.vectors import CONTENT_DROP, StepTerms, tokenize
@@ -123,13 +125,19 @@ def tool_words(tool: str | None, arguments: str | None) -> list[str]:
     return tokenize(names, drop=CONTENT_DROP)
 
 
-def mutation_targets(arguments: str | None, paths: tuple[str, ...]) -> set[str]:
+def mutation_targets(
+    arguments: str | None,
+    paths: tuple[str, ...],
+    parsed: Callable[[], dict[str, Any] | None] | None = None,
+) -> set[str]:
     """The paths a call changes: content besides the target (two or more free strings,
     or a multi-line one) marks a change, judged from the shape of the arguments so it
     holds whatever the tool is called (``edit``, ``apply_patch``, ``str_replace``,
     ``write``); the target is a path that is a whole argument value or a patch's
     ``File:`` line. A shell command or a code cell is one string and changes nothing
-    here (paths inside code are not targets).
+    here (paths inside code are not targets). ``parsed`` gives the arguments'
+    :func:`~features.calls.canonical.arguments_object` when the caller has it (the step's
+    features: one parse for all readers); asked only when it is read.
 
     >>> mutation_targets('{"path": "src/a.py", "old": "x", "new": "y"}', ("src/a.py",))
     {'src/a.py'}
@@ -144,7 +152,7 @@ def mutation_targets(arguments: str | None, paths: tuple[str, ...]) -> set[str]:
         return {p for p in paths if f"File: {p}" in arguments[:8_000]}
     if not paths or not arguments or not arguments.startswith("{"):
         return set()
-    value = arguments_object(arguments)
+    value = parsed() if parsed is not None else arguments_object(arguments)
     if value is None:
         return set()
     texts = [v for v in value.values() if isinstance(v, str)]

@@ -271,6 +271,8 @@ def _message_text(message: Any) -> str | None:
 
 
 def _messages(value: Any) -> list[Any]:
+    if value is None:  # the attribute absent (most of the names read): no ABC checks
+        return []
     value = json_value(value)
     if isinstance(value, Mapping) and isinstance(value.get("messages"), list):
         return list(value["messages"])
