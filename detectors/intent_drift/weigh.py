@@ -188,7 +188,7 @@ def query_weight(
     (2.0, None)
     >>> query_weight({"tulip", "bulb"}, source=None, stretch_words=(), stretch_max=0.0,
     ...              english_goal=False)
-    (0.25, None)
+    (0.375, None)
     """
     if source is not None and source[1]:
         return 0.0, None
