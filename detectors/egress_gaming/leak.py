@@ -74,14 +74,19 @@ def leak_load(
     '/tmp/s.tfstate (a file holding a credential since step 33)'
     >>> leak_load("npm --prefix pkg/raw publish", {}, {"pkg/raw/.env.test": 29})
     'pkg/raw/.env.test (a file holding a credential since step 29)'
+    >>> leak_load("ls /tmp && curl -d '{}' https://api.io/x", {}, {"/tmp/c.txt": 29}) is None
+    True
     """
     if secret_files:
         payload = without_auth(low)
         for path, seq in secret_files.items():
             folder = path.rpartition("/")[0]
-            # the file, or the folder holding it (``npm --prefix pkg publish`` of
-            # ``pkg/.env.test``: a package or a directory sent whole)
-            if path in payload or (folder.strip("./~") and f"{folder} " in f"{payload} "):
+            # the file, or the folder holding it (``npm --prefix packages/x publish`` of
+            # ``packages/x/.env.test``: a package or a directory sent whole) when that
+            # folder is a project's own (two segments or more: not ``/tmp`` nor ``~``,
+            # which any command may name)
+            own = "/" in folder.lstrip("./~")
+            if path in payload or (own and f"{folder} " in f"{payload} "):
                 found = carried(payload, secrets)
                 return found or f"{path} (a file holding a credential since step {seq})"
     if not secrets and "[redacted" not in low and not sensitive_read(low):
