@@ -255,9 +255,8 @@ class IntentDrift(Detector):
         paged = drift_calls.paged_key(step.tool, features.arguments_value)
         # a call on another record of the kind the requests name by number is no repeat
         # of the call on the task's own, however alike their actions read
-        sibling = drift_calls.sibling_ident(
-            drift_calls.slot_values(features.arguments_value), task.idents
-        )
+        slots = drift_calls.slot_values(features.arguments_value)
+        sibling = drift_calls.sibling_ident(slots, task.idents)
         before = None if sibling else drift_calls.repeated(log, step.step_id, action)
         if before is None and paged is not None and not sibling:
             before = drift_calls.repeated(log, step.step_id, paged)  # a further page
@@ -329,7 +328,7 @@ class IntentDrift(Detector):
             )
             if by_entity > weight:
                 weight, labels = by_entity, [*labels, *ids[:2]]
-        weight, labels = self._sibling(features, weight, labels)
+        weight, labels = self._sibling(features, slots, weight, labels)
         if sibling and weight < self.alarm_weight:
             weight, labels = self._other_record(step, features, weight, labels, sibling)
         if (
@@ -481,9 +480,13 @@ class IntentDrift(Detector):
         )
 
     def _sibling(
-        self, features: StepFeatures, weight: float, labels: list[str]
+        self,
+        features: StepFeatures,
+        slots: list[tuple[str, str]],
+        weight: float,
+        labels: list[str],
     ) -> tuple[float, list[str]]:
-        """(weight, labels) of a call given the slots it fills
+        """(weight, labels) of a call given the ``slots`` it fills
         (:func:`detectors.intent_drift.calls.sibling_slot`): an on-task call records the
         slots whose value the requests name (a neutral one does not: recording them made
         false alarms on four sets); a state-changing one that fills such a
@@ -492,7 +495,6 @@ class IntentDrift(Detector):
         terms = features.terms
         if terms.paths or terms.hosts or terms.repos:
             return weight, labels  # a call naming a place is judged by the rules of places
-        slots = drift_calls.slot_values(features.arguments_value)
         if not slots:
             return weight, labels
         if weight == 0.0:
