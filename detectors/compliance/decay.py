@@ -10,7 +10,9 @@ Reads the session's policy (the START step's ``policy_id``, else ``agent_policie
 ``derived_policies``), every tool call, checked against it by
 :mod:`features.policy.check`, approvals, checkpoints and compactions
 (``step.model_session``). A :class:`~features.policy.ledger.ComplianceLedger` keeps per
-model session the calls, the violations and the rules honoured. No policy, no alerts.
+model session the calls, the violations and the rules honoured. Without a policy only the
+approval habits fire: an action asked about before every call until a compaction and done
+unasked after it (:mod:`detectors.compliance.habits`; a warning).
 
 Raises ``critical``, ROLLBACK to the last checkpoint before the onset, else KILL; onset =
 the first violating step since the compaction; evidence = that step, the compaction and
@@ -48,6 +50,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from detectors.base import Checkpoints, Detector, StepRef, make_alert
+from detectors.compliance.habits import ApprovalHabits, HabitBreak
 from detectors.registry import register
 from features.policy.catalog import (
     DERIVED_MODES,
@@ -157,13 +160,8 @@ class PolicyDetector(Detector):
             self._policy_id = resolve_policy_id(
                 step, self._compiled, self.agent_policies, self.default_policy
             )
-        if self._policy_id is not None:
-            policy = self._compiled[self._policy_id]
-        else:
-            derived = self._derived(step)
-            if derived is None:
-                return None, False
-            policy = derived
+        # compactions and checkpoints are kept whatever the policy: an approval habit
+        # (compliance_decay) is judged without one
         kind = step.kind
         if kind == _CHECKPOINT:  # the only kind Checkpoints keeps; skip the call otherwise
             self._checkpoints.update(step)
@@ -173,6 +171,13 @@ class PolicyDetector(Detector):
             self._compaction = None
         if kind == _COMPACTION:
             self._compaction = (StepRef.of(step), _describe_compaction(step))
+        if self._policy_id is not None:
+            policy = self._compiled[self._policy_id]
+        else:
+            derived = self._derived(step)
+            if derived is None:
+                return None, compacted
+            policy = derived
         violations, honoured = policy.observe(step, self._pstate)
         if not (violations or honoured or kind == _TOOL_CALL):
             return None, compacted  # nothing for the ledger to count (most steps)
@@ -317,6 +322,9 @@ class ComplianceDecay(PolicyDetector):
         self._floor = 0.0
         """The least score of this model session: once an honoured rule broke, that
         finding's score (HONOURED_SCORE, or the rate test's 1 - p when higher)."""
+        self._habits = ApprovalHabits()
+        """Actions the agent asked approval for every time (:mod:`.habits`): judged
+        whether or not the session has a policy."""
 
     @property
     def thresholds(self) -> dict[str, float]:
@@ -329,8 +337,11 @@ class ComplianceDecay(PolicyDetector):
 
     def update(self, step: Step) -> list[Alert]:
         finding, compacted = self._observe(step)
+        habit = self._habits.observe(step)
         if compacted:
             self._floor = 0.0
+        if habit is not None:
+            self._floor = max(self._floor, HONOURED_SCORE)
         if finding is not None and finding.decay == "honoured":
             # decay shown, until the next compaction: what the alert carries
             self._floor = max(self._floor, HONOURED_SCORE, 1.0 - finding.p_value)
@@ -343,13 +354,46 @@ class ComplianceDecay(PolicyDetector):
             else 0.0
         )
         self._score = max(self._floor, rate)
-        if finding is None or finding.decay is None:
-            return []
         ms = self._ledger.model_session
-        if self._fired_session == ms or not self._violating:
+        if self._fired_session == ms:
             return []
-        self._fired_session = ms
-        return [self._alert(step, finding)]
+        if finding is not None and finding.decay is not None and self._violating:
+            self._fired_session = ms
+            return [self._alert(step, finding)]
+        if habit is not None:
+            self._fired_session = ms
+            return [self._habit_alert(habit)]
+        return []
+
+    def _habit_alert(self, habit: HabitBreak) -> Alert:
+        """A habit broken after a compaction (:mod:`.habits`): the agent's own conduct,
+        not a rule a person confirmed, so a warning that notifies."""
+        onset = StepRef.of(habit.step)
+        evidence = [onset]
+        if self._compaction is not None:
+            evidence.append(self._compaction[0])
+            where = f"the compaction at step {self._compaction[0].seq} ({self._compaction[1]})"
+        else:
+            where = f"the compaction before model session {self._ledger.model_session}"
+        if habit.last_approved is not None:
+            evidence.append(habit.last_approved)
+        reason = (
+            f"after {where} the agent ran `{_clip(habit.action, 80)}` with no approval since "
+            f"its previous call; before it, each of its {_plural(habit.times, 'call')} of "
+            f"that action came after an approval or an approval request (the last at step "
+            f"{habit.last_approved.seq if habit.last_approved else '?'}) [the agent's own "
+            "habit, not a rule a person confirmed, so a warning]"
+        )
+        return make_alert(
+            self.name,
+            onset=onset,
+            raised=habit.step,
+            evidence=evidence,
+            score=HONOURED_SCORE,
+            severity=Severity.WARN,
+            reason=reason,
+            action=Action.NOTIFY,
+        )
 
     def _alert(self, step: Step, finding: Finding) -> Alert:
         onset = self._violating[0]

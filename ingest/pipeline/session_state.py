@@ -43,30 +43,29 @@ from features.text.clip import analysed_step
 from ingest.pipeline.event_order import BEFORE_ALL, OrderKey
 from models.records import SessionInfo, Step
 
-VERSION = 9
+VERSION = 10
 """Bumped when the layout below or a detector's state layout changes (the analysis is
 pickled detector objects' state: a detector regrouping its attributes changes it). A
 state of an earlier version keeps its session facts and drops its analysis: the session
 is rolled forward from its first stored step (:func:`load_state`), which gives the
-analysis a checkpoint of this version would have held - the analysis of a step is a
-pure function of the steps stored. Version 9: runaway_loop's records gained the count
-a failure reports (``tally``). Version 8: intent_drift's foreign passages gained
-the distinctive values they give (a price, a code, a tag). Version 7: intent_drift's
-log gained the objects on-task calls touched, the ids recent calls named and the
-records that carried a
-planted passage. Version 6: egress_gaming's address ledger gained
-the calls to hosts the task does not name and the values they fetched. Version 5:
-runaway_loop's records gained what a
-repeat ran and whether its failure was news, intent_drift's log the foreign passages and
-the agent's own words, duplicate_side_effect the effects a predecessor completed.
-Version 4: the modules moved
-into family packages (``features.compaction`` is now :mod:`features.session.compaction`,
-and the detectors' records moved likewise), so a pickle of version 3 names modules that no
-longer exist: :class:`_Unpickler` reads its session facts under the new names. Version 3:
-``intent_drift``'s and
-``egress_gaming``'s state grouped by concern (:mod:`detectors.intent_drift.task`,
-:mod:`detectors.egress_gaming.task` and their siblings); version 2: the analysis a checkpoint
-written now and then; version 1: the analysis written at every commit."""
+analysis a checkpoint of this version would have held - the analysis of a step is a pure
+function of the steps stored. Version 10: compliance_decay gained the actions the agent
+asked approval for (its approval habits). Version 9: runaway_loop's records gained the
+count a failure reports (``tally``). Version 8: intent_drift's foreign passages gained
+the distinctive values they give (a price, a code, a tag). Version 7: intent_drift's log
+gained the objects on-task calls touched, the ids recent calls named and the records
+that carried a planted passage. Version 6: egress_gaming's address ledger gained the
+calls to hosts the task does not name and the values they fetched. Version 5:
+runaway_loop's records gained what a repeat ran and whether its failure was news,
+intent_drift's log the foreign passages and the agent's own words, duplicate_side_effect
+the effects a predecessor completed. Version 4: the modules moved into family packages
+(``features.compaction`` is now :mod:`features.session.compaction`, and the detectors'
+records moved likewise), so a pickle of version 3 names modules that no longer exist:
+:class:`_Unpickler` reads its session facts under the new names. Version 3:
+``intent_drift``'s and ``egress_gaming``'s state grouped by concern
+(:mod:`detectors.intent_drift.task`, :mod:`detectors.egress_gaming.task` and their
+siblings); version 2: the analysis a checkpoint written now and then; version 1: the
+analysis written at every commit."""
 
 
 @dataclass(slots=True)
@@ -146,7 +145,7 @@ def _unpickle(data: bytes) -> Any:
 
 
 def load_state(data: bytes) -> SessionState | None:
-    """What :func:`dump_state` wrote; for a state of an earlier version (1 to 8), its
+    """What :func:`dump_state` wrote; for a state of an earlier version (1 to 9), its
     session facts with a fresh analysis reflecting no step (``upto`` 0: the caller rolls
     the session forward from its first stored step); None for anything else."""
     payload = _unpickle(data)  # the project's own store
@@ -157,7 +156,7 @@ def load_state(data: bytes) -> SessionState | None:
     if version == VERSION and stored is not None:
         analysis: dict[str, Any] = _unpickle(stored)
         upto: int = payload["upto"]
-    elif version in (1, 2, 3, 4, 5, 6, 7, 8, VERSION):
+    elif version in (1, 2, 3, 4, 5, 6, 7, 8, 9, VERSION):
         # no checkpoint yet, or one of another layout: the detectors' pickled state
         # may not fit the code that loads it, so none of it is used
         analysis = {"features": TrajectoryFeatures(), "detectors": {}}
