@@ -109,6 +109,15 @@ class Clocks:
     def __init__(self, bounds: tuple[int, ...]) -> None:
         self.bounds = bounds
         self._heaps: dict[str, list[tuple[int, str]]] = {}
+        self._parked: dict[str, tuple[str, list[tuple[int, str]]]] = {}
+        """Per partition: the entries of one session (its last speaker) that
+        :meth:`due_before` took off the heap as due but could not place (that session was
+        speaking), kept aside while the same session speaks again, and put back on the
+        heap before any other speaker's (or a clock mark's) turn. The heap and these
+        together hold exactly the entries the heap alone would: the order entries come
+        out in is the same, without taking a long-talking session's entries off the heap
+        and pushing them back at each of its steps (quadratic in its steps: one session
+        alone on a partition - a recorded file - keeps every entry it ever pushed due)."""
         self._home: dict[str, str] = {}
         """Session → the partition its last step came from."""
 
@@ -149,7 +158,16 @@ class Clocks:
         outside); its entries wait for another session's step, by which time it has
         spoken and they are stale (unless the draft was a re-delivery)."""
         heap = self._heaps.get(partition)
-        held: list[tuple[int, str]] = []
+        parked = self._parked.get(partition)
+        if parked is not None and parked[0] == speaker:
+            held = parked[1]  # still speaking: its entries stay aside
+        else:
+            held = []
+            if parked is not None:  # another's turn: the heap holds them all again
+                del self._parked[partition]
+                if heap is not None:
+                    for entry in parked[1]:
+                        heapq.heappush(heap, entry)
         while heap and heap[0][0] < ts:
             due, session_id = heapq.heappop(heap)
             if session_id == speaker:
@@ -164,9 +182,8 @@ class Clocks:
             following = next_due(session, self.bounds)
             if following is not None:
                 heapq.heappush(heap, (following, session_id))
-        if heap is not None:
-            for entry in held:
-                heapq.heappush(heap, entry)
+        if heap is not None and held and speaker is not None:
+            self._parked[partition] = (speaker, held)
 
     def forget_session(self, session_id: str) -> None:
         """``session_id`` left memory (evicted): it is ticked again once it returns."""
@@ -179,5 +196,6 @@ class Clocks:
         kept."""
         for partition in [p for p in self._heaps if p and not keep(p)]:
             del self._heaps[partition]
+            self._parked.pop(partition, None)
         for session_id in [s for s, p in self._home.items() if p and not keep(p)]:
             del self._home[session_id]
