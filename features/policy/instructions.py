@@ -40,7 +40,9 @@ command or one of the verbs of :data:`ACTIONS` (``push``/``pushing``, ``force-pu
 
 Not rules: sentences without a directive ("tests/ contains the tests"), questions,
 conditionals ("if the build fails, do not push": the condition cannot be represented)
-— the last two are reported as not used, with the reason. Pure: no I/O, no wall clock;
+and a negation without a verb continuing what a subject gets ("personal devices get
+`retire`, never `wipe`": it holds for those devices only)
+— all but the first are reported as not used, with the reason. Pure: no I/O, no wall clock;
 linear in the text and bounded (:data:`MAX_CHARS` examined).
 
 The patterns derived here are searched, unanchored, in every tool call of the session (up
@@ -529,6 +531,30 @@ def _clauses(norm: str) -> list[str]:
     return out
 
 
+_ELLIPTICAL_NEG_RE = re.compile(rf"^{_NEG}\s+`[^`]{{1,80}}`$")
+_SUBJECT_THEN_OBJECT_RE = re.compile(r"^\S.{0,200}?\s[a-z]{2,20}\s+`[^`]{1,80}`$")
+
+
+def _continues_subject(previous: str, clause: str) -> bool:
+    """Whether ``clause`` is a negation without a verb of its own ("never `wipe`") that
+    continues a previous clause stating what a *subject* gets ("personal devices get
+    `retire`", "for personal devices use `retire`"): the prohibition holds for that
+    subject only, a condition the policy format cannot state. After an imperative ("use
+    `retire`, never `wipe`", "always use …") the prohibition is the agent's, whole.
+
+    >>> _continues_subject("personal (byod) devices get `retire`", "never `wipe`")
+    True
+    >>> _continues_subject("use `retire`", "never `wipe`"), _continues_subject("", "never `wipe`")
+    (False, False)
+    """
+    return (
+        bool(previous)
+        and _ELLIPTICAL_NEG_RE.match(clause) is not None
+        and _HEAD_RE.match(previous) is None
+        and _SUBJECT_THEN_OBJECT_RE.match(previous) is not None
+    )
+
+
 def _sentence_rules(sentence: str) -> tuple[list[DerivedRule], str | None]:
     """(rules, None) when the sentence gave rules; ([], reason) for a directive it could
     not use; ([], None) for a sentence that states no rule."""
@@ -541,8 +567,11 @@ def _sentence_rules(sentence: str) -> tuple[list[DerivedRule], str | None]:
         return [], "a condition the policy format cannot state"
     rules: list[DerivedRule] = []
     reasons: list[str] = []
+    previous = ""
     for clause in _clauses(norm):
-        if _CONDITIONAL_RE.search(clause) and not _REQUIRE_BEFORE_UNLESS.search(clause):
+        scoped = _continues_subject(previous, clause)
+        previous = clause
+        if scoped or (_CONDITIONAL_RE.search(clause) and not _REQUIRE_BEFORE_UNLESS.search(clause)):
             reasons.append(_CONDITION)
             continue
         got = [

@@ -322,6 +322,19 @@ def _fraction_above(digits: str) -> str:
     return "|".join(alts)
 
 
+def with_value(action: str, value: str) -> str:
+    """``action`` (a regex anchored at the start of the call's text) done with ``value`` as
+    a word of its arguments: the rule's "`intune_device_action` with action `wipe`" is
+    about wiping, not about every device action.
+
+    >>> p = re.compile(with_value(tool_named("intune_device_action"), "wipe"))
+    >>> [bool(p.search(t)) for t in ("intune_device_action wipe 7e27", "intune_device_action "
+    ...                              "retire 7e27", "intune_device_action wipe_log 1")]
+    [True, False, False]
+    """
+    return rf"{action}(?=[\s\S]{{0,4000}}?(?<![\w.-]){re.escape(value)}(?![\w-]))"
+
+
 def with_amount_above(action: str, limit: float) -> str:
     """``action`` (a regex anchored at the start of the call's text) done with a numeric
     argument above ``limit``: the call's numeric arguments follow its text as

@@ -592,7 +592,7 @@ def _approval_actions(
     sql = _sql_kinds(clause)
     if sql:
         out.append(matchers.sql_statement(sql))
-    tools = [t for t in (matchers.tool_named(i) for i in _tool_identifiers(clause)) if t]
+    tools = _named_tools(clause)
     if amount is not None:
         nouns, limit = amount
         if not tools and noun_ok and (_pays(low) or SPEND_RE.search(low)):
@@ -717,6 +717,37 @@ def _tool_names_at(text: str) -> list[tuple[int, int, str]]:
         for m in found
         if not DEFAULT_APPROVAL_RE.search(m[1]) and not any(c.isdigit() for c in m[1])
     ]
+
+
+_QUALIFIER_RE = re.compile(
+    r"\s*[`\"']?\s+(?:with|using|mit|con|avec|com)\s+(?:(?:the\s+)?[^\W\d][\w-]{1,30}\s*[=:]?\s*)?"
+    r"[`\"']([\w.-]{1,40})[`\"']"
+)
+"""A value a rule gives a tool right after naming it: "`x` with action `wipe`", "`x` with
+`--prod`" (quoted: a value, not prose)."""
+
+
+def _named_tools(clause: str) -> list[str]:
+    """Matchers of the tools a clause names (:func:`matchers.tool_named`), each narrowed to
+    the argument value the clause gives it (:data:`_QUALIFIER_RE`:
+    :func:`matchers.with_value`): a rule about ``intune_device_action`` with action
+    ``wipe`` is not broken by a ``retire``.
+
+    >>> [bool(re.search(p, "intune_device_action retire 7e27")) for p in
+    ...  _named_tools("`intune_device_action` with action `wipe` only after approval")]
+    [False]
+    """
+    out: list[str] = []
+    for _, end, name in _tool_names_at(clause):
+        matcher = matchers.tool_named(name)
+        if matcher is None:
+            continue
+        qualifier = _QUALIFIER_RE.match(clause, end)
+        if qualifier is not None:
+            matcher = matchers.with_value(matcher, qualifier[1])
+        if matcher not in out:
+            out.append(matcher)
+    return out
 
 
 def _tool_identifiers(text: str) -> list[str]:
