@@ -225,10 +225,14 @@ def value_words(text: str) -> list[str]:
 
     >>> value_words('{"hold":"DOC","docs":["commercial_invoice","packing_list"]}')
     ['commercial', 'invoice', 'packing', 'list']
+
+    And so are the cells of a table (:func:`table_cells`: a queue's rows, a query's output).
     """
     values: list[str] = [value or number for value, number in _VALUE_RE.findall(text)]
     if "[" in text:
         values += (item for items in _LIST_RE.findall(text) for item in _ITEM_RE.findall(items))
+    if "|" in text or "\t" in text:
+        values += table_cells(text)
     found: list[str] = []
     for value in values:
         if len(value.split()) > VALUE_PARTS:
@@ -237,6 +241,35 @@ def value_words(text: str) -> list[str]:
             if len(w) <= MAX_WORD_CHARS and w not in found:
                 found.append(w)
     return found
+
+
+MAX_TABLE_LINES = 200
+_RULE_LINE_RE = re.compile(r"^[\s|:+-]*$")
+
+
+def table_cells(text: str) -> list[str]:
+    """The cells of the rows of a table a result prints (``key | summary`` over rows of
+    ``ITSD-6862 | Salesforce licence``; psql's ``|``, a Markdown table, tab-separated
+    lines): lines with the separator count of the first such line, the header row and
+    rule lines left out, at most :data:`MAX_TABLE_LINES` lines read. Cells are record data
+    as a JSON record's values are.
+
+    >>> table_cells("key | summary\\nITSD-6862 | Salesforce licence\\nITSD-8878 | MFA loop\\n")
+    ['ITSD-6862', 'Salesforce licence', 'ITSD-8878', 'MFA loop']
+    >>> table_cells("a | b is the pipe in prose") == []
+    True
+    """
+    sep = "|" if "|" in text else "\t"
+    rows = [line for line in text.split("\n", MAX_TABLE_LINES)[:MAX_TABLE_LINES] if sep in line]
+    if len(rows) < 2:
+        return []
+    width = rows[0].strip().strip("|").count(sep)
+    cells: list[str] = []
+    for line in rows[1:]:
+        if _RULE_LINE_RE.match(line) or line.strip().strip("|").count(sep) != width:
+            continue
+        cells += (c.strip() for c in line.strip().strip("|").split(sep) if c.strip())
+    return cells
 
 
 _FAMILY_RE = re.compile(r"[^a-z0-9]+")
