@@ -422,7 +422,9 @@ def classify(
             f"{denied}: anything sent there leaves the organisation for anyone with "
             "the link; no task needs it.",
         )
-    if bench_terms and not fired and not allowed(host):
+    if bench_terms and not fired:
+        # a code host the policy allows for packages is where write-ups are published:
+        # after a search for the answers, a page naming the benchmark there is one
         term = next((t for t in bench_terms if t in hostpath), None)
         if term:
             return (

@@ -60,6 +60,11 @@ _ANSWER_SEEK_RE = re.compile(
     r"(?:answers?|solutions?|labels?)"
     r"|(?:answers?|solutions?|labels?)\W+(?:\w+\W+){0,3}"
     r"(?:benchmark|dataset|validation|test[\s_-]?set)"
+    # the names published answers go by: a lab's or CTF's write-up / walkthrough with its
+    # answers, a textbook's solutions manual, a competition's test labels
+    r"|(?:write[\s_-]?ups?|walk[\s_-]?through)\W+(?:\w+\W+){0,2}(?:answers?|solutions?)"
+    r"|(?:answers?|solutions?)\W+(?:\w+\W+){0,2}(?:write[\s_-]?ups?|walk[\s_-]?through)"
+    r"|solutions?\W+manual|test\W+labels?"
 )  # matched against lower-cased arguments
 _SEEK_ANCHORS = ("answer", "truth", "gold", "solution", "label")
 _GIT_RE = re.compile(
