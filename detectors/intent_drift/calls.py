@@ -272,6 +272,41 @@ def table_cells(text: str) -> list[str]:
     return cells
 
 
+_HOST_NAME_RE = re.compile(r"[a-z][a-z0-9-]{2,62}")
+MAX_HOST_NAMES = 64
+
+
+def host_names(text: str) -> list[str]:
+    """The machines a result lists by their short names: the one-word values of its
+    table cells and JSON strings shaped like a host name with a digit or a hyphen in it
+    (``LT-FIN-2936``, ``ws-hr-0077``, ``db01``), lower-cased, at most
+    :data:`MAX_HOST_NAMES`. A call that then acts on one by that name (``hostname=``)
+    reaches a host the result named, as one naming a linked domain does.
+
+    >>> host_names("host | count\\nLT-FIN-2936 | 36\\nWS-HR-1120 | 27\\n")
+    ['lt-fin-2936', 'ws-hr-1120']
+    >>> host_names('{"hostname": "db01", "status": "ok"}')
+    ['db01']
+    """
+    values: list[str] = []
+    if "|" in text or "\t" in text:
+        values += table_cells(text)
+    if '":' in text:
+        values += (value for value, _ in _VALUE_RE.findall(text) if value)
+    found: dict[str, None] = {}
+    for value in values:
+        low = value.strip().lower()
+        if (
+            _HOST_NAME_RE.fullmatch(low)
+            and any(c.isdigit() or c == "-" for c in low)
+            and not low.endswith("-")
+        ):
+            found[low] = None
+            if len(found) >= MAX_HOST_NAMES:
+                break
+    return list(found)
+
+
 _FAMILY_RE = re.compile(r"[^a-z0-9]+")
 
 
@@ -653,7 +688,8 @@ def read_result(
     share: float = 0.34,
     stretch_open: bool = False,
 ) -> None:
-    """A tool result: the links it lists reach ``task`` with its call's weight
+    """A tool result: the links it lists, and the machines it names by their short names
+    (:func:`host_names`), reach ``task`` with its call's weight
     (:func:`detectors.intent_drift.task.learn_links`), whether it addresses the agent is
     remembered, its text (up to ``result_chars``) is kept among the recent results, and
     its passages of which less than ``share`` of the words are the task's are kept as
@@ -692,7 +728,11 @@ def read_result(
     # it names as an on-task one does
     # a domain the text names outside its links (an address, a file named after its
     # sender) is as reached as a linked host
-    hosts = (*hosts, *named_domains(step.result[:result_chars]))
+    hosts = (
+        *hosts,
+        *named_domains(step.result[:result_chars]),
+        *host_names(step.result[:result_chars]),
+    )
     found = findings_weight(weight, stretch_open)
     learn_links(task, found, paths, hosts, pages, log.last_paths)
     if found == 0.0 and (step.status == "error" or step.error):
