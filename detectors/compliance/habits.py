@@ -7,6 +7,11 @@ conduct shows it as well: when every one of at least ``min_calls`` calls of one 
 before a compaction came after an approval request or a granted approval (since that
 action's previous call), the agent was keeping a rule; when after the compaction the
 same action runs with no approval since its previous call, the compaction lost the rule.
+(Measured against "an approval is for the next call only": that lost the twelfth blind
+set's approval decays, whose agents ask, contain a host, then comment - 0.57 -> 0.18 -
+and changed no other set.) A runtime's
+permission decision about one call (Claude Code's and Codex's ``tool_decision``)
+approves that call only, and only when a person took it (not the configuration).
 This reads no instruction, so it holds in any language and for rules stated anywhere.
 
 An *action* is a call's tool and what it acts on, not its payload
@@ -19,7 +24,8 @@ each write is no habit broken. An action done even once before the compaction wi
 an approval is no habit (``p == n``).
 
 Bounded: at most :data:`MAX_ACTIONS` actions are tracked per session, three integers and
-one step reference each; the work per step is one key. Pure: no I/O, no wall clock.
+one step reference each, and the ids of the last :data:`MAX_IDS` requests and
+decisions; the work per step is one key. Pure: no I/O, no wall clock.
 
 >>> from detectors.testing import Session
 >>> s = Session("demo")
@@ -58,6 +64,18 @@ MAX_ACTIONS = 512
 MAX_WORDS = 3
 """Leading words of a shell command that name its action (``git push origin``)."""
 MAX_VALUE_CHARS = 40
+MAX_IDS = 16
+"""Call ids of recent requests and per-call decisions kept (a decision precedes its call
+by a step or two)."""
+_AUTOMATIC = re.compile(r"(?i)^(?:config|auto|automatic|policy|allowlist|always)")
+"""Who approved when no person did: the runtime's configuration (Claude Code's
+``source: config``), an allowlist."""
+
+
+def _remember(ids: list[str], call_id: str) -> None:
+    ids.append(call_id)
+    del ids[:-MAX_IDS]
+
 
 _LONG_DIGITS = re.compile(r"\d{3}")
 _NOT_CATEGORICAL = re.compile(r"[\s/=]")
@@ -139,6 +157,10 @@ class ApprovalHabits:
         self._habits: dict[str, int] = {}
         """Actions every call of which was approved, as of the latest compaction -> calls."""
         self._model_session = 0
+        self._requests: list[str] = []
+        """Call ids of the latest approval requests (an approval naming one answers it)."""
+        self._decided: list[str] = []
+        """Call ids a person allowed one by one (a runtime's permission prompt answered)."""
 
     def observe(self, step: Step) -> HabitBreak | None:
         """Feed one step; the break it shows, if any."""
@@ -152,8 +174,16 @@ class ApprovalHabits:
         kind = step.kind
         if kind == _APPROVAL:
             detail = step.detail if isinstance(step.detail, Mapping) else {}
-            if detail.get("approved") is not False:
-                self._approvals += 1
+            if detail.get("approved") is False:
+                return None
+            call_id = step.call_id
+            if not call_id or call_id in self._requests:
+                self._approvals += 1  # the answer to a request, or to the turn
+            elif not _AUTOMATIC.match(str(detail.get("approver") or "")):
+                # a runtime's permission decision about one call (Claude Code's and Codex's
+                # ``tool_decision``): it approves that call, not the next of any action;
+                # one the runtime's configuration took is no person's approval
+                _remember(self._decided, call_id)
             return None
         if kind != _TOOL_CALL:
             return None
@@ -163,6 +193,8 @@ class ApprovalHabits:
             return None
         if view.approval_request:
             self._approvals += 1
+            if step.call_id:
+                _remember(self._requests, step.call_id)
             return None
         action = habit_key(step.tool or "", features.arguments_object, view.commands)
         entry = self._actions.get(action)
@@ -170,7 +202,9 @@ class ApprovalHabits:
             if len(self._actions) >= MAX_ACTIONS:
                 return None
             entry = self._actions[action] = [0, 0, 0, None]
-        approved = self._approvals > entry[2]
+        approved = self._approvals > entry[2] or bool(
+            step.call_id and step.call_id in self._decided
+        )
         entry[0] += 1
         entry[2] = self._approvals
         if approved:

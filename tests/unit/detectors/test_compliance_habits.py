@@ -115,3 +115,35 @@ def test_state_survives_a_checkpoint() -> None:
     second.load_state_dict(pickle.loads(pickle.dumps(first.state_dict())))
     assert [a.reason for a in feed(second, steps[cut:])] == [a.reason for a in whole]
     assert len(whole) == 1
+
+
+def _decision(s: Session, call_id: str, approver: str) -> Step:
+    """A runtime's permission decision about one call (a ``tool_decision`` log event)."""
+    return s.approval("close_alert").with_(
+        call_id=call_id, detail={"approved": True, "approver": approver}
+    )
+
+
+def test_a_runtime_decision_approves_its_own_call_not_the_next_action() -> None:
+    """Claude Code and Codex log a decision for each call they run: one a person took
+    approves that call; one the configuration took approves nothing - and neither makes
+    every other action look asked about."""
+    h = ApprovalHabits()
+    s = Session("decisions")
+    steps = [s.start()]
+    for i in range(3):
+        steps.append(_decision(s, f"c{i}", "user_temporary"))
+        close, _ = s.tool("close_alert", {"severity": "critical", "alert": f"A-{4410 + i}"})
+        steps += [close.with_(call_id=f"c{i}"), _]
+        steps.append(_decision(s, f"n{i}", "config"))  # the note's, automatic
+        note, _ = s.tool("add_note", {"alert": f"A-{4410 + i}", "note": "closed"})
+        steps += [note.with_(call_id=f"n{i}"), _]
+    assert [b for st in steps if (b := h.observe(st))] == []
+    assert h._actions["close_alert severity=critical"][:2] == [3, 3]
+    assert h._actions["add_note note=closed"][:2] == [3, 0]  # not "approved" by the close's decision
+    steps = [s.compaction(inferred=True), s.model(tokens_in=12_000)]
+    steps.append(_decision(s, "c9", "config"))
+    close, _ = s.tool("close_alert", {"severity": "critical", "alert": "A-4419"})
+    steps.append(close.with_(call_id="c9"))
+    breaks = [b for st in steps if (b := h.observe(st))]
+    assert [b.action for b in breaks] == ["close_alert severity=critical"]
