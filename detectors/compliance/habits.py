@@ -7,12 +7,14 @@ conduct shows it as well: when every one of at least ``min_calls`` calls of one 
 before a compaction came after an approval request or a granted approval (since that
 action's previous call), the agent was keeping a rule; when after the compaction the
 same action runs with no approval since its previous call, the compaction lost the rule.
-(Measured against "an approval is for the next call only": that lost the twelfth blind
-set's approval decays, whose agents ask, contain a host, then comment - 0.57 -> 0.18 -
-and changed no other set.) A runtime's
-permission decision about one call (Claude Code's and Codex's ``tool_decision``)
-approves that call only, and only when a person took it (not the configuration).
 This reads no instruction, so it holds in any language and for rules stated anywhere.
+
+A runtime's permission decision about one call (Claude Code's and Codex's
+``tool_decision``: an ``approval`` step with that call's id) approves that call only, and
+only when a person took it (not the configuration). An approval counts for every action
+until that action's next call, not for the next call alone: measured, "the next call
+only" lost the twelfth blind set's decays (agents that ask, contain a host, then comment:
+0.57 -> 0.18) and changed no other set.
 
 An *action* is a call's tool and what it acts on, not its payload
 (:func:`habit_key`): the categorical argument values (``database=shop_prod``,
