@@ -365,16 +365,19 @@ class ComplianceDecay(PolicyDetector):
             return [self._habit_alert(habit)]
         return []
 
+    def _compaction_cited(self, onset: StepRef) -> tuple[str, list[StepRef]]:
+        """(how a reason names the latest compaction, evidence: ``onset`` and that
+        compaction's step when it was seen)."""
+        if self._compaction is None:  # the compaction step itself was not seen (sparse input)
+            return f"the compaction before model session {self._ledger.model_session}", [onset]
+        ref, how = self._compaction
+        return f"the compaction at step {ref.seq} ({how})", [onset, ref]
+
     def _habit_alert(self, habit: HabitBreak) -> Alert:
         """A habit broken after a compaction (:mod:`.habits`): the agent's own conduct,
         not a rule a person confirmed, so a warning that notifies."""
         onset = StepRef.of(habit.step)
-        evidence = [onset]
-        if self._compaction is not None:
-            evidence.append(self._compaction[0])
-            where = f"the compaction at step {self._compaction[0].seq} ({self._compaction[1]})"
-        else:
-            where = f"the compaction before model session {self._ledger.model_session}"
+        where, evidence = self._compaction_cited(onset)
         if habit.last_approved is not None:
             evidence.append(habit.last_approved)
         reason = (
@@ -398,12 +401,7 @@ class ComplianceDecay(PolicyDetector):
     def _alert(self, step: Step, finding: Finding) -> Alert:
         onset = self._violating[0]
         led = self._ledger
-        evidence = [onset]
-        if self._compaction is not None:
-            evidence.append(self._compaction[0])
-            where = f"the compaction at step {self._compaction[0].seq} ({self._compaction[1]})"
-        else:  # the compaction step itself was not seen (sparse input)
-            where = f"the compaction before model session {led.model_session}"
+        where, evidence = self._compaction_cited(onset)
         evidence += self._violating[1:]
         counts = (
             f"{_plural(led.after_bad, 'violation')} in {_plural(led.after_actions, 'action')} "

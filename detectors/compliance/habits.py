@@ -46,6 +46,7 @@ decisions; the work per step is one key. Pure: no I/O, no wall clock.
 from __future__ import annotations
 
 import re
+from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -72,11 +73,6 @@ by a step or two)."""
 _AUTOMATIC = re.compile(r"(?i)^(?:config|auto|automatic|policy|allowlist|always)")
 """Who approved when no person did: the runtime's configuration (Claude Code's
 ``source: config``), an allowlist."""
-
-
-def _remember(ids: list[str], call_id: str) -> None:
-    ids.append(call_id)
-    del ids[:-MAX_IDS]
 
 
 _LONG_DIGITS = re.compile(r"\d{3}")
@@ -159,9 +155,9 @@ class ApprovalHabits:
         self._habits: dict[str, int] = {}
         """Actions every call of which was approved, as of the latest compaction -> calls."""
         self._model_session = 0
-        self._requests: list[str] = []
+        self._requests: deque[str] = deque(maxlen=MAX_IDS)
         """Call ids of the latest approval requests (an approval naming one answers it)."""
-        self._decided: list[str] = []
+        self._decided: deque[str] = deque(maxlen=MAX_IDS)
         """Call ids a person allowed one by one (a runtime's permission prompt answered)."""
 
     def observe(self, step: Step) -> HabitBreak | None:
@@ -185,7 +181,7 @@ class ApprovalHabits:
                 # a runtime's permission decision about one call (Claude Code's and Codex's
                 # ``tool_decision``): it approves that call, not the next of any action;
                 # one the runtime's configuration took is no person's approval
-                _remember(self._decided, call_id)
+                self._decided.append(call_id)
             return None
         if kind != _TOOL_CALL:
             return None
@@ -196,7 +192,7 @@ class ApprovalHabits:
         if view.approval_request:
             self._approvals += 1
             if step.call_id:
-                _remember(self._requests, step.call_id)
+                self._requests.append(step.call_id)
             return None
         action = habit_key(step.tool or "", features.arguments_object, view.commands)
         entry = self._actions.get(action)

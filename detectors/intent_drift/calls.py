@@ -15,6 +15,7 @@ import re
 from collections import deque
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from detectors.base import remember, remember_all
 from detectors.intent_drift.provenance import FOREIGN_PASSAGES, Passage, foreign_passages
@@ -211,7 +212,27 @@ MAX_DATA = 512
 """Words of values and of the current page kept."""
 
 
-def value_words(text: str) -> list[str]:
+class RecordParts(NamedTuple):
+    """What a result's text holds as records' data, read once for every reader of it
+    (:func:`value_words`, :func:`host_names`): its ``"key": value`` pairs (a string, or a
+    number) and its table cells (:func:`table_cells`)."""
+
+    pairs: list[tuple[str, str]]
+    cells: list[str]
+
+
+def record_parts(text: str) -> RecordParts:
+    """The :class:`RecordParts` of ``text``.
+
+    >>> record_parts('{"id": "db01", "n": 3}')
+    RecordParts(pairs=[('db01', ''), ('', '3')], cells=[])
+    """
+    pairs = _VALUE_RE.findall(text) if '"' in text else []
+    cells = table_cells(text) if "|" in text or "\t" in text else []
+    return RecordParts(pairs, cells)
+
+
+def value_words(text: str, parts: RecordParts | None = None) -> list[str]:
     """The words of the scalar values of the ``"key": value`` pairs a result holds (JSON,
     whole or cut off, or embedded in text): strings of at most :data:`VALUE_PARTS`
     parts and numbers - a record's data, not prose that could bring up a topic.
@@ -228,11 +249,11 @@ def value_words(text: str) -> list[str]:
 
     And so are the cells of a table (:func:`table_cells`: a queue's rows, a query's output).
     """
-    values: list[str] = [value or number for value, number in _VALUE_RE.findall(text)]
+    parts = record_parts(text) if parts is None else parts
+    values: list[str] = [value or number for value, number in parts.pairs]
     if "[" in text:
         values += (item for items in _LIST_RE.findall(text) for item in _ITEM_RE.findall(items))
-    if "|" in text or "\t" in text:
-        values += table_cells(text)
+    values += parts.cells
     found: list[str] = []
     for value in values:
         if len(value.split()) > VALUE_PARTS:
@@ -276,7 +297,7 @@ _HOST_NAME_RE = re.compile(r"[a-z][a-z0-9-]{2,62}")
 MAX_HOST_NAMES = 64
 
 
-def host_names(text: str) -> list[str]:
+def host_names(text: str, parts: RecordParts | None = None) -> list[str]:
     """The machines a result lists by their short names: the one-word values of its
     table cells and JSON strings shaped like a host name with a digit or a hyphen in it
     (``LT-FIN-2936``, ``ws-hr-0077``, ``db01``), lower-cased, at most
@@ -288,11 +309,10 @@ def host_names(text: str) -> list[str]:
     >>> host_names('{"hostname": "db01", "status": "ok"}')
     ['db01']
     """
-    values: list[str] = []
-    if "|" in text or "\t" in text:
-        values += table_cells(text)
+    parts = record_parts(text) if parts is None else parts
+    values = list(parts.cells)
     if '":' in text:
-        values += (value for value, _ in _VALUE_RE.findall(text) if value)
+        values += (value for value, _ in parts.pairs if value)
     found: dict[str, None] = {}
     for value in values:
         low = value.strip().lower()
@@ -697,12 +717,13 @@ def read_result(
     log.last_blind = not step.result
     if not step.result:
         return
+    text = step.result[:result_chars]
     key = step.parent_step_id or step.call_id or ""
     weight, query = log.call_weight.get(key, (0.0, False))
     # judged against the task as it stood before this result (a page the task points
     # to widens it with its own words below)
     passages = foreign_passages(
-        step.result[:result_chars],
+        text,
         step.seq,
         # the agent's own words too: what it named before the passage, the passage
         # did not bring up
@@ -715,7 +736,7 @@ def read_result(
         # text: what it asks for is delegated - its words are in scope, and the tools
         # it names are the task's (not the goal's own words: a tool's argument keys
         # naming them would make any call topical)
-        for w in sorted(set(tokenize(step.result[:result_chars], drop=CONTENT_DROP))):
+        for w in sorted(set(tokenize(text, drop=CONTENT_DROP))):
             if len(w) <= MAX_WORD_CHARS:
                 remember(task.words, w, None, MAX_WORDS)
                 remember(log.delegated, w, None, MAX_DELEGATED)
@@ -728,18 +749,14 @@ def read_result(
     # it names as an on-task one does
     # a domain the text names outside its links (an address, a file named after its
     # sender) is as reached as a linked host
-    hosts = (
-        *hosts,
-        *named_domains(step.result[:result_chars]),
-        *host_names(step.result[:result_chars]),
-    )
+    parts = record_parts(text)  # read once: the hosts it names, the data it holds
+    hosts = (*hosts, *named_domains(text), *host_names(text, parts))
     found = findings_weight(weight, stretch_open)
     learn_links(task, found, paths, hosts, pages, log.last_paths)
     if found == 0.0 and (step.status == "error" or step.error):
         learn_failure(task, step.result)  # what a failing test run cites must change
     if weight <= 0.0 and not instructs:
-        text = step.result[:result_chars]
-        remember_all(log.data, value_words(text), None, MAX_DATA)
+        remember_all(log.data, value_words(text, parts), None, MAX_DATA)
         ids = _ID_VALUE_RE.findall(text)
         remember_all(log.entities, [v.strip().lower() for v in ids], 0.0, MAX_DATA)
         if (key and key in log.page_call) or (
@@ -752,4 +769,4 @@ def read_result(
     elif key and key in log.page_call:
         log.page.clear()  # an off-task page: its elements are not the task's
     hits = query_hits(query, weight, instructs, pages, paths)
-    log.results.append((step.result[:result_chars].lower(), step.seq, weight, hits))
+    log.results.append((text.lower(), step.seq, weight, hits))
