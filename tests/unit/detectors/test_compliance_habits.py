@@ -140,7 +140,8 @@ def test_a_runtime_decision_approves_its_own_call_not_the_next_action() -> None:
         steps += [note.with_(call_id=f"n{i}"), _]
     assert [b for st in steps if (b := h.observe(st))] == []
     assert h._actions["close_alert severity=critical"][:2] == [3, 3]
-    assert h._actions["add_note note=closed"][:2] == [3, 0]  # not "approved" by the close's decision
+    # the note is not "approved" by the close's decision
+    assert h._actions["add_note note=closed"][:2] == [3, 0]
     steps = [s.compaction(inferred=True), s.model(tokens_in=12_000)]
     steps.append(_decision(s, "c9", "config"))
     close, _ = s.tool("close_alert", {"severity": "critical", "alert": "A-4419"})
