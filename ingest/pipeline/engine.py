@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
@@ -38,7 +39,7 @@ from detectors.duplicate_side_effect import DuplicateSideEffect
 from detectors.registry import DetectorSet
 from detectors.score_series import encode_chunk
 from detectors.workspace_conflict.detector import WorkspaceConflict
-from features.calls.step_features import analysed_view
+from features.calls.step_features import StepFeatures, analysed_view
 from features.redact.engine import redact_dead_letter
 from ingest.decoded import Decoded, Draft
 from ingest.formats.otlp_json import decode_otlp_json
@@ -76,6 +77,10 @@ from models.store import SessionCursor, Store, StoreUnit
 _START_OR_END = (StepKind.START, StepKind.END)  # read once: a member read is an enum lookup
 _START = StepKind.START
 
+_Unjudged = tuple[LiveSession, Step, StepFeatures | None, int]
+"""A step a ``judge_once`` release placed and judges after (``Pipeline._judge_deferred``):
+its session, the step, its features and the number of dead letters held when placed."""
+
 
 def _calls_of(unit: StoreUnit, placed: Sequence[Step], session_id: str) -> list[Step]:
     """Session ``session_id``'s tool calls and results, in ``seq`` order: those stored,
@@ -110,6 +115,8 @@ class Released:
     adopting: list[str]
     """The named sessions that placed a step of a trace whose provisional session is
     live or stored (:mod:`ingest.pipeline.adoption`): to be settled now, adopting it."""
+    settling: list[str]
+    """The sessions the commit re-judges (:meth:`Pipeline._settling`), in that order."""
 
 
 def _without(released: Released, gone: set[str]) -> Released:
@@ -134,18 +141,30 @@ class Pipeline:
         settings: PipelineOptions | None = None,
         detectors: DetectorSet | None = None,
         sinks: Sequence[Sink] = (),
+        judge_once: bool = False,
     ) -> None:
         """Every commit stores each touched session's cursor and facts, and a checkpoint
         of its analysis (detectors, features) every ``settings.checkpoint_steps`` steps,
         at its end and at :meth:`close` (:mod:`ingest.pipeline.session_state`). A session
         reopened (after an eviction, a restart or a rebalance) is restored from its
         checkpoint and rolled forward through the steps stored since, so it raises the
-        alerts an unbroken run would have (:func:`ingest.pipeline.session.restore`)."""
+        alerts an unbroken run would have (:func:`ingest.pipeline.session.restore`).
+
+        ``judge_once`` (a replay of recorded files, :mod:`trajwatch.service.replay`): a
+        commit places every step it releases first and runs the detectors after, skipping
+        the steps of the sessions it re-judges (:mod:`ingest.pipeline.rejudge`) - that
+        judgement in arrival order would be thrown away within the same commit, so each
+        such session is judged once, in event-time order. The steps, alerts (superseded
+        ones too), cursors and checkpoints stored are the same; what is not stored is a
+        dead letter of a detector that failed only in the discarded judgement (the
+        re-judgement's own failures are stored as before), and the others keep their
+        order. Off (the live service, a worker), each step is judged as it is placed."""
         self.store = store
         self.sinks = list(sinks)
         self.settings = settings or PipelineOptions()
         self.detectors = detectors or DetectorSet([])
         self.stats = Stats()
+        self._judge_once = judge_once
         self._ordering = Ordering(self.settings, self.stats, self._reject)
         self._sessions: OrderedDict[str, LiveSession] = OrderedDict()
         self._resolved: list[Resolved] = []
@@ -375,7 +394,14 @@ class Pipeline:
         moves, self._moves = self._moves, {}
         with self.store.unit() as unit:
             revised = self._retract(unit, retracted) if retracted else []
-            released = self._release(ready, clock_marks, unit, checked=checked)
+            released = self._release(
+                ready,
+                clock_marks,
+                unit,
+                checked=checked,
+                revised=revised,
+                every_session=checkpoint_all,
+            )
             if revised:
                 released = replace(
                     released, touched=[*dict.fromkeys([*released.touched, *revised])]
@@ -389,9 +415,7 @@ class Pipeline:
                 # its detectors saw a step the store does not hold: no roll-forward
                 # could see it again, so the checkpoint must be past it
                 self._sessions[step.session_id].checkpoint_due = True
-            settled, gone = self._settle(
-                unit, released.touched, released.adopting, every_session=checkpoint_all
-            )
+            settled, gone = self._settle(unit, released.settling)
             raised = released.alerts
             if settled:  # the judgement in order replaces what arrival order raised
                 raised = [a for a in raised if a.session_id not in settled]
@@ -520,12 +544,17 @@ class Pipeline:
         unit: StoreUnit,
         *,
         checked: bool,
+        revised: Sequence[str] = (),
+        every_session: bool = False,
     ) -> Released:
         """Sequence and judge the released drafts (:class:`Released`), each relayed clock
         mark (:meth:`feed_clock`) applied before the draft it was fed before. What the
         store holds that this needs is read first, in one place (:func:`look_up`);
         nothing is written. ``checked``: every draft's step was made storable by
-        :func:`~ingest.pipeline.intake.make_storable`."""
+        :func:`~ingest.pipeline.intake.make_storable`. ``revised``: the sessions whose
+        stored steps the commit retracted (:meth:`_retract`); ``every_session``: the
+        input ends. Both decide which sessions the commit re-judges
+        (:attr:`Released.settling`), and with ``judge_once`` those are not judged here."""
         resolved = [(item.draft, item.session_id) for item in ready]
         egress_parents = {
             id(item.draft): item.egress_parent for item in ready if item.egress_parent
@@ -559,6 +588,9 @@ class Pipeline:
                 session = self._reopen(session_id, unit)
             return session
 
+        deferred: list[_Unjudged | None] | None = [] if self._judge_once else None
+        dead = self._dead
+
         def judged(session: LiveSession, placed: list[Sequenced]) -> None:
             for final, features, form in placed:
                 steps.append(final)
@@ -567,6 +599,9 @@ class Pipeline:
                 else:
                     storable.append(form)
                 stats.steps += 1
+                if deferred is not None:  # judged once all is placed (_judge_deferred)
+                    deferred.append((session, final, features, len(dead)))
+                    continue
                 # detectors read a bounded head of each field, and the step's features,
                 # worked out once for all of them
                 view = analysed_view(final, features)
@@ -644,7 +679,61 @@ class Pipeline:
             mark = next(pending_marks, None)
         # after placing: a provisional session this release opened is live
         adopting = self._adopting(unit, resolved)
-        return Released(steps, storable, unstorable, alerts, list(touched), adopting)
+        settling = self._settling([*dict.fromkeys([*touched, *revised])], adopting, every_session)
+        if deferred is not None:
+            self._judge_deferred(deferred, set(settling), alerts)
+        return Released(steps, storable, unstorable, alerts, list(touched), adopting, settling)
+
+    def _judge_deferred(
+        self, deferred: list[_Unjudged | None], settling: AbstractSet[str], alerts: list[Alert]
+    ) -> None:
+        """Judge the steps a ``judge_once`` release placed, in the order it placed them,
+        but for those of the sessions ``settling`` (re-judged by this commit: their
+        judgement here would be discarded, :meth:`_settle`). A detector's failure is
+        dead-lettered where judging the step as it was placed would have put it (the
+        number of dead letters then, kept with the step), so the order is the same."""
+        failures: list[tuple[int, DeadLetter]] = []
+
+        def failed(mark: int, step: Step, detector: Detector, error: Exception) -> None:
+            failures.append(
+                (mark, redact_dead_letter(letters.detector_failed(step, detector, error)))
+            )
+
+        for index, entry in enumerate(deferred):
+            deferred[index] = None  # the features the detectors work out go with the step
+            assert entry is not None
+            session, final, features, mark = entry
+            if session.info.session_id in settling:
+                continue
+            session.scores.judge(
+                analysed_view(final, features), alerts, partial(failed, mark, final)
+            )
+        if failures:
+            self._insert_dead_letters(failures)
+
+    def _insert_dead_letters(self, failures: Sequence[tuple[int, DeadLetter]]) -> None:
+        """Put ``failures`` (each with its place: the number of dead letters held before
+        it, in order) among the held dead letters, as :meth:`_add_dead_letter` would have
+        added them there; the examples kept in :attr:`stats` (the first dead letters
+        since the pipeline started) follow the same order."""
+        held, stats = self._dead, self.stats
+        start = failures[0][0]
+        merged: list[DeadLetter] = held[:start]
+        taken = start
+        for mark, letter in failures:
+            merged.extend(held[taken:mark])
+            merged.append(letter)
+            taken = mark
+        merged.extend(held[taken:])
+        # the held ones are the newest added (a commit takes them all): the first of
+        # them is the dead letter number ``stats.dead_letters - len(held)``
+        before = stats.dead_letters - len(held) + start
+        if before < DEAD_LETTER_EXAMPLES:
+            stats.first_dead_letters[before:] = merged[
+                start : start + DEAD_LETTER_EXAMPLES - before
+            ]
+        held[:] = merged  # the same list: the release holds it
+        stats.dead_letters += len(failures)
 
     def _adopting(self, unit: StoreUnit, resolved: Sequence[tuple[Draft, str]]) -> list[str]:
         """The named sessions among ``resolved``'s that place a step of a trace whose
@@ -665,34 +754,36 @@ class Pipeline:
         # a named session only: one whose drafts were all duplicates may not be live
         return list(dict.fromkeys(s for p, s in wanted.items() if p in found and s in live))
 
-    def _settle(
-        self,
-        unit: StoreUnit,
-        touched: Sequence[str],
-        adopting: Sequence[str],
-        *,
-        every_session: bool,
-    ) -> tuple[dict[str, list[Alert]], set[str]]:
-        """Judge again, in event-time order, each unsettled session that settles now
-        (:mod:`ingest.pipeline.rejudge`): one ``touched`` whose end is placed, one idle for
-        ``settings.settle_idle_ms`` of event time, or (``every_session``: the input ends)
-        every live one; and each of ``adopting``, with the steps of its traces' provisional
-        sessions (:mod:`ingest.pipeline.adoption`), which every settle adopts. Its steps
-        are stored again at their new places, the alerts it raised before and no longer
-        raises are marked superseded, those it raises again are restated; returns, per
-        session settled, the alerts it raises that are not stored yet (the caller stores
-        and delivers them), and the provisional sessions adopted (deleted: the caller
-        writes nothing more of them)."""
+    def _settling(
+        self, touched: Sequence[str], adopting: Sequence[str], every_session: bool
+    ) -> list[str]:
+        """The sessions to judge again now, in order (:meth:`_settle`): each of
+        ``adopting`` first (a provisional session they take is not judged on its own),
+        then each unsettled session that settles now: one ``touched`` whose end is placed,
+        one idle for ``settings.settle_idle_ms`` of event time, or (``every_session``: the
+        input ends) every live one. Read once the release has placed its steps: nothing
+        the commit does after changes it."""
         due = [s for s in touched if (live := self._sessions[s]).unsettled and live.info.ended_ts]
         if every_session:
             due += [s for s, live in self._sessions.items() if live.unsettled]
         else:
             due += self._idle_unsettled()
-        # the adopters first: a provisional session they take is not judged on its own
-        due = [*adopting, *due]
+        return list(dict.fromkeys([*adopting, *due]))
+
+    def _settle(
+        self, unit: StoreUnit, due: Sequence[str]
+    ) -> tuple[dict[str, list[Alert]], set[str]]:
+        """Judge again, in event-time order, each session ``due`` (:meth:`_settling`;
+        :mod:`ingest.pipeline.rejudge`), an adopter with the steps of its traces'
+        provisional sessions (:mod:`ingest.pipeline.adoption`), which every settle
+        adopts. Its steps are stored again at their new places, the alerts it raised
+        before and no longer raises are marked superseded, those it raises again are
+        restated; returns, per session settled, the alerts it raises that are not stored
+        yet (the caller stores and delivers them), and the provisional sessions adopted
+        (deleted: the caller writes nothing more of them)."""
         out: dict[str, list[Alert]] = {}
         gone: set[str] = set()
-        for session_id in dict.fromkeys(due):
+        for session_id in due:
             if session_id in gone:
                 continue
             previous = self._sessions[session_id]

@@ -21,7 +21,9 @@ gives, so a session's settled steps and alerts are a function of its spans alone
 - an alert only it raises is new, and delivered like any other.
 
 Cost: one judgement of the whole session per settling that follows a late step; nothing
-at all for a session whose steps arrived in order.
+at all for a session whose steps arrived in order. A replay (``Pipeline(judge_once=True)``)
+does not judge in arrival order the steps a commit places in a session it re-judges: that
+judgement would be discarded in the same commit, so the session is judged once.
 """
 
 from __future__ import annotations

@@ -103,8 +103,14 @@ def replay(
     try:
         if deliver:
             sink, dispatcher = actions.start(settings.db_url, actions_config)
+        # each session judged once: a commit that re-judges a session in event-time
+        # order does not judge its steps in arrival order first (Pipeline's judge_once)
         pipeline = Pipeline(
-            store, settings=settings, detectors=detectors, sinks=[sink] if sink else []
+            store,
+            settings=settings,
+            detectors=detectors,
+            sinks=[sink] if sink else [],
+            judge_once=True,
         )
         stats = ReadStats()
         since_commit = 0
