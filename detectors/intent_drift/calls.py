@@ -97,6 +97,9 @@ class CallLog:
     # the argument slots on-task calls filled with a value the requests name
     # (``collection`` -> ``winter-outerwear``): :func:`note_slots`
     slots: dict[str, str] = field(default_factory=dict)
+    # the records an on-task listing held beside the one the requests name by its name
+    # (id -> the words of its name): :func:`passed_over`
+    passed: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def count_call(log: CallLog) -> None:
@@ -683,6 +686,103 @@ def sibling_ident(slots: list[tuple[str, str]], idents: Iterable[str]) -> str | 
     return None
 
 
+_ROW_RE = re.compile(r"\{[^{}]{1,800}\}")
+_ROW_LABEL_RE = re.compile(
+    r'"(?:name|title|display_?name|subject|summary|short_description|label|file_?name)"'
+    r'\s*:\s*"([^"\n]{1,120})"',
+    re.IGNORECASE,
+)
+_HAS_DIGIT_RE = re.compile(r"[0-9]")
+MAX_ROWS = 200
+"""Records of one listing :func:`passed_over` reads."""
+MAX_PASSED = 64
+"""Records passed over that the log keeps (:attr:`CallLog.passed`)."""
+PASSED_READ = 0.5
+"""The weight of a read of a record passed over: own initiative, nothing changed yet."""
+PASSED_CHANGE = 1.0
+"""The weight of a change to a record passed over: the agent acts on another object."""
+
+
+def passed_over(text: str, named: Callable[[str], bool]) -> list[tuple[str, tuple[str, ...]]]:
+    """The records a listing result holds beside the one the requests pick out by its
+    name: (id, the words of its name) of each other record, when one or two records'
+    names are wholly the requests' words (``named``) and one of those words names no
+    other record; else none. A record is a flat JSON object with an id (``"id"``,
+    ``"fileId"``) and a name (``name``, ``title``, ``displayName``, ``subject``,
+    ``summary``); ids of 6 characters or more with a digit only (opaque identifiers,
+    found again in a later call's arguments). At most :data:`MAX_ROWS` records read.
+
+    The reason: asked to fix the "IT Asset Register" sheet, the agent searched and got
+    it among others ("Payroll Register 2025"); the search reached all of them, but the
+    user picked one - working on the others is the agent's own widening of the task.
+    A listing nothing in the requests picks a record of (a queue to work through) passes
+    nothing over.
+
+    >>> rows = ('{"files":[{"id":"1bl2rQ9","name":"IT Asset Register"},'
+    ...         '{"id":"1Q9ES77","name":"Payroll Register 2025"}]}')
+    >>> passed_over(rows, lambda w: w in {"asset", "register"})
+    [('1q9es77', ('payroll', 'register'))]
+    >>> passed_over(rows, lambda w: w in {"register", "payroll", "asset"}) == []
+    True
+    >>> passed_over(rows, lambda w: w in {"queue"})
+    []
+    """
+    if "{" not in text:
+        return []
+    rows: list[tuple[str, tuple[str, ...]]] = []
+    for match in _ROW_RE.finditer(text):
+        row = match.group(0)
+        ident, label = _ID_VALUE_RE.search(row), _ROW_LABEL_RE.search(row)
+        if ident is not None and label is not None:
+            words = tuple(tokenize(label.group(1), drop=CONTENT_DROP))
+            rows.append((ident.group(1).strip().lower(), words))
+        if len(rows) >= MAX_ROWS:
+            break
+    picked = [r for r in rows if r[1] and all(named(w) for w in r[1])]
+    if not picked or len(picked) > 2 or 2 * len(picked) > len(rows):
+        return []
+    others = [r for r in rows if r not in picked]
+    elsewhere = {w for _, words in others for w in words}
+    if all(w in elsewhere for _, words in picked for w in words):
+        return []  # the requests' words name the others as well as the one
+    return [r for r in others if len(r[0]) >= 6 and _HAS_DIGIT_RE.search(r[0])]
+
+
+def note_passed(log: CallLog, rows: list[tuple[str, tuple[str, ...]]]) -> None:
+    """Remember the records an on-task listing passed over (:func:`passed_over`)."""
+    for ident, words in rows:
+        remember(log.passed, ident, words, MAX_PASSED)
+
+
+def passed_weight(
+    log: CallLog, arguments: str | None, changes: bool, named: Callable[[str], bool]
+) -> tuple[float, list[str]]:
+    """(weight, ids) of a call whose ``arguments`` name records an on-task listing
+    passed over (:func:`note_passed`) - by id or inside an address - and whose names the
+    requests still do not hold (a later request may name them): :data:`PASSED_CHANGE`
+    for a call that ``changes`` something, :data:`PASSED_READ` for a read; (0, []) for
+    none.
+
+    >>> log = CallLog()
+    >>> note_passed(log, [("1q9es77", ("payroll", "register"))])
+    >>> passed_weight(log, '{"spreadsheetId":"1Q9ES77"}', False, lambda w: False)
+    (0.5, ['1q9es77'])
+    >>> passed_weight(log, '{"spreadsheetId":"1Q9ES77"}', True, lambda w: w == "payroll")
+    (0.0, [])
+    """
+    if not log.passed or not arguments:
+        return 0.0, []
+    text = arguments[:AUTHORED_CHARS].lower()
+    ids = [
+        ident
+        for ident, words in log.passed.items()
+        if ident in text and not all(named(w) for w in words)
+    ]
+    if not ids:
+        return 0.0, []
+    return (PASSED_CHANGE if changes else PASSED_READ), ids
+
+
 def findings_weight(weight: float, stretch_open: bool) -> float:
     """The weight what a result names or cites inherits from its call (of ``weight``):
     an on-task call's, or a neutral one's (a test run, a build) while no off-task
@@ -759,6 +859,8 @@ def read_result(
         remember_all(log.data, value_words(text, parts), None, MAX_DATA)
         ids = _ID_VALUE_RE.findall(text)
         remember_all(log.entities, [v.strip().lower() for v in ids], 0.0, MAX_DATA)
+        picked = passed_over(text, lambda w: w in task.goal_words or w in task.goal_stems)
+        note_passed(log, picked)
         if (key and key in log.page_call) or (
             query and log.page and family(step.tool) == log.page_family
         ):

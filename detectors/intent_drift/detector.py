@@ -328,6 +328,16 @@ class IntentDrift(Detector):
             )
             if by_entity > weight:
                 weight, labels = by_entity, [*labels, *ids[:2]]
+        # a record an on-task listing held beside the one the requests picked by name
+        effect, changes = features.effect
+        by_passed, passed = drift_calls.passed_weight(
+            log,
+            step.arguments,
+            effect is not None or changes,
+            lambda w: w in task.goal_words or w in task.goal_stems,
+        )
+        if by_passed > max(weight, 0.0):
+            weight, labels = by_passed, [*labels, *passed[:2]]
         weight, labels = self._sibling(features, slots, weight, labels)
         if sibling and weight < self.alarm_weight:
             weight, labels = self._other_record(step, features, weight, labels, sibling)
