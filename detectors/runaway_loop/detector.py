@@ -3,9 +3,10 @@
 Flags, over the last ``window`` tool calls: uninterrupted repetition of a cycle of up to
 ``max_period`` near-duplicate calls; retries of one tool that fail the same way, also while
 their arguments change; calls with changing arguments answered the same; one request in
-words re-worded back to back (a warning only). Progress ends a loop: a result that
-changed, a wait that grew (polling with back-off), a failed call that then works, a
-compaction (re-reading is how an agent recovers what a summary dropped).
+words re-worded back to back (a warning only, unless every answer was new). Progress
+ends a loop: a result that changed, a wait that grew (polling with back-off), a failed
+call that then works, a compaction (re-reading is how an agent recovers what a summary
+dropped), a user turn giving the values a retry changed (the user corrected its input).
 
 Reads tool calls (their near-duplicate key and canonical action:
 :func:`features.calls.step_features.features_of`), tool results (status, error, result
@@ -49,7 +50,7 @@ from __future__ import annotations
 from collections import deque
 from typing import ClassVar
 
-from detectors.base import Checkpoints, Detector, StepRef, make_alert
+from detectors.base import Checkpoints, Detector, StepRef, make_alert, remember
 from detectors.registry import register
 from detectors.runaway_loop.cycles import (
     best_period,
@@ -109,6 +110,10 @@ _HEAD = 120  # characters of a result's first line compared inside cycles
 _BODY = 2_000  # characters of a result compared for the same call back-to-back
 _MAX_CHAINS = 4
 _MAX_OPEN = 64
+_MAX_TURNS = 16
+"""User turns the detector remembers having read (:meth:`RunawayLoop._user_turn`)."""
+_TOLD_CHARS = 2_000
+"""Characters of a new user turn kept for the call after it (:meth:`RunawayLoop._corrected`)."""
 _MAX_FIRED = 32
 _MAX_SERIES = 8  # checks whose failed runs are followed (progress.attempt)
 _MAX_HANDOFFS = 8  # hand-offs whose hand-backs are followed (progress.handed_back)
@@ -236,7 +241,8 @@ class RunawayLoop(Detector):
         self._novel = 0
         self._last_changes: deque[LoopCall] = deque(maxlen=2)  # successful changes
         self._revisits: Revisits | None = None  # the current run of A-B-A-B changes
-        self._compacted = False  # a compaction since the last call
+        # a compaction or a new user turn since the last call: the next call repeats nothing
+        self._fresh = False
         self._tokens = 0
         self._out_tokens = 0
         self._models = 0
@@ -254,6 +260,8 @@ class RunawayLoop(Detector):
         self._waited = 0.0  # seconds of deliberate waits the session's calls made
         self._results = 0  # tool results seen
         self._score = 0.0  # the strongest loop evidence at the latest call or result
+        self._turns: dict[int, None] = {}  # CRCs of the user turns read (the latest few)
+        self._told: str | None = None  # a new user turn's text, until the next call
 
     @property
     def thresholds(self) -> dict[str, float]:
@@ -278,6 +286,7 @@ class RunawayLoop(Detector):
             self._out_tokens += out
             self._models += 1
             self._cost += step.cost or 0.0
+            self._user_turn(features_of(step).goal)
             return self._delegating(step) if self._open else []
         if kind == _TOOL_CALL:
             return self._on_call(step)  # a repeat holds the score, a new action ends it
@@ -292,10 +301,39 @@ class RunawayLoop(Detector):
             # the context was compacted: re-reading what it held is how an agent recovers
             # it, so the first call after it repeats nothing (a loop that goes on is seen
             # anew from there)
-            self._compacted = True
+            self._fresh = True
             self._answers = None
             self._asked, self._asked_count = [], 0
         return []
+
+    def _user_turn(self, text: str | None) -> None:
+        """Note a user turn the session has not read before (``text``: a model call's
+        request, :attr:`~features.calls.step_features.StepFeatures.goal`) for the next
+        call (:meth:`_corrected`). Keyed by a CRC of the text (a runtime that resends the
+        request on every model call brings it once); the latest :data:`_MAX_TURNS` kept."""
+        if not text:
+            return
+        key = crc(text)
+        if key in self._turns:
+            return
+        remember(self._turns, key, None, _MAX_TURNS)
+        self._told = text[:_TOLD_CHARS].lower()
+
+    def _corrected(self, call: LoopCall) -> bool:
+        """Whether ``call``, the first after a new user turn, repeats the latest call of its
+        tool with only values that turn gave changed: the user corrected the input ("the zip is
+        39878") and the agent tries again with it - news it did not find itself, not a
+        blind retry. The failure chains and the runs of repeated calls, re-worded
+        requests and the same answer then start again from it. A turn that gives none of
+        the changed values (a planning prompt that restates the task) ends nothing."""
+        told, self._told = self._told, None
+        if not told:
+            return False
+        before = next((c for c in reversed(self._calls) if c.tool == call.tool), None)
+        if before is None:
+            return False
+        changed = [v for v in call.values if v not in before.values]
+        return bool(changed) and all(len(v) >= 2 and v.lower() in told for v in changed)
 
     def _on_call(self, step: Step) -> list[Alert]:
         action = step.action or step.tool
@@ -348,10 +386,15 @@ class RunawayLoop(Detector):
             call.targets = changed_targets(arguments, features.mutation_targets) or frozenset(
                 {f"#{exact}"}  # no target named: the change itself is its own
             )
+        if self._told is not None and self._corrected(call):
+            self._chains.clear()
+            self._fresh = True
+            self._answers = None
+            self._asked, self._asked_count = [], 0
         n = len(calls)
         runs = self._runs
-        if novel or self._compacted:
-            self._compacted = False
+        if novel or self._fresh:
+            self._fresh = False
             self._score = 0.0
             # no call in the window has its key, so it repeats none of the last
             # max_period calls (window > max_period): every run ends

@@ -59,6 +59,9 @@ class LoopCall:
     news: bool = False  # it failed otherwise than the same call's run before it
     since: float = -1.0  # seconds waited since the same call's run before it (-1: none)
     tally: int = -1  # the one count a failure's short first line reports (-1: none)
+    # crc32 of what its successful answer says, its own arguments masked
+    # (retries.same_answer); 0 for none (no answer yet, a failure, a receipt)
+    answer: int = 0
 
 
 @dataclass(slots=True)

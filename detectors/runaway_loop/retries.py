@@ -37,6 +37,7 @@ from features.text.hosts import network_address
 __all__ = [
     "Finding",
     "add_failure",
+    "all_new",
     "end_chains",
     "names_only",
     "reasked",
@@ -212,6 +213,7 @@ def same_answer(
     if call.acts or not text:
         return None, None
     signature = result_signature(text, call.values)
+    call.answer = crc(signature) or 1
     if not specific(signature):
         return None, None
     if (
@@ -336,6 +338,30 @@ def new_target(before: LoopCall, call: LoopCall) -> bool:
 # -- one request re-worded -------------------------------------------------------------------
 
 
+def all_new(answered: list[LoopCall]) -> bool:
+    """Whether every call of ``answered`` got a successful answer and no two the same
+    answer (:attr:`~detectors.runaway_loop.records.LoopCall.answer`: what it says once its
+    own arguments echoed back are masked).
+
+    The reason: a request asked again in other words is waste when its answers teach the
+    agent nothing - the same answer, its own words printed back, nothing found, an error;
+    a run of re-worded requests each answered with something not seen before (``go to
+    cabinet 3`` showing what cabinet 3 holds, a query over another slice of a table) is
+    exploration making progress.
+
+    >>> from detectors.runaway_loop.records import LoopCall
+    >>> def c(digest, status=None):
+    ...     return LoopCall(0, "", "", 0, "t", 0, 0, 0, frozenset(), "", True, frozenset(),
+    ...                     (), True, False, 0, 0, 0, 0.0, status=status, answer=digest)
+    >>> all_new([c(11), c(12), c(13)]), all_new([c(11), c(12), c(11)])
+    (True, False)
+    >>> all_new([c(11), c(0)]), all_new([c(11), c(12, "error")]), all_new([])
+    (False, False, False)
+    """
+    said = [c.answer for c in answered if c.answer and c.status != "error"]
+    return bool(answered) and len(said) == len(answered) == len(set(said))
+
+
 def reasked(
     asked: list[LoopCall], count: int, call: LoopCall, *, command: bool, warn_cycles: int
 ) -> tuple[list[LoopCall], int, Finding | None]:
@@ -343,14 +369,15 @@ def reasked(
     the one before made (its longest argument is words,
     :func:`~detectors.runaway_loop.rules.is_request`:
     a query, a question, a task; the arguments that changed mostly share their words:
-    :func:`~detectors.runaway_loop.cycles.near`), with no other call between them: whatever each
-    answered, the agent did nothing with it but ask again. ``command``: the call runs a
-    shell command (not a request). A warning once the same request has been asked
+    :func:`~detectors.runaway_loop.cycles.near`), with no other call between them: the
+    agent did nothing with an answer but ask again. ``command``: the call runs a shell
+    command (not a request). A warning once the same request has been asked
     ``warn_cycles`` + 1 times running, or ``warn_cycles`` times when one of them asks
     again, in the same words, what an earlier one of the run asked (the agent has lost
-    track of what it tried). A request whose slots were refilled with other names
-    (:func:`new_target`) asks another target. Never a kill: re-wording may yet find
-    something. Calls that
+    track of what it tried) - unless, short of that, every answer so far told it
+    something new (:func:`all_new`: exploring). A request whose slots were refilled with
+    other names (:func:`new_target`) asks another target. Never a kill: re-wording may
+    yet find something. Calls that
     write or send are left out (a changed edit is work), and an identical call again is
     the cycle rules' to judge. Returns the run and its count after ``call``."""
     if call.acts or not call.values or not is_request(call.values[0]) or command:
@@ -376,6 +403,8 @@ def reasked(
     _trim(asked)
     if count < warn_cycles + 1 and not (again and count >= warn_cycles):
         return asked, count, None
+    if not again and all_new(asked[:-1]):
+        return asked, count, None  # each answer told the agent something new: exploring
     first = asked[0]
     reason = (
         f"{count} calls of `{call.tool}` in a row re-word one request (`{first.label}` "

@@ -8,6 +8,8 @@ patience for a bounded count; a failure's printed output is part of how it faile
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from detectors.runaway_loop.detector import RunawayLoop
 from detectors.runaway_loop.rules import result_signature
 from detectors.testing import Session
@@ -344,6 +346,41 @@ def test_queries_sweeping_columns_are_not_one_request_reworded() -> None:
         "September onwards orders per day for checkout funnel totals",
     ):
         steps.append(s.model())
-        steps += s.tool("ask_analyst", {"question": query}, result=f"see {len(query)}")
-    alerts = feed(steps)
-    assert alerts and "re-word one request" in alerts[0].reason
+        steps += s.tool("ask_analyst", {"question": query}, result="see the funnel dashboard")
+    alerts = feed(steps)  # asked again, told nothing new
+    assert alerts and "re-word one request" in alerts[-1].reason
+
+
+def _lookup(s: Session, zips: list[str], turns: list[str | None]) -> list[Step]:
+    """A customer lookup by name and zip that fails, retried after each user turn."""
+    steps = [s.start()]
+    for zip_code, turn in zip(zips, turns, strict=True):
+        model = s.model()
+        if turn is not None:
+            model = replace(model, detail={"user_message": turn})
+        steps.append(model)
+        steps += s.tool(
+            "find_user_id_by_name_zip",
+            {"first_name": "Emma", "last_name": "Wang", "zip": zip_code},
+            ok=False,
+            error="Error: user not found",
+        )
+    return steps
+
+
+def test_a_retry_with_the_value_the_user_just_gave_is_no_blind_retry() -> None:
+    """The lookup failed, the agent asked, the user corrected the zip code and the agent
+    tried again with it: news it did not find itself, not a loop. The same retries with
+    zip codes the user never gave are."""
+    corrected = _lookup(
+        Session("told"),
+        ["39875", "39878", "39887"],
+        ["Exchange my boots, I am Emma Wang, zip 39875", "Sorry, the zip is 39878", "Oh, 39887"],
+    )
+    assert feed(corrected) == []
+    guessed = _lookup(
+        Session("guessed"),
+        ["39875", "39878", "39887"],
+        ["Exchange my boots, I am Emma Wang, zip 39875", "Hello?", "Are you there?"],
+    )
+    assert feed(guessed)

@@ -5,6 +5,8 @@ same are killed only on more evidence than failures or actions."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from detectors.runaway_loop.rules import (
@@ -302,7 +304,7 @@ def test_rereading_a_file_after_editing_it_is_not_a_loop() -> None:
     assert baseline_openlit(steps) is not None
 
 
-# -- one request re-worded: a loop of asking, whatever the answers --
+# -- one request re-worded: a loop of asking, when the answers bring nothing new --
 
 
 @pytest.mark.parametrize(
@@ -368,6 +370,35 @@ def test_asking_again_in_the_same_words_warns_at_the_third() -> None:
     alerts = feed(steps)
     assert [a.raised_seq for a in alerts] == [steps[-2].seq]
     assert "same words" in alerts[0].reason
+
+
+def _cabinets(s: Session, answer: Callable[[str, int], str]) -> list[Step]:
+    """A text-world agent going to one cabinet after another and opening each (ALFWorld's
+    ``go to cabinet 3``, ``open cabinet 3``); ``answer(verb, n)`` is what it is told."""
+    steps = [s.start()]
+    for n in range(3, 7):
+        for verb in ("go to", "open"):
+            steps.append(s.model())
+            steps += s.tool("env_step", {"action": f"{verb} cabinet {n}"}, result=answer(verb, n))
+    return steps
+
+
+def test_requests_reworded_while_each_answer_is_new_are_exploring() -> None:
+    """Each move answered with what that cabinet holds: every answer told the agent
+    something new - exploring, not asking in circles. The same moves answered alike
+    ("Nothing happens.", ALFWorld's answer to a move that does nothing) still warn."""
+    held = {3: "a bread 2, a cup 1", 4: "nothing", 5: "a cd 2, a plate 3", 6: "a mug 1"}
+    exploring = _cabinets(
+        Session("exploring"),
+        lambda verb, n: (
+            f"You arrive at cabinet {n}. It is closed."
+            if verb == "go to"
+            else f"You open the cabinet {n}. In it, you see {held[n]}."
+        ),
+    )
+    assert feed(exploring) == []
+    circling = _cabinets(Session("circling"), lambda verb, n: "Nothing happens.")
+    assert feed(circling)  # (the same answer to changing arguments: that rule's warning)
 
 
 def test_searching_on_with_what_was_found_and_reading_a_folder_are_no_loop() -> None:

@@ -132,18 +132,19 @@ def test_a_state_of_this_version_resumes_from_its_checkpoint() -> None:
     info = SessionInfo(session_id="now")
     data = dump_state(info=info, compaction=CompactionInference(), turns={}, analysis=None, upto=4)
     state = load_state(data)
-    assert state is not None and state.upto == 4 and VERSION == 10
+    assert state is not None and state.upto == 4 and VERSION == 11
 
 
-@pytest.mark.parametrize("version", [4, 5, 6, 7, 8, 9])
+@pytest.mark.parametrize("version", [4, 5, 6, 7, 8, 9, 10])
 def test_an_earlier_state_keeps_its_facts_and_rolls_forward_from_the_start(version: int) -> None:
     """Version 5 changed detectors' state (runaway_loop's records, intent_drift's log,
     duplicate_side_effect's ledger), version 6 egress_gaming's address ledger (the values
     fetched from outside the task), version 7 intent_drift's log (the objects on-task
     calls touched, the records that carried a planted passage), version 8 its foreign
     passages (the values they give), version 9 runaway_loop's records (the count a
-    failure reports), version 10 compliance_decay's approval habits: an earlier
-    checkpoint's analysis is not used."""
+    failure reports), version 10 compliance_decay's approval habits, version 11
+    intent_drift's log (the records a listing passed over) and runaway_loop's (user
+    turns, each call's answer): an earlier checkpoint's analysis is not used."""
     info = SessionInfo(session_id=f"v{version}")
     data = dump_state(info=info, compaction=CompactionInference(), turns={}, analysis=None, upto=9)
     payload = pickle.loads(zlib.decompress(data))
