@@ -186,16 +186,29 @@ def mail_outside(domain: str | None) -> str:
     return head + rf"(?!(?:[\w-]+\.)*{d}\b)[\w-]"
 
 
-def tool_verb(verbs: Sequence[str]) -> str:
-    """A tool whose *name* carries one of ``verbs`` (``book_train``, ``mcp__shop__checkout``).
+_READ_LED = (
+    r"(?:[\w.:-]{0,80}?(?:__|[.:]))?"  # past a namespace (``mcp__air__``, ``crm.``) if any
+    r"(?:get|list|search|find|look_?up|fetch|read|show|describe|view|query|retrieve|check)"
+    r"(?:[_-]|(?-i:[A-Z]))"
+)
+"""A tool name led by a verb that reads (``get_reservation_details``, ``mcp__air__list
+_bookings``, ``getPaymentStatus``): the verbs after it name what it reads."""
 
-    >>> p = re.compile(tool_verb(["book", "pay"]))
+
+def tool_verb(verbs: Sequence[str]) -> str:
+    """A tool whose *name* carries one of ``verbs`` (``book_train``, ``mcp__shop__checkout``)
+    as what it does: not a name led by a verb that reads (:data:`_READ_LED`), whose other
+    words name what it reads - ``get_reservation_details`` books nothing.
+
+    >>> p = re.compile(tool_verb(["book", "reserv", "pay"]))
     >>> [bool(p.search(t)) for t in ("mcp__travel__book_train x", "search_hotels Porto",
-    ...                              "pay_invoice 3")]
-    [True, False, True]
+    ...                              "pay_invoice 3", "get_reservation_details BAP6ET",
+    ...                              "mcp__air__list_bookings u1", "getPaymentStatus 9",
+    ...                              "book_reservation {}")]
+    [True, False, True, False, False, False, True]
     """
     alts = "|".join(re.escape(v) for v in verbs)
-    return rf"(?i)^[\w.:-]{{0,80}}?(?:{alts})[\w.:-]{{0,80}}(?:\s|$)"
+    return rf"(?i)^(?!{_READ_LED})[\w.:-]{{0,80}}?(?:{alts})[\w.:-]{{0,80}}(?:\s|$)"
 
 
 def identifier_other_than(allowed: str) -> tuple[str, str] | None:
