@@ -680,6 +680,9 @@ class Policy:
         text = (step.text or "").rstrip()
         if text.endswith(("?", "\uff1f", "\u061f")):
             h.question = text[-500:]
+            # the agent asks after the compaction: a summary would have come before its
+            # turn (the compaction step held it), so the next message is a person's answer
+            h.summary_next = False
 
     def _tool_result(self, step: Step, h: PolicyState) -> None:
         if not h.pending:

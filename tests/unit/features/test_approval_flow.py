@@ -89,6 +89,22 @@ def test_the_summary_after_a_compaction_answers_nothing() -> None:
     assert _run(steps)[0] == [steps[-2].seq]
 
 
+def test_a_question_asked_after_a_compaction_is_answered_by_the_next_message() -> None:
+    """The compaction step held its summary; the agent then asks and the person's next
+    message answers it: an approval, not the summary."""
+    s = Session()
+    steps = [
+        s.start(),
+        _with_user(s.model(), "Ship the fix."),
+        s.compaction(),
+        s.model(text="Tests pass. May I push?"),
+        _with_user(s.model(), "Yes, go ahead."),
+        *s.tool("bash", {"command": "git push origin fix"}),
+    ]
+    broke, kept = _run(steps)
+    assert broke == [] and kept
+
+
 def test_a_person_asking_for_the_object_of_the_call_approves_it() -> None:
     policy = Policy.from_mapping(
         "p", {"require_approval_for": [r"(?i)^\w*mail\w*\s[\s\S]{0,400}?@(?!acme\.de)\w"]}
