@@ -311,6 +311,10 @@ class IntentDrift(Detector):
         # (a call with no arguments - a snapshot, a refresh - acts on nothing a result named)
         if led is not None and drift_calls.reads_task_data(weight, words, *features.effect):
             led = None  # a lookup of what the task's own data listed: not led there
+        if led is not None and names_entity(step.arguments, task.idents):
+            # the record the user named (their claim, their policy number), reached with a
+            # tool a help article or a listing named: the task's own object, not a detour
+            led = None
         if led is not None and weight != 0.0 and (weight > 0 or features.arguments_value):
             # a capability only a result named (the README that says "fork this
             # repository"), used for something the task's objects do not hold
