@@ -241,6 +241,37 @@ class CycleFinding:
     kill_at: int
 
 
+def observed_same(cycle: Sequence[LoopCall], repeated: Sequence[LoopCall]) -> bool:
+    """Whether the calls of a cycle that print something (a UI dump, a status) answered
+    each repeat as the cycle did, whole (:attr:`~detectors.runaway_loop.records.LoopCall
+    .digest`: a screenshot's progress bar on its second line counts), while the others
+    printed nothing (``input tap``, ``input swipe``: actions whose effect only the next
+    observation shows). The actions' silence is no evidence either way; the
+    observations' sameness is: the taps changed nothing on the screen.
+
+    >>> from detectors.runaway_loop.records import LoopCall
+    >>> def c(digest):
+    ...     return LoopCall(0, "", "", 0, "t", 0, 0, 0, frozenset(), "", True, frozenset(),
+    ...                     (), True, False, 0, 0, 0, 0.0, status="ok", digest=digest)
+    >>> cycle = [c(0), c(0), c(7)]
+    >>> observed_same(cycle, [c(0), c(0), c(7), c(0)])
+    True
+    >>> observed_same(cycle, [c(0), c(0), c(8)]), observed_same(cycle, [c(0)])
+    (False, False)
+    """
+    p = len(cycle)
+    seen = False
+    for i, call in enumerate(repeated):
+        first = cycle[i % p]
+        if (call.head is None) != (first.head is None) or call.status == "error":
+            return False
+        if call.digest or first.digest:
+            if call.digest != first.digest:
+                return False
+            seen = True
+    return seen
+
+
 def judge_cycle(
     calls: Sequence[LoopCall],
     runs: Sequence[int],
@@ -283,7 +314,9 @@ def judge_cycle(
     # unknown results are no evidence of "no progress": then ask for Gemini CLI's
     # 5 identical consecutive calls (fixtures: healthy runs call `git diff --stat`
     # 4 times in a row, results unrecorded)
-    known = all(c.head is not None or c.status == "error" for c in repeated)
+    known = all(c.head is not None or c.status == "error" for c in repeated) or observed_same(
+        cycle, repeated
+    )
     needed = warn_cycles if known else warn_cycles + 2
     # the same call answered the same, none failed: a re-read (after a compaction,
     # to check an edit, a status looked at again); a few are tolerated, one more

@@ -384,3 +384,26 @@ def test_a_retry_with_the_value_the_user_just_gave_is_no_blind_retry() -> None:
         ["Exchange my boots, I am Emma Wang, zip 39875", "Hello?", "Are you there?"],
     )
     assert feed(guessed)
+
+
+def _taps(s: Session, screens: list[str]) -> list[Step]:
+    """A phone agent tapping one spot three times, then dumping the screen, per screen."""
+    steps = [s.start()]
+    for screen in screens:
+        for _ in range(3):
+            steps.append(s.model())
+            steps += s.tool("shell", {"command": "adb shell input tap 540 2170"}, result="")
+        steps.append(s.model())
+        steps += s.tool("shell", {"command": "adb shell uiautomator dump"}, result=screen)
+    return steps
+
+
+def test_taps_that_leave_the_screen_as_it_was_are_a_loop_sooner() -> None:
+    """Taps print nothing; the dump after them shows whether they did anything. Three
+    cycles answered by the same screen warn; the same cycles each showing a new screen
+    (the list moved on) do not."""
+    same = '<hierarchy><node text="Add to cart" bounds="[0,2100][1080,2240]"/></hierarchy>'
+    alerts = feed(_taps(Session("stuck"), [same] * 3))
+    assert alerts and "cycle of 4 calls" in alerts[0].reason
+    moving = [f'<hierarchy><node text="Item {i}"/></hierarchy>' for i in range(3)]
+    assert feed(_taps(Session("moving"), moving)) == []
