@@ -69,7 +69,7 @@ _SHELL_TOOL_RE = re.compile(
     r"run_?shell|run_?terminal_?cmd|run_?in_?terminal)($|[_\-.])"
 )
 _COMMAND_KEYS = frozenset({"command", "cmd", "commands", "script", "shell", "bash", "argv"})
-_CODE_KEYS = frozenset({"code", "source", "python", "program", "script"})
+_CODE_KEYS = frozenset({"code", "source", "cell_source", "python", "program", "script"})
 _WRITE_TOOL_RE = re.compile(
     r"(?i)(edit|write|create|delete|remove|unlink|patch|replace|save|move|rename|append|"
     r"insert|mkdir|overwrite|put_?file|upload_?file|touch)"
@@ -127,11 +127,23 @@ _PATCH_FILE_RE = re.compile(
     re.MULTILINE,
 )
 _PY_WRITE_RE = re.compile(
-    r"""open\(\s*(?:r|f)?(['"])(?P<p1>[^'"]+)\1\s*,\s*(?:mode\s*=\s*)?(['"])[^'"]*[wax]"""
-    r"""|Path\(\s*(['"])(?P<p2>[^'"]+)\4\s*\)\s*\.(?:write_text|write_bytes|unlink|touch|mkdir)"""
-    r"""|os\.(?:remove|unlink|rmdir|makedirs|mkdir)\(\s*(['"])(?P<p3>[^'"]+)\5"""
-    r"""|shutil\.rmtree\(\s*(['"])(?P<p4>[^'"]+)\6"""
+    r"""open\(\s*(?:r|f)?(?P<q1>['"])(?P<p1>[^'"]+)(?P=q1)\s*,\s*(?:mode\s*=\s*)?['"][^'"]*[wax]"""
+    r"""|Path\(\s*(?P<q2>['"])(?P<p2>[^'"]+)(?P=q2)\s*\)\s*\."""
+    r"""(?:write_text|write_bytes|unlink|touch|mkdir)"""
+    r"""|os\.(?:remove|unlink|rmdir|makedirs|mkdir)\(\s*(?P<q3>['"])(?P<p3>[^'"]+)(?P=q3)"""
+    r"""|shutil\.rmtree\(\s*(?P<q4>['"])(?P<p4>[^'"]+)(?P=q4)"""
+    # a data frame or an array saved to a file (pandas, polars, numpy)
+    r"""|\.(?:to_(?:csv|parquet|excel|json|feather|pickle|hdf|stata|orc|xml)"""
+    r"""|write_(?:csv|parquet|json|ndjson|ipc|excel|avro|delta)|savez?|savetxt)"""
+    r"""\(\s*(?:path_or_buf\s*=\s*|file\s*=\s*)?(?:r|f)?(?P<q5>['"])(?P<p5>[^'"]+)(?P=q5)"""
 )
+"""What Python source writes or removes, and where (the group ``p1`` to ``p5`` that
+holds a path): ``open(p, "w")``, ``Path(p).write_text``, ``os.remove(p)``,
+``shutil.rmtree(p)``, and a data frame or an array saved: ``df.to_csv(p)``,
+``pl_df.write_parquet(p)``, ``np.save(p)`` (tests/unit/features/test_code_writes.py)."""
+_PY_RUN_RE = re.compile(r"\bpython[\d.]*\b|\bipython\b")
+"""A shell command running Python, whose inline source (``python - <<EOF``, ``-c``) is
+read for writes as a code argument is."""
 # Quick screen: only commands containing one of these need shell write parsing.
 _SHELL_WRITE_SCREEN = re.compile(
     r">|\b(sed|rm|rmdir|unlink|mv|cp|tee|touch|mkdir|truncate|install|ln|dd|git)\b"
@@ -419,9 +431,10 @@ def parsed_view(tool: str, arguments: str | None) -> ToolView:
     unknown = False
     for cmd in commands:
         writes.extend(_shell_writes(cmd))
+    code += (cmd for cmd in commands if _PY_RUN_RE.search(cmd))
     for value in code:
         for m in _PY_WRITE_RE.finditer(value):
-            writes.append(next(g for g in m.group("p1", "p2", "p3", "p4") if g))
+            writes.append(next(g for g in m.group("p1", "p2", "p3", "p4", "p5") if g))
     if not commands and write_tool:
         tw, unknown = _tool_writes(tool, args)
         writes.extend(tw)
