@@ -93,7 +93,8 @@ PLACE_AFTER_RE = re.compile(r"^\s*(?:で|では|に|において|中|里|内)")
 
 READ_ONLY_RE = re.compile(
     r"read[\s-]?only|schreibgeschützt|nur\s+lesend|(?:solo|somente|s[oó])\s+(?:de\s+)?lectura"
-    r"|somente\s+leitura|lecture\s+seule|読み取り専用|只读"
+    r"|(?:somente|apenas)\s+(?:de\s+)?leitura|lecture\s+seule|sola\s+lettura|alleen[\s-]lezen"
+    r"|読み取り専用|只读|읽기\s*전용"
 )
 
 EXCEPT_RE = re.compile(

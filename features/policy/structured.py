@@ -289,7 +289,9 @@ _FILE_ENDINGS = frozenset(
         "tfvars",
     ]
 )
-_PATH_RE = re.compile(r"(?<![\w@:/.-])((?:\.{0,2}/)?(?:[\w.-]+/)+)(?![\w/])")
+_PATH_RE = re.compile(r"(?<![\w@:/.-])((?:\.{0,2}/)?(?:[\w.-]+/)+)(?![A-Za-z0-9_/])")
+"""A folder: a token ending in ``/``, whatever script follows it (``data/raw/는``: a Korean
+particle written against the path)."""
 _TIME_RE = re.compile(
     r"(?P<date>\d{4}-\d{2}-\d{2})?[ T]*(?P<time>(?<![\d:])\d{1,2}:\d{2}(?::\d{2})?)?"
     r"\s*(?:UTC|Z\b|GMT)",
@@ -419,7 +421,8 @@ def clause_rules(
     # "any refund above 50 EUR requires approval", "X needs the user's confirmation"
     # ("… needs request_approval from the manager": the asking tool named)
     ask = ask or (asks and bool(REQUIRES_RE.search(low)) and not neg)
-    only = bool(ONLY_RE.search(low))
+    # (the "only" of "read-only", 只读, "solo lectura" restricts nothing to a scope)
+    only = bool(ONLY_RE.search(READ_ONLY_RE.sub(" ", low)))
     read_only = bool(READ_ONLY_RE.search(low))
     loose_ask = not (ask or neg) and bool(ASK_VERB_RE.search(low))
     if not (ask or neg or only or read_only or loose_ask):
@@ -534,6 +537,23 @@ def _paths(clause: str, ticked: list[str]) -> list[str]:
         if glob not in out and "`" not in m[1]:
             out.append(glob)
     return [g.removeprefix("./") for g in out]
+
+
+def _read_only_paths(clause: str) -> list[str]:
+    """The folders a clause declares read-only (:data:`READ_ONLY_RE`), named before the
+    phrase: "`data/raw/` is read-only", "treat data/raw/ as read-only", "data/raw/ è in
+    sola lettura" - not a folder named after it ("read-only access; write to out/").
+
+    >>> _read_only_paths("data/raw/ is read-only; results go to out/")
+    ['data/raw/**']
+    >>> _read_only_paths("You have read-only access; write results to out/")
+    []
+    """
+    m = READ_ONLY_RE.search(clause.lower())
+    if m is None:
+        return []
+    head = clause[: m.start()]
+    return _paths(head, _TICKED_RE.findall(head))
 
 
 def _branch(clause: str, ticked: list[str]) -> str | None:
@@ -1014,6 +1034,8 @@ def _prohibitions(
             out.append(_forbid(rf"(?i)\b{re.escape(name)}\b", matchers.DB_CALL, until))
     if MODIFY_RE.search(low):
         out += [("forbidden_write_paths", g) for g in _paths(clause, ticked)]
+    elif read_only:
+        out += [("forbidden_write_paths", g) for g in _read_only_paths(clause)]
     out += [_forbid(matchers.tool_call(name), None, until) for name in _forbidden_tools(clause)]
     if not out and _deletes_files(low):
         out.append(_forbid(matchers.FILE_DELETE, None, until))

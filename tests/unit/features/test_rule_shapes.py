@@ -124,6 +124,33 @@ def test_a_read_only_table_forbids_sql_writes_to_it_not_reads(text: str) -> None
         assert not _flagged(text, "run_sql", {"query": query}), query
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "data/raw/ is read-only.",
+        "Treat `data/raw/` as read-only; derived data goes to data/interim/.",
+        "data/raw/ è in sola lettura: non scrivere, sovrascrivere o cancellare nulla lì.",
+        "data/raw/ 只读:不得在其中写入、覆盖、移动或删除任何文件。派生数据写到 data/interim/。",
+        "data/raw/는 읽기 전용: 그 안에 쓰기·덮어쓰기·이동·삭제 금지.",
+        "data/raw/ é somente leitura.",
+    ],
+)
+def test_a_folder_declared_read_only_forbids_writes_there_only(text: str) -> None:
+    """The folder named before "read-only" (in the forms other languages write it, a
+    Korean particle written against the path) may be read, not written; the "only" of
+    "read-only" (只读) makes no other folder the only one writable."""
+    assert _flagged(text, "bash", {"command": "rm data/raw/sales_01.csv"})
+    assert _flagged(text, "python", {"code": "d.to_csv('data/raw/sales_01.csv')"})
+    assert not _flagged(text, "bash", {"command": "cat data/raw/sales_01.csv"})
+    assert not _flagged(text, "python", {"code": "d.to_parquet('data/interim/s.parquet')"})
+    assert not _flagged(text, "bash", {"command": "touch out/report.md"})
+
+
+def test_read_only_access_forbids_no_folder_named_after_it() -> None:
+    text = "You have read-only access to the warehouse; write your results to out/."
+    assert not _flagged(text, "bash", {"command": "touch out/report.md"})
+
+
 def test_sql_statements_named_in_capitals_are_forbidden_everywhere_not_other_capitals() -> None:
     text = "NEVER DROP, TRUNCATE OR ALTER ANYTHING."
     assert _flagged(text, "psql", {"command": "psql -c 'DROP TABLE users'"})
