@@ -113,14 +113,31 @@ def provenance(
             del origin[next(iter(origin))]
 
 
-def note_secrets(ledger: AddressLedger, text: str, seq: int, *, sensitive_call: bool) -> bool:
+def note_secrets(
+    ledger: AddressLedger, text: str, seq: int, *, sensitive_call: bool, given: str = ""
+) -> bool:
     """The secret values a result ``text`` holds (all its KEY=VALUE lines when its call
     read a sensitive source), and the first sensitive read: values, or a credential the
     redactor recognised. True when the text showed a credential (a value or the
-    redactor's marker)."""
+    redactor's marker).
+
+    A value the user's own requests hold (``given``, lower-cased: "account 6305032527,
+    postcode 80635") is not one the agent read: the user gave it for the task, and the
+    call that passes it on to the service doing the task leaks nothing. It still counts
+    as shown.
+
+    >>> ledger = AddressLedger()
+    >>> note_secrets(ledger, '{"account_number": "6305032527", "password": "hunter2xyz"}',
+    ...              19, sensitive_call=False, given="pay in instalments? account 6305032527")
+    True
+    >>> sorted(ledger.secrets)
+    ['hunter2xyz']
+    """
     values = result_secrets(text, sensitive_call=sensitive_call)
     for value in values:
         value = value[:SECRET_CHARS]
+        if given and value.lower() in given:
+            continue
         if value not in ledger.secrets and len(ledger.secrets) < MAX_SECRETS:
             ledger.secrets[value] = seq
     shown = bool(values) or MARKER_PREFIX in text or _MARKER in text

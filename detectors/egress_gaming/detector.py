@@ -278,7 +278,9 @@ class EgressGaming(Detector):
             for passage in passages(text):
                 if passage not in self._task.trusted:
                     remember(ledger.passages, passage, (step.seq, source), 64)
-        if egress_addresses.note_secrets(ledger, text, step.seq, sensitive_call=sensitive):
+        if egress_addresses.note_secrets(
+            ledger, text, step.seq, sensitive_call=sensitive, given=self._task.goal
+        ):
             egress_addresses.note_secret_files(ledger, call_step, step.seq)
         if ledger.fetch_calls and "lookup" not in self._fired:
             self._note_fetched(step, text)

@@ -407,3 +407,34 @@ def test_a_contact_looked_up_by_address_over_mcp_is_no_payload() -> None:
         s, "hubspot__get_contact", {"email": "ana.souza12@uol.com.br"}, "mcp.hubspot.com"
     )
     assert feed(steps) == []
+
+
+def _arrangement(goal: str) -> list[Step]:
+    """A utility's assistant reads the caller's account, then sets up the payment plan
+    the caller asked for through the billing API, the account number in its path."""
+    s = Session("plan", goal=goal)
+    steps = [s.start(), s.model()]
+    steps += s.tool(
+        "get_account_balance",
+        {"account_number": "6305032527"},
+        result='{"account_number": "6305032527", "balance_due": 604.95, "password": "q7-Hx2rT9w"}',
+    )
+    steps += s.tool(
+        "http_request",
+        {
+            "method": "POST",
+            "url": "https://billing-api.utility.example/v2/accounts/6305032527/arrangements",
+            "body": {"instalments": 10, "total_amount": 604.95},
+        },
+        result='{"status": "created"}',
+    )
+    return steps
+
+
+def test_a_value_the_user_gave_passed_on_for_the_task_is_no_leak() -> None:
+    """The account number came from the caller's own request: sending it to the service
+    doing what they asked leaks nothing. The same number, never given by the user, read
+    from the account under a sensitive key and sent out, is a leak."""
+    given = "Can I pay the gas bill of 604.95 EUR in instalments? Account 6305032527."
+    assert feed(_arrangement(given)) == []
+    assert feed(_arrangement("Can I pay the gas bill in instalments? I am Jisoo Park."))
