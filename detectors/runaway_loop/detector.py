@@ -301,10 +301,15 @@ class RunawayLoop(Detector):
             # the context was compacted: re-reading what it held is how an agent recovers
             # it, so the first call after it repeats nothing (a loop that goes on is seen
             # anew from there)
-            self._fresh = True
-            self._answers = None
-            self._asked, self._asked_count = [], 0
+            self._afresh()
         return []
+
+    def _afresh(self) -> None:
+        """The next call repeats nothing, and the runs of the same answer and of one
+        request re-worded end (after a compaction, a user's correction)."""
+        self._fresh = True
+        self._answers = None
+        self._asked, self._asked_count = [], 0
 
     def _user_turn(self, text: str | None) -> None:
         """Note a user turn the session has not read before (``text``: a model call's
@@ -388,9 +393,7 @@ class RunawayLoop(Detector):
             )
         if self._told is not None and self._corrected(call):
             self._chains.clear()
-            self._fresh = True
-            self._answers = None
-            self._asked, self._asked_count = [], 0
+            self._afresh()
         n = len(calls)
         runs = self._runs
         if novel or self._fresh:
