@@ -110,7 +110,9 @@ class Behaviour:
                 self.tools["other"] += 1
             if step.arguments:
                 self._paths(step.arguments[:MAX_ARGUMENT_CHARS])
-            egress = step.detail.get("egress") if isinstance(step.detail, Mapping) else None
+            detail = step.detail
+            is_map = type(detail) is dict or isinstance(detail, Mapping)
+            egress = detail.get("egress") if is_map else None
             for target in egress if isinstance(egress, list) else ():
                 if isinstance(target, Mapping) and isinstance(target.get("host"), str):
                     self._host(target["host"])
