@@ -130,6 +130,8 @@ class Behaviour:
             self.hosts.add(host.lower().removeprefix("www."))
 
     def _paths(self, text: str) -> None:
+        if "/" not in text:  # every match holds one
+            return
         for match in _PATH_RE.finditer(text):
             if len(self.dirs) >= MAX_PLACES:
                 return
