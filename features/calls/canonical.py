@@ -249,7 +249,7 @@ def _plain(obj: Any, depth: int = 0) -> Any:
         return obj
     if isinstance(obj, float):
         return obj if math.isfinite(obj) else str(obj)
-    if isinstance(obj, Mapping):
+    if type(obj) is dict or isinstance(obj, Mapping):
         return {str(k): _plain(v, depth + 1) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
         return [_plain(v, depth + 1) for v in obj]

@@ -101,7 +101,8 @@ def call_facts(tool: str | None, args: str) -> CallFacts:
 
 def target_hosts(step: Step) -> set[str]:
     """The hosts (without ``www.``) a tool call's arguments send traffic to."""
-    raw = step.detail.get("egress") if isinstance(step.detail, Mapping) else None
+    detail = step.detail
+    raw = detail.get("egress") if type(detail) is dict or isinstance(detail, Mapping) else None
     return {
         str(t["host"]).removeprefix("www.")
         for t in (raw if isinstance(raw, list) else ())

@@ -221,8 +221,12 @@ def wait_seconds(tool: str, arguments: str) -> float:
     """
     text = arguments[:WAIT_CHARS]
     best = 0.0
-    for number, unit in _SLEEP_RE.findall(text):
-        best = max(best, float(number) * _UNIT.get(unit.lower(), 1.0))
+    # Every match holds ``sleep`` (case-insensitively: each character of a match folds to
+    # the pattern's own letter, so the case-folded text holds it). The pattern, tried at
+    # every character, costs ~6 µs on a 200-character call; most calls never sleep.
+    if "sleep" in text.casefold():
+        for number, unit in _SLEEP_RE.findall(text):
+            best = max(best, float(number) * _UNIT.get(unit.lower(), 1.0))
     if best == 0.0 and tool and _WAIT_TOOL_RE.search(tool.rsplit("__", 1)[-1]):
         for name, number in _WAIT_ARG_RE.findall(text):
             scale = 0.001 if name.lower() in ("ms", "milliseconds") else 1.0

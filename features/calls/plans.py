@@ -30,11 +30,12 @@ def open_plan_items(args: Any) -> int | None:
     >>> open_plan_items({"command": "ls"}) is None
     True
     """
-    if not isinstance(args, Mapping):
+    if type(args) is not dict and not isinstance(args, Mapping):
         return None
     for key in _LIST_KEYS:
         items = args.get(key)
-        if not isinstance(items, Sequence) or isinstance(items, str) or not items:
+        # None first: most calls hold no plan, and an ABC check costs a Python call
+        if items is None or not isinstance(items, Sequence) or isinstance(items, str) or not items:
             continue
         statuses = [i.get("status") for i in items[:200] if isinstance(i, Mapping)]
         texts = [s for s in statuses if isinstance(s, str)]

@@ -481,7 +481,7 @@ def _numbers(args: Mapping[str, Any]) -> str:
     out: list[str] = []
     items: list[tuple[str, Any]] = [(str(k), v) for k, v in list(args.items())[:32]]
     for key, value in items:
-        if isinstance(value, Mapping):
+        if type(value) is not str and isinstance(value, Mapping):
             items_nested = list(value.items())[:16]
             for k2, v2 in items_nested:
                 _number_line(f"{key}.{k2}", v2, out)

@@ -58,13 +58,13 @@ def arguments_unknown(step: Step, parsed: Callable[[], Any] | None = None) -> bo
     gives their :func:`~features.calls.canonical.arguments_value` when the caller has it
     (the step's features: one parse for all readers); asked only when it is read."""
     detail = step.detail
-    if isinstance(detail, Mapping) and detail.get(UNRECORDED):
+    if (type(detail) is dict or isinstance(detail, Mapping)) and detail.get(UNRECORDED):
         return True
     text = step.arguments
     if not text or len(text) > 2 * _MAX_PLACEHOLDER:
         return False
     value = parsed() if parsed is not None else arguments_value(text)
-    if isinstance(value, Mapping) and len(value) == 1:
+    if (type(value) is dict or isinstance(value, Mapping)) and len(value) == 1:
         value = next(iter(value.values()))
     return isinstance(value, str) and is_placeholder(value)
 

@@ -625,7 +625,7 @@ def _strings(value: Any, out: list[str], depth: int = 0) -> list[str]:
         return out
     if isinstance(value, str):
         out.append(value[:_MAX_STRING])
-    elif isinstance(value, Mapping):
+    elif type(value) is dict or isinstance(value, Mapping):
         for v in value.values():
             _strings(v, out, depth + 1)
     elif isinstance(value, list):
@@ -726,7 +726,9 @@ def step_terms(step: Step, *, with_result: bool = False, result_chars: int = 1_0
     # uncached.
     text = step.text[:_MAX_STRING] if step.text and step.kind != StepKind.TOOL_RESULT else None
     result = step.result[:result_chars] if with_result and step.result else None
-    egress = step.detail.get("egress", ()) if isinstance(step.detail, Mapping) else ()
+    detail = step.detail
+    is_map = type(detail) is dict or isinstance(detail, Mapping)
+    egress = detail.get("egress", ()) if is_map else ()
     arguments = step.arguments
     size = len(arguments or "") + len(text or "") + len(result or "")
     key = (
@@ -850,7 +852,9 @@ def goal_text(step: Step) -> str | None:
     (:func:`features.text.requests.substantive`: "continue" is not a task)."""
     if step.kind == StepKind.START and step.text:
         return step.text if substantive(step.text) else None
-    if step.kind == StepKind.MODEL_CALL and isinstance(step.detail, Mapping):
+    if step.kind == StepKind.MODEL_CALL and (
+        type(step.detail) is dict or isinstance(step.detail, Mapping)
+    ):
         message = step.detail.get("user_message")
         if isinstance(message, str) and substantive(message):
             return message

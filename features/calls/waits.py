@@ -53,7 +53,7 @@ def declared_timeout_s(tool: str | None, args: Any) -> float | None:
     >>> declared_timeout_s("Read", {"file_path": "a.py"}) is None
     True
     """
-    if not isinstance(args, Mapping):
+    if type(args) is not dict and not isinstance(args, Mapping):
         return None
     lowered = {k.lower(): v for k, v in args.items() if isinstance(k, str)}
     if not any(key in lowered for key in _TIMEOUT_KEYS):  # most calls name none of them
@@ -87,7 +87,7 @@ def waits_for_human(tool: str | None, args: Any) -> bool:
     """
     if tool and DEFAULT_APPROVAL_RE.search(tool):
         return True
-    if isinstance(args, Mapping):
+    if type(args) is dict or isinstance(args, Mapping):
         if args.get("with_escalated_permissions") is True:
             return True
         if args.get("sandbox_permissions") == "require_escalated":

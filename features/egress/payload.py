@@ -132,6 +132,8 @@ def file_operands(low: str) -> tuple[str, ...]:
     >>> file_operands("cp .env pkg/.env.test && cat deploy/.npmrc")
     ('pkg/.env.test', 'deploy/.npmrc')
     """
+    if "/" not in low:  # every path kept holds one: no token to split out
+        return ()
     found: dict[str, None] = {}
     for token in _TOKEN_RE.findall(low):  # cheap split first; the pattern on candidates
         if "/" in token and "." in token and "://" not in token and _FILE_RE.fullmatch(token):

@@ -136,7 +136,7 @@ class _Collector:
             return
         if isinstance(value, str):
             self.string(value, key, depth)
-        elif isinstance(value, Mapping):
+        elif type(value) is dict or isinstance(value, Mapping):
             # each str key lower-cased once, for the three passes below
             items = [(k.lower(), v) for k, v in value.items() if isinstance(k, str)]
             method = None
@@ -251,6 +251,6 @@ def egress_targets(tool: str | None, arguments: object) -> list[EgressTarget]:
             collector.string(arguments, "", 0)  # plus the generic URL scan
         else:
             collector.string(arguments, None, 0)
-    elif isinstance(arguments, (Mapping, list, tuple)):
+    elif type(arguments) is dict or isinstance(arguments, (Mapping, list, tuple)):
         collector.walk(arguments)
     return collector.result()

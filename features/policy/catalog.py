@@ -87,7 +87,8 @@ def instructions_of(step: Step) -> str | None:
     if step.kind not in (StepKind.START, StepKind.MODEL_CALL):
         return None
     detail = step.detail
-    text = detail.get("system_instructions") if isinstance(detail, Mapping) else None
+    is_map = type(detail) is dict or isinstance(detail, Mapping)
+    text = detail.get("system_instructions") if is_map else None
     return text if isinstance(text, str) and text.strip() else None
 
 

@@ -452,14 +452,14 @@ def redact_value(obj: Any, _depth: int = 0) -> Any:
         return redact(obj)
     if (
         _depth == 0
-        and isinstance(obj, (Mapping, list, tuple))
+        and (type(obj) is dict or isinstance(obj, (Mapping, list, tuple)))
         and not _small_and_flat(obj)
         and not _may_hold_secret(obj)
     ):
         return _copy(obj)
     if _depth > 64:  # pathological nesting: keep what we cannot walk safely out of stores
         return _marker("too_deep")
-    if isinstance(obj, Mapping):
+    if type(obj) is dict or isinstance(obj, Mapping):
         out: dict[Any, Any] = {}
         for key, value in obj.items():
             # The key is judged after its own redaction, so a second pass over the

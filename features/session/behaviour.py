@@ -110,7 +110,9 @@ class Behaviour:
                 self.tools["other"] += 1
             if step.arguments:
                 self._paths(step.arguments[:MAX_ARGUMENT_CHARS])
-            egress = step.detail.get("egress") if isinstance(step.detail, Mapping) else None
+            detail = step.detail
+            is_map = type(detail) is dict or isinstance(detail, Mapping)
+            egress = detail.get("egress") if is_map else None
             for target in egress if isinstance(egress, list) else ():
                 if isinstance(target, Mapping) and isinstance(target.get("host"), str):
                     self._host(target["host"])
@@ -128,6 +130,8 @@ class Behaviour:
             self.hosts.add(host.lower().removeprefix("www."))
 
     def _paths(self, text: str) -> None:
+        if "/" not in text:  # every match holds one
+            return
         for match in _PATH_RE.finditer(text):
             if len(self.dirs) >= MAX_PLACES:
                 return

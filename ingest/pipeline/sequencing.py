@@ -56,7 +56,9 @@ def sequence(
             before = session.compaction.last_tokens(context)
             compaction = _signalled_compaction(step, step_id, session_id, before)
             out.append(_with_stored_form(place(session, compaction), storable_step))
-        message = step.detail.get("user_message") if isinstance(step.detail, Mapping) else None
+        detail = step.detail
+        is_map = type(detail) is dict or isinstance(detail, Mapping)
+        message = detail.get("user_message") if is_map else None
         if session.compaction.replaced(
             context, message if isinstance(message, str) else None, step.tokens_in
         ):
@@ -159,9 +161,11 @@ def _with_stored_form(placed: Placed, storable: Callable[[Step], Step]) -> Seque
 def _compaction_signal(step: Step) -> tuple[bool, str | None]:
     """A model call's compaction signals (:func:`ingest.semconv.spans._compaction_signal`):
     (marked compacted, the id of its compaction part or None)."""
-    detail = step.detail if isinstance(step.detail, Mapping) else {}
+    detail = step.detail
+    if type(detail) is not dict and not isinstance(detail, Mapping):
+        detail = {}
     part = detail.get("compaction_part")
-    part_id = part.get("id") if isinstance(part, Mapping) else None
+    part_id = part.get("id") if part is not None and isinstance(part, Mapping) else None
     return detail.get("compacted") is True, part_id if isinstance(part_id, str) else None
 
 
@@ -208,7 +212,9 @@ def once_per_session_instructions(session: LiveSession, step: Step) -> Step:
     :attr:`LiveSession.instructions`): the first copy stays, and each change."""
     if step.kind not in _START_OR_MODEL_CALL:
         return step
-    detail = step.detail if isinstance(step.detail, Mapping) else {}
+    detail = step.detail
+    if type(detail) is not dict and not isinstance(detail, Mapping):
+        detail = {}
     text = detail.get("system_instructions")
     if not isinstance(text, str):
         return step

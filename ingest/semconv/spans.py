@@ -404,7 +404,7 @@ def _output_text(attrs: Mapping[str, Any]) -> str | None:
     if isinstance(content, str) and content:
         return content
     value = json_value(attrs.get("output.value"))
-    if isinstance(value, Mapping):
+    if value is not None and isinstance(value, Mapping):
         return _message_text(value)
     return value if isinstance(value, str) and value else None
 
@@ -432,7 +432,8 @@ def _tool_arguments(attrs: Mapping[str, Any]) -> Any:
     # {"args": [...], "kwargs": {...}, "sanitize_inputs_outputs": ...}, its LlamaIndex one
     # as {"kwargs": {...}} (recorded at 4.6.1): unwrap it so the same call looks the same
     # whichever instrumentor recorded it.
-    if isinstance(value, Mapping) and "kwargs" in value and ("args" in value or len(value) == 1):
+    is_map = type(value) is dict or isinstance(value, Mapping)
+    if is_map and "kwargs" in value and ("args" in value or len(value) == 1):
         kwargs = value.get("kwargs")
         args = value.get("args") or []
         items = kwargs.items() if isinstance(kwargs, Mapping) else ()
