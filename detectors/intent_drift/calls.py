@@ -767,7 +767,10 @@ def passed_weight(
     >>> note_passed(log, [("1q9es77", ("payroll", "register"))])
     >>> passed_weight(log, '{"spreadsheetId":"1Q9ES77"}', False, lambda w: False)
     (0.5, ['1q9es77'])
-    >>> passed_weight(log, '{"spreadsheetId":"1Q9ES77"}', True, lambda w: w == "payroll")
+    >>> passed_weight(log, '{"spreadsheetId":"1Q9ES77"}', True, lambda w: False)
+    (1.0, ['1q9es77'])
+    >>> named = {"payroll", "register"}.__contains__  # a later request names it
+    >>> passed_weight(log, '{"spreadsheetId":"1Q9ES77"}', True, named)
     (0.0, [])
     """
     if not log.passed or not arguments:
