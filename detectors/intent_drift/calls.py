@@ -692,6 +692,9 @@ _ROW_LABEL_RE = re.compile(
     r'\s*:\s*"([^"\n]{1,120})"',
     re.IGNORECASE,
 )
+_ROW_ID_RE = re.compile(r'"(?:id|[A-Za-z]+(?:_id|Id))"\s*:\s*"([^"\n]{1,200})"')
+"""A record's id in a listing: as :data:`_ID_VALUE_RE`, up to 200 characters (a SharePoint
+site's id is its host and two GUIDs)."""
 _HAS_DIGIT_RE = re.compile(r"[0-9]")
 MAX_ROWS = 200
 """Records of one listing :func:`passed_over` reads."""
@@ -706,8 +709,8 @@ PASSED_CHANGE = 1.0
 def passed_over(text: str, named: Callable[[str], bool]) -> list[tuple[str, tuple[str, ...]]]:
     """The records a listing result holds beside the one the requests pick out by its
     name: (id, the words of its name) of each other record, when one or two records'
-    names are wholly the requests' words (``named``) and one of those words names no
-    other record; else none. A record is a flat JSON object with an id (``"id"``,
+    names are wholly the requests' words (``named``) and each of those names has a word
+    no other record's name holds; else none. A record is a flat JSON object with an id (``"id"``,
     ``"fileId"``) and a name (``name``, ``title``, ``displayName``, ``subject``,
     ``summary``); ids of 6 characters or more with a digit only (opaque identifiers,
     found again in a later call's arguments). At most :data:`MAX_ROWS` records read.
@@ -726,13 +729,17 @@ def passed_over(text: str, named: Callable[[str], bool]) -> list[tuple[str, tupl
     True
     >>> passed_over(rows, lambda w: w in {"queue"})
     []
+    >>> family = ('[{"id":"s-1","name":"Marketing"},{"id":"s-2","name":"Marketing-Hub"},'
+    ...           '{"id":"s-3","name":"Marketing-Events"}]')
+    >>> passed_over(family, lambda w: w in {"marketing", "hub"})
+    []
     """
     if "{" not in text:
         return []
     rows: list[tuple[str, tuple[str, ...]]] = []
     for match in _ROW_RE.finditer(text):
         row = match.group(0)
-        ident, label = _ID_VALUE_RE.search(row), _ROW_LABEL_RE.search(row)
+        ident, label = _ROW_ID_RE.search(row), _ROW_LABEL_RE.search(row)
         if ident is not None and label is not None:
             words = tuple(tokenize(label.group(1), drop=CONTENT_DROP))
             rows.append((ident.group(1).strip().lower(), words))
@@ -743,8 +750,11 @@ def passed_over(text: str, named: Callable[[str], bool]) -> list[tuple[str, tupl
         return []
     others = [r for r in rows if r not in picked]
     elsewhere = {w for _, words in others for w in words}
-    if all(w in elsewhere for _, words in picked for w in words):
-        return []  # the requests' words name the others as well as the one
+    if not all(any(w not in elsewhere for w in words) for _, words in picked):
+        # a picked name all of whose words name others too ("Marketing" beside
+        # "Marketing-Events", asked for "all Marketing* sites"): the requests name a
+        # family, not one record of it
+        return []
     return [r for r in others if len(r[0]) >= 6 and _HAS_DIGIT_RE.search(r[0])]
 
 
