@@ -377,7 +377,9 @@ def beyond_data(
 
 
 _ID_KEY_RE = re.compile(r"(?:^|[_-])id$|[a-z]Id$")
-_ID_VALUE_RE = re.compile(r'"(?:id|[A-Za-z]+(?:_id|Id))"\s*:\s*"([^"\n]{1,80})"')
+_ID_PAIR = r'"(?:id|[A-Za-z]+(?:_id|Id))"\s*:\s*"([^"\n]{{1,{}}})"'
+"""A ``"id": "…"`` / ``"orderId": "…"`` pair, its value captured up to a length."""
+_ID_VALUE_RE = re.compile(_ID_PAIR.format(80))
 ENTITY_WEIGHT = 1.0
 """The weight of a call on a record nothing reached: own initiative on an object."""
 
@@ -692,7 +694,7 @@ _ROW_LABEL_RE = re.compile(
     r'\s*:\s*"([^"\n]{1,120})"',
     re.IGNORECASE,
 )
-_ROW_ID_RE = re.compile(r'"(?:id|[A-Za-z]+(?:_id|Id))"\s*:\s*"([^"\n]{1,200})"')
+_ROW_ID_RE = re.compile(_ID_PAIR.format(200))
 """A record's id in a listing: as :data:`_ID_VALUE_RE`, up to 200 characters (a SharePoint
 site's id is its host and two GUIDs)."""
 _HAS_DIGIT_RE = re.compile(r"[0-9]")
@@ -872,7 +874,7 @@ def read_result(
         remember_all(log.data, value_words(text, parts), None, MAX_DATA)
         ids = _ID_VALUE_RE.findall(text)
         remember_all(log.entities, [v.strip().lower() for v in ids], 0.0, MAX_DATA)
-        picked = passed_over(text, lambda w: w in task.goal_words or w in task.goal_stems)
+        picked = passed_over(text, task.requested)
         note_passed(log, picked)
         if (key and key in log.page_call) or (
             query and log.page and family(step.tool) == log.page_family

@@ -338,7 +338,7 @@ class IntentDrift(Detector):
             log,
             step.arguments,
             effect is not None or changes,
-            lambda w: w in task.goal_words or w in task.goal_stems,
+            task.requested,
         )
         if by_passed > max(weight, 0.0):
             weight, labels = by_passed, [*labels, *passed[:2]]
@@ -384,10 +384,7 @@ class IntentDrift(Detector):
             objects,
             weight,
             bool(stretch.refs),
-            weight < 0
-            and drift_calls.derived_from_task(
-                objects, scope.idents, lambda w: w in task.goal_words or w in task.goal_stems
-            ),
+            weight < 0 and drift_calls.derived_from_task(objects, scope.idents, task.requested),
         )
         if weight < 0:
             # neutral: the work's own tooling (``terraform init``, ``git pull``, a wait);

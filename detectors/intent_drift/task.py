@@ -85,6 +85,11 @@ class TaskState:
         """``path`` relative to the workspace (as the files in reach are kept)."""
         return relative(path, self.workspace)
 
+    def requested(self, word: str) -> bool:
+        """Whether ``word`` is the requests' own: a goal word or a 5+-letter stem of one
+        (not a word on-task work brought into scope)."""
+        return word in self.goal_words or word in self.goal_stems
+
     def scope(
         self,
         results: Iterable[tuple[str, int, float, str]],
