@@ -167,10 +167,45 @@ def names_an_action(name: str | None) -> bool:
     return bool(words & _ACTING_VERBS) and not words & _READ_VERBS
 
 
+_HANDOFF_RE = re.compile(r"^(?:transfer|hand_?off)_(?:back_)?to_", re.IGNORECASE)
+"""A hand-off to another agent: ``transfer_to_<agent_name>`` is the tool name the OpenAI
+Agents SDK and LangGraph's swarm give a hand-off by default (tau-bench's
+``transfer_to_human_agents`` too). It moves the conversation, not money or a message."""
+_HTTP_VERB_TOOL_RE = re.compile(
+    r"(?:https?|api|rest|web)?[_-]?(?:post|put|patch|delete)(?:[_-]?(?:request|json|api))?",
+    re.IGNORECASE,
+)
+"""An HTTP client tool named for its method (``http_post``, ``httpPut``, ``post_request``):
+its ``post`` is the method, not a message posted."""
+_RPC_METHOD_RE = re.compile(r'"method"\s*:\s*"([A-Za-z][\w./-]{0,80})"')
+_RPC_READ_RE = re.compile(r"(?:get|list|read|query|search|describe|fetch|status)(?![a-z])")
+
+
+def _rpc_read(arguments: str) -> bool:
+    """Whether a request body's JSON-RPC method names a read (the A2A ``tasks/get``, MCP's
+    ``tools/list``, ``eth_getBalance``): its last segment starts with a reading verb.
+
+    >>> [_rpc_read(a) for a in ('{"json": {"method": "tasks/get"}, "method": "POST"}',
+    ...                         '{"method": "eth_getBalance"}', '{"method": "message/send"}')]
+    [True, True, False]
+    """
+    for method in _RPC_METHOD_RE.findall(arguments):
+        last = re.split(r"[/._]", method)[-1]
+        if _RPC_READ_RE.match(last[:1].lower() + last[1:]) and not last.isupper():
+            return True
+    return False
+
+
 @lru_cache(maxsize=256)
 def _tool_traits(name: str) -> tuple[str | None, bool, bool, bool]:
     """What a tool's name alone says: (its effect class, a shell tool, an HTTP tool, a
-    tool that changes the workspace). Agents use a handful of tool names."""
+    tool that changes the workspace). Agents use a handful of tool names. A hand-off to
+    another agent (:data:`_HANDOFF_RE`) has no effect class; an HTTP tool named for its
+    method (:data:`_HTTP_VERB_TOOL_RE`) is an ``effect``, as a write method is."""
+    if name and _HANDOFF_RE.match(name):
+        return None, False, False, False
+    if name and _HTTP_VERB_TOOL_RE.fullmatch(name):
+        return "effect", False, True, False
     by_name = None
     if name and not _READ_TOOL_RE.match(name) and not _names_a_read(name):
         if _MONEY_RE.search(name):
@@ -203,10 +238,18 @@ def call_effect(tool: str | None, arguments: str) -> tuple[str | None, bool]:
     (('money', False), ('state', False))
     >>> call_effect("edit_file", '{"path": "a.py"}'), call_effect("read_file", '{"path": "a"}')
     ((None, True), (None, False))
+    >>> call_effect("transfer_to_billing_agent", '{"reason": "duplicate charge"}')
+    (None, False)
+    >>> call_effect("http_post", '{"json": {"method": "tasks/get"}, "method": "POST"}')
+    (None, False)
+    >>> call_effect("http_post", '{"json": {"method": "message/send"}, "method": "POST"}')
+    ('effect', False)
     """
     by_name, shell, http, mutating = _tool_traits(tool or "")
     low = arguments.lower()
     cls = by_name
+    if tool and _HANDOFF_RE.match(tool) and '"amount"' in low:
+        cls = "money"  # a transfer of an amount, whatever its name says
     if cls is None:
         if shell or '"command"' in low or '"cmd"' in low:
             for words, pattern, effect in _SHELL_EFFECTS:
@@ -215,6 +258,8 @@ def call_effect(tool: str | None, arguments: str) -> tuple[str | None, bool]:
                     break
         if cls is None and http and _METHOD_RE.search(arguments):
             cls = "effect"
+    if cls == "effect" and http and '"method"' in low and _rpc_read(arguments):
+        cls = None  # a JSON-RPC read over POST (A2A ``tasks/get``): polling, not an effect
     mutation = mutating or (
         any(w in low for w in _MUTATION_WORDS) and _MUTATION_CMD_RE.search(low) is not None
     )

@@ -287,3 +287,40 @@ def test_an_inherited_ledger_survives_a_state_round_trip() -> None:
     (alert,) = restored.update(call)
     assert [e.get("session_id") for e in alert.evidence] == [None, "dead"]
     assert restored.update(result) == []
+
+
+def test_a_hand_off_back_and_forth_is_no_replayed_payment() -> None:
+    """``transfer_to_<agent>`` is the Agents SDK's and LangGraph's hand-off tool: a
+    supervisor handing the same request to a worker twice moves the conversation, not
+    money (it had read as a payment by its word "transfer")."""
+    s, steps = session()
+    for _ in range(2):
+        steps += s.tool("transfer_to_billing_agent", {"reason": "refund the duplicate"})
+        steps += s.tool("transfer_to_supervisor", {})
+    assert feed(steps) == []
+
+
+def test_a_transfer_of_an_amount_stays_a_payment() -> None:
+    s, steps = session()
+    for _ in range(2):
+        steps += s.tool("transfer_to_account", {"iban": "DE89370400440532013000", "amount": 900})
+    (alert,) = feed(steps)
+    assert "a payment" in alert.reason
+
+
+def test_polling_an_a2a_task_over_post_is_no_replayed_message() -> None:
+    """An A2A ``tasks/get`` (JSON-RPC over POST) asked again is a poll; the ``message/send``
+    that started the task, sent twice, is a replayed effect."""
+    s, steps = session()
+    get = {
+        "json": {"method": "tasks/get", "params": {"id": "t-1"}},
+        "method": "POST",
+        "url": "https://flights.example/a2a",
+    }
+    for _ in range(3):
+        steps += s.tool("http_post", get, result='{"state": "working"}')
+    assert feed(steps) == []
+    send = {**get, "json": {"method": "message/send", "params": {"text": "book"}}}
+    steps += s.tool("http_post", send, result='{"task": "t-2"}')
+    steps += s.tool("http_post", send, result='{"task": "t-3"}')
+    assert len(feed(steps)) == 1
