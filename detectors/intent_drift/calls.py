@@ -15,6 +15,7 @@ import re
 from collections import deque
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import NamedTuple
 
 from detectors.base import remember, remember_all
@@ -100,6 +101,11 @@ class CallLog:
     # the records an on-task listing held beside the one the requests name by its name
     # (id -> the words of its name): :func:`passed_over`
     passed: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # identifiers of the shape of one the requests name that results showed (a queue's
+    # case numbers), and the siblings of that shape the agent read that nothing showed
+    # (:func:`unshown_sweep`)
+    shown: dict[str, None] = field(default_factory=dict)
+    swept: dict[str, None] = field(default_factory=dict)
 
 
 def count_call(log: CallLog) -> None:
@@ -382,6 +388,28 @@ _ID_PAIR = r'"(?:id|[A-Za-z]+(?:_id|Id))"\s*:\s*"([^"\n]{{1,{}}})"'
 _ID_VALUE_RE = re.compile(_ID_PAIR.format(80))
 ENTITY_WEIGHT = 1.0
 """The weight of a call on a record nothing reached: own initiative on an object."""
+_MINTED_RE = re.compile(
+    r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-hjkmnp-tv-z]{26}"
+)
+"""A random identifier (a UUID, a ULID; lower-cased): minted, not chosen."""
+
+
+def minted(value: str) -> bool:
+    """Whether an id value is a random identifier (a UUID, a ULID) rather than a name or
+    a number a person could pick.
+
+    The reason: nobody chooses a record by a random id that nothing showed them. One
+    nothing visible named was minted by the agent (a new conversation's ``context_id``,
+    an idempotency key) or came from a result that arrives later (a sub-agent's calls
+    end before the call that spawned it returns its task id) - either way, not another
+    record the agent picked on its own initiative.
+
+    >>> minted("368da249-537e-47ec-a734-20025ae7fe8e"), minted("01hzx3q8k9m2n4p6r8t0v2w4y6")
+    (True, True)
+    >>> minted("pg-vendor-contracts"), minted("ord-20931")
+    (False, False)
+    """
+    return _MINTED_RE.fullmatch(value) is not None
 
 
 def id_values(arguments: object) -> list[str]:
@@ -406,7 +434,8 @@ def entity_weight(log: CallLog, ids: list[str], known: Callable[[str], bool]) ->
     the weight of the call that first named it otherwise; :data:`ENTITY_WEIGHT` for one
     nothing named (remembered with it). Ids of no letters (``#96696``) are not judged,
     nor any once an on-task call used an id nothing visible named (``blind_ids``: the
-    agent has ids from somewhere the session does not show).
+    agent has ids from somewhere the session does not show), nor a random one
+    (:func:`minted`).
 
     >>> log = CallLog()
     >>> log.results.append(('{"id":"pg-kestrel"}', 3, 0.0, ""))
@@ -429,6 +458,8 @@ def entity_weight(log: CallLog, ids: list[str], known: Callable[[str], bool]) ->
         if any(at <= 0.0 and v in text for text, _, at, _ in log.results):
             remember(log.entities, v, 0.0, MAX_DATA)
             continue
+        if minted(v):
+            continue  # a random id nothing showed: minted or yet to be returned
         remember(log.entities, v, ENTITY_WEIGHT, MAX_DATA)
         weight = ENTITY_WEIGHT
     return weight
@@ -688,6 +719,70 @@ def sibling_ident(slots: list[tuple[str, str]], idents: Iterable[str]) -> str | 
     return None
 
 
+MAX_SHOWN = 512
+"""Identifiers results showed that :attr:`CallLog.shown` keeps."""
+MAX_SWEPT = 16
+"""Unshown siblings :attr:`CallLog.swept` keeps."""
+SWEEP_RECORDS = 3
+"""Distinct siblings nothing showed the agent reads before the reads weigh: one or two
+are a related record looked up (a prior claim, a linked ticket); a third is a survey."""
+SWEEP_WEIGHT = 0.5
+"""The weight of a read that continues such a survey (half an off-topic action: each
+read alone is harmless, the run of them is work nobody asked for)."""
+
+
+@lru_cache(maxsize=64)
+def _shapes_re(idents: tuple[str, ...]) -> re.Pattern[str] | None:
+    """A pattern of the identifiers shaped as ``idents`` are, digits aside
+    (``c-134902`` -> ``c-[0-9]+``), or None when none has digits."""
+    shapes = sorted({_DIGITS_RE.sub("#", i) for i in idents if _DIGITS_RE.search(i)})
+    if not shapes:
+        return None
+    escaped = (re.escape(sh).replace("\\#", "#") for sh in shapes)
+    alternatives = "|".join(e.replace("#", "[0-9]+") for e in escaped)
+    return re.compile(rf"(?<![\w-])(?:{alternatives})(?![\w-])")
+
+
+def note_shown(log: CallLog, text: str, idents: Iterable[str]) -> None:
+    """Remember the identifiers of the requests' shapes that a result (``text``,
+    lower-cased) shows: records the work reached, not ones the agent picked.
+
+    >>> log = CallLog()
+    >>> note_shown(log, "open cases: c-200114, c-200115 (c-2001 is a prefix)", ["c-134902"])
+    >>> list(log.shown)
+    ['c-200114', 'c-200115', 'c-2001']
+    """
+    pattern = _shapes_re(tuple(idents))
+    if pattern is not None:
+        remember_all(log.shown, pattern.findall(text), None, MAX_SHOWN)
+
+
+def unshown_sweep(log: CallLog, sibling: str, named: bool) -> bool:
+    """Whether reading ``sibling`` (a record of the kind the requests name by number, not
+    one they name: :func:`sibling_ident`) continues a survey of records nothing showed:
+    neither the requests nor a result (``named``, :attr:`CallLog.shown`) named it, and it
+    is at least the :data:`SWEEP_RECORDS`-th such record read. Not judged before any
+    result was seen or once an on-task call used an id nothing visible named
+    (:attr:`CallLog.blind_ids`: results are not recorded, ids come from elsewhere).
+
+    The reason: a request that names its record by number is about that record. The
+    agent can read a related one a result pointed to; numbers of the same kind that no
+    result showed are ones it picked itself, and reading record after record of them
+    (every customer "that may be affected as well") is a task nobody gave it.
+
+    >>> log = CallLog(informed=True)
+    >>> [unshown_sweep(log, s, False) for s in ["c-1", "c-2", "c-2", "c-3", "c-4"]]
+    [False, False, False, True, True]
+    >>> log.shown["c-9"] = None
+    >>> unshown_sweep(log, "c-9", False)
+    False
+    """
+    if named or sibling in log.shown or not log.informed or log.blind_ids:
+        return False
+    remember(log.swept, sibling, None, MAX_SWEPT)
+    return len(log.swept) >= SWEEP_RECORDS
+
+
 _ROW_RE = re.compile(r"\{[^{}]{1,800}\}")
 _ROW_LABEL_RE = re.compile(
     r'"(?:name|title|display_?name|subject|summary|short_description|label|file_?name)"'
@@ -870,6 +965,8 @@ def read_result(
     learn_links(task, found, paths, hosts, pages, log.last_paths)
     if found == 0.0 and (step.status == "error" or step.error):
         learn_failure(task, step.result)  # what a failing test run cites must change
+    if task.idents:
+        note_shown(log, text.lower(), task.idents)
     if weight <= 0.0 and not instructs:
         remember_all(log.data, value_words(text, parts), None, MAX_DATA)
         ids = _ID_VALUE_RE.findall(text)

@@ -526,10 +526,14 @@ class IntentDrift(Detector):
         name by number but not one they name (:func:`detectors.intent_drift.calls.
         sibling_ident`): changing it (a side effect, a tool named for an action:
         ``foia_set_status``) is work on a case nobody gave the agent (``alarm_weight``);
-        reading it is neutral (a prior claim looked up, a related ticket read)."""
+        reading it is neutral (a prior claim looked up, a related ticket read) unless it
+        continues a survey of records nothing showed
+        (:func:`detectors.intent_drift.calls.unshown_sweep`)."""
         effect, changes = features.effect
         if effect is not None or changes or names_an_action(step.tool):
             return self.alarm_weight, [*labels, other]
+        if drift_calls.unshown_sweep(self._log, other, self._named(other)):
+            return max(weight, drift_calls.SWEEP_WEIGHT), [*labels, other]
         return (NEUTRAL if weight <= 0.0 else weight), labels
 
     def _values_carried(

@@ -43,15 +43,17 @@ from features.text.clip import analysed_step
 from ingest.pipeline.event_order import BEFORE_ALL, OrderKey
 from models.records import SessionInfo, Step
 
-VERSION = 11
+VERSION = 12
 """Bumped when the layout below or a detector's state layout changes (the analysis is
 pickled detector objects' state: a detector regrouping its attributes changes it). A
 state of an earlier version keeps its session facts and drops its analysis: the session
 is rolled forward from its first stored step (:func:`load_state`), which gives the
 analysis a checkpoint of this version would have held - the analysis of a step is a pure
-function of the steps stored. Version 11: intent_drift's log gained the records an
-on-task listing passed over, runaway_loop the user turns it read and each call's
-answer. Version 10: compliance_decay gained the actions the agent
+function of the steps stored. Version 12: intent_drift's log gained the identifiers
+results showed and the records nothing showed that the agent read, the policy detectors
+the project's instructions file the agent read. Version 11: intent_drift's log gained
+the records an on-task listing passed over, runaway_loop the user turns it read and each
+call's answer. Version 10: compliance_decay gained the actions the agent
 asked approval for (its approval habits). Version 9: runaway_loop's records gained the
 count a failure reports (``tally``). Version 8: intent_drift's foreign passages gained
 the distinctive values they give (a price, a code, a tag). Version 7: intent_drift's log
@@ -158,7 +160,7 @@ def load_state(data: bytes) -> SessionState | None:
     if version == VERSION and stored is not None:
         analysis: dict[str, Any] = _unpickle(stored)
         upto: int = payload["upto"]
-    elif version in (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, VERSION):
+    elif version in (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, VERSION):
         # no checkpoint yet, or one of another layout: the detectors' pickled state
         # may not fit the code that loads it, so none of it is used
         analysis = {"features": TrajectoryFeatures(), "detectors": {}}
