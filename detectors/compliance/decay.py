@@ -54,9 +54,11 @@ from detectors.compliance.habits import ApprovalHabits, HabitBreak
 from detectors.registry import register
 from features.policy.catalog import (
     DERIVED_MODES,
+    PROJECT_RULES_CHARS,
     compile_policies,
     derived_policy,
     instructions_of,
+    project_rules_call,
     resolve_policy_id,
     rule_sentences,
     task_of,
@@ -75,6 +77,7 @@ MAX_KEPT = 19
 _CHECKPOINT = StepKind.CHECKPOINT
 _COMPACTION = StepKind.COMPACTION
 _TOOL_CALL = StepKind.TOOL_CALL
+_TOOL_RESULT = StepKind.TOOL_RESULT
 
 
 class PolicyDetector(Detector):
@@ -139,6 +142,10 @@ class PolicyDetector(Detector):
         that carries it."""
         self._system: str | None = None
         self._task: str | None = None
+        self._project: str | None = None
+        """The project's instructions file as the agent read it (``CLAUDE.md``)."""
+        self._project_calls: list[str] = []
+        """The calls reading it whose result has not come (their step and call ids)."""
         self._early: list[Step] = []
         """Until those instructions arrive: the last MAX_EARLY steps the policy's state
         depends on (calls, results, approvals; slimmed in checkpoints), replayed into it
@@ -205,7 +212,8 @@ class PolicyDetector(Detector):
             return None
         system = instructions_of(step) if self._system is None else None
         task = task_of(step) if self._task is None else None
-        if system is None and task is None:
+        project = self._project_read(step) if self._project is None else None
+        if system is None and task is None and project is None:
             if not self._instructions:
                 if step.kind in _EARLY_KINDS and step.seq < EARLY_UNTIL:
                     self._early.append(step)  # slimmed when checkpointed (state_dict)
@@ -217,8 +225,9 @@ class PolicyDetector(Detector):
         # may come on its own step (a start with the goal, a model call with the prompt)
         self._system = system if system is not None else self._system
         self._task = task if task is not None else self._task
+        self._project = project if project is not None else self._project
         had = bool(self._instructions)
-        text = "\n".join(t for t in (self._system, self._task) if t)
+        text = "\n".join(t for t in (self._system, self._task, self._project) if t)
         policy = derived_policy(text)
         self._instructions = text if policy is not None else ""
         if policy is not None and not had:
@@ -229,6 +238,23 @@ class PolicyDetector(Detector):
                 policy.observe(early, self._pstate)
             self._early = []
         return policy
+
+    def _project_read(self, step: Step) -> str | None:
+        """The text of the project's instructions file (:func:`project_rules_call`), on
+        the result of the call that read it; None on any other step. Rules are written
+        there as in a system prompt, which a transcript does not record."""
+        kind = step.kind
+        if kind == _TOOL_CALL:
+            if project_rules_call(step) and len(self._project_calls) < 8:
+                self._project_calls += [k for k in (step.step_id, step.call_id) if k]
+            return None
+        if kind != _TOOL_RESULT or not self._project_calls:
+            return None
+        key = step.parent_step_id or step.call_id
+        if key not in self._project_calls or not step.result:
+            return None
+        self._project_calls = []
+        return step.result[:PROJECT_RULES_CHARS]
 
     @property
     def _unconfirmed(self) -> bool:

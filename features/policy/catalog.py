@@ -10,10 +10,12 @@ Pure: no I/O, no wall clock.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
+from features.calls.effects import call_effect
 from features.policy.check import Policy
 from features.policy.instructions import derive, derived_policy_id
 from features.text.frozen import freeze, thaw
@@ -24,6 +26,7 @@ __all__ = [
     "compile_policies",
     "derived_policy",
     "instructions_of",
+    "project_rules_call",
     "resolve_policy_id",
     "rule_sentences",
     "task_of",
@@ -90,6 +93,41 @@ def instructions_of(step: Step) -> str | None:
     is_map = type(detail) is dict or isinstance(detail, Mapping)
     text = detail.get("system_instructions") if is_map else None
     return text if isinstance(text, str) and text.strip() else None
+
+
+_PROJECT_RULES_RE = re.compile(
+    r"(?<![\w.-])(?:AGENTS|CLAUDE|GEMINI)\.md(?![\w.-])|(?<![\w-])\.cursorrules(?![\w.-])"
+    r"|(?<![\w.-])copilot-instructions\.md(?![\w.-])"
+)
+"""The files agent runtimes load as a project's standing instructions: ``AGENTS.md``
+(Codex and the agents.md convention), ``CLAUDE.md``, ``GEMINI.md``, ``.cursorrules``,
+``.github/copilot-instructions.md``."""
+PROJECT_RULES_CHARS = 8_000
+"""Characters of a project's instructions file read for rules (they are a few KB)."""
+
+
+def project_rules_call(step: Step) -> bool:
+    """Whether a tool call reads a project's instructions file (:data:`_PROJECT_RULES_RE`):
+    what the agent reads there binds it as its system instructions do (a transcript
+    records the read, not the system prompt the runtime built from it). A call that
+    changes the file is no read of its rules.
+
+    >>> from detectors.testing import Session
+    >>> s = Session()
+    >>> [project_rules_call(s.tool(t, a)[0]) for t, a in (
+    ...     ("Read", {"file_path": "/src/app/CLAUDE.md"}),
+    ...     ("bash", {"command": "cat AGENTS.md"}),
+    ...     ("Edit", {"file_path": "CLAUDE.md", "old_string": "a", "new_string": "b"}),
+    ...     ("Read", {"file_path": "docs/MY_AGENTS.md.bak"}))]
+    [True, True, False, False]
+    """
+    arguments = step.arguments
+    if step.kind != StepKind.TOOL_CALL or not arguments:
+        return False
+    if _PROJECT_RULES_RE.search(arguments[:2_000]) is None:
+        return False
+    effect, mutation = call_effect(step.tool, arguments)
+    return effect is None and not mutation
 
 
 def task_of(step: Step) -> str | None:
