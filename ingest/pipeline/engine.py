@@ -246,12 +246,21 @@ class Pipeline:
         if decoded.drafts:
             self._ordering.add_drafts(decoded.drafts, partition=partition, position=position)
 
-    def _add_dead_letter(self, letter: DeadLetter) -> None:
-        letter = redact_dead_letter(letter)  # the gate every dead letter passes
-        self._dead.append(letter)
-        self.stats.dead_letters += 1
-        if len(self.stats.first_dead_letters) < DEAD_LETTER_EXAMPLES:
-            self.stats.first_dead_letters.append(letter)
+    def _add_dead_letter(self, letter: DeadLetter, at: int | None = None) -> None:
+        """Hold ``letter``, redacted (the gate every dead letter passes): after the held
+        ones, or at index ``at`` among them - where it would have been added had it come
+        then (a ``judge_once`` release judges after placing). The examples kept in
+        :attr:`stats` (the first dead letters since the pipeline started) follow the
+        same order."""
+        letter = redact_dead_letter(letter)
+        held, stats = self._dead, self.stats
+        index = len(held) if at is None else at
+        number = stats.dead_letters - len(held) + index  # since the pipeline started
+        held.insert(index, letter)
+        stats.dead_letters += 1
+        if number < DEAD_LETTER_EXAMPLES:
+            stats.first_dead_letters.insert(number, letter)
+            del stats.first_dead_letters[DEAD_LETTER_EXAMPLES:]
 
     def _reject(self, record: Step | Alert | SessionInfo, reason: str) -> None:
         """Dead-letter a record no column can hold (see :mod:`models.storable`)."""
@@ -695,9 +704,7 @@ class Pipeline:
         failures: list[tuple[int, DeadLetter]] = []
 
         def failed(mark: int, step: Step, detector: Detector, error: Exception) -> None:
-            failures.append(
-                (mark, redact_dead_letter(letters.detector_failed(step, detector, error)))
-            )
+            failures.append((mark, letters.detector_failed(step, detector, error)))
 
         for index, entry in enumerate(deferred):
             deferred[index] = None  # the features the detectors work out go with the step
@@ -708,32 +715,9 @@ class Pipeline:
             session.scores.judge(
                 analysed_view(final, features), alerts, partial(failed, mark, final)
             )
-        if failures:
-            self._insert_dead_letters(failures)
-
-    def _insert_dead_letters(self, failures: Sequence[tuple[int, DeadLetter]]) -> None:
-        """Put ``failures`` (each with its place: the number of dead letters held before
-        it, in order) among the held dead letters, as :meth:`_add_dead_letter` would have
-        added them there; the examples kept in :attr:`stats` (the first dead letters
-        since the pipeline started) follow the same order."""
-        held, stats = self._dead, self.stats
-        start = failures[0][0]
-        merged: list[DeadLetter] = held[:start]
-        taken = start
-        for mark, letter in failures:
-            merged.extend(held[taken:mark])
-            merged.append(letter)
-            taken = mark
-        merged.extend(held[taken:])
-        # the held ones are the newest added (a commit takes them all): the first of
-        # them is the dead letter number ``stats.dead_letters - len(held)``
-        before = stats.dead_letters - len(held) + start
-        if before < DEAD_LETTER_EXAMPLES:
-            stats.first_dead_letters[before:] = merged[
-                start : start + DEAD_LETTER_EXAMPLES - before
-            ]
-        held[:] = merged  # the same list: the release holds it
-        stats.dead_letters += len(failures)
+        for added, (mark, letter) in enumerate(failures):
+            # each after the ones held before it and the failures placed before it
+            self._add_dead_letter(letter, at=mark + added)
 
     def _adopting(self, unit: StoreUnit, resolved: Sequence[tuple[Draft, str]]) -> list[str]:
         """The named sessions among ``resolved``'s that place a step of a trace whose
