@@ -21,6 +21,7 @@ Each is O(window) at most; no state, no I/O, no clock.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -47,6 +48,41 @@ NEAR = 0.5  # share of the changed arguments' words that makes two calls near-sa
 MIN_BURN = 1_000  # output tokens a call below which nothing is "burnt"
 MAX_SHOWN = 3  # calls of a cycle a reason names
 POLL_CYCLES = 3  # cycles more a poll that waits each time needs before it warns
+_MOVES_RE = re.compile(r"\b(?:swipe|scroll|fling|wheel|page_?(?:down|up)|pagedown|pageup|wait)\b")
+_LOOKS_RE = re.compile(r"\bscreenshot\b")
+
+
+def moves_on(cycle: Sequence[LoopCall]) -> bool:
+    """Whether a cycle only moves through what is on screen - a swipe, a scroll, a page
+    down, a wait (the GUI action spaces of adb ``input swipe``, computer use, mobile MCP,
+    BrowserGym) - and looks (a screenshot), one move at least: repeating such a call
+    moves on by design, as a poll waits. With no observation recorded nothing says the
+    screen stopped changing, so it gets a poll's allowance
+    (:data:`POLL_CYCLES`), a bounded count: scrolling on and on still warns.
+
+    >>> from detectors.runaway_loop.records import LoopCall
+    >>> def c(label):
+    ...     return LoopCall(0, "", "", 0, "t", 0, 0, 0, frozenset(), label, True, frozenset(),
+    ...                     (), True, False, 0, 0, 0, 0.0)
+    >>> moves_on([c("shell adb -s <n> shell input swipe <n> <n> <n> <n>")])
+    True
+    >>> moves_on([c("computer screenshot"), c("computer scroll")])
+    True
+    >>> moves_on([c("computer screenshot")])
+    False
+    >>> moves_on([c("shell adb shell input tap <n> <n>")])
+    False
+    """
+    moves = False
+    for call in cycle:
+        label = call.label.lower()
+        if _MOVES_RE.search(label):
+            moves = True
+        elif not _LOOKS_RE.search(label):
+            return False
+    return moves
+
+
 BLOCKING = 30.0  # seconds a repeated call runs, on average, that make it a wait of its own
 
 
@@ -333,7 +369,7 @@ def judge_cycle(
     polls = repeated[-1].wait - cycle[0].wait >= MIN_WAIT * repeats_run or (
         sum(c.took for c in repeated) >= BLOCKING * repeats_run
     )
-    if polls:
+    if polls or (not known and moves_on(cycle)):
         needed += POLL_CYCLES
     # early, after one repeat: only for exact repeats (an edit and its revert share
     # their words) with hard evidence of waste

@@ -237,3 +237,20 @@ def test_confirmed_reads_repeats_longer_than_one_cycle() -> None:
     assert "is run again after it failed" in confirmed(
         cycle, repeated, models=0, out_tokens=0, burn_ratio=4.0
     )
+
+
+def test_swipes_with_no_screen_recorded_move_on_for_a_poll_s_allowance() -> None:
+    """Swiping through a contact list (adb ``input swipe``, results not recorded) moves
+    the screen by design: five swipes are no loop, as five waits of a poll are not;
+    scrolling on and on still is. A tap repeated five times unseen still warns."""
+    args = dict(warn_cycles=3, critical_cycles=5, critical_read_cycles=10, models=0,
+                out_tokens=0, burn_ratio=4.0)  # fmt: skip
+    swipe = 'bash(command="adb -s emulator-5554 shell input swipe 540 1600 540 400 300")'
+    five = [call(i, swipe) for i in range(1, 6)]
+    assert judge_cycle(five, [0, 4, 0], settled=True, **args) is None  # type: ignore[arg-type]
+    eight = [call(i, swipe) for i in range(1, 9)]
+    found = judge_cycle(eight, [0, 7, 0], settled=True, **args)  # type: ignore[arg-type]
+    assert found is not None and "(results not recorded)" in found.reason
+    tap = 'bash(command="adb -s emulator-5554 shell input tap 540 1600")'
+    taps = [call(i, tap) for i in range(1, 6)]
+    assert judge_cycle(taps, [0, 4, 0], settled=True, **args) is not None  # type: ignore[arg-type]
