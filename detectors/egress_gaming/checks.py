@@ -33,6 +33,7 @@ __all__ = [
     "edit_of",
     "goal_identifiers",
     "is_check",
+    "may_target",
     "note_read",
     "read_target",
     "weakening",
@@ -98,6 +99,23 @@ def _path(args: dict[str, Any]) -> str | None:
         if isinstance(value, str) and value:
             return value
     return None
+
+
+def may_target(arguments: str) -> bool:
+    """Whether a call's raw JSON ``arguments`` may name a target (a key of
+    :data:`_PATH_KEYS`, or ``url``): when not, :func:`read_target` and :func:`edit_of` find
+    none, and the arguments need no parse. A key spelt with a ``\\u`` escape is let through.
+
+    >>> may_target('{"command": "pytest -q"}'), may_target('{"file_path": "a.py"}')
+    (False, True)
+    """
+    return (
+        '"url"' in arguments
+        or 'path"' in arguments  # "path", "file_path", "filepath"
+        or '"file' in arguments  # "file", "filename"
+        or '"target_file"' in arguments
+        or "\\u" in arguments
+    )
 
 
 def read_target(args: dict[str, Any] | None) -> str | None:
