@@ -33,6 +33,7 @@ __all__ = [
     "edit_of",
     "goal_identifiers",
     "is_check",
+    "may_target",
     "note_read",
     "read_target",
     "weakening",
@@ -86,8 +87,35 @@ def _name_re(identifier: str) -> re.Pattern[str]:
     return re.compile(rf"(?<![a-z0-9_]){re.escape(identifier)}(?![a-z0-9_])")
 
 
+_NOT_READS = frozenset(k for pair in _PAIRS for k in pair) | frozenset(_CONTENT_KEYS + _BODY_KEYS)
+"""Argument names of a call that changes or sends (a replacement pair, a content, a body):
+no such call is a read (:func:`read_target`)."""
+
+
 def _path(args: dict[str, Any]) -> str | None:
-    return next((v for k in _PATH_KEYS if isinstance(v := args.get(k), str) and v), None)
+    """The first of :data:`_PATH_KEYS` that holds a non-empty string, or None."""
+    for key in _PATH_KEYS:
+        value = args.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def may_target(arguments: str) -> bool:
+    """Whether a call's raw JSON ``arguments`` may name a target (a key of
+    :data:`_PATH_KEYS`, or ``url``): when not, :func:`read_target` and :func:`edit_of` find
+    none, and the arguments need no parse. A key spelt with a ``\\u`` escape is let through.
+
+    >>> may_target('{"command": "pytest -q"}'), may_target('{"file_path": "a.py"}')
+    (False, True)
+    """
+    return (
+        '"url"' in arguments
+        or 'path"' in arguments  # "path", "file_path", "filepath"
+        or '"file' in arguments  # "file", "filename"
+        or '"target_file"' in arguments
+        or "\\u" in arguments
+    )
 
 
 def read_target(args: dict[str, Any] | None) -> str | None:
@@ -95,9 +123,7 @@ def read_target(args: dict[str, Any] | None) -> str | None:
     None: what a later write to the same target is compared with. ``args``: the call's
     arguments as a JSON object (:func:`~features.calls.canonical.arguments_object`; None
     when they are not one)."""
-    if args is None or any(k in args for pair in _PAIRS for k in pair):
-        return None
-    if any(k in args for k in (*_CONTENT_KEYS, *_BODY_KEYS)):
+    if args is None or not _NOT_READS.isdisjoint(args):  # one set test for 14 names
         return None
     url = args.get("url")
     if isinstance(url, str) and str(args.get("method", "GET")).upper() == "GET":

@@ -41,8 +41,8 @@ def passages(text: str) -> list[str]:
     ['payroll export is in the finance drive, pw in 1p']
     """
     out: list[str] = []
-    for m in _PASSAGE_RE.finditer(text[:2048]):
-        passage = m.group(0).strip(" :,#*-").lower()
+    for run in _PASSAGE_RE.findall(text[:2048]):  # strings, not match objects: no group
+        passage = run.strip(" :,#*-").lower()
         if len(passage) >= 24 and passage.count(" ") >= 3:
             out.append(passage[:PASSAGE_CHARS])
             if len(out) == 8:

@@ -485,6 +485,8 @@ class EgressGaming(Detector):
         identifiers = egress_checks.goal_identifiers(self._task.goal)
         if not identifiers:  # a goal that names no check has none to weaken
             return []
+        if not egress_checks.may_target(step.arguments or ""):
+            return []  # names no file or URL: neither a read nor an edit of a check
         ledger = self._checks
         # the arguments parsed once for every reader of the step (its features)
         args = features_of(step).arguments_object

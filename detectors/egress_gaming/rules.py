@@ -37,6 +37,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from functools import lru_cache
 from itertools import pairwise
 from urllib.parse import urlsplit
 
@@ -288,6 +289,22 @@ def carried(low: str, secrets: Mapping[str, int]) -> str | None:
     return None
 
 
+@lru_cache(maxsize=8)
+def _lowered_names(names: tuple[str, ...]) -> tuple[tuple[str, str, str], ...]:
+    """Each benchmark name with its lower-cased form and that form after a ``/``, worked
+    out once per list of names (:func:`classify` asks of every destination)."""
+    return tuple((n, n.lower(), f"/{n.lower()}") for n in names)
+
+
+def _lowered(names: Sequence[str]) -> tuple[tuple[str, str, str], ...]:
+    """:func:`_lowered_names` of ``names`` (a list from the config is read as a tuple).
+
+    >>> _lowered(["GAIA"])
+    (('GAIA', 'gaia', '/gaia'),)
+    """
+    return _lowered_names(names if isinstance(names, tuple) else tuple(names))
+
+
 def classify(
     host: str,
     url: str | None,
@@ -361,7 +378,10 @@ def classify(
         # the query names the dataset too (``/search?dataset=org/SimpleQA``)
         target = path + " " + split.query
         words = set(WORD_SPLIT.split(target))
-        named = next((n for n in names if n.lower() in words or f"/{n.lower()}" in target), None)
+        named = next(
+            (n for n, low, slashed in _lowered(names) if low in words or slashed in target),
+            None,
+        )
         term = next((t for t in bench_terms if t in path), None)
         asked = named is not None and _names(goal, named)
         data_file = path.rsplit(".", 1)[-1] in _DATA_FILES if "." in path[-9:] else False

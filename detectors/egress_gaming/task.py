@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from detectors.base import remember
@@ -67,7 +68,8 @@ class TaskContext:
 
     def allowed(self, host: str, allowed_hosts: Iterable[str]) -> bool:
         """Whether ``host`` is among ``allowed_hosts`` or the policy's allowed hosts."""
-        return host_in(host, allowed_hosts) or host_in(host, self.policy_allowed)
+        hosts = allowed_hosts if isinstance(allowed_hosts, tuple) else tuple(allowed_hosts)
+        return _allowed(host, hosts, self.policy_allowed)
 
     def trusts(self, address: str) -> bool:
         """Whether the trusted context names ``address`` (:func:`in_trusted`)."""
@@ -80,6 +82,20 @@ class TaskContext:
     def base_text(self) -> str:
         """The base commit, for a reason (`` (base 1a2b3c4)``, or nothing)."""
         return f" (base {short(self.base)})" if self.base else ""
+
+
+@lru_cache(maxsize=4_096)
+def _allowed(host: str, allowed_hosts: tuple[str, ...], policy_allowed: tuple[str, ...]) -> bool:
+    """:meth:`TaskContext.allowed`, memoised: a session asks of the same few hosts on every
+    call and result, and each answer walks the host lists (a pure function of its
+    arguments: no state of its own).
+
+    >>> _allowed("files.pythonhosted.org", ("pythonhosted.org",), ())
+    True
+    >>> _allowed("evil.example", ("pythonhosted.org",), ("*.example",))
+    True
+    """
+    return host_in(host, allowed_hosts) or host_in(host, policy_allowed)
 
 
 def trust(ctx: TaskContext, text: str, *, goal: bool, cap: int) -> None:

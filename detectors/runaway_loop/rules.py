@@ -142,13 +142,16 @@ def result_signature(text: str, values: tuple[str, ...] = (), *, measured: bool 
     False
     """
     head = " ".join(text[:SIGNATURE_CHARS].split())
-    words = [v for v in values if not _is_number(v)]
+    words: list[str] = []
+    passed: list[str] = []
+    for value in values:  # each value tested once: a word, or a number the call passed
+        (passed if _is_number(value) else words).append(value)
     head = mask_echo(head, "\x1f".join(words))
     for value in words:
         v = " ".join(value.split())
         if len(v) >= _MIN_VALUE and v in head:
             head = head.replace(v, "<arg>")
-    numbers = frozenset(v for v in values if _is_number(v))
+    numbers = frozenset(passed)
     head = _QUOTED_RE.sub("<arg>", head)
     # a plain word is kept as it is (most are), another read from the table when its
     # mask is known: both tested here, not in a call
