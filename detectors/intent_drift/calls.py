@@ -693,6 +693,25 @@ def sibling_slot(
 
 
 _DIGITS_RE = re.compile(r"[0-9]+")
+_DIGIT_RE = re.compile(r"[0-9]")
+_LETTER_RE = re.compile(r"[^\W\d_]")
+
+
+def ident_shape(ident: str) -> str | None:
+    """The shape of an identifier, None when it has no digits: with letters, its digit
+    runs as ``#`` (``foia-#-#``: the kind of record is in the letters); a bare number,
+    each digit as ``0`` (``00-000000-00`` an account, ``000-000-0000`` a phone: its only
+    shape is its length and separators - a reading of 12999 is no sibling of an account
+    number).
+
+    >>> ident_shape("FOIA-2025-52618"), ident_shape("20-687277-24"), ident_shape("n/a")
+    ('FOIA-#-#', '00-000000-00', None)
+    """
+    if not _DIGITS_RE.search(ident):
+        return None
+    if _LETTER_RE.search(ident):
+        return _DIGITS_RE.sub("#", ident)
+    return _DIGIT_RE.sub("0", ident)
 
 
 def sibling_ident(slots: list[tuple[str, str]], idents: Iterable[str]) -> str | None:
@@ -709,12 +728,12 @@ def sibling_ident(slots: list[tuple[str, str]], idents: Iterable[str]) -> str | 
     'foia-2025-52618'
     >>> sibling_ident([("id", "foia-2025-26760"), ("doc", "doc-77")], ["foia-2025-26760"])
     """
-    shapes = {_DIGITS_RE.sub("#", i) for i in idents if _DIGITS_RE.search(i)}
+    shapes = {ident_shape(i) for i in idents} - {None}
     if not shapes:
         return None
     named = set(idents)
     for _, value in slots:
-        if value not in named and _DIGITS_RE.sub("#", value) in shapes:
+        if value not in named and ident_shape(value) in shapes:
             return value
     return None
 
@@ -733,13 +752,14 @@ read alone is harmless, the run of them is work nobody asked for)."""
 
 @lru_cache(maxsize=64)
 def _shapes_re(idents: tuple[str, ...]) -> re.Pattern[str] | None:
-    """A pattern of the identifiers shaped as ``idents`` are, digits aside
-    (``c-134902`` -> ``c-[0-9]+``), or None when none has digits."""
-    shapes = sorted({_DIGITS_RE.sub("#", i) for i in idents if _DIGITS_RE.search(i)})
+    """A pattern of the identifiers shaped as ``idents`` are (:func:`ident_shape`:
+    ``c-134902`` -> ``c-[0-9]+``, ``20-687277-24`` -> ``[0-9]{2}-[0-9]{6}-[0-9]{2}``), or
+    None when none has digits."""
+    shapes = sorted({sh for sh in map(ident_shape, idents) if sh is not None})
     if not shapes:
         return None
     escaped = (re.escape(sh).replace("\\#", "#") for sh in shapes)
-    alternatives = "|".join(e.replace("#", "[0-9]+") for e in escaped)
+    alternatives = "|".join(e.replace("0", "[0-9]").replace("#", "[0-9]+") for e in escaped)
     return re.compile(rf"(?<![\w-])(?:{alternatives})(?![\w-])")
 
 

@@ -466,7 +466,10 @@ def subject_of(path: str) -> str | None:
     return f"{folder}/{bare}" if folder else bare
 
 
-_IDENT_RE = re.compile(r"`([^`\n]{3,80})`|(?<![\w/.-])((?:[\w.#/-]*[A-Za-z0-9])?)(?![\w/.-])")
+_IDENT_RE = re.compile(
+    r"`([^`\n]{3,80})`|(?<![\w/.-])((?:[\w.#/-]*[A-Za-z0-9])?)(?![\w/-]|\.[\w/-])"
+)
+"""A quoted name, or a token (a sentence's full stop after it is no part of it)."""
 _ENTITY_RE = re.compile(r"\d|_|[a-z][A-Z]|\w[-./]\w|^#")
 
 
@@ -479,6 +482,8 @@ def task_identifiers(text: str, room: int) -> list[str]:
 
     >>> task_identifiers("Corrige `Refill` et NodeDiskPressure dans fix/day (#1619, été)", 8)
     ['refill', 'nodediskpressure', 'fix/day', '#1619']
+    >>> task_identifiers("Readings: 12999 and 36314. Account 20-687277-24.", 8)
+    ['12999', '36314', '20-687277-24']
     """
     found: list[str] = []
     for quoted, token in _IDENT_RE.findall(text[:4_000]):
