@@ -12,11 +12,12 @@ name decides when it can, the command or the HTTP method otherwise.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from functools import lru_cache
 
 from features.text.memo import short_text_memo
 
-__all__ = ["call_effect", "names_an_action"]
+__all__ = ["call_effect", "delegates", "names_an_action"]
 
 # Tool names whose effect lands on someone else: money and messages (critical).
 _MONEY_RE = re.compile(
@@ -171,6 +172,34 @@ _HANDOFF_RE = re.compile(r"^(?:transfer|hand_?off)_(?:back_)?to_", re.IGNORECASE
 """A hand-off to another agent: ``transfer_to_<agent_name>`` is the tool name the OpenAI
 Agents SDK and LangGraph's swarm give a hand-off by default (tau-bench's
 ``transfer_to_human_agents`` too). It moves the conversation, not money or a message."""
+_AGENT_KEYS = frozenset(
+    ["agent", "agent_name", "agent_id", "subagent", "subagent_type", "coworker", "target_agent"]
+)
+_BRIEF_KEYS = frozenset(
+    ["prompt", "task", "instruction", "instructions", "message", "context", "description"]
+)
+
+
+def delegates(tool: str | None, arguments: object) -> bool:
+    """Whether a call hands work to another agent: a hand-off (:data:`_HANDOFF_RE`), or
+    arguments naming an agent beside a brief for it - Claude Code's ``Task`` (``prompt``,
+    ``subagent_type``), CrewAI's "Delegate work to coworker" (``task``, ``coworker``),
+    Magentic-One's orchestrator (``agent``, ``instruction``). Its brief describes work the
+    other agent's own calls will do (and be checked as they are made); it is not that work.
+
+    >>> delegates("Task", {"description": "Find", "prompt": "Locate it", "subagent_type": "x"})
+    True
+    >>> delegates("transfer_to_billing", {}), delegates("send_email", {"to": "a", "message": "b"})
+    (True, False)
+    """
+    if tool and _HANDOFF_RE.match(tool):
+        return True
+    if not isinstance(arguments, Mapping):
+        return False
+    keys = {k.lower() for k in arguments if isinstance(k, str)}
+    return bool(keys & _AGENT_KEYS) and bool(keys & _BRIEF_KEYS)
+
+
 _HTTP_VERB_TOOL_RE = re.compile(
     r"(?:https?|api|rest|web)?[_-]?(?:post|put|patch|delete)(?:[_-]?(?:request|json|api))?",
     re.IGNORECASE,

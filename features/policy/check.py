@@ -48,6 +48,7 @@ from types import MappingProxyType
 from typing import Any, NamedTuple, TypeVar
 
 from features.calls.canonical import arguments_value
+from features.calls.effects import delegates
 from features.calls.step_features import features_of
 from features.calls.tool_view import (
     DEFAULT_APPROVAL_RE,
@@ -526,14 +527,22 @@ class Policy:
         return features.derived(
             self,
             workspace,
-            lambda: self._call_rules(features.view_for(self.approval_tools), workspace),
+            lambda: self._call_rules(
+                features.view_for(self.approval_tools),
+                workspace,
+                delegating=delegates(step.tool, features.arguments_value),
+            ),
         )
 
-    def _call_rules(self, view: ToolView, workspace: str | None) -> _CallRules:
+    def _call_rules(
+        self, view: ToolView, workspace: str | None, *, delegating: bool = False
+    ) -> _CallRules:
         """What this policy says about one tool call (its ``view``) whatever the session
         did before it: the prohibitions it breaks (in the order reported) or honours,
         whether it edits, and which history-dependent rules (require_before, approvals)
-        it triggers."""
+        it triggers. A call ``delegating`` work to another agent
+        (:func:`features.calls.effects.delegates`) is not the actions its brief names:
+        the rules on commands and actions read the other agent's own calls."""
         if view.approval_request:
             return _CallRules(view, (), (), False, (), (), ())
         out: list[tuple[str, str, str]] = []
@@ -552,7 +561,9 @@ class Policy:
         # rules about an amount read the numeric arguments after the text (key=value lines)
         full = f"{text}\n{view.numbers}" if view.numbers else text
         # One search tells whether any text rule can match (most calls match none).
-        screened_out = self._text_screen is not None and not self._text_screen.search(full)
+        screened_out = delegating or (
+            self._text_screen is not None and not self._text_screen.search(full)
+        )
         # forbidden commands
         if screened_out:
             if self.forbidden_commands and view.commands:
@@ -615,7 +626,7 @@ class Policy:
                 honoured.append(FORBIDDEN_WRITE)
         # forbidden actions: each kept by a call of its kind, broken by the action; a file
         # write is not the action its content describes (a migration written, not run)
-        acts = self.forbidden_actions if view.commands or not view.writes else ()
+        acts = () if delegating or (view.writes and not view.commands) else self.forbidden_actions
         for fa in acts:
             m = fa.action.search(full)
             if m:
