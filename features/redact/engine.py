@@ -514,6 +514,8 @@ def redact_step(step: Step) -> Step:
     changes: dict[str, Any] = {}
     final = _FINAL
     for name, value in zip(_STEP_TEXT_FIELDS, _step_texts(step), strict=True):
+        if value is None:  # most fields of most steps: no isinstance call for them
+            continue
         if type(value) is str:
             if value in final or not value:  # what redact returns first thing
                 continue

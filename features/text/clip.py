@@ -57,7 +57,9 @@ def analysed_step(step: Step) -> Step:
     long = {
         name: value[:MAX_ANALYSED_CHARS]
         for name in ANALYSED_FIELDS
-        if isinstance(value := getattr(step, name), str) and len(value) > MAX_ANALYSED_CHARS
+        if (value := getattr(step, name)) is not None
+        and isinstance(value, str)
+        and len(value) > MAX_ANALYSED_CHARS
     }
     return step.with_(**long) if long else step
 
@@ -67,7 +69,8 @@ def cut_analysed(step: Step) -> None:
     (:func:`features.calls.step_features.analysed_view`'s) - to :data:`MAX_ANALYSED_CHARS`."""
     for name in ANALYSED_FIELDS:
         value = getattr(step, name)
-        if isinstance(value, str) and len(value) > MAX_ANALYSED_CHARS:
+        # most fields of most steps are None: no isinstance call for them
+        if value is not None and isinstance(value, str) and len(value) > MAX_ANALYSED_CHARS:
             object.__setattr__(step, name, value[:MAX_ANALYSED_CHARS])
 
 
