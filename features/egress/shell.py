@@ -597,7 +597,8 @@ def _gh(env: Mapping[str, str], args: list[str]) -> Iterator[EgressTarget]:
         yield EgressTarget(api, f"https://{api}/{endpoint}", method, "gh")
         return
     verb = positional[1] if len(positional) > 1 else ""
-    named = (options.get("-R") or options.get("--repo") or [None])[-1]
+    repos = options.get("-R") or options.get("--repo")
+    named: str | None = repos[-1] if repos else None
     if named is None and positional[0] == "repo" and len(positional) > 2:
         named = positional[2]
     url = f"https://{host}/{named}" if named and _GH_REPO_RE.fullmatch(named) else None
