@@ -597,8 +597,7 @@ def _gh(env: Mapping[str, str], args: list[str]) -> Iterator[EgressTarget]:
         yield EgressTarget(api, f"https://{api}/{endpoint}", method, "gh")
         return
     verb = positional[1] if len(positional) > 1 else ""
-    repos = options.get("-R") or options.get("--repo")
-    named: str | None = repos[-1] if repos else None
+    named = (options.get("-R") or options.get("--repo") or [None])[-1]
     if named is None and positional[0] == "repo" and len(positional) > 2:
         named = positional[2]
     url = f"https://{host}/{named}" if named and _GH_REPO_RE.fullmatch(named) else None
