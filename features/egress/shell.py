@@ -555,58 +555,6 @@ def _twine(env: Mapping[str, str], args: list[str]) -> Iterator[EgressTarget]:
 
 
 _Handler = Callable[[Mapping[str, str], list[str]], Iterator[EgressTarget]]
-_GH_READS = frozenset(
-    ["view", "list", "status", "diff", "checks", "watch", "browse", "search", "download"]
-)
-_GH_REPO_RE = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
-_GH_FIELDS = ("-f", "-F", "--field", "--raw-field", "--input")
-
-
-_GH_VALUE = {
-    "-R", "--repo", "-X", "--method", "-b", "--body", "-F", "--body-file", "-t", "--title",
-    "-f", "--field", "--raw-field", "-H", "--header", "--input", "-q", "--jq", "--hostname",
-    "-B", "--base", "--head", "-l", "--label", "-a", "--assignee", "-m", "--milestone",
-    "-p", "--project", "-r", "--reviewer", "-L", "--limit", "-s", "--state", "-T",
-    "--template", "-e", "--editor", "-c", "--clone",
-}  # fmt: skip
-
-
-def _gh(env: Mapping[str, str], args: list[str]) -> Iterator[EgressTarget]:
-    """The GitHub CLI reaches its host (``GH_HOST``, else github.com): ``gh api ENDPOINT``
-    the API (its method ``-X``, else POST with fields, else GET); ``gh repo clone
-    OWNER/REPO`` clones; any other command names its repository by ``-R``/``--repo`` or
-    as ``gh repo VERB OWNER/REPO``, and writes unless its verb only reads (``view``,
-    ``list``, ``status``…).
-
-    >>> for t in command_targets("gh issue comment 1 -R acme/tools -b great; "
-    ...                          "gh api -X PUT user/starred/acme/tools"):
-    ...     print(t.host, t.url, t.method)
-    github.com https://github.com/acme/tools POST
-    api.github.com https://api.github.com/user/starred/acme/tools PUT
-    """
-    host = clean_host(env.get("GH_HOST", "github.com")) or "github.com"
-    positional, options = operands(args, _GH_VALUE)
-    if not positional:
-        return
-    if positional[0] == "api":
-        endpoint = positional[1].lstrip("/") if len(positional) > 1 else ""
-        given = (options.get("-X") or options.get("--method") or [""])[-1].upper()
-        fields = any(options.get(f) for f in _GH_FIELDS)
-        method = given or ("POST" if fields else "GET")
-        api = "api.github.com" if host == "github.com" else host
-        yield EgressTarget(api, f"https://{api}/{endpoint}", method, "gh")
-        return
-    verb = positional[1] if len(positional) > 1 else ""
-    named = (options.get("-R") or options.get("--repo") or [None])[-1]
-    if named is None and positional[0] == "repo" and len(positional) > 2:
-        named = positional[2]
-    url = f"https://{host}/{named}" if named and _GH_REPO_RE.fullmatch(named) else None
-    if positional[0] == "repo" and verb == "clone":
-        yield EgressTarget(host, url, "GET", "git_clone")
-        return
-    yield EgressTarget(host, url, "GET" if verb in _GH_READS else "POST", "gh")
-
-
 _COMMANDS: dict[str, _Handler] = {
     "curl": _curl,
     "wget": _wget,
@@ -625,7 +573,6 @@ _COMMANDS: dict[str, _Handler] = {
     "netcat": _nc("nc"),
     "telnet": _nc("telnet"),
     "twine": _twine,
-    "gh": _gh,
 }
 _PYTHON_RE = re.compile(r"python(?:\d+(?:\.\d+)?)?")
 _SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "fish"})

@@ -305,33 +305,3 @@ def test_fast_tokenizer_agrees_with_shlex_on_quote_free_commands(command: str) -
     lexer.whitespace = " \t\r"
     lexer.whitespace_split = True
     assert tokenize(command) == list(lexer)
-
-
-@pytest.mark.parametrize(
-    ("command", "expected"),
-    [
-        ("gh pr create --title fix --body done", [("github.com", None, "POST", "gh")]),
-        ("gh pr view 12 --json state", [("github.com", None, "GET", "gh")]),
-        (
-            "gh issue comment 1 -R acme/tools -b 'great project'",
-            [("github.com", "https://github.com/acme/tools", "POST", "gh")],
-        ),
-        (
-            "gh repo clone acme/tools /tmp/t",
-            [("github.com", "https://github.com/acme/tools", "GET", "git_clone")],
-        ),
-        (
-            "gh api repos/acme/tools/issues -f title=x",
-            [("api.github.com", "https://api.github.com/repos/acme/tools/issues", "POST", "gh")],
-        ),
-        (
-            "GH_HOST=ghe.corp.example gh api repos/a/b",
-            [("ghe.corp.example", "https://ghe.corp.example/repos/a/b", "GET", "gh")],
-        ),
-        ("gh --version", []),
-    ],
-)
-def test_the_github_cli_reaches_github(command: str, expected: list[tuple[str, ...]]) -> None:
-    """``gh`` is how coding agents comment, open pull requests and star repositories: its
-    host, the repository it names and whether it writes are what egress and drift read."""
-    assert sh(command) == expected
