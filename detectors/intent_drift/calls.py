@@ -714,6 +714,12 @@ def ident_shape(ident: str) -> str | None:
     return _DIGIT_RE.sub("0", ident)
 
 
+@lru_cache(maxsize=64)
+def _shapes(idents: tuple[str, ...]) -> frozenset[str]:
+    """The shapes (:func:`ident_shape`) of the identifiers that have one."""
+    return frozenset(sh for sh in map(ident_shape, idents) if sh is not None)
+
+
 def sibling_ident(slots: list[tuple[str, str]], idents: Iterable[str]) -> str | None:
     """The value of a call's slot (:func:`slot_values`) that is an identifier of the same
     shape as one the requests name - its digits aside (``foia-2025-52618`` beside the
@@ -728,7 +734,7 @@ def sibling_ident(slots: list[tuple[str, str]], idents: Iterable[str]) -> str | 
     'foia-2025-52618'
     >>> sibling_ident([("id", "foia-2025-26760"), ("doc", "doc-77")], ["foia-2025-26760"])
     """
-    shapes = {ident_shape(i) for i in idents} - {None}
+    shapes = _shapes(tuple(idents))
     if not shapes:
         return None
     named = set(idents)
@@ -755,7 +761,7 @@ def _shapes_re(idents: tuple[str, ...]) -> re.Pattern[str] | None:
     """A pattern of the identifiers shaped as ``idents`` are (:func:`ident_shape`:
     ``c-134902`` -> ``c-[0-9]+``, ``20-687277-24`` -> ``[0-9]{2}-[0-9]{6}-[0-9]{2}``), or
     None when none has digits."""
-    shapes = sorted({sh for sh in map(ident_shape, idents) if sh is not None})
+    shapes = sorted(_shapes(idents))
     if not shapes:
         return None
     escaped = (re.escape(sh).replace("\\#", "#") for sh in shapes)
@@ -985,8 +991,9 @@ def read_result(
     learn_links(task, found, paths, hosts, pages, log.last_paths)
     if found == 0.0 and (step.status == "error" or step.error):
         learn_failure(task, step.result)  # what a failing test run cites must change
+    low = text.lower()  # kept among the recent results below
     if task.idents:
-        note_shown(log, text.lower(), task.idents)
+        note_shown(log, low, task.idents)
     if weight <= 0.0 and not instructs:
         remember_all(log.data, value_words(text, parts), None, MAX_DATA)
         ids = _ID_VALUE_RE.findall(text)
@@ -1003,4 +1010,4 @@ def read_result(
     elif key and key in log.page_call:
         log.page.clear()  # an off-task page: its elements are not the task's
     hits = query_hits(query, weight, instructs, pages, paths)
-    log.results.append((text.lower(), step.seq, weight, hits))
+    log.results.append((low, step.seq, weight, hits))

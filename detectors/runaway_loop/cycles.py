@@ -48,7 +48,7 @@ NEAR = 0.5  # share of the changed arguments' words that makes two calls near-sa
 MIN_BURN = 1_000  # output tokens a call below which nothing is "burnt"
 MAX_SHOWN = 3  # calls of a cycle a reason names
 POLL_CYCLES = 3  # cycles more a poll that waits each time needs before it warns
-_MOVES_RE = re.compile(r"\b(?:swipe|scroll|fling|wheel|page_?(?:down|up)|pagedown|pageup|wait)\b")
+_MOVES_RE = re.compile(r"\b(?:swipe|scroll|fling|wheel|page_?(?:down|up)|wait)\b")
 _LOOKS_RE = re.compile(r"\bscreenshot\b")
 
 

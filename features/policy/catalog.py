@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
-from features.calls.effects import call_effect
+from features.calls.step_features import features_of
 from features.policy.check import Policy
 from features.policy.instructions import derive, derived_policy_id
 from features.text.frozen import freeze, thaw
@@ -126,7 +126,7 @@ def project_rules_call(step: Step) -> bool:
         return False
     if _PROJECT_RULES_RE.search(arguments[:2_000]) is None:
         return False
-    effect, mutation = call_effect(step.tool, arguments)
+    effect, mutation = features_of(step).effect
     return effect is None and not mutation
 
 
