@@ -356,7 +356,14 @@ def test_the_broker_killed_mid_stream_and_restarted_loses_and_doubles_nothing(
     offsets stored beside their state, and store exactly what one process does."""
     options = broker_options(durable_kafka_broker.bootstrap)
     runs = recorded_runs(30)
-    running = Workers(options, worker_db, tmp_path)
+    # Tansu answers an empty fetch only after its max wait and lists the partition's S3
+    # prefix for every fetch; at the default 50 ms, four idle consumers send moto (a
+    # single-threaded Python S3 server) ~35 LISTs a second and on a loaded CI machine the
+    # stream crawls (1,594 of 3,608 steps in 150 s). Kafka's own default, 500 ms, keeps
+    # the test about the restart: 84-137 LISTs a run, 44 s under three busy loops.
+    running = Workers(
+        options, worker_db, tmp_path, env={"TRAJWATCH_KAFKA_FETCH_MAX_WAIT_MS": "500"}
+    )
     try:
         running.start()
         running.start()
