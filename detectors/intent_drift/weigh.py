@@ -283,6 +283,12 @@ def _id_values(arguments: str | None) -> list[str]:
 _NAME_RE = re.compile(r"(?<![\w.-])[A-ZÀ-Þ][a-zß-ÿ]{3,}(?![\w.-])")
 
 
+_NOT_QUERIES = ("send", "money")
+"""Effect classes (:func:`features.calls.effects.call_effect`) of calls that ask nothing:
+a message or a payment names whom or what it is for, not an object it asks about (a
+post reading "Back in stock: ..." asks about no "Back")."""
+
+
 def goal_names(goal: str) -> list[str]:
     """The things a request names (:data:`_NAME_RE`: capitalised words of four letters
     or more, a sentence's first word aside): a request about a named object (the
@@ -564,6 +570,7 @@ def weigh_call(
         judged = True
         if (
             about
+            and features.effect[0] not in _NOT_QUERIES
             and goal_names(scope.goal)
             and names_other(
                 arguments_value(step.arguments),

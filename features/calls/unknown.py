@@ -27,7 +27,13 @@ from typing import Any
 from features.calls.canonical import arguments_value
 from models.records import Step
 
-__all__ = ["UNRECORDED", "arguments_unknown", "is_placeholder", "result_unknown"]
+__all__ = [
+    "UNRECORDED",
+    "arguments_unknown",
+    "is_placeholder",
+    "result_unknown",
+    "without_placeholders",
+]
 
 UNRECORDED = "arguments_unrecorded"
 """The ``detail`` key the ingest sets (to True) on a tool call whose arguments the source
@@ -50,6 +56,19 @@ def is_placeholder(text: str | None) -> bool:
     if not text or len(text) > _MAX_PLACEHOLDER:
         return False
     return _PLACEHOLDER_RE.fullmatch(text.strip()) is not None
+
+
+def without_placeholders(text: str) -> str:
+    """``text`` with every masking placeholder in it (a redactor's ``[REDACTED:api_key]``,
+    ``<elided>``) replaced by a space: a placeholder is the redactor's word, not the
+    agent's, and says nothing of what a call is about.
+
+    >>> without_placeholders('{"memo": "Q3 grant", "token": "[REDACTED:api_key_assignment]"}')
+    '{"memo": "Q3 grant", "token": " "}'
+    """
+    if "edacted" not in text and "EDACTED" not in text and "<" not in text:
+        return text  # (the common case: no marker can be in it)
+    return _PLACEHOLDER_RE.sub(" ", text)
 
 
 def arguments_unknown(step: Step, parsed: Callable[[], Any] | None = None) -> bool:

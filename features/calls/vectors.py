@@ -34,6 +34,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from features.calls.canonical import arguments_value
+from features.calls.unknown import without_placeholders
 from features.text.frozen import freeze, thaw
 from features.text.hosts import host_of
 from features.text.requests import substantive
@@ -799,7 +800,8 @@ def _step_terms(
                 p = p[2:]
             if p and p not in ("/", "~/", "../") and not p.startswith("//"):
                 paths[p.rstrip("/") or p] = None
-        pieces.append(rest)
+        # a redactor's placeholder ([REDACTED:api_key_assignment]) is not the call's words
+        pieces.append(without_placeholders(rest))
     words = tokenize(" ".join(pieces), drop=_DROP)
     for target in egress:
         if not isinstance(target, Mapping) or not target.get("host"):
