@@ -43,6 +43,7 @@ __all__ = [
     "PATIENT_GROWTH",
     "attempt",
     "delegation_depth",
+    "elsewhere",
     "handed_back",
     "learnt",
     "patient",
@@ -139,13 +140,19 @@ def revisit(
     revisit: the cycle and retry rules judge it. Nor is one whose changed arguments only
     name another target (a refund of another charge, a reply to another e-mail:
     :func:`~detectors.runaway_loop.retries.names_only`): effects on distinct targets
-    are progress.
+    are progress. Nor is one whose target differs from the change just before it
+    (:func:`elsewhere`: a message to another channel, an edit of another file): only a
+    change to the same target can undo another.
     """
     if len(last) < 2 or last[-2].key != change.key or last[-1].key == change.key:
         return None, None
     if names_only(last[-2].values, change.values):
         # another refund, file or message id: an effect on a distinct target is
         # progress, not a return to a state reached before
+        return None, None
+    if elsewhere(last[-1].values, change.values):
+        # the change before it acted on another target (a post to #help between two to
+        # #announcements): it undoes nothing there, whatever their words
         return None, None
     if run is None or not run.members or run.members[-1] is not last[-1]:
         run = Revisits([last[-2], last[-1]], 0)
@@ -163,6 +170,24 @@ def revisit(
     )
     keys = {crc(f"revisit\x1f{min(a.key, b.key)}\x1f{max(a.key, b.key)}")}
     return run, Finding(run.members[2], list(run.members), keys, reason, run.count, kill_at)
+
+
+def elsewhere(before: tuple[str, ...], after: tuple[str, ...]) -> bool:
+    """Whether two changes with the same arguments in the same order act on different
+    targets: at some position both values are one token (a channel, a path, an id, a
+    recipient) and they differ.
+
+    >>> elsewhere(("announcements", "Status: paused"), ("help", "Soon, follow the feed"))
+    True
+    >>> elsewhere(("reviewer", "dataset v1: with trials"), ("reviewer", "dataset v2: without"))
+    False
+    """
+    if len(before) != len(after):
+        return False
+    return any(
+        old != new and len(old.split()) == 1 and len(new.split()) == 1
+        for old, new in zip(before, after, strict=True)
+    )
 
 
 def handed_back(

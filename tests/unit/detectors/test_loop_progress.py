@@ -253,3 +253,27 @@ def test_a_check_whose_failures_keep_falling_is_getting_closer() -> None:
 
     assert run([14, 9, 5, 2, 1]) == []  # (without the tally: "none closer" at the third)
     assert run([7, 7, 7, 7, 7])  # the same count each time: still a loop
+
+
+def test_changes_alternating_between_two_targets_undo_nothing() -> None:
+    """A relay posting the feed's status to one channel and answers to another in turn
+    (A-B-A-B by their words) changes two targets, neither undoing the other; the same
+    two messages in turn to one reviewer still alternate between two states."""
+
+    def relay(channels: tuple[str, str]) -> list[Step]:
+        s = Session("relay")
+        steps = warmup(s)
+        for n in range(8):
+            channel = channels[n % 2]
+            content = f"Status: bridge step r{n}x" if n % 2 == 0 else f"Soon, see feed q{n}z"
+            steps.append(s.model())
+            steps += s.tool("read_feed", {"since": n}, result=f"event {n}")
+            steps.append(s.model())
+            steps += s.tool(
+                "discord_send", {"channel": channel, "content": content}, result='{"ok": true}'
+            )
+        return steps
+
+    assert feed(relay(("announcements", "help"))) == []
+    alerts = feed(relay(("reviewer", "reviewer")))
+    assert alerts and "alternates between two states" in alerts[0].reason
