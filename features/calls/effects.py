@@ -19,22 +19,29 @@ from features.text.memo import short_text_memo
 
 __all__ = ["call_effect", "delegates", "names_an_action"]
 
-# Tool names whose effect lands on someone else: money and messages (critical).
+# Tool names whose effect lands on someone else: money and messages (critical). Matched
+# against the name's words (:func:`_name_words`: ``postgres__execute_sql`` is "postgres
+# execute sql", ``gmailSendMessage`` "gmail send message"), each a whole word with its
+# endings: a ``notebook`` books nothing, ``postgres`` posts nothing, ``dropdown`` drops
+# nothing.
+_ENDINGS = r"(?:s|es|d|ed|ing|ment|ments|er|ers|ion|ions|al|ation|ations)?\b"
 _MONEY_RE = re.compile(
-    r"pay|transfer|send_?money|charge|refund|purchase|buy|checkout|order|invoice|wire|book",
-    re.IGNORECASE,
+    r"\b(?:pay|payout|transfer|send money|charge|refund|purchas(?:e)?|buy|checkout|order"
+    r"|invoic(?:e)?|wire|book)" + _ENDINGS
 )
 _SEND_RE = re.compile(
-    r"send|e?mail|message|sms|notify|invite|reply|forward|tweet|post|comment|share|publish",
-    re.IGNORECASE,
+    r"\b(?:re)?(?:send|e?mail|gmail|messag(?:e)?|sms|notif(?:y|ie|ication)|invit(?:e)?"
+    r"|repl(?:y|ie)|forward|tweet|post|comment|shar(?:e)?|publish)" + _ENDINGS
 )
 # Other effects outside the agent (warn). State-carrying ones are marked below.
 _EFFECT_RE = re.compile(
-    r"deploy|push|release|upload|create|delete|remove|drop|cancel|merge|submit|schedule"
-    r"|reserve|update|insert|write_remote|apply|provision|destroy|revoke|grant",
-    re.IGNORECASE,
+    r"\b(?:deploy|push|releas(?:e)?|upload|creat(?:e)?|delet(?:e)?|remov(?:e)?|drop|cancel"
+    r"|merg(?:e)?|submi(?:t|tt|ss)|schedul(?:e)?|reserv(?:e)?|updat(?:e)?|insert|write remote"
+    r"|appl(?:y|ie)|provision|destroy|revok(?:e)?|grant)" + _ENDINGS
 )
-_STATEFUL_RE = re.compile(r"deploy|push|release|upload|apply|provision|publish", re.IGNORECASE)
+_STATEFUL_RE = re.compile(
+    r"\b(?:deploy|push|releas(?:e)?|upload|appl(?:y|ie)|provision|publish)" + _ENDINGS
+)
 # Side-effecting shell commands: (words, pattern, class); matched against the lower-cased
 # command, first match wins. Every match of a pattern contains one of its words, so a
 # pattern is tried only where one occurs: ``in`` is ~30x cheaper than a ``\b``-led regex.
@@ -139,6 +146,15 @@ _ACTING_VERBS = frozenset(
 )
 
 
+def _name_words(name: str) -> str:
+    """A tool name's words, lower-cased, joined by spaces (snake, kebab, dotted, camel).
+
+    >>> _name_words("mcp__postgres__execute_sql"), _name_words("gmailSendMessage")
+    ('mcp postgres execute sql', 'gmail send message')
+    """
+    return " ".join(w.lower() for w in _NAME_WORD_RE.findall(name))
+
+
 def _names_a_read(name: str) -> bool:
     """Whether a tool's name has a reading verb and no acting one among its words
     (``mail_archive_search``, ``gmail_search_messages``, ``email_list``: a search of
@@ -237,12 +253,13 @@ def _tool_traits(name: str) -> tuple[str | None, bool, bool, bool]:
         return "effect", False, True, False
     by_name = None
     if name and not _READ_TOOL_RE.match(name) and not _names_a_read(name):
-        if _MONEY_RE.search(name):
+        words = _name_words(name)
+        if _MONEY_RE.search(words):
             by_name = "money"
-        elif _SEND_RE.search(name):
-            by_name = "state" if _STATEFUL_RE.search(name) else "send"
-        elif _EFFECT_RE.search(name) and not _MUTATION_TOOL_RE.search(name):
-            by_name = "state" if _STATEFUL_RE.search(name) else "effect"
+        elif _SEND_RE.search(words):
+            by_name = "state" if _STATEFUL_RE.search(words) else "send"
+        elif _EFFECT_RE.search(words) and not _MUTATION_TOOL_RE.search(name):
+            by_name = "state" if _STATEFUL_RE.search(words) else "effect"
     return (
         by_name,
         bool(_SHELL_TOOL_RE.search(name)),
