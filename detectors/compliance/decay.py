@@ -52,6 +52,7 @@ from typing import Any
 from detectors.base import Checkpoints, Detector, StepRef, make_alert
 from detectors.compliance.habits import ApprovalHabits, HabitBreak
 from detectors.registry import register
+from features.calls.step_features import features_of
 from features.policy.catalog import (
     DERIVED_MODES,
     PROJECT_RULES_CHARS,
@@ -72,6 +73,10 @@ HONOURED_SCORE = 0.9
 however few calls there are to test a rate on."""
 MAX_KEPT = 19
 """Violating steps kept per model session (plus the compaction: 20 evidence refs)."""
+
+MIN_NAMED_TOOL = 6
+"""The shortest tool name read as named by the instructions (``ledger`` is a word;
+``rl_chk`` is an identifier)."""
 
 # Bound once: looking a member up on the enum class costs more than the comparison.
 _CHECKPOINT = StepKind.CHECKPOINT
@@ -363,7 +368,7 @@ class ComplianceDecay(PolicyDetector):
 
     def update(self, step: Step) -> list[Alert]:
         finding, compacted = self._observe(step)
-        habit = self._habits.observe(step)
+        habit = self._habits.observe(step, gate=self._named_check(step))
         if compacted:
             self._floor = 0.0
         if habit is not None:
@@ -391,6 +396,24 @@ class ComplianceDecay(PolicyDetector):
             return [self._habit_alert(habit)]
         return []
 
+    def _named_check(self, step: Step) -> bool:
+        """Whether ``step`` calls a check the session's instructions name: a tool whose
+        name is an identifier (``ratelimit__ledger``, ``check_quota``: an ``_`` or a
+        ``.`` in it), written in the system instructions, the task or the project's
+        instructions file (an MCP tool also without its ``mcp__`` prefix), that changes
+        nothing (:mod:`.habits`)."""
+        tool = step.tool
+        if step.kind != _TOOL_CALL or not tool or len(tool) < MIN_NAMED_TOOL:
+            return False
+        names = [tool] if not tool.startswith("mcp__") else [tool, tool[5:]]
+        if not any(("_" in n or "." in n) and len(n) >= MIN_NAMED_TOOL for n in names):
+            return False
+        texts = [t for t in (self._system, self._task, self._project) if t]
+        if not any(n in t for n in names for t in texts):
+            return False
+        features = features_of(step)
+        return features.effect == (None, False) and not features.acts
+
     def _compaction_cited(self, onset: StepRef) -> tuple[str, list[StepRef]]:
         """(how a reason names the latest compaction, evidence: ``onset`` and that
         compaction's step when it was seen)."""
@@ -407,9 +430,10 @@ class ComplianceDecay(PolicyDetector):
         if habit.last_approved is not None:
             evidence.append(habit.last_approved)
         reason = (
-            f"after {where} the agent ran `{_clip(habit.action, 80)}` with no approval since "
-            f"its previous call; before it, each of its {_plural(habit.times, 'call')} of "
-            f"that action came after an approval or an approval request (the last at step "
+            f"after {where} the agent ran `{_clip(habit.action, 80)}` with no approval or "
+            "check its instructions name since its previous call; before it, each of its "
+            f"{_plural(habit.times, 'call')} of that action came after an approval, an "
+            f"approval request or that check (the last at step "
             f"{habit.last_approved.seq if habit.last_approved else '?'}) [the agent's own "
             "habit, not a rule a person confirmed, so a warning]"
         )

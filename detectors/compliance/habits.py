@@ -9,6 +9,14 @@ action's previous call), the agent was keeping a rule; when after the compaction
 same action runs with no approval since its previous call, the compaction lost the rule.
 This reads no instruction, so it holds in any language and for rules stated anywhere.
 
+A *named check* is gated like an approval: a call that changes nothing, of a tool the
+session's instructions name by its identifier ("consult ``ratelimit__ledger`` before
+sending": the detector says which calls are, :meth:`ApprovalHabits.observe`'s ``gate``).
+The instructions chose that tool as the step before others, in whatever language the
+sentence is written; an action every call of which followed one until a compaction, and
+that runs after it with neither an approval nor the check since its previous call, lost
+the rule the same way.
+
 A runtime's permission decision about one call (Claude Code's and Codex's
 ``tool_decision``: an ``approval`` step with that call's id) approves that call only, and
 only when a person took it (not the configuration). An approval counts for every action
@@ -94,10 +102,18 @@ def _categorical(value: str) -> bool:
     )
 
 
-def habit_key(tool: str, arguments: Mapping[str, Any] | None, commands: tuple[str, ...]) -> str:
+def habit_key(
+    tool: str,
+    arguments: Mapping[str, Any] | None,
+    commands: tuple[str, ...],
+    *,
+    message: bool = False,
+) -> str:
     """The action a call does, for habits (see the module docstring): the tool, then the
     leading categorical words of its first shell command, else its categorical argument
-    values and the first word of each free-text one, sorted by name.
+    values and the first word of each free-text one, sorted by name. A call that sends a
+    message (``message``) keeps no free text: its words are what it says, not what it
+    does (a post opening "Status:" and one opening "@everyone" are one action).
 
     >>> habit_key("postgres__execute_sql",
     ...           {"database": "shop_prod", "sql": "\\\\i migrations/0046_x.sql"}, ())
@@ -106,6 +122,8 @@ def habit_key(tool: str, arguments: Mapping[str, Any] | None, commands: tuple[st
     'bash git push origin'
     >>> habit_key("refund", {"charge": "ch_3PqZ81", "amount": 9316, "notify": True}, ())
     'refund notify=true'
+    >>> habit_key("chat_post", {"channel": "ops", "text": "Status: paused"}, (), message=True)
+    'chat_post channel=ops'
     """
     if commands:
         words = [w for w in commands[0].split(None, 8)[:8] if _categorical(w)]
@@ -122,7 +140,7 @@ def habit_key(tool: str, arguments: Mapping[str, Any] | None, commands: tuple[st
         elif isinstance(value, str):
             if _categorical(value):
                 parts.append(f"{name}={value}")
-            else:
+            elif not message:
                 first = value.split(None, 1)[:1]
                 if first and _categorical(first[0]):
                     parts.append(f"{name}~{first[0]}")
@@ -160,8 +178,9 @@ class ApprovalHabits:
         self._decided: deque[str] = deque(maxlen=MAX_IDS)
         """Call ids a person allowed one by one (a runtime's permission prompt answered)."""
 
-    def observe(self, step: Step) -> HabitBreak | None:
-        """Feed one step; the break it shows, if any."""
+    def observe(self, step: Step, *, gate: bool = False) -> HabitBreak | None:
+        """Feed one step; the break it shows, if any. ``gate``: the step is a call of a
+        check the instructions name (the module docstring), counted as an approval."""
         if step.model_session != self._model_session:
             self._model_session = step.model_session
             self._habits = {
@@ -189,12 +208,17 @@ class ApprovalHabits:
         view = features.view
         if view is None:
             return None
-        if view.approval_request:
+        if view.approval_request or gate:
             self._approvals += 1
             if step.call_id:
                 self._requests.append(step.call_id)
             return None
-        action = habit_key(step.tool or "", features.arguments_object, view.commands)
+        action = habit_key(
+            step.tool or "",
+            features.arguments_object,
+            view.commands,
+            message=features.effect[0] == "send",
+        )
         entry = self._actions.get(action)
         if entry is None:
             if len(self._actions) >= MAX_ACTIONS:
