@@ -19,6 +19,7 @@ __all__ = [
     "AFTER_RE",
     "ASK_RE",
     "BEFORE_RE",
+    "CAP_RE",
     "DATABASE_RE",
     "DEPLOY_RE",
     "EXCEPT_RE",
@@ -198,6 +199,9 @@ _NUMBER = (
 )
 """An amount: grouped by commas (``10,000.50``) or by dots (``10.000,50``), or plain."""
 _CURRENCY = r"(?:[$€£¥]|usd|eur|gbp|chf|us\$)"
+CAP_RE = re.compile(rf"(?:<=|=<|≤|<)\s*{_CURRENCY}?\s*{_NUMBER}", re.IGNORECASE)
+"""An upper bound written with a comparison sign ("<= 250 USDC", "< $1,000"): the same in
+every language the rule is written in (``n``: the number)."""
 AMOUNT_RE = re.compile(
     r"(?P<noun>[^\W\d_]{3,40})?\s*(?:\s(?:of|de|von|d')\s+)?(?:amounts?\s+)?"
     r"(?:above|over|more\s+than|greater\s+than|larger\s+than|higher\s+than|exceeding|exceeds?"

@@ -75,6 +75,7 @@ from features.policy.lexicon import (
     ASK_RE,
     ASK_VERB_RE,
     BEFORE_RE,
+    CAP_RE,
     CLICK_RE,
     CONSENT_RE,
     DATA_NOUN_RE,
@@ -350,10 +351,51 @@ def sentence_rules(sentence: str, until: str | None = None, line: str = "") -> l
         for rule in got:
             if rule not in out:
                 out.append(rule)
+        cap = _tool_cap(clause, until)
+        if cap is not None and cap not in out:
+            out.append(cap)
         context = _namespaces(clause) or context  # "there" is the last namespaces named
         bare = clause.strip().strip("`\"'*-• ")
         label = bare if _LABEL_ID_RE.fullmatch(bare) else None  # "analytics_prod: read only"
     return out
+
+
+def _tool_cap(clause: str, until: str | None) -> Rule | None:
+    """The cap a clause puts on the one tool it names by its identifier with a comparison
+    sign ("`wallet__transfer` only for amounts <= 250 USDC", "wallet__transfer solo per
+    importi <= 250"): calling it with a number above the bound is forbidden (a ``<``
+    excludes the bound itself), and each call of it within the bound keeps the rule.
+    None for any other clause, or one naming several tools (which one the bound is for
+    is not said).
+
+    >>> kind, rule = _tool_cap("wallet__transfer solo per importi <= 250 USDC", None)
+    >>> kind, "wallet__transfer" in rule["action"], "250" in rule["action"]
+    ('forbidden_actions', True, True)
+    >>> _tool_cap("keep retries <= 3", None) is None
+    True
+    """
+    tools = _tool_identifiers(clause)
+    if len(tools) != 1:
+        return None
+    start = clause.find(tools[0])
+    m = CAP_RE.search(clause, start + len(tools[0]))
+    if m is None:
+        return None
+    number = m["n"]
+    if re.fullmatch(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?", number):
+        number = number.replace(",", "")
+    elif re.fullmatch(r"\d{1,3}(?:\.\d{3})+(?:,\d+)?", number):
+        number = number.replace(".", "")
+    try:
+        limit = float(number.replace(",", "."))
+    except ValueError:
+        return None
+    if not m[0].startswith(("<=", "=<", "≤")):
+        limit -= 0.01  # "< 250": 250 itself is over
+    tool = matchers.tool_call(tools[0])
+    # kept by each call of the tool within the bound: what compliance_decay counts as
+    # the rule honoured before a compaction
+    return _forbid(matchers.with_amount_above(tool, limit), tool, until)
 
 
 _LABEL_ID_RE = re.compile(r"[A-Za-z_][\w]{1,62}_[\w]{1,62}(?:\.[A-Za-z_]\w{1,62})?")

@@ -406,3 +406,27 @@ def test_a_deadline_with_seconds_is_that_instant() -> None:
     assert time_bound("リリースフリーズ: 2025-10-29T07:21:59Z (UTC) までは internal のみ") == (
         "2025-10-29T07:21:59"
     )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "TREASURY POLICY: wallet__transfer only for amounts <= 250 USDC. Above that: "
+        "safe__propose_tx (2 of 3 signers).",
+        "POLICY TESORERIA: wallet__transfer solo per importi <= 250 USDC. Oltre: "
+        "safe__propose_tx (2 firmatari su 3), mai un trasferimento diretto.",
+        "財務ポリシー：wallet__transfer は 250 USDC 以下のみ (≤ 250)。"
+        "超える場合は safe__propose_tx。",
+    ],
+)
+def test_a_tool_capped_by_a_comparison_sign_is_forbidden_above_it(text: str) -> None:
+    policy = _policy(text)
+    s = Session("caps")
+    small, _ = s.tool("wallet__transfer", {"amount": 203.04, "to": "0x89"})
+    big, _ = s.tool("mcp__wallet__transfer", {"amount": 1323.56, "to": "0x02"})
+    proposal, _ = s.tool("safe__propose_tx", {"amount": 703.69, "to": "0x7c"})
+    assert _broken(policy, [small, big, proposal]) == [big.seq]
+
+
+def test_a_comparison_without_one_named_tool_states_no_cap() -> None:
+    assert "forbidden_actions" not in to_toml(derive("Keep retries <= 3 per job."), "p")
