@@ -37,6 +37,7 @@ __all__ = [
     "SPEND_RE",
     "SPEND_TOOL_VERBS",
     "WITHOUT_RE",
+    "negation",
 ]
 
 _B = r"(?<![\w])"  # a word start that also holds before non-ASCII letters
@@ -52,6 +53,31 @@ NEG_RE = re.compile(
     r"|금지|하지\s*마|마세요|말\s*것|안\s*됩니다|안\s*됨"  # ko
 )
 """A prohibition."""
+_PORTUGUESE_RE = re.compile(r"[ãõ]|çã|çõ")
+"""Letters only Portuguese writes (``não``, ``migração``, ``operações``): in its text a bare
+``no`` is "in the" (``no dia``, ``no servidor``), not Spanish's "not"."""
+
+
+def negation(low: str) -> re.Match[str] | None:
+    """The first prohibition :data:`NEG_RE` finds in lower-cased ``low``, a bare ``no`` in
+    Portuguese text aside.
+
+    >>> negation("no modifiques la base de datos")[0]
+    'no'
+    >>> negation("mantém o discord informado no dia da migração") is None
+    True
+    >>> negation("não mexa no servidor")[0]
+    'não'
+    """
+    portuguese: bool | None = None
+    for m in NEG_RE.finditer(low):
+        if m[0] == "no":
+            if portuguese is None:
+                portuguese = _PORTUGUESE_RE.search(low) is not None
+            if portuguese:
+                continue
+        return m
+    return None
 
 ASK_RE = re.compile(
     rf"{_B}(?:ask\w*|approv\w*|permission|confirm\w*|consent|sign[\s-]?off|go[\s-]ahead"  # en

@@ -104,6 +104,7 @@ from features.policy.lexicon import (
     THERE_RE,
     UNTIL_RE,
     WITHOUT_RE,
+    negation,
 )
 
 __all__ = ["clause_rules", "names_sql", "sentence_rules", "time_bound"]
@@ -422,10 +423,29 @@ def consent_condition(sentence: str) -> bool:
     """
     low = sentence[:600].casefold()
     return bool(
-        NEG_RE.search(low)
+        negation(low)
         and UNTIL_RE.search(low)
         and (CONSENT_RE.search(low) or ASK_RE.search(low))
     ) or bool(_APPROVED_CONDITION_RE.search(low))
+
+
+def _asks_a_person(low: str, asking: re.Pattern[str] = ASK_RE) -> bool:
+    """Whether lower-cased ``low`` asks someone (``asking``: :data:`ASK_RE`, or
+    :data:`ASK_VERB_RE` for the verbs alone): not when each asking
+    word is followed by a tool's identifier ("consulta ``ratelimit__ledger`` antes de
+    enviar", "consult check_quota first": a tool is consulted, no person is asked).
+
+    >>> _asks_a_person("consulta ratelimit__ledger antes de enviar")
+    False
+    >>> _asks_a_person("consulta al responsable antes de enviar")
+    True
+    """
+    for m in asking.finditer(low):
+        after = low[m.end() : m.end() + 80].lstrip(" `\"'")
+        tools = _tool_names_at(after)
+        if not tools or tools[0][0] != 0:
+            return True
+    return False
 
 
 _APPROVED_CONDITION_RE = re.compile(
@@ -449,12 +469,12 @@ def clause_rules(
 ) -> list[Rule]:
     """The rules of one clause (see the module docstring)."""
     low = clause.casefold()
-    neg = bool(NEG_RE.search(low))
+    neg = negation(low) is not None
     waits = bool(BEFORE_RE.search(low) or WITHOUT_RE.search(low) or UNTIL_RE.search(low))
     # "send e-mails only after the user confirms", "nur nach Freigabe"
     waits = waits or bool(ONLY_RE.search(low) and AFTER_RE.search(low))
     # the tool that asks, named ("call request_approval … before issue_refund"), asks too
-    asks = bool(ASK_RE.search(low)) or any(
+    asks = _asks_a_person(low) or any(
         DEFAULT_APPROVAL_RE.search(i) for i in _TOOL_ID_RE.findall(low)
     )
     ask = asks and waits
@@ -466,7 +486,7 @@ def clause_rules(
     # (the "only" of "read-only", 只读, "solo lectura" restricts nothing to a scope)
     only = bool(ONLY_RE.search(READ_ONLY_RE.sub(" ", low)))
     read_only = bool(READ_ONLY_RE.search(low))
-    loose_ask = not (ask or neg) and bool(ASK_VERB_RE.search(low))
+    loose_ask = not (ask or neg) and _asks_a_person(low, ASK_VERB_RE)
     if not (ask or neg or only or read_only or loose_ask):
         return []
     ticked = _TICKED_RE.findall(clause)
@@ -1190,7 +1210,9 @@ def _forbidden_tools(clause: str) -> list[str]:
         ) or any(
             stop <= n
             and n - stop <= _CLOSING_REACH
-            and not re.search(r"[,;:.!?。；：]|\b(?:unless|without|except|only)\b", head[stop:n])
+            # (a full-width comma ends a clause as a comma does: "用 safe__propose_tx（…），
+            # 不得直接转账" forbids the direct transfer, not the tool)
+            and not re.search(r"[,;:.!?。；：，]|\b(?:unless|without|except|only)\b", head[stop:n])
             for n in closing
         )
         listed = end >= 0 and _GLUE_RE.fullmatch(head[end:start]) is not None

@@ -430,3 +430,26 @@ def test_a_tool_capped_by_a_comparison_sign_is_forbidden_above_it(text: str) -> 
 
 def test_a_comparison_without_one_named_tool_states_no_cap() -> None:
     assert "forbidden_actions" not in to_toml(derive("Keep retries <= 3 per job."), "p")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # Portuguese "no" is "in the": no prohibition, so no rule about migrations
+        "Mantém o Discord informado no dia da migração: repassa os estados para #announcements.",
+        # a tool consulted is no person asked
+        "No máximo 3 mensagens por hora (consulta ratelimit__ledger antes de enviar).",
+        "Consult check_quota before every upload.",
+        # a full-width comma ends the clause: the direct transfer is forbidden, not the tool
+        "更大金额必须用 safe__propose_tx（3 人中 2 人签名），不得直接转账。",
+    ],
+)
+def test_sentences_that_state_no_rule_about_their_tools_derive_none(text: str) -> None:
+    assert derive(text).mapping("p").get("forbidden_actions", []) == []
+    assert derive(text).mapping("p").get("require_approval_for", []) == []
+
+
+def test_a_spanish_no_and_a_person_consulted_still_state_rules() -> None:
+    assert derive("No modifiques la base de datos de producción.").mapping("p")
+    asks = derive("Consulta al responsable antes de enviar cualquier correo.").mapping("p")
+    assert asks.get("require_approval_for")
