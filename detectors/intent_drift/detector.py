@@ -190,6 +190,7 @@ class IntentDrift(Detector):
         self._answer_score = 0.0
         kind = step.kind
         if kind == StepKind.TOOL_CALL:
+            drift_task.project_rules(self._task, step)  # a read of CLAUDE.md / AGENTS.md
             if final_answer_tool(step.tool):
                 # the answer, judged as one (sub-goals abandoned), not as an action: a
                 # summary of what the run read is made of the results' words, and scored
@@ -198,6 +199,10 @@ class IntentDrift(Detector):
             drift_answer.note_call(self._answer, step)
             return self._on_call(step)
         if kind == StepKind.TOOL_RESULT:
+            rules = drift_task.project_rules(self._task, step)
+            if rules is not None:
+                # the project's instructions widen the task as a request does
+                self._set_goal(rules)
             self._log.informed = True
             drift_calls.read_result(
                 self._log,

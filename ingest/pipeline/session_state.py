@@ -43,7 +43,7 @@ from features.text.clip import analysed_step
 from ingest.pipeline.event_order import BEFORE_ALL, OrderKey
 from models.records import SessionInfo, Step
 
-VERSION = 12
+VERSION = 13
 """Bumped when the layout below or a detector's state layout changes (the analysis is
 pickled detector objects' state: a detector regrouping its attributes changes it). A
 state of an earlier version keeps its session facts and drops its analysis: the session
@@ -160,7 +160,7 @@ def load_state(data: bytes) -> SessionState | None:
     if version == VERSION and stored is not None:
         analysis: dict[str, Any] = _unpickle(stored)
         upto: int = payload["upto"]
-    elif version in (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, VERSION):
+    elif version in (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, VERSION):
         # no checkpoint yet, or one of another layout: the detectors' pickled state
         # may not fit the code that loads it, so none of it is used
         analysis = {"features": TrajectoryFeatures(), "detectors": {}}

@@ -132,10 +132,10 @@ def test_a_state_of_this_version_resumes_from_its_checkpoint() -> None:
     info = SessionInfo(session_id="now")
     data = dump_state(info=info, compaction=CompactionInference(), turns={}, analysis=None, upto=4)
     state = load_state(data)
-    assert state is not None and state.upto == 4 and VERSION == 12
+    assert state is not None and state.upto == 4 and VERSION == 13
 
 
-@pytest.mark.parametrize("version", [4, 5, 6, 7, 8, 9, 10, 11])
+@pytest.mark.parametrize("version", [4, 5, 6, 7, 8, 9, 10, 11, 12])
 def test_an_earlier_state_keeps_its_facts_and_rolls_forward_from_the_start(version: int) -> None:
     """Version 5 changed detectors' state (runaway_loop's records, intent_drift's log,
     duplicate_side_effect's ledger), version 6 egress_gaming's address ledger (the values
@@ -145,8 +145,8 @@ def test_an_earlier_state_keeps_its_facts_and_rolls_forward_from_the_start(versi
     failure reports), version 10 compliance_decay's approval habits, version 11
     intent_drift's log (the records a listing passed over) and runaway_loop's (user
     turns, each call's answer), version 12 intent_drift's log (identifiers results showed,
-    records nothing showed that the agent read): an earlier checkpoint's analysis is not
-    used."""
+    records nothing showed that the agent read), version 13 its task (the calls reading a
+    project's CLAUDE.md / AGENTS.md): an earlier checkpoint's analysis is not used."""
     info = SessionInfo(session_id=f"v{version}")
     data = dump_state(info=info, compaction=CompactionInference(), turns={}, analysis=None, upto=9)
     payload = pickle.loads(zlib.decompress(data))
