@@ -497,8 +497,18 @@ FORCE_PUSH = (
 """A forced ``git push``."""
 
 FILE_DELETE = (
-    r"(?i)(?:(?<![\w-])rm\s+(?:-\w+\s+){0,3}[^\s;&|]"
+    # (``rm`` as another program's subcommand removes what that program keeps: a
+    # BigQuery table or partition, a container, a package - no file)
+    r"(?i)(?:(?<![\w-])(?<!\bbq\s)(?<!\bdocker\s)(?<!\bpodman\s)(?<!\bnerdctl\s)"
+    r"(?<!\bnpm\s)(?<!\bpnpm\s)(?<!\byarn\s)(?<!\bcargo\s)rm\s+(?:-\w+\s+){0,3}[^\s;&|]"
     r"|^(?=[\w.:-]{0,80}?(?:delete|remove))(?=[\w.:-]{0,80}?(?:file|dir|folder|path))"
     r"[\w.:-]{1,120}(?:\s|$))"
 )
-"""Deleting files: ``rm``, or a tool named for deleting a file or folder."""
+"""Deleting files: ``rm``, or a tool named for deleting a file or folder.
+
+>>> p = re.compile(FILE_DELETE)
+>>> [bool(p.search(t)) for t in ("bash rm -rf build/", "bash sudo rm -f /tmp/x",
+...                              "bash bq rm -f -t 'p:claims.remits$20250627'",
+...                              "bash docker rm -f web", "delete_file src/a.py")]
+[True, True, False, False, True]
+"""
