@@ -108,6 +108,7 @@ from features.calls.facts import DATA_MCP_METHODS, DATA_METHODS, SENDS_RE, sendi
 from features.calls.step_features import StepFeatures, features_of
 from features.egress.answer_sources import repo_id
 from features.egress.result_addresses import authors_in, scan_result, store_locations
+from features.policy.catalog import project_rules_call
 from features.text.drafts import drafts_only
 from features.text.hosts import host_of
 from models.records import Action, Alert, Severity, Step, StepKind
@@ -122,6 +123,8 @@ _START = StepKind.START
 _MODEL_CALL = StepKind.MODEL_CALL
 
 _MAX_ISSUES = 16
+_RULES_READ = "rules-read"
+"""The mark a recent call reading a project's instructions file carries among its verbs."""
 
 
 @register
@@ -249,6 +252,10 @@ class EgressGaming(Detector):
         text = text[: self.max_scan_chars]
         cap, ledger = self.max_addresses, self._addresses
         verbs, call_step = egress_calls.verbs_of(self._recent, step)
+        if _RULES_READ in verbs.split():
+            # the project's CLAUDE.md / AGENTS.md, as read: instructions, trusted as the
+            # system prompt is (the hosts and vendors it names are the task's)
+            egress_task.trust(self._task, text, goal=False, cap=cap)
         found = egress_history.read_result(
             self._git, self._task, step, text, verbs, call_step, cap=cap
         )
@@ -325,7 +332,9 @@ class EgressGaming(Detector):
         if workdir is not None and task.repo is None and task.repo_name is None:
             task.repo_name = workdir
         if step.step_id:
-            egress_calls.record(self._recent, step, low, verbs)
+            # a read of CLAUDE.md / AGENTS.md: its result is instructions (``_on_result``)
+            marks = f"{verbs} {_RULES_READ}" if project_rules_call(step) else verbs
+            egress_calls.record(self._recent, step, low, marks)
             egress_addresses.note_call(ledger, step, low)
             repo = source_repo(low) if '"repo"' in low or "github.com/" in low else None
             if (
