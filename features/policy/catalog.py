@@ -124,7 +124,11 @@ def project_rules_call(step: Step) -> bool:
     arguments = step.arguments
     if step.kind != StepKind.TOOL_CALL or not arguments:
         return False
-    if _PROJECT_RULES_RE.search(arguments[:2_000]) is None:
+    head = arguments[:2_000]
+    # every name the pattern finds holds ".md" or "cursorrules": most calls hold neither
+    if ".md" not in head and "cursorrules" not in head:
+        return False
+    if _PROJECT_RULES_RE.search(head) is None:
         return False
     effect, mutation = features_of(step).effect
     return effect is None and not mutation
