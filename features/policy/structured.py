@@ -382,14 +382,8 @@ def _tool_cap(clause: str, until: str | None) -> Rule | None:
     m = CAP_RE.search(clause, start + len(tools[0]))
     if m is None:
         return None
-    number = m["n"]
-    if re.fullmatch(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?", number):
-        number = number.replace(",", "")
-    elif re.fullmatch(r"\d{1,3}(?:\.\d{3})+(?:,\d+)?", number):
-        number = number.replace(".", "")
-    try:
-        limit = float(number.replace(",", "."))
-    except ValueError:
+    limit = _limit(m["n"])
+    if limit is None:
         return None
     if not m[0].startswith(("<=", "=<", "≤")):
         limit -= 0.01  # "< 250": 250 itself is over
@@ -888,6 +882,24 @@ def _stem(noun: str) -> str:
     return re.sub(r"(?:es|s)$", "", noun) if len(noun) > 4 else noun
 
 
+def _limit(number: str) -> float | None:
+    """An amount as a rule writes it, as a number: thousands grouped by commas
+    ("1,000.50") or by dots ("5.000 €", "1.250,50 EUR": a price has no third decimal, so
+    "5.000" is five thousand), a decimal comma or point; None when it is none.
+
+    >>> _limit("1,000.50"), _limit("5.000"), _limit("1.250,50"), _limit("250")
+    (1000.5, 5000.0, 1250.5, 250.0)
+    """
+    if re.fullmatch(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?", number):
+        number = number.replace(",", "")
+    elif re.fullmatch(r"\d{1,3}(?:\.\d{3})+(?:,\d+)?", number):
+        number = number.replace(".", "")
+    try:
+        return float(number.replace(",", "."))
+    except ValueError:
+        return None
+
+
 def _amount(sentence: str) -> tuple[tuple[str, ...], float] | None:
     """The amount limit a sentence states: (the nouns it is about, stems — the limited
     noun and the one it belongs to, "order with notional"; the limit)."""
@@ -907,16 +919,8 @@ def _amount(sentence: str) -> tuple[tuple[str, ...], float] | None:
     owner = _HEAD_NOUN_RE.search(sentence[max(0, start - 60) : start]) if start > 0 else None
     if owner and owner[1].casefold() not in _NOT_DATA_NAMES:
         nouns.append(owner[1].casefold())
-    number = m["n2"] if at_least else m["n"] or m["n3"]
-    if re.fullmatch(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?", number):
-        number = number.replace(",", "")  # thousands
-    elif re.fullmatch(r"\d{1,3}(?:\.\d{3})+(?:,\d+)?", number):
-        # "5.000 €", "1.250,50 EUR": thousands grouped by dots (a price has no third
-        # decimal, so "5.000" is five thousand)
-        number = number.replace(".", "")
-    try:
-        limit = float(number.replace(",", "."))
-    except ValueError:
+    limit = _limit(m["n2"] if at_least else m["n"] or m["n3"])
+    if limit is None:
         return None
     return tuple(dict.fromkeys(_stem(n) for n in nouns)), limit - 0.01 if at_least else limit
 
