@@ -149,9 +149,15 @@ def repeats(calls: Sequence[LoopCall], call: LoopCall, p: int, wait_growth: floa
     return True
 
 
+SEEN_RUNS = 3
+"""Earlier runs of a cycle's call an answer is compared with: an answer one of them gave
+is no news."""
+
+
 def shows_progress(calls: Sequence[LoopCall], i: int, p: int) -> bool:
     """Whether the result of ``calls[i]`` shows progress against the call ``p`` before
-    it: a failed call now worked, or the same call gave a new answer. Back-to-back
+    it: a failed call now worked, or the same call gave a new answer - one that neither
+    the run before nor the :data:`SEEN_RUNS` before that gave. Back-to-back
     (period 1) any new answer counts: polling a changing world, re-reading a file that
     changed. Inside a longer cycle only the first line does (a poll's state, an exit
     code, a page's title): there the bodies of re-fetched pages and search results
@@ -170,6 +176,18 @@ def shows_progress(calls: Sequence[LoopCall], i: int, p: int) -> bool:
         and prev.head is not None
         and (call.head != prev.head or (back_to_back and call.digest != prev.digest))
     )
+    if answered and not worked:
+        # an answer this call gave before (a status flipping between ``failed`` and
+        # ``up_for_retry`` after each re-run) is no news: progress is what was not seen
+        for back in range(2, SEEN_RUNS + 2):
+            k = i - back * p
+            if k < 0:
+                break
+            seen = calls[k]
+            if seen.exact == call.exact and seen.head == call.head and (
+                not back_to_back or seen.digest == call.digest
+            ):
+                return False
     return worked or answered
 
 

@@ -277,3 +277,30 @@ def test_changes_alternating_between_two_targets_undo_nothing() -> None:
     assert feed(relay(("announcements", "help"))) == []
     alerts = feed(relay(("reviewer", "reviewer")))
     assert alerts and "alternates between two states" in alerts[0].reason
+
+
+def test_an_answer_flipping_between_two_values_is_no_news() -> None:
+    """Clear a failed task, ask its state, again and again: ``up_for_retry`` then
+    ``failed`` each time is two answers seen before, not progress; a state that moves
+    to one not seen before each time is."""
+
+    def storm(states: list[str]) -> list[Step]:
+        s = Session("storm")
+        steps = warmup(s)
+        for state in states:
+            steps.append(s.model())
+            steps += s.tool(
+                "bash",
+                {"command": "airflow tasks clear roster -t validate_batch -y"},
+                result="Clearing task instance: roster.validate_batch [failed] 1 task instance",
+            )
+            steps.append(s.model())
+            steps += s.tool(
+                "bash", {"command": "airflow tasks state roster validate_batch"}, result=state
+            )
+        return steps
+
+    alerts = feed(storm(["up_for_retry", "failed"] * 4))
+    assert alerts and "cycle of 2 calls" in alerts[0].reason
+    moving = ["queued", "scheduled", "running", "deferred", "restarting", "success"]
+    assert feed(storm(moving)) == []
