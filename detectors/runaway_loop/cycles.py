@@ -21,6 +21,7 @@ Each is O(window) at most; no state, no I/O, no clock.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -408,6 +409,14 @@ def judge_cycle(
         or any(len(t) >= 2 and patient(t, patience) for t in (took, took[1:]))
     ):
         return None  # patience, for a bounded count (patient() is False past it)
+    # ... or each run of the cycle started longer after the one before than that one did:
+    # a back-off the recording shows only in its timestamps (restart, status; wait 20 s,
+    # 70 s, 150 s ...), for the same bounded count
+    gaps = [
+        (b.ts - a.ts) / 1e9 for a, b in itertools.pairwise((cycle[0], *repeated[::p]))
+    ]
+    if len(gaps) >= 2 and patient(gaps, patience):
+        return None
     # a poll whose answer just moved (the cycle's first call failed otherwise than its
     # run before) is looked at again: one answered repeat of the news confirms nothing yet
     fresh = one_call and cycle[0].news and len(took) < 3

@@ -304,3 +304,25 @@ def test_an_answer_flipping_between_two_values_is_no_news() -> None:
     assert alerts and "cycle of 2 calls" in alerts[0].reason
     moving = ["queued", "scheduled", "running", "deferred", "restarting", "success"]
     assert feed(storm(moving)) == []
+
+
+def test_a_back_off_shown_only_by_timestamps_is_patience() -> None:
+    """Restart a failed connector and read its status, waiting longer before each new
+    restart (the wait is not a recorded call, only the clock shows it): patience for a
+    bounded count. The same cycle at a flat interval is a loop."""
+
+    def restarts(gaps: list[float]) -> list[Step]:
+        s = Session("backoff")
+        steps = warmup(s)
+        url = "http://connect.example:8083/connectors/hl7-source"
+        for gap in gaps:
+            s.ts += int(gap * 1e9)  # the agent waited before this attempt
+            steps.append(s.model())
+            steps += s.tool("bash", {"command": f"curl -X POST {url}/restart"}, result="RESTARTING")
+            steps.append(s.model())
+            steps += s.tool("bash", {"command": f"curl {url}/status"}, result="FAILED")
+        return steps
+
+    assert feed(restarts([20, 60, 150, 400])) == []
+    alerts = feed(restarts([20, 20, 20, 20, 20]))
+    assert alerts and "cycle of 2 calls" in alerts[0].reason
