@@ -55,11 +55,10 @@ from detectors.registry import register
 from features.calls.step_features import features_of
 from features.policy.catalog import (
     DERIVED_MODES,
-    PROJECT_RULES_CHARS,
     compile_policies,
     derived_policy,
     instructions_of,
-    project_rules_call,
+    project_rules_read,
     resolve_policy_id,
     rule_sentences,
     task_of,
@@ -245,21 +244,13 @@ class PolicyDetector(Detector):
         return policy
 
     def _project_read(self, step: Step) -> str | None:
-        """The text of the project's instructions file (:func:`project_rules_call`), on
+        """The text of the project's instructions file (:func:`project_rules_read`), on
         the result of the call that read it; None on any other step. Rules are written
         there as in a system prompt, which a transcript does not record."""
-        kind = step.kind
-        if kind == _TOOL_CALL:
-            if project_rules_call(step) and len(self._project_calls) < 8:
-                self._project_calls += [k for k in (step.step_id, step.call_id) if k]
-            return None
-        if kind != _TOOL_RESULT or not self._project_calls:
-            return None
-        key = step.parent_step_id or step.call_id
-        if key not in self._project_calls or not step.result:
-            return None
-        self._project_calls = []
-        return step.result[:PROJECT_RULES_CHARS]
+        text = project_rules_read(self._project_calls, step)
+        if text is not None:
+            self._project_calls = []
+        return text
 
     @property
     def _unconfirmed(self) -> bool:
@@ -403,7 +394,7 @@ class ComplianceDecay(PolicyDetector):
         instructions file (an MCP tool also without its ``mcp__`` prefix), that changes
         nothing (:mod:`.habits`)."""
         tool = step.tool
-        if step.kind != _TOOL_CALL or not tool or len(tool) < MIN_NAMED_TOOL:
+        if step.kind != _TOOL_CALL or not tool:
             return False
         names = [tool] if not tool.startswith("mcp__") else [tool, tool[5:]]
         if not any(("_" in n or "." in n) and len(n) >= MIN_NAMED_TOOL for n in names):

@@ -69,6 +69,7 @@ from detectors.registry import register
 from features.calls.effects import names_an_action
 from features.calls.step_features import StepFeatures, features_of
 from features.calls.vectors import CONTENT_DROP, tokenize
+from features.policy.catalog import project_rules_read
 from features.session.completion import final_answer_tool
 from features.text.hosts import host_of
 from models.records import Alert, Step, StepKind
@@ -190,7 +191,7 @@ class IntentDrift(Detector):
         self._answer_score = 0.0
         kind = step.kind
         if kind == StepKind.TOOL_CALL:
-            drift_task.project_rules(self._task, step)  # a read of CLAUDE.md / AGENTS.md
+            project_rules_read(self._task.rules_reads, step)  # a read of CLAUDE.md / AGENTS.md
             if final_answer_tool(step.tool):
                 # the answer, judged as one (sub-goals abandoned), not as an action: a
                 # summary of what the run read is made of the results' words, and scored
@@ -199,7 +200,7 @@ class IntentDrift(Detector):
             drift_answer.note_call(self._answer, step)
             return self._on_call(step)
         if kind == StepKind.TOOL_RESULT:
-            rules = drift_task.project_rules(self._task, step)
+            rules = project_rules_read(self._task.rules_reads, step)
             if rules is not None:
                 # the project's instructions widen the task as a request does
                 self._set_goal(rules)

@@ -38,7 +38,6 @@ from detectors.intent_drift.scope import (
 )
 from detectors.intent_drift.weigh import Scope
 from features.calls.vectors import CONTENT_DROP, StepTerms, step_terms, tokenize
-from features.policy.catalog import project_rules_call
 from models.records import Step, StepKind
 
 MAX_WORDS = 1_024
@@ -82,6 +81,7 @@ class TaskState:
     idents: dict[str, None] = field(default_factory=dict)  # entities the requests name
     cited: dict[str, None] = field(default_factory=dict)  # names failures of the work cited
     rules_reads: list[str] = field(default_factory=list)  # calls reading CLAUDE.md / AGENTS.md
+    # (features.policy.catalog.project_rules_read keeps it)
 
     def rel(self, path: str) -> str:
         """``path`` relative to the workspace (as the files in reach are kept)."""
@@ -135,38 +135,6 @@ class TaskState:
             foreign,
             written_in_english(self.goal) if self.goal else True,
         )
-
-
-MAX_RULES_READS = 8
-"""Calls reading a project's instructions file whose result is awaited (step and call ids)."""
-RULES_CHARS = 8_000
-"""How much of a project's instructions file widens the task."""
-
-
-def project_rules(task: TaskState, step: Step) -> str | None:
-    """The text of a project's instructions file (``CLAUDE.md``, ``AGENTS.md``:
-    :func:`features.policy.catalog.project_rules_call`) on the result of the call that
-    read it; None on any other step. Records the reading calls as they come. What the
-    file says binds the agent as the request does (a transcript records the read, not
-    the system prompt the runtime built from it): its tools, hosts and objects are the
-    task's, not a result's that led the agent there.
-
-    >>> from detectors.testing import Session
-    >>> s, task = Session(), TaskState()
-    >>> call, result = s.tool("bash", {"command": "cat AGENTS.md"}, result="Use fhir-cli.")
-    >>> project_rules(task, call), project_rules(task, result)
-    (None, 'Use fhir-cli.')
-    """
-    if step.kind == StepKind.TOOL_CALL:
-        if project_rules_call(step) and len(task.rules_reads) < MAX_RULES_READS:
-            task.rules_reads += [k for k in (step.step_id, step.call_id) if k]
-        return None
-    if step.kind != StepKind.TOOL_RESULT or not task.rules_reads or not step.result:
-        return None
-    key = step.parent_step_id or step.call_id
-    if key not in task.rules_reads:
-        return None
-    return step.result[:RULES_CHARS]
 
 
 def set_goal(task: TaskState, text: str) -> None:

@@ -27,6 +27,7 @@ __all__ = [
     "derived_policy",
     "instructions_of",
     "project_rules_call",
+    "project_rules_read",
     "resolve_policy_id",
     "rule_sentences",
     "task_of",
@@ -104,6 +105,9 @@ _PROJECT_RULES_RE = re.compile(
 ``.github/copilot-instructions.md``."""
 PROJECT_RULES_CHARS = 8_000
 """Characters of a project's instructions file read for rules (they are a few KB)."""
+PROJECT_READS = 8
+"""Ids (step and call) of calls reading a project's instructions file whose result is
+awaited: a list :func:`project_rules_read` keeps stops growing here."""
 
 
 def project_rules_call(step: Step) -> bool:
@@ -132,6 +136,30 @@ def project_rules_call(step: Step) -> bool:
         return False
     effect, mutation = features_of(step).effect
     return effect is None and not mutation
+
+
+def project_rules_read(pending: list[str], step: Step) -> str | None:
+    """The text of a project's instructions file (its first :data:`PROJECT_RULES_CHARS`
+    characters) on the result of a call that read it (:func:`project_rules_call`); None on
+    any other step. ``pending`` is the caller's list of the reading calls' ids, extended
+    here as they come (up to :data:`PROJECT_READS`).
+
+    >>> from detectors.testing import Session
+    >>> pending: list[str] = []
+    >>> call, result = Session().tool("bash", {"command": "cat AGENTS.md"}, result="Use x.")
+    >>> project_rules_read(pending, call), project_rules_read(pending, result)
+    (None, 'Use x.')
+    """
+    kind = step.kind
+    if kind == StepKind.TOOL_CALL:
+        if project_rules_call(step) and len(pending) < PROJECT_READS:
+            pending += [k for k in (step.step_id, step.call_id) if k]
+        return None
+    if kind != StepKind.TOOL_RESULT or not pending or not step.result:
+        return None
+    if (step.parent_step_id or step.call_id) not in pending:
+        return None
+    return step.result[:PROJECT_RULES_CHARS]
 
 
 def task_of(step: Step) -> str | None:
