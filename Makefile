@@ -84,7 +84,7 @@ eval: $(VENV)/.installed
 # The blind sets (fixtures/blind/README.md): generated at one seed and scored, each apart.
 BLIND_SEED ?= 20261206
 eval-blind: $(VENV)/.installed
-	for g in coding assistant longrun runtime agentops ops research enterprise public smallbiz itdesk soc envbench custsvc mobileds multiagent autonomous healthdata industrial office; do \
+	for g in coding assistant longrun runtime agentops ops research enterprise public smallbiz itdesk soc envbench custsvc mobileds multiagent autonomous healthdata industrial office creative; do \
 		$(BIN)/python fixtures/blind/$${g}_incidents.py --seed $(BLIND_SEED) --out build/blind/$$g && \
 		$(BIN)/trajwatch eval build/blind/$$g --labels build/blind/$$g/labels.csv || exit 1; \
 	done
