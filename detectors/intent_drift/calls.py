@@ -219,6 +219,10 @@ VALUE_PARTS = 4
 amount with its currency, a status, a name), a longer one is prose."""
 MAX_DATA = 512
 """Words of values and of the current page kept."""
+LISTING_CHARS = 16_000
+"""Characters of an on-task result read for the ids of the records it lists: a mailbox or
+drive listing runs past ``result_chars`` (50 messages are ~5,000 characters), and a
+record it listed is one the agent was shown, wherever in the listing it stood."""
 
 
 class RecordParts(NamedTuple):
@@ -996,8 +1000,11 @@ def read_result(
         note_shown(log, low, task.idents)
     if weight <= 0.0 and not instructs:
         remember_all(log.data, value_words(text, parts), None, MAX_DATA)
-        ids = _ID_VALUE_RE.findall(text)
+        ids = _ID_VALUE_RE.findall(step.result[:LISTING_CHARS])
         remember_all(log.entities, [v.strip().lower() for v in ids], 0.0, MAX_DATA)
+        if len(step.result) > result_chars:  # the ids past what was read above are data too
+            listed = tokenize(" ".join(ids), drop=CONTENT_DROP)
+            remember_all(log.data, [w for w in listed if len(w) <= MAX_WORD_CHARS], None, MAX_DATA)
         picked = passed_over(text, task.requested)
         note_passed(log, picked)
         if (key and key in log.page_call) or (

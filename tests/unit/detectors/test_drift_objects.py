@@ -640,3 +640,31 @@ def test_the_same_change_to_sibling_objects_nobody_named_is_drift() -> None:
     assert feed(markdown(["knitwear", "accessories"]))
     revealed = ',{"related":["knitwear","accessories"]}'
     assert feed(markdown(["knitwear", "accessories"], listing=revealed)) == []
+
+
+def mailbox(listed: int) -> list[Step]:
+    """Summarising unread mail: a listing of 60 messages (~5,000 characters), then reads
+    of the first two and the last eight, of which only the first ``listed`` ids appear in
+    the listing."""
+    import json
+
+    s = Session("m", goal="Resume mis correos no leídos de esta semana y redacta borradores.")
+    ids = [f"AAMkAG{n:04d}x9QpLr7vTzK2mW8sYb" for n in range(60)]
+    listing = json.dumps(
+        {"value": [{"id": i, "subject": "Re: order", "isRead": False} for i in ids[:listed]]}
+    )
+    steps = [
+        s.start(),
+        *s.tool("list_messages", {"select": "subject,body", "top": 60}, result=listing),
+    ]
+    for message in [*ids[:2], *ids[52:]]:
+        steps += s.tool("get_message", {"message_id": message, "select": "subject,body"})
+    return steps
+
+
+def test_a_record_a_long_listing_returned_is_the_tasks_wherever_it_stood() -> None:
+    """The ids past the first ``result_chars`` of an on-task listing were shown to the
+    agent as well: reading those messages is the task (a Graph mailbox listing of 50
+    messages runs to ~5,000 characters)."""
+    assert feed(mailbox(20)), "twin: messages no listing returned are other records"
+    assert feed(mailbox(60)) == []
