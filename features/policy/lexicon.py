@@ -79,6 +79,7 @@ def negation(low: str) -> re.Match[str] | None:
         return m
     return None
 
+
 ASK_RE = re.compile(
     rf"{_B}(?:ask\w*|approv\w*|permission|confirm\w*|consent|sign[\s-]?off|go[\s-]ahead"  # en
     r"|frag\w*|bestätig\w*|genehmig\w*|freigabe|erlaubnis|zustimm\w*"  # de
@@ -166,6 +167,11 @@ DEPLOY_RE = re.compile(
     r"|デプロイ|部署"
 )
 PUSH_RE = re.compile(rf"{_B}(?:push\w*|force[\s-]?push\w*){_E}|プッシュ|推送")
+PUBLISH_RE = re.compile(
+    rf"{_B}(?:publish\w*|ver[öo]ffentlich\w*|publica\w*|publie\w*|publier|pubblica\w*"
+    rf"|publiceer\w*|publiceren|opublikow\w*){_E}|公開|公开|发布|發佈|게시|공개"
+)
+"""Publishing: releasing a post, an episode or a package to its audience."""
 
 # -- markers of the shapes read by features.policy.structured's second pass ---------------
 

@@ -491,6 +491,12 @@ PAY_CLICK = (
 )
 """A click on a button that pays (its label says pay, buy, order, checkout)."""
 
+PUBLISH = tool_verb(["publish"]) + (
+    r"|\b(?:npm|pnpm|yarn|cargo|gem|poetry)\s+publish\b|\btwine\s+upload\b|\bgh\s+release\s+create\b"
+)
+"""A tool named for publishing (``social__publish_post``, ``publish_episode``) or a package
+manager's publish command."""
+
 FORCE_PUSH = (
     command("git", ["push"]) + r"(?=[^;&|\n]{0,240}?\s(?:-f|--force(?:-with-lease)?)(?![\w-]))"
 )

@@ -94,6 +94,7 @@ from features.policy.lexicon import (
     PAY_RE,
     PLACE_AFTER_RE,
     PLACE_RE,
+    PUBLISH_RE,
     PUSH_RE,
     READ_ONLY_RE,
     READ_RE,
@@ -490,6 +491,21 @@ def clause_rules(
     kube_verbs = _kubectl_verbs(low) if (namespaces or "kubectl" in low) else []
     places = _places(clause)
     if ask or loose_ask:
+        acted = _action_part(clause)
+        if acted is not None:
+            # "run brand_check and request_approval before any publish": the tools named
+            # ahead of "before" are the steps done first, the action is what follows
+            actions = _approval_actions(
+                acted,
+                acted.casefold(),
+                _commands(acted, _TICKED_RE.findall(acted)),
+                amount=amount,
+                noun_ok=noun_ok,
+                concrete_only=loose_ask,
+                places=_places(acted),
+            )
+            if actions:
+                return [("require_approval_for", a) for a in actions]
         actions = _approval_actions(
             clause,
             low,
@@ -518,6 +534,32 @@ def clause_rules(
             places,
         )
     return out
+
+
+_BEFORE_ACTION_RE = re.compile(
+    r"(?<![\w])(?:before|prior\s+to|bevor|antes\s+de|avant\s+(?:de|d'|tout|toute)|prima\s+di"
+    r"|voordat)(?![\w])"
+)
+"""A "before" after which the clause names its action (the languages that put it ahead of
+the action: "… before any publish", "antes de publicar"; not 前に, which follows it)."""
+
+
+def _action_part(clause: str) -> str | None:
+    """The part of an approval clause that names the action, when the clause names tools
+    ahead of its "before": in "brand_check + request_approval before any publish" the
+    check and the asking are what comes first and publishing is what needs approval.
+    None when nothing but the asking is named ahead of it ("call request_approval before
+    issue_refund": the whole clause is read).
+
+    >>> _action_part("brand_check + request_approval before any publish.")
+    'before any publish.'
+    >>> _action_part("call request_approval before issue_refund") is None
+    True
+    """
+    m = _BEFORE_ACTION_RE.search(clause.casefold())
+    if m is None or not _tool_names_at(clause[: m.start()]):
+        return None
+    return clause[m.start() :]
 
 
 # -- objects -----------------------------------------------------------------------------
@@ -698,6 +740,8 @@ def _approval_actions(
             out.append(matchers.PUSH)
         if not commands and DEPLOY_RE.search(low):
             out.append(r"\bdeploy")
+        if not commands and PUBLISH_RE.search(low):
+            out.append(matchers.PUBLISH)
     return list(dict.fromkeys(out))
 
 

@@ -453,3 +453,21 @@ def test_a_spanish_no_and_a_person_consulted_still_state_rules() -> None:
     assert derive("No modifiques la base de datos de producción.").mapping("p")
     asks = derive("Consulta al responsable antes de enviar cualquier correo.").mapping("p")
     assert asks.get("require_approval_for")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "brand_check + request_approval before any publish.",
+        "Run brand_check and request_approval before publishing a post.",
+        "Ejecuta brand_check y request_approval antes de publicar.",
+    ],
+)
+def test_a_check_named_ahead_of_before_is_a_step_first_not_the_action_approved(text: str) -> None:
+    """The tools named with the asking, ahead of "before", are done first; publishing is
+    what waits for the approval - a second brand_check after a failed one asks nothing."""
+    s = Session("t")
+    check, _ = s.tool("brand_check", {"caption": "Softer skin, night after night."})
+    again, _ = s.tool("brand_check", {"caption": "Eight nights in."})
+    publish, _ = s.tool("social__publish_post", {"caption": "Eight nights in.", "post": "p4"})
+    assert _broken(_policy(text), [check, again, publish]) == [publish.seq]
