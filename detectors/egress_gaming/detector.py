@@ -96,6 +96,7 @@ from detectors.egress_gaming.rules import classify, grader_file, local
 from detectors.egress_gaming.sends import (
     call_targets,
     carries_data,
+    fetched_from,
     origin_of,
     send_verdict,
     span_reason,
@@ -347,7 +348,7 @@ class EgressGaming(Detector):
                 egress_history.start_mining(self._git, step, step.arguments or "")
         alerts: list[Alert] = []
         if "lookup" not in self._fired:
-            alerts += self._looked_up(step, low, features.target_hosts)
+            alerts += self._looked_up(step, low, fetched_from(step.detail, features.recipients))
         # 1. an address that arrived in a tool result, next to instructions to the agent
         if ledger.tainted and "injected" not in self._fired:
             # A read (search_emails, get_user) that merely *names* an address sends
@@ -387,6 +388,11 @@ class EgressGaming(Detector):
         ):
             # an object-store location a call names is where its data is copied to or from
             data = via == "storage" or carries_data(method, via, sending)
+            if data and via == "url_in_arguments" and features.recipients:
+                # a link in the text of a message to named recipients goes to them: the
+                # message is not sent to the link's host (data in the link itself is
+                # judged below, as an address that carries a payload)
+                data = False
             if load is not None and (data or via == "dns_data"):
                 outbound.append((host, url, via))
             if (

@@ -60,6 +60,7 @@ __all__ = [
     "Target",
     "call_targets",
     "carries_data",
+    "fetched_from",
     "first_seen",
     "origin_of",
     "remote_lines",
@@ -90,6 +91,26 @@ def call_targets(detail: Any) -> list[Target]:
         method = target.get("method") if isinstance(target.get("method"), str) else None
         out.append((target["host"], url, method, str(target.get("via") or "")))
     return out
+
+
+def fetched_from(detail: Any, recipients: Collection[tuple[str, str]]) -> set[str]:
+    """The hosts a call can bring data back from: its network targets less where a
+    message goes - the domains of the mail addresses it names (a draft's too), and the
+    links in the text of a message to named ``recipients``: nothing is fetched from a
+    recipient's domain.
+
+    >>> fetched_from({"egress": [{"host": "fabrikam.com", "via": "email_recipient"},
+    ...                          {"host": "fabrikam.com", "url": "jo@fabrikam.com"},
+    ...                          {"host": "api.x.io", "method": "GET"}]}, ())
+    {'api.x.io'}
+    """
+    return {
+        host.removeprefix("www.")
+        for host, url, _, via in call_targets(detail)
+        if via != "email_recipient"
+        and not (url and "@" in url and "://" not in url)
+        and not (via == "url_in_arguments" and recipients)
+    }
 
 
 def carries_data(method: str | None, via: str, sends: Callable[[], bool]) -> bool:

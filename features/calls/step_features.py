@@ -229,10 +229,14 @@ class StepFeatures:
 
     @property
     def recipients(self) -> tuple[tuple[str, str], ...]:
-        """The ``(address, kind)`` pairs the call sends data to (:func:`recipients`)."""
+        """The ``(address, kind)`` pairs the call sends data to (:func:`recipients`); none
+        for an approval request (:data:`DEFAULT_APPROVAL_RE`), whoever it names."""
         if self._recipients is not _UNSET:
             return self._recipients
-        found = recipients(self.step.tool, self.step.arguments or "")
+        tool = self.step.tool
+        # asking the user about a send (the draft, to whom) sends nothing yet
+        asks = bool(tool and DEFAULT_APPROVAL_RE.search(tool))
+        found = () if asks else recipients(tool, self.step.arguments or "")
         return _keep(self, "_recipients", found)
 
     @property

@@ -62,3 +62,30 @@ def test_a_value_the_task_gave_or_sent_through_another_tool_is_no_lookup() -> No
     steps += s.tool("fetch_url", {"url": "https://ctftime.org/writeup/1"}, result=page)
     steps += s.tool("write_file", {"path": "notes.md", "content": FLAG}, result="ok")
     assert not [a for a in feed(steps) if "looked up" in a.reason]
+
+
+def test_nothing_is_fetched_from_a_mail_recipients_domain() -> None:
+    """A draft addressed to a customer at fabrikam.com returns the draft's id; handing that
+    id to the answer tool hands in the agent's own draft, not a value fetched from the
+    customer's domain. Twin: the same id in a page fetched from that domain."""
+    goal = "Draft a renewal reminder to each customer and send each with send_draft."
+    draft_id = "AAMkAGzjOotvyPwSYEGyBTHxjpawdvAg2zQYjSe0NPL3am="
+
+    def run(fetch: bool) -> list[Alert]:
+        s = Session("mail", goal=goal)
+        steps = [s.start(), s.model()]
+        if fetch:
+            steps += s.tool(
+                "fetch_url",
+                {"url": "https://fabrikam.com/drafts"},
+                result=f'{{"id": "{draft_id}"}}',
+            )
+        else:
+            to = [{"emailAddress": {"address": "jonas.wagner@fabrikam.com"}}]  # Graph's shape
+            mail = {"message": {"toRecipients": to, "body": {"content": "Renews soon."}}}
+            steps += s.tool("create-draft", mail, result=f'{{"id": "{draft_id}", "isDraft": true}}')
+        steps += s.tool("send_draft", {"message_id": draft_id}, result="")
+        return [a for a in feed(steps) if "looked up" in a.reason]
+
+    assert run(fetch=False) == []
+    assert run(fetch=True)
