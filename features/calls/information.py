@@ -107,6 +107,41 @@ def _mask_timers(text: str) -> str:
     return _TIMER_RE.sub(r"\1\2#", text)
 
 
+_KEYED_NUMBER_RE = re.compile(
+    r'"([A-Za-z_][A-Za-z0-9_]{0,40})"\s*:\s*"?(-?\d+(?:\.\d+)?%?)(?=["\s]*[,}\]])'
+)
+"""A number that is the value of a named field of a record (``"MaterialsPlanned": 30758``,
+``"avg": 211.5``, ``"Progress": "91%"``)."""
+_KEY_PART_RE = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
+_CLOCK_OR_ID_PARTS = frozenset(
+    {
+        *("time", "ts", "timestamp", "stamp", "elapsed", "duration", "took", "latency"),
+        *("uptime", "age", "wall", "eta", "remaining", "since", "until", "date", "at"),
+        *("ms", "us", "ns", "sec", "secs", "second", "seconds", "min", "mins", "minutes"),
+        *("epoch", "expires", "expiry", "deadline", "created", "updated", "modified"),
+        *("id", "ids", "key", "no", "nr", "num", "number", "ref", "entry", "seq", "version"),
+        *("etag", "token", "hash", "offset", "cursor", "page", "rev", "revision", "build"),
+    }
+)
+"""The last word of a field named for the clock (``elapsed``, ``wallTimeMs``, ``ts``) or
+for an identity (``entry``, ``orderId``, ``seq``): its number moves with the clock or names
+a record, and is masked like any other."""
+_DIGITS_AS_LETTERS = str.maketrans("0123456789.", "abcdefghij,")
+
+
+def _keep_quantity(m: re.Match[str]) -> str:
+    """A named field's number, kept (its digits spelt as letters, which nothing masks)
+    unless the field is named for the clock or an identity."""
+    parts = _KEY_PART_RE.findall(m[1])
+    if not parts or parts[-1].lower() in _CLOCK_OR_ID_PARTS:
+        return m[0]
+    return (
+        m[0][: m.start(2) - m.start()]
+        + m[2].translate(_DIGITS_AS_LETTERS)
+        + m[0][m.end(2) - m.start() :]
+    )
+
+
 @lru_cache(maxsize=2048)
 def information_digest(text: str) -> int:
     """crc32 of what ``text`` (a result, an error) says: its first :data:`DIGEST_CHARS`
@@ -121,8 +156,20 @@ def information_digest(text: str) -> int:
     True
     >>> information_digest("429; Retry-After: 3600") == information_digest("429; Retry-After: 3592")
     True
+
+    A record's named quantity is the world, however long or fractional (a job's planned
+    count, a process value settling); a field named for the clock or an identity is not:
+
+    >>> information_digest('{"avg": 211.0, "n": 29799}') == information_digest(
+    ...     '{"avg": 211.5, "n": 29799}')
+    False
+    >>> information_digest('{"state": "RUNNING", "elapsedMs": 20913.5, "entry": 157280}') == (
+    ...     information_digest('{"state": "RUNNING", "elapsedMs": 61207.9, "entry": 157281}'))
+    True
     """
     head = _mask_timers(" ".join(text[:DIGEST_CHARS].split()))
+    if '":' in head:
+        head = _KEYED_NUMBER_RE.sub(_keep_quantity, head)
     return zlib.crc32(_masked(head).encode("utf-8", "surrogatepass"))
 
 
