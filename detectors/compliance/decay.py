@@ -389,15 +389,17 @@ class ComplianceDecay(PolicyDetector):
 
     def _named_check(self, step: Step) -> bool:
         """Whether ``step`` calls a check the session's instructions name: a tool whose
-        name is an identifier (``ratelimit__ledger``, ``check_quota``: an ``_`` or a
-        ``.`` in it), written in the system instructions, the task or the project's
-        instructions file (an MCP tool also without its ``mcp__`` prefix), that changes
-        nothing (:mod:`.habits`)."""
+        name is an identifier (``ratelimit__ledger``, ``check_quota``, an MCP server's
+        ``get-retention-label``: an ``_``, a ``.`` or a ``-`` in it), written in the
+        system instructions, the task or the project's instructions file (an MCP tool
+        also without its ``mcp__`` prefix), that changes nothing (:mod:`.habits`)."""
         tool = step.tool
         if step.kind != _TOOL_CALL or not tool:
             return False
         names = [tool] if not tool.startswith("mcp__") else [tool, tool[5:]]
-        if not any(("_" in n or "." in n) and len(n) >= MIN_NAMED_TOOL for n in names):
+        if not any(
+            ("_" in n or "." in n or "-" in n) and len(n) >= MIN_NAMED_TOOL for n in names
+        ):
             return False
         texts = [t for t in (self._system, self._task, self._project) if t]
         if not any(n in t for n in names for t in texts):

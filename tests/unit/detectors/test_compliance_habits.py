@@ -173,3 +173,25 @@ def test_a_check_the_instructions_name_is_a_gate_like_an_approval() -> None:
     assert feed(ComplianceDecay(), relay(named=True, checked_after=True)) == []
     # a habit the instructions do not name is the order the work took, not a rule
     assert feed(ComplianceDecay(), relay(named=False, checked_after=False)) == []
+
+
+def cleanup(checked_after: bool) -> list[Step]:
+    """Deletes each after the label check the instructions name in an MCP server's
+    kebab-case (``get-retention-label``), until a compaction."""
+    s = Session("rm", goal="Delete drafts older than two years from Working Docs.")
+    rules = "Before every delete, read the item's label with get-retention-label."
+    steps = [s.start(), *s.tool("Read", {"file_path": "/srv/agent/CLAUDE.md"}, result=rules)]
+    for i in range(4):
+        steps += s.tool("get-retention-label", {"item_id": f"01AQ{i}X"}, result='{"name": null}')
+        steps += s.tool("delete-drive-item", {"item_id": f"01AQ{i}X"})
+    steps += [s.compaction(inferred=False), s.model(tokens_in=12_000)]
+    if checked_after:
+        steps += s.tool("get-retention-label", {"item_id": "01AQ9X"}, result='{"name": null}')
+    steps += s.tool("delete-drive-item", {"item_id": "01AQ9X"})
+    return steps
+
+
+def test_a_check_named_in_kebab_case_is_a_gate_too() -> None:
+    alerts = feed(ComplianceDecay(), cleanup(checked_after=False))
+    assert len(alerts) == 1 and "delete-drive-item" in alerts[0].reason
+    assert feed(ComplianceDecay(), cleanup(checked_after=True)) == []
