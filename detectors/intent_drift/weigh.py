@@ -340,6 +340,8 @@ LED_RESULTS = 2
 """The results just read that may have named a tool the agent picks up (a word such as
 ``request`` somewhere in the fourth-last page led nowhere: fixtures' polling run)."""
 _URL_RE = re.compile(r"[a-z][a-z0-9+.-]*://\S*")
+_FIELD_NAME_RE = re.compile(r'"[^"\n]{1,60}"\s*:')
+"""A field's name in a JSON record (``"work_notes":``)."""
 
 
 def _stem_in(word: str, text: str) -> bool:
@@ -359,7 +361,8 @@ def tool_led(
     """The seq of the recent result that named a tool the agent now uses for the first
     time, or None: the words of its name (4 letters or more) that neither the task nor
     the tools used before hold - the capability it adds - are, at least half of them,
-    in the text of one of the last :data:`LED_RESULTS` results (links aside): a README
+    in the text of one of the last :data:`LED_RESULTS` results (links and the field names
+    of records aside): a README
     saying "open an issue and fork this repository", a calendar entry saying "please
     delete them". The agent picked up the action from data, not from the task.
 
@@ -383,7 +386,9 @@ def tool_led(
     if not new:
         return None
     for text, seq, _, _ in list(results)[-LED_RESULTS:][::-1]:
-        prose = _URL_RE.sub(" ", text)  # an address names no capability (``http``)
+        # an address names no capability (``http``), nor does a record's field name (a
+        # ServiceNow record's ``"work_notes":`` is its schema, not "add a work note")
+        prose = _FIELD_NAME_RE.sub(" ", _URL_RE.sub(" ", text))
         if 2 * sum(1 for w in new if _stem_in(w, prose)) >= len(new):
             return seq
     return None
